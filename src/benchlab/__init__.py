@@ -1,0 +1,3 @@
+"""benchlab: benchmark sweeps across a fleet of unlike machines, kept honest."""
+
+__version__ = "0.1.0"

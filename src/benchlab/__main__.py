@@ -1,0 +1,3 @@
+from benchlab.cli import main
+
+raise SystemExit(main())

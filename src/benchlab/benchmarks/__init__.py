@@ -1,0 +1,1 @@
+"""Benchmark backends: reference (numpy), llama-bench, command."""

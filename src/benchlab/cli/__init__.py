@@ -1,0 +1,89 @@
+"""The `bench` command. Each verb lives in its own module with `register(subparsers)`;
+this module wires them up and is the only place that turns an error into a message and an
+exit code.
+
+Verb modules import only argparse at module level and import the library inside their
+handler, so that `bench best` does not pay for plotly, fabric or mkdocs at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from benchlab import __version__
+from benchlab.errors import BenchlabError
+
+VERB_MODULES = (
+    "query",
+    "catalog",
+    "schemas",
+    "run",
+    "chart",
+    "site",
+    "scan",
+    "onboard",
+    "migrate",
+    "regression",
+    "devices",
+    "export",
+)
+"""Modules under benchlab.cli, each registering one verb or a group of verbs."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench",
+        description="benchlab: run benchmark sweeps across a fleet, keep raw results private, "
+        "publish a redacted catalog, and ask it questions.",
+        epilog="Run `bench VERB --help` for the options of each verb.",
+    )
+    parser.add_argument("--version", action="version", version=f"benchlab {__version__}")
+    parser.add_argument(
+        "--store",
+        metavar="DIR",
+        help="the store root (default: $BENCHLAB_STORE, else experiments/benchmark "
+        "in this or a parent directory)",
+    )
+    subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name in VERB_MODULES:
+        try:
+            module = importlib.import_module(f"benchlab.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"benchlab.cli.{name}":
+                continue  # a verb not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code so tests can call `main([...])` in-process."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.store:
+        os.environ["BENCHLAB_STORE"] = args.store
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except BenchlabError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # A reader such as `head` went away; say nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

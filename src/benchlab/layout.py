@@ -1,0 +1,209 @@
+"""Every path and file name of the store, and the one way files are written: atomically.
+
+Invariant 8 (crash-safe): a file is written to a temp file in the same directory, fsynced,
+then renamed over the target, so a sweep killed at any instant leaves either the old file
+or the new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from benchlab.errors import SchemaError, StoreError
+from benchlab.ids import check_id
+
+STORE_ENV = "BENCHLAB_STORE"
+STORE_RELATIVE = Path("experiments") / "benchmark"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def canonical_json(obj: Any) -> str:
+    """The one serialisation of every file benchlab writes: sorted, indented, newline-ended."""
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, canonical_json(obj))
+
+
+def dump_model(model: BaseModel) -> dict[str, Any]:
+    """A model as the plain JSON object written to disk (aliases, no unset optionals)."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def write_model(path: Path, model: BaseModel) -> None:
+    atomic_write_json(path, dump_model(model))
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; a missing or malformed file is a one-line error naming it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise StoreError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def validation_message(path: Path | str, exc: ValidationError) -> str:
+    """The first pydantic error as `file: $.json.path: message`."""
+    first = exc.errors()[0]
+    pointer = "$" + "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
+    )
+    return f"{path}: {pointer}: {first['msg']}"
+
+
+def parse_model(path: Path | str, cls: type[M], data: Any) -> M:
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise SchemaError(validation_message(path, exc)) from None
+
+
+def read_model(path: Path, cls: type[M]) -> M:
+    """Read and validate one file; errors name the file and the JSON path of the field."""
+    return parse_model(path, cls, read_json(path))
+
+
+def find_store(start: Path | None = None) -> Path:
+    """The store root: $BENCHLAB_STORE, else `experiments/benchmark` in this or a parent dir."""
+    override = os.environ.get(STORE_ENV)
+    if override:
+        return Path(override)
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / STORE_RELATIVE).is_dir():
+            return candidate / STORE_RELATIVE
+    return here / STORE_RELATIVE
+
+
+@dataclass(frozen=True)
+class Store:
+    """The paths of one store. Owning them here keeps every other module free of path maths."""
+
+    root: Path
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.root / "catalog.json"
+
+    @property
+    def machines_dir(self) -> Path:
+        return self.root / "machines"
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.machines_dir / "catalog.json"
+
+    @property
+    def redaction_path(self) -> Path:
+        return self.root / "redaction.yaml"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def by_machine(self) -> Path:
+        return self.runs_dir / "by-machine"
+
+    @property
+    def by_model(self) -> Path:
+        return self.runs_dir / "by-model"
+
+    @property
+    def by_date(self) -> Path:
+        return self.runs_dir / "by-date"
+
+    @property
+    def public_runs(self) -> Path:
+        return self.runs_dir / "public"
+
+    @property
+    def sweeps_dir(self) -> Path:
+        return self.runs_dir / "sweeps"
+
+    @property
+    def charts_dir(self) -> Path:
+        return self.root / "charts"
+
+    def require(self) -> Store:
+        if not self.root.is_dir():
+            raise StoreError(
+                f"{self.root}: no store here; run from a benchlab checkout or set {STORE_ENV}"
+            )
+        return self
+
+    def machine_dir(self, machine_id: str) -> Path:
+        return self.by_machine / check_id(machine_id, "machine id")
+
+    def run_dir(self, machine_id: str, run_id: str) -> Path:
+        return self.machine_dir(machine_id) / check_id(run_id, "run id")
+
+    def public_run_dir(self, machine_id: str, run_id: str) -> Path:
+        return self.public_runs / check_id(machine_id, "machine id") / check_id(run_id, "run id")
+
+    def private_specs(self, machine_id: str) -> Path:
+        return self.machine_dir(machine_id) / "specs.json"
+
+    def public_specs(self, machine_id: str) -> Path:
+        return self.machines_dir / check_id(machine_id, "machine id") / "specs.json"
+
+    def sweep_dir(self, experiment: str) -> Path:
+        return self.sweeps_dir / check_id(experiment, "experiment")
+
+    def relative(self, path: Path) -> str:
+        """A store path as the catalog records it: relative, POSIX, never absolute."""
+        return path.relative_to(self.root).as_posix() + ("/" if path.is_dir() else "")
+
+
+# File names inside a run dir (seed 002).
+MANIFEST = "manifest.json"
+KERNEL = "kernel.json"
+BATCH = "batch.json"
+RECORD = "record.json"
+RAW_DIR = "raw"
+REQUIRED_RUN_FILES = (MANIFEST, KERNEL, BATCH)
+
+# File names inside a sweep dir.
+SWEEP_STATE = "state.json"
+SCHEDULE = "schedule.json"
+RETRIES = "retries.jsonl"
+LOCK = "lock"
+STOP_REQUEST = "stop"

@@ -1,0 +1,495 @@
+"""The pydantic models: the one source of truth for every file format benchlab reads or writes.
+
+`schemas/*.json` are generated from these models (`bench schemas --write`) and a test keeps
+them in sync. Field names follow seed 002 exactly; additions are optional so that files
+written by other tools (imports, hand-made runs) still load.
+
+Format history:
+- v1: machine-specs, run-manifest, kernel-results, batch-results, catalog (seed 002);
+  machine-inventory, run-record, sweep-state, agent-task, agent-envelope (benchlab).
+
+Run artifacts (manifest, kernel, batch, specs) allow extra keys: the seed promises that new
+metrics are additive. What users write by hand to steer benchlab (sweep configs) forbids
+them, so that a typo is an error rather than a silently ignored key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Status = Literal["ok", "failed"]
+FailureKind = Literal["transport", "measurement", "config", "parse"]
+
+
+class _Open(BaseModel):
+    """A file format that tolerates keys it does not know (forward compatible)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class _Closed(BaseModel):
+    """A format written by people: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Document(_Open):
+    """A top-level file that names its own format in `$schema`."""
+
+    SCHEMA_ID: ClassVar[str] = ""
+    schema_: str = Field(alias="$schema", description="The format name and version.")
+
+    @field_validator("schema_")
+    @classmethod
+    def _known_schema(cls, value: str) -> str:
+        if cls.SCHEMA_ID and value != cls.SCHEMA_ID:
+            raise ValueError(f"expected {cls.SCHEMA_ID!r}, got {value!r}")
+        return value
+
+
+# --- machine specs ------------------------------------------------------------------------
+
+
+class CpuSpec(_Open):
+    model: str
+    cores_physical: int | None = None
+    cores_logical: int | None = None
+    frequency_base_mhz: float | None = None
+    architecture: str | None = None
+
+
+class GpuSpec(_Open):
+    model: str
+    memory_gb: float | None = None
+    compute_capability: str | None = None
+    cuda_version: str | None = None
+    driver_version: str | None = None
+
+
+class StorageSpec(_Open):
+    type: str | None = None
+    size_gb: float | None = None
+
+
+class HardwareSpec(_Open):
+    cpu: CpuSpec
+    gpu: list[GpuSpec] = Field(
+        default_factory=list,
+        description="GPUs; seed 002 shows both one object and a list, both are accepted.",
+    )
+    ram_gb: float | None = None
+    storage: StorageSpec | None = None
+
+    @field_validator("gpu", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [value] if isinstance(value, dict) else value
+
+
+class OsSpec(_Open):
+    name: str
+    version: str | None = None
+    kernel: str | None = None
+
+
+class MachineSpecs(_Document):
+    """`machines/<id>/specs.json` (redacted, public) and `runs/by-machine/<id>/specs.json`."""
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/machine-specs.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    machine_id: str
+    hostname: str | None = Field(default=None, description="Private: never published.")
+    registered_at: str
+    hardware: HardwareSpec
+    os: OsSpec
+    runtime: dict[str, str | None] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    cost_per_hour: float | None = Field(
+        default=None, description="USD per hour of the machine, for cost per token."
+    )
+
+
+class MachineSummary(_Open):
+    """A machine as the public catalog shows it (no hostname: public files carry none)."""
+
+    id: str
+    os: str | None = None
+    arch: str | None = None
+    cpu_cores: int | None = None
+    gpu: str | None = None
+    runs: int = 0
+    last_run: str | None = None
+
+
+class InventoryEntry(_Open):
+    id: str
+    os: str | None = None
+    arch: str | None = None
+    cpu_model: str | None = None
+    cpu_cores: int | None = None
+    gpu: str | None = None
+    ram_gb: float | None = None
+    tags: list[str] = Field(default_factory=list)
+    registered_at: str | None = None
+    cost_per_hour: float | None = None
+    checklist: dict[str, bool] = Field(default_factory=dict)
+
+
+class MachineInventory(_Document):
+    """`machines/catalog.json`: the redacted machine inventory."""
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/machine-inventory.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    machines: dict[str, InventoryEntry] = Field(default_factory=dict)
+
+
+# --- run artifacts ------------------------------------------------------------------------
+
+
+class GitInfo(_Open):
+    rev: str | None = None
+    branch: str | None = None
+    dirty: bool | None = None
+
+
+class HarnessInfo(_Open):
+    name: str
+    version: str | None = None
+
+
+class ModelInfo(_Open):
+    name: str
+    family: str | None = None
+    parameters: str | None = None
+    source: str | None = None
+    precision: str
+    quantization: str | None = None
+
+
+class GateInfo(_Open):
+    required: bool | None = None
+    status: str | None = None
+    min_speedup: float | None = None
+    actual_speedup: float | None = None
+
+
+class RunManifest(_Document):
+    """`manifest.json`: REQUIRED in every run dir."""
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/run-manifest.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    run_id: str
+    machine_id: str
+    timestamp: str = Field(description="ISO 8601 UTC, e.g. 2025-01-06T12:00:00Z.")
+    git: GitInfo = Field(default_factory=GitInfo)
+    harness: HarnessInfo
+    model: ModelInfo
+    config: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    gate: GateInfo | None = None
+    backend: str | None = None
+    mode: str | None = None
+    spec_id: str | None = None
+    experiment: str | None = None
+    provenance: dict[str, Any] | None = Field(
+        default=None, description="Where an imported result came from (bench migrate)."
+    )
+
+
+class PrefillPoint(_Open):
+    tokens: int
+    median_ms: float
+    tok_per_sec: float
+
+
+class DecodeResult(_Open):
+    prompt_tokens: int | None = None
+    decode_steps: int | None = None
+    reps: int | None = None
+    per_token_median_ms: float | None = None
+    tok_per_sec: float
+
+
+class KernelBenchmark(_Open):
+    prefill: list[PrefillPoint] = Field(default_factory=list)
+    decode: DecodeResult | None = None
+
+
+class KernelBreakdown(_Open):
+    f32_ms: float | None = None
+    f32_gbs: float | None = None
+    int8xf32_ms: float | None = None
+    int8xf32_gbs: float | None = None
+    int8xf32_xf32: float | None = None
+
+
+class KernelResults(_Document):
+    """`kernel.json`: REQUIRED."""
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/kernel-results.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    run_id: str
+    engine: str
+    precision: str
+    model: str
+    benchmark: KernelBenchmark
+    kernel_breakdown: KernelBreakdown | None = None
+
+
+class BatchBaseline(_Open):
+    batch: int
+    tok_per_sec: float
+
+
+class BatchPeak(_Open):
+    batch: int
+    agg_tok_per_sec: float
+    speedup_vs_baseline: float | None = None
+    speedup_vs_naive: float | None = None
+
+
+class BatchPoint(_Open):
+    batch: int
+    per_user_ms_per_tok: float
+    agg_tok_per_sec: float
+    speedup_vs_baseline: float | None = None
+
+
+class BatchResults(_Document):
+    """`batch.json`: REQUIRED."""
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/batch-results.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    run_id: str
+    engine: str
+    model: str
+    precision: str
+    workers: int | None = None
+    baseline: BatchBaseline | None = None
+    peak: BatchPeak | None = None
+    points: list[BatchPoint] = Field(default_factory=list)
+
+
+class Timings(_Open):
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+
+
+class RunRecord(_Document):
+    """`record.json`: what the sweep runner says about one attempt at one point.
+
+    A run dir without a record (imported, hand-made) counts as ok.
+    """
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/run-record.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    run_id: str
+    spec_id: str
+    machine_id: str
+    device: str
+    experiment: str | None = None
+    status: Status
+    failure_kind: FailureKind | None = None
+    error: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    attempt: int = Field(default=1, description="The attempt that produced this record.")
+    attempts: int = Field(default=1, description="The attempts the retry policy allowed.")
+    tags: list[str] = Field(default_factory=list)
+    timings: Timings = Field(default_factory=Timings)
+    worker: str | None = Field(default=None, description="Which worker instance ran it.")
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    telemetry: dict[str, Any] | None = None
+
+
+# --- the catalog --------------------------------------------------------------------------
+
+
+class CatalogEntry(_Open):
+    """One run as the public catalog lists it: redacted, flat, queryable."""
+
+    run_id: str
+    machine_id: str
+    timestamp: str
+    model: str = Field(description="The model's display name as the run reported it.")
+    model_id: str | None = Field(default=None, description="The model slug (index key).")
+    precision: str
+    tags: list[str] = Field(default_factory=list)
+    status: Status = "ok"
+    failure_kind: FailureKind | None = None
+    backend: str | None = None
+    mode: str | None = None
+    peak_tok_per_sec: float | None = None
+    baseline_tok_per_sec: float | None = None
+    speedup: float | None = None
+    prefill_tok_per_sec: float | None = None
+    decode_tok_per_sec: float | None = None
+    path: str | None = Field(default=None, description="Run dir relative to the store root.")
+
+
+class CatalogIndex(_Open):
+    by_model: dict[str, list[str]] = Field(default_factory=dict)
+    by_precision: dict[str, list[str]] = Field(default_factory=dict)
+    by_date: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class Catalog(_Document):
+    """`catalog.json`: the public, redacted, union-merged record."""
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/catalog.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    version: str = "1.0"
+    last_updated: str | None = Field(default=None, description="The newest run's timestamp.")
+    machines: dict[str, MachineSummary] = Field(default_factory=dict)
+    runs: list[CatalogEntry] = Field(default_factory=list)
+    index: CatalogIndex = Field(default_factory=CatalogIndex)
+
+
+# --- sweeps -------------------------------------------------------------------------------
+
+
+class DeviceConfig(_Closed):
+    """One device of a sweep: how to reach it and how hard it may be pushed."""
+
+    transport: Literal["local", "ssh", "exec"] = "local"
+    machine_id: str | None = Field(default=None, description="Defaults to the device id.")
+    host: str | None = None
+    user: str | None = None
+    port: int | None = None
+    ssh_config: str | None = Field(default=None, description="An ssh_config file to read.")
+    identity_file: str | None = None
+    insecure_accept_host_key: bool = False
+    connect_timeout_s: float = 10.0
+    command_timeout_s: float = 3600.0
+    command: list[str] | None = Field(
+        default=None, description="exec transport: the prefix, e.g. [kubectl, exec, -i, pod, --]."
+    )
+    max_concurrency: int = Field(default=1, ge=1)
+    resource_group: str | None = None
+    failover_to: list[str] = Field(default_factory=list)
+    python: str = "python3"
+    workdir: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+
+
+class ResourceGroupConfig(_Closed):
+    group_max_concurrency: int | None = Field(default=None, ge=1)
+
+
+class RetryPolicy(_Closed):
+    attempts: int = Field(default=3, ge=1, description="Attempts per point, transport only.")
+    backoff_s: float = Field(default=1.0, ge=0)
+
+
+class BreakerPolicy(_Closed):
+    failure_threshold: int = Field(default=3, ge=1)
+    recovery_after_s: float = Field(default=60.0, ge=0)
+    drain_after_cooldowns: int = Field(default=2, ge=1)
+
+
+class FitnessPolicy(_Closed):
+    window: int = Field(default=20, ge=1, description="Outcomes remembered per device.")
+    exploration: float = Field(default=0.1, ge=0, le=1)
+    seed: int = 0
+
+
+class Policies(_Closed):
+    retries: RetryPolicy = Field(default_factory=RetryPolicy)
+    breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
+    order: Literal["spec", "interleave", "shuffle"] = "spec"
+    order_seed: int = 0
+    fitness: FitnessPolicy = Field(default_factory=FitnessPolicy)
+
+
+class SweepConfig(_Closed):
+    """`experiments/sweeps/<name>.yaml`."""
+
+    experiment: str
+    description: str | None = None
+    devices: dict[str, DeviceConfig]
+    resource_groups: dict[str, ResourceGroupConfig] = Field(default_factory=dict)
+    policies: Policies = Field(default_factory=Policies)
+    matrix: dict[str, Any] = Field(
+        description="Axes (backend, model, precision, mode, threads, prompt_tokens, "
+        "gen_tokens, batch_sizes, device ...) whose product expands into RunSpecs."
+    )
+    tags: list[str] = Field(default_factory=list)
+
+
+class RunSpec(_Closed):
+    """One point of a sweep on exactly one device: the device is the thing measured."""
+
+    spec_id: str
+    experiment: str
+    device: str
+    machine_id: str
+    backend: str
+    model: str
+    precision: str
+    mode: str
+    threads: int | None = None
+    prompt_tokens: int | None = None
+    gen_tokens: int | None = None
+    batch_sizes: list[int] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict, description="Backend-specific knobs.")
+    tags: list[str] = Field(default_factory=list)
+    failover_from: str | None = None
+
+
+class SweepState(_Document):
+    """`runs/sweeps/<experiment>/state.json`: fixed when a sweep first starts."""
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/sweep-state.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    experiment: str
+    stamp: str = Field(description="Sweep stamp YYYYMMDDThhmmssZ, part of every run id.")
+    started_at: str
+    config_path: str | None = None
+
+
+# --- the agent protocol -------------------------------------------------------------------
+
+
+class AgentTask(_Closed):
+    """What the controller asks the device-side agent to run (`agent run`, JSON on stdin).
+
+    argv may use `{python}` (the agent's interpreter) and `{agent}` (the agent zipapp).
+    """
+
+    argv: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    timeout_s: float = 3600.0
+    sample_interval_s: float = 0.5
+    stdin: str | None = None
+
+
+class AgentEnvelope(_Open):
+    """What the agent answers for `run`: stamps, exit code, raw output, telemetry."""
+
+    started_at: float = Field(description="Device clock, UNIX seconds.")
+    finished_at: float
+    exit_code: int | None
+    timed_out: bool = False
+    stdout: str = ""
+    stderr: str = ""
+    telemetry: dict[str, Any] = Field(default_factory=dict)
+
+
+DOCUMENTS: tuple[type[_Document], ...] = (
+    MachineSpecs,
+    MachineInventory,
+    RunManifest,
+    KernelResults,
+    BatchResults,
+    RunRecord,
+    Catalog,
+    SweepState,
+)
+"""Every versioned file format; each gets `schemas/<name>.json`."""

@@ -1,0 +1,59 @@
+"""JSON Schemas generated from the models, and jsonschema validation that names the JSON path.
+
+pydantic validates when benchlab loads a file; the generated schemas let other tools (and
+pre-commit's check-jsonschema) validate the same files without importing benchlab.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchlab.layout import atomic_write_json, canonical_json
+from benchlab.models import DOCUMENTS
+
+
+def schema_name(schema_id: str) -> str:
+    """`benchmark/catalog.v1` -> `catalog.v1.json`."""
+    return schema_id.split("/", 1)[1] + ".json"
+
+
+def generated() -> dict[str, dict[str, Any]]:
+    out = {}
+    for cls in DOCUMENTS:
+        schema = cls.model_json_schema(by_alias=True, mode="validation")
+        schema["$id"] = cls.SCHEMA_ID
+        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        out[schema_name(cls.SCHEMA_ID)] = schema
+    return out
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    written = []
+    for name, schema in sorted(generated().items()):
+        path = directory / name
+        atomic_write_json(path, schema)
+        written.append(path)
+    return written
+
+
+def stale_schemas(directory: Path) -> list[Path]:
+    stale = []
+    for name, schema in sorted(generated().items()):
+        path = directory / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != canonical_json(schema):
+            stale.append(path)
+    return stale
+
+
+def validate(path: Path | str, data: Any, schema_id: str) -> None:
+    """Validate with jsonschema; the error names the file and the JSON path of the field."""
+    import jsonschema
+
+    from benchlab.errors import SchemaError
+
+    schema = generated()[schema_name(schema_id)]
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        raise SchemaError(f"{path}: {error.json_path}: {error.message}")

@@ -1,0 +1,29 @@
+"""Shared fixtures: keep the user's environment, ssh config and store out of every test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test reads the developer's ~/.ssh/config, store or git identity."""
+    monkeypatch.delenv("BENCHLAB_STORE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "benchlab test")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@benchlab.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "benchlab test")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@benchlab.invalid")
+    monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
+    monkeypatch.setenv("NO_MKDOCS_2_WARNING", "1")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """An empty store root, pointed to by $BENCHLAB_STORE."""
+    root = tmp_path / "repo" / "experiments" / "benchmark"
+    root.mkdir(parents=True)
+    return root

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what the test suite uses: Debian packages (sshd, Chromium, promtool, faketime)
+# and the package with its extras. Idempotent; safe to re-run on a developer machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
+need=()
+for pair in sshd:openssh-server chromium:chromium promtool:prometheus faketime:faketime ip:iproute2; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] || need+=("${pair#*:}")
+done
+if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+python3 -m pip install -q --disable-pip-version-check -e ".[site,pipeline,dev]"
