@@ -305,6 +305,9 @@ class RunRecord(_Document):
     worker: str | None = Field(default=None, description="Which worker instance ran it.")
     metrics: dict[str, float | None] = Field(default_factory=dict)
     telemetry: dict[str, Any] | None = None
+    spec: RunSpec | None = Field(
+        default=None, description="The point this record measures (labels, resume, failover)."
+    )
 
 
 # --- the catalog --------------------------------------------------------------------------
