@@ -313,6 +313,13 @@ class RunRecord(_Document):
 # --- the catalog --------------------------------------------------------------------------
 
 
+class BatchCurvePoint(_Open):
+    """One point of a run's batch curve as the catalog carries it (for scaling charts)."""
+
+    batch: int
+    agg_tok_per_sec: float
+
+
 class CatalogEntry(_Open):
     """One run as the public catalog lists it: redacted, flat, queryable."""
 
@@ -333,6 +340,10 @@ class CatalogEntry(_Open):
     prefill_tok_per_sec: float | None = None
     decode_tok_per_sec: float | None = None
     path: str | None = Field(default=None, description="Run dir relative to the store root.")
+    batch_curve: list[BatchCurvePoint] | None = Field(
+        default=None,
+        description="Optional compact batch curve (batch size, aggregate tok/s), sorted by batch.",
+    )
 
 
 class CatalogIndex(_Open):
