@@ -1,0 +1,49 @@
+"""`bench export DIR [--serve]`: Prometheus metrics of a sweep directory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "export",
+        help="print or serve Prometheus metrics of a sweep directory",
+        description="Reads a sweep directory (experiments/benchmark/runs/sweeps/EXPERIMENT) "
+        "and its records from disk at every scrape: a live sweep and a finished one serve "
+        "the same metrics. Without --serve, prints one scrape and exits.",
+        epilog="example: bench export experiments/benchmark/runs/sweeps/local --serve --port 10058",
+    )
+    parser.add_argument("sweep_dir", type=Path, metavar="DIR", help="a runs/sweeps/<name> dir")
+    parser.add_argument("--serve", action="store_true", help="serve /metrics over HTTP")
+    parser.add_argument("--port", type=int, default=10058, help="default: 10058")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from benchlab.exporter import make_server, scrape
+
+    if not args.serve:
+        sys.stdout.write(scrape(args.sweep_dir))
+        return 0
+    try:
+        server = make_server(args.sweep_dir, args.port, args.host)
+    except OSError as exc:
+        from benchlab.errors import ConfigError
+
+        raise ConfigError(
+            f"--port {args.port}: cannot listen on {args.host}: {exc.strerror}"
+        ) from None
+    host, port = server.server_address[:2]
+    print(f"serving {args.sweep_dir} at http://{host}:{port}/metrics (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0

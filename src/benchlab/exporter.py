@@ -1,0 +1,241 @@
+"""Prometheus metrics of a sweep, read from disk at scrape time.
+
+Invariant 10: observers are never in the write path. Every number here was written to disk by
+the scheduler or the runner first, so a scrape that never happens costs a graph, not a
+measurement, and a finished sweep directory serves the same metrics as a live one.
+
+Labels are bounded and complete (seed 000): device, backend, model, quantisation, mode,
+threads and token shape. Run ids and timestamps are never labels; leaving out a swept axis
+would silently collapse different measurements onto one series.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from benchlab.errors import StoreError
+from benchlab.exposition import CONTENT_TYPE, MetricFamily, render
+from benchlab.layout import MANIFEST, RECORD, SCHEDULE, SWEEP_STATE
+
+log = logging.getLogger("benchlab.exporter")
+
+POINT_LABELS = ("device", "backend", "model", "quantisation", "mode", "threads", "shape")
+
+
+def _load(path: Path) -> Any:
+    """A file another process may be replacing right now: absent or unreadable reads as None."""
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _shape(prompt: object, gen: object) -> str:
+    if prompt is None and gen is None:
+        return ""
+    return f"p{prompt if prompt is not None else '-'}/n{gen if gen is not None else '-'}"
+
+
+def point_labels(record: dict[str, Any], manifest: dict[str, Any] | None) -> dict[str, str]:
+    """The complete label set of one point, from its spec (or, for old records, its manifest)."""
+    spec = record.get("spec") or {}
+    config = (manifest or {}).get("config") or {}
+    model = (manifest or {}).get("model") or {}
+    values = {
+        "device": spec.get("device") or record.get("device"),
+        "backend": spec.get("backend") or (manifest or {}).get("backend"),
+        "model": spec.get("model") or model.get("name"),
+        "quantisation": spec.get("precision") or model.get("precision"),
+        "mode": spec.get("mode") or (manifest or {}).get("mode"),
+        "threads": spec.get("threads", config.get("threads")),
+        "shape": _shape(
+            spec.get("prompt_tokens", config.get("prompt_tokens")),
+            spec.get("gen_tokens", config.get("gen_tokens")),
+        ),
+    }
+    return {key: "" if value is None else str(value) for key, value in values.items()}
+
+
+class SweepView:
+    """Everything the exporter reads for one sweep directory (runs/sweeps/<experiment>/)."""
+
+    def __init__(self, sweep_dir: Path) -> None:
+        self.sweep_dir = sweep_dir
+        if not (sweep_dir / SWEEP_STATE).is_file():
+            raise StoreError(f"{sweep_dir}: not a sweep directory (no {SWEEP_STATE})")
+        self.store_root = sweep_dir.parent.parent.parent
+
+    def state(self) -> dict[str, Any]:
+        return _load(self.sweep_dir / SWEEP_STATE) or {}
+
+    def schedule(self) -> dict[str, Any]:
+        return _load(self.sweep_dir / SCHEDULE) or {}
+
+    def records(self) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Records of this sweep (same experiment, run id ending in the sweep's stamp)."""
+        state = self.state()
+        experiment, stamp = state.get("experiment"), state.get("stamp")
+        by_machine = self.store_root / "runs" / "by-machine"
+        for record_path in sorted(by_machine.glob(f"*/*-{stamp}/{RECORD}")):
+            record = _load(record_path)
+            if not isinstance(record, dict) or record.get("experiment") != experiment:
+                continue
+            yield record, _load(record_path.parent / MANIFEST)
+
+
+def _device_states(schedule: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    devices = schedule.get("devices")
+    return devices if isinstance(devices, dict) else {}
+
+
+def collect(view: SweepView) -> list[MetricFamily]:
+    """Read the sweep from disk and turn it into metric families."""
+    schedule = view.schedule()
+    up = MetricFamily(
+        "benchlab_device_up", "1 when the device is in service, 0 when its breaker is open."
+    )
+    offset = MetricFamily(
+        "benchlab_clock_offset_seconds",
+        "Device clock minus controller clock (Cristian's algorithm).",
+    )
+    uncertainty = MetricFamily(
+        "benchlab_clock_uncertainty_seconds", "Transport time not accounted for in the offset."
+    )
+    agreeing = MetricFamily(
+        "benchlab_clock_agreeing", "1 when the offset lies inside its own uncertainty."
+    )
+    quota = MetricFamily(
+        "benchlab_cpu_quota_cores", "Effective CPU quota of the device (cgroups), in cores."
+    )
+    finished = MetricFamily(
+        "benchlab_runs_finished", "Points finished in this sweep, by status and failure kind."
+    )
+    in_flight = MetricFamily("benchlab_runs_in_flight", "Points running now on the device.")
+    trips = MetricFamily("benchlab_breaker_trips", "Times the device's circuit breaker opened.")
+    retries = MetricFamily(
+        "benchlab_transport_failures", "Transport failures written to retries.jsonl."
+    )
+    prefill = MetricFamily(
+        "benchlab_point_prefill_tokens_per_second", "Prefill throughput of a finished point."
+    )
+    decode = MetricFamily(
+        "benchlab_point_decode_tokens_per_second", "Decode throughput of a finished point."
+    )
+    peak = MetricFamily(
+        "benchlab_point_peak_tokens_per_second", "Peak batched aggregate throughput of a point."
+    )
+    power = MetricFamily(
+        "benchlab_point_power_watts", "Median power sampled on the device during the point."
+    )
+    temperature = MetricFamily(
+        "benchlab_point_temperature_celsius", "Maximum temperature sampled during the point."
+    )
+
+    for device, info in sorted(_device_states(schedule).items()):
+        if not isinstance(info, dict):
+            continue
+        labels = {"device": device}
+        state = info.get("breaker_state", info.get("state"))
+        if "up" in info:
+            up.add(labels, 1.0 if info["up"] else 0.0)
+        elif state is not None:
+            up.add(labels, 0.0 if state == "open" else 1.0)
+        in_flight.add(labels, info.get("in_flight", 0))
+        trips.add(labels, info.get("breaker_trips", info.get("trips")))
+        quota.add(labels, info.get("cpu_quota_cores"))
+        clock = info.get("clock") if isinstance(info.get("clock"), dict) else None
+        if clock:
+            offset.add(labels, clock.get("offset_s"))
+            uncertainty.add(labels, clock.get("uncertainty_s"))
+            if clock.get("agreeing") is not None:
+                agreeing.add(labels, 1.0 if clock["agreeing"] else 0.0)
+
+    failure_counts: Counter[str] = Counter()
+    retries_path = view.sweep_dir / "retries.jsonl"
+    if retries_path.is_file():
+        for line in retries_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line being appended right now
+            if isinstance(entry, dict) and entry.get("kind", "transport") == "transport":
+                failure_counts[str(entry.get("device", ""))] += 1
+    for device, count in sorted(failure_counts.items()):
+        retries.add({"device": device}, count)
+
+    outcome_counts: Counter[tuple[str, str, str]] = Counter()
+    for record, manifest in view.records():
+        labels = point_labels(record, manifest)
+        kind = record.get("failure_kind") or ""
+        outcome_counts[(labels["device"], str(record.get("status", "")), kind)] += 1
+        if record.get("status") != "ok":
+            continue
+        metrics = record.get("metrics") or {}
+        prefill.add(labels, metrics.get("prefill_tok_per_sec"))
+        decode.add(labels, metrics.get("decode_tok_per_sec"))
+        peak.add(labels, metrics.get("peak_tok_per_sec"))
+        telemetry = record.get("telemetry") or {}
+        power.add(labels, _summary(telemetry, "power_w", "median"))
+        temperature.add(labels, _summary(telemetry, "temperature_c", "max"))
+    for (device, status, kind), count in sorted(outcome_counts.items()):
+        finished.add({"device": device, "status": status, "failure_kind": kind}, count)
+
+    return [up, offset, uncertainty, agreeing, quota, finished, in_flight, trips, retries,
+            prefill, decode, peak, power, temperature]  # fmt: skip
+
+
+def _summary(telemetry: dict[str, Any], key: str, stat: str) -> float | None:
+    """Telemetry summaries are {key: {min, median, max}} or a bare number; anything else is None."""
+    value = telemetry.get(key)
+    if isinstance(value, dict):
+        value = value.get(stat)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def scrape(sweep_dir: Path) -> str:
+    return render(collect(SweepView(sweep_dir)))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    sweep_dir: Path
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] not in ("/metrics", "/"):
+            self.send_error(404, "only /metrics is served")
+            return
+        try:
+            body = scrape(self.sweep_dir).encode("utf-8")
+        except StoreError as exc:
+            self.send_error(503, str(exc))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("scrape: " + format, *args)
+
+
+def make_server(sweep_dir: Path, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+    """A metrics server for one sweep dir; port 0 picks a free port (server.server_address)."""
+    SweepView(sweep_dir)  # refuse a wrong directory before binding
+    handler = type("SweepHandler", (_Handler,), {"sweep_dir": sweep_dir})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def serve_in_background(sweep_dir: Path, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+    """Start serving on a daemon thread; call `.shutdown()` and `.server_close()` to stop."""
+    server = make_server(sweep_dir, port, host)
+    threading.Thread(target=server.serve_forever, name="benchlab-exporter", daemon=True).start()
+    return server

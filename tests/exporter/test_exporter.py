@@ -1,0 +1,171 @@
+"""Metrics of a sweep directory, read from disk: content, labels, promtool, HTTP."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlab.cli import main
+from benchlab.exporter import scrape, serve_in_background
+from benchlab.layout import Store, atomic_write_json
+
+STAMP = "20261201T000000Z"
+
+
+def _spec(device: str, threads: int) -> dict[str, Any]:
+    return {
+        "spec_id": f"{device}-tiny-q8-decode-t{threads}",
+        "experiment": "lab",
+        "device": device,
+        "machine_id": device,
+        "backend": "reference",
+        "model": "tiny",
+        "precision": "q8",
+        "mode": "decode",
+        "threads": threads,
+        "prompt_tokens": 128,
+        "gen_tokens": 64,
+    }
+
+
+def _record(store: Store, device: str, threads: int, status: str = "ok") -> None:
+    spec = _spec(device, threads)
+    run_id = f"{spec['spec_id']}-{STAMP}"
+    record = {
+        "$schema": "benchmark/run-record.v1",
+        "run_id": run_id,
+        "spec_id": spec["spec_id"],
+        "machine_id": device,
+        "device": device,
+        "experiment": "lab",
+        "status": status,
+        "failure_kind": None if status == "ok" else "measurement",
+        "metrics": {"prefill_tok_per_sec": 50.0 * threads, "decode_tok_per_sec": 10.0 * threads},
+        "telemetry": {"power_w": {"median": 7.5}, "temperature_c": {"max": 61.0}},
+        "spec": spec,
+    }
+    atomic_write_json(store.run_dir(device, run_id) / "record.json", record)
+
+
+@pytest.fixture
+def sweep_dir(store: Path) -> Path:
+    layout = Store(store)
+    sweep = layout.sweep_dir("lab")
+    atomic_write_json(
+        sweep / "state.json",
+        {"$schema": "benchmark/sweep-state.v1", "experiment": "lab", "stamp": STAMP,
+         "started_at": "2026-12-01T00:00:00Z"},
+    )  # fmt: skip
+    atomic_write_json(
+        sweep / "schedule.json",
+        {"devices": {
+            "laptop": {"up": True, "in_flight": 1, "breaker_trips": 0, "cpu_quota_cores": 2.0,
+                       "clock": {"offset_s": 0.0004, "uncertainty_s": 0.002, "agreeing": True}},
+            "pi5": {"up": False, "in_flight": 0, "breaker_trips": 2,
+                    "clock": {"offset_s": 12.5, "uncertainty_s": 0.01, "agreeing": False}},
+        }},
+    )  # fmt: skip
+    (sweep / "retries.jsonl").write_text(
+        '{"device": "pi5", "kind": "transport", "error": "ssh: link down"}\n'
+        '{"device": "pi5", "kind": "transport", "error": "ssh: link down"}\n'
+        '{"device": "pi5", "kind": "failover", "to": "pi5-spare"}\n'
+        '{"device": "pi5", "kind": "transp'  # a line being appended right now
+    )
+    _record(layout, "laptop", threads=1)
+    _record(layout, "laptop", threads=4)
+    _record(layout, "pi5", threads=1, status="failed")
+    # A record of another sweep (other stamp) is not this sweep's.
+    atomic_write_json(
+        layout.run_dir("laptop", "old-20250101T000000Z") / "record.json",
+        {"run_id": "old", "experiment": "lab", "status": "ok", "device": "laptop"},
+    )
+    return sweep
+
+
+def _samples(parsed: dict, name: str) -> list[tuple[dict[str, str], float]]:
+    return parsed[name]["samples"]
+
+
+def test_points_differing_in_one_swept_axis_are_two_series(sweep_dir: Path, prom_parse) -> None:
+    parsed = prom_parse(scrape(sweep_dir))
+    decode = _samples(parsed, "benchlab_point_decode_tokens_per_second")
+    assert sorted((labels["threads"], value) for labels, value in decode) == [
+        ("1", 10.0),
+        ("4", 40.0),
+    ]
+    assert set(decode[0][0]) == {
+        "device", "backend", "model", "quantisation", "mode", "threads", "shape",
+    }  # fmt: skip
+    assert decode[0][0]["shape"] == "p128/n64"
+    for labels, _ in decode:
+        assert STAMP not in "".join(labels.values()), "run ids and stamps are never labels"
+
+
+def test_device_state_clock_outcomes_and_failures(sweep_dir: Path, prom_parse) -> None:
+    parsed = prom_parse(scrape(sweep_dir))
+    assert dict((s[0]["device"], s[1]) for s in _samples(parsed, "benchlab_device_up")) == {
+        "laptop": 1.0,
+        "pi5": 0.0,
+    }
+    offsets = {s[0]["device"]: s[1] for s in _samples(parsed, "benchlab_clock_offset_seconds")}
+    assert offsets == {"laptop": 0.0004, "pi5": 12.5}
+    finished = {
+        (s[0]["device"], s[0]["status"], s[0]["failure_kind"]): s[1]
+        for s in _samples(parsed, "benchlab_runs_finished")
+    }
+    assert finished == {("laptop", "ok", ""): 2.0, ("pi5", "failed", "measurement"): 1.0}
+    failures = _samples(parsed, "benchlab_transport_failures")
+    assert failures == [({"device": "pi5"}, 2.0)]
+    assert _samples(parsed, "benchlab_point_power_watts")[0][1] == 7.5
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian prometheus) absent")
+def test_promtool_accepts_the_output(sweep_dir: Path) -> None:
+    result = subprocess.run(
+        ["promtool", "check", "metrics"],
+        input=scrape(sweep_dir),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_scrape_over_http_on_loopback_reads_disk_each_time(sweep_dir: Path, prom_parse) -> None:
+    server = serve_in_background(sweep_dir, 0)
+    try:
+        host, port = server.server_address[:2]
+        url = f"http://{host}:{port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            first = prom_parse(response.read().decode())
+        assert len(_samples(first, "benchlab_point_decode_tokens_per_second")) == 2
+        _record(Store(sweep_dir.parents[2]), "laptop", threads=8)
+        with urllib.request.urlopen(url, timeout=5) as response:
+            second = prom_parse(response.read().decode())
+        assert len(_samples(second, "benchlab_point_decode_tokens_per_second")) == 3
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://{host}:{port}/nope", timeout=5)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_cli_prints_one_scrape(sweep_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(sweep_dir)]) == 0
+    assert "# TYPE benchlab_device_up gauge" in capsys.readouterr().out
+
+
+def test_cli_refuses_a_directory_that_is_not_a_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["export", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a sweep directory" in err
