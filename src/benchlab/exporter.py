@@ -187,8 +187,22 @@ def collect(view: SweepView) -> list[MetricFamily]:
     for (device, status, kind), count in sorted(outcome_counts.items()):
         finished.add({"device": device, "status": status, "failure_kind": kind}, count)
 
-    return [up, offset, uncertainty, agreeing, quota, finished, in_flight, trips, retries,
-            prefill, decode, peak, power, temperature]  # fmt: skip
+    return [
+        up,
+        offset,
+        uncertainty,
+        agreeing,
+        quota,
+        finished,
+        in_flight,
+        trips,
+        retries,
+        prefill,
+        decode,
+        peak,
+        power,
+        temperature,
+    ]
 
 
 def _summary(telemetry: dict[str, Any], key: str, stat: str) -> float | None:

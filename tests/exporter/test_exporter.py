@@ -59,18 +59,33 @@ def sweep_dir(store: Path) -> Path:
     sweep = layout.sweep_dir("lab")
     atomic_write_json(
         sweep / "state.json",
-        {"$schema": "benchmark/sweep-state.v1", "experiment": "lab", "stamp": STAMP,
-         "started_at": "2026-12-01T00:00:00Z"},
-    )  # fmt: skip
+        {
+            "$schema": "benchmark/sweep-state.v1",
+            "experiment": "lab",
+            "stamp": STAMP,
+            "started_at": "2026-12-01T00:00:00Z",
+        },
+    )
     atomic_write_json(
         sweep / "schedule.json",
-        {"devices": {
-            "laptop": {"up": True, "in_flight": 1, "breaker_trips": 0, "cpu_quota_cores": 2.0,
-                       "clock": {"offset_s": 0.0004, "uncertainty_s": 0.002, "agreeing": True}},
-            "pi5": {"up": False, "in_flight": 0, "breaker_trips": 2,
-                    "clock": {"offset_s": 12.5, "uncertainty_s": 0.01, "agreeing": False}},
-        }},
-    )  # fmt: skip
+        {
+            "devices": {
+                "laptop": {
+                    "up": True,
+                    "in_flight": 1,
+                    "breaker_trips": 0,
+                    "cpu_quota_cores": 2.0,
+                    "clock": {"offset_s": 0.0004, "uncertainty_s": 0.002, "agreeing": True},
+                },
+                "pi5": {
+                    "up": False,
+                    "in_flight": 0,
+                    "breaker_trips": 2,
+                    "clock": {"offset_s": 12.5, "uncertainty_s": 0.01, "agreeing": False},
+                },
+            }
+        },
+    )
     (sweep / "retries.jsonl").write_text(
         '{"device": "pi5", "kind": "transport", "error": "ssh: link down"}\n'
         '{"device": "pi5", "kind": "transport", "error": "ssh: link down"}\n'
@@ -100,8 +115,14 @@ def test_points_differing_in_one_swept_axis_are_two_series(sweep_dir: Path, prom
         ("4", 40.0),
     ]
     assert set(decode[0][0]) == {
-        "device", "backend", "model", "quantisation", "mode", "threads", "shape",
-    }  # fmt: skip
+        "device",
+        "backend",
+        "model",
+        "quantisation",
+        "mode",
+        "threads",
+        "shape",
+    }
     assert decode[0][0]["shape"] == "p128/n64"
     for labels, _ in decode:
         assert STAMP not in "".join(labels.values()), "run ids and stamps are never labels"

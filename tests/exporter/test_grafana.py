@@ -10,13 +10,21 @@ from benchlab.exporter import POINT_LABELS
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "grafana" / "benchlab-sweep.json"
 EXPORTED = {
-    "benchlab_device_up", "benchlab_clock_offset_seconds", "benchlab_clock_uncertainty_seconds",
-    "benchlab_clock_agreeing", "benchlab_cpu_quota_cores", "benchlab_runs_finished",
-    "benchlab_runs_in_flight", "benchlab_breaker_trips", "benchlab_transport_failures",
-    "benchlab_point_prefill_tokens_per_second", "benchlab_point_decode_tokens_per_second",
-    "benchlab_point_peak_tokens_per_second", "benchlab_point_power_watts",
+    "benchlab_device_up",
+    "benchlab_clock_offset_seconds",
+    "benchlab_clock_uncertainty_seconds",
+    "benchlab_clock_agreeing",
+    "benchlab_cpu_quota_cores",
+    "benchlab_runs_finished",
+    "benchlab_runs_in_flight",
+    "benchlab_breaker_trips",
+    "benchlab_transport_failures",
+    "benchlab_point_prefill_tokens_per_second",
+    "benchlab_point_decode_tokens_per_second",
+    "benchlab_point_peak_tokens_per_second",
+    "benchlab_point_power_watts",
     "benchlab_point_temperature_celsius",
-}  # fmt: skip
+}
 
 
 def test_dashboard_uses_a_datasource_variable_and_known_metrics() -> None:
