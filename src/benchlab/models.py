@@ -394,6 +394,11 @@ class DeviceConfig(_Closed):
 
 class ResourceGroupConfig(_Closed):
     group_max_concurrency: int | None = Field(default=None, ge=1)
+    members: list[str] = Field(
+        default_factory=list,
+        description="Devices in this group, besides those naming it in resource_group; "
+        "a device may belong to one group only.",
+    )
 
 
 class RetryPolicy(_Closed):

@@ -1,0 +1,90 @@
+"""Choosing a failover target by fitness (seed 004), never by "whoever is free".
+
+Fitness of a device = (points in flight + ok outcomes) / (points in flight + all outcomes),
+over a forgetting window of its most recent outcomes, so that a device that misbehaved an
+hour ago is judged on what it does now. A device with no outcomes yet has fitness 1 (the
+seed's "discovery"). Among several targets one is drawn with probability proportional to
+fitness from a seeded RNG; with probability `exploration` the draw ignores fitness and is
+uniform (the seed's "generic grid slot"), so a device at fitness 0 can rehabilitate itself
+instead of waiting to be forgotten. Every draw is recorded with the fitness it saw.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlab.models import FitnessPolicy
+
+
+@dataclass
+class _Track:
+    outcomes: deque[bool]
+    in_flight: int = 0
+
+
+@dataclass
+class FitnessBook:
+    """Outcomes per device and the seeded chooser. Not thread-safe: call under a lock."""
+
+    policy: FitnessPolicy
+    _tracks: dict[str, _Track] = field(default_factory=dict)
+    choices: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.policy.seed)
+
+    def _track(self, device: str) -> _Track:
+        if device not in self._tracks:
+            self._tracks[device] = _Track(deque(maxlen=self.policy.window))
+        return self._tracks[device]
+
+    def started(self, device: str) -> None:
+        self._track(device).in_flight += 1
+
+    def finished(self, device: str, ok: bool) -> None:
+        track = self._track(device)
+        track.in_flight = max(track.in_flight - 1, 0)
+        track.outcomes.append(ok)
+
+    def outcome(self, device: str, ok: bool) -> None:
+        """An outcome that was never counted as started (a hole, a refused attempt)."""
+        self._track(device).outcomes.append(ok)
+
+    def fitness(self, device: str) -> float:
+        track = self._track(device)
+        total = track.in_flight + len(track.outcomes)
+        if total == 0:
+            return 1.0
+        return (track.in_flight + sum(track.outcomes)) / total
+
+    def choose(self, candidates: Sequence[str], *, point: str, source: str) -> str | None:
+        """Draw one target for `point` (moving away from `source`); None when none is left."""
+        if not candidates:
+            return None
+        seen = {device: round(self.fitness(device), 6) for device in candidates}
+        explored = self._rng.random() < self.policy.exploration
+        total = sum(seen.values())
+        if explored or total <= 0:
+            chosen = candidates[self._rng.randrange(len(candidates))]
+        else:
+            mark = self._rng.random() * total
+            chosen = candidates[-1]
+            for device in candidates:
+                mark -= seen[device]
+                if mark < 0:
+                    chosen = device
+                    break
+        self.choices.append(
+            {
+                "point": point,
+                "from": source,
+                "fitness": seen,
+                "explored": explored or total <= 0,
+                "chosen": chosen,
+            }
+        )
+        return chosen
