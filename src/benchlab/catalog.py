@@ -1,0 +1,802 @@
+"""The public catalog: build it from run dirs, union-merge it, validate it, keep its views.
+
+Why a union: raw run dirs are private and gitignored, so every clone sees a different subset
+of them. `catalog.json` is the shared record; a build MERGES what this clone can see into
+it and never drops an entry whose run dir is absent here. Merge is keyed by run id and is
+commutative, associative and idempotent: when two entries share an id, a fixed rule picks
+the winner (ok over failed, then the newer timestamp, then the greater canonical JSON), so
+every clone and the git merge driver agree on the same bytes.
+
+Derived state (invariant 6) is never merged: the index, the machine summaries and
+`last_updated` are recomputed from the entries every time.
+
+Incremental builds: a private cache (`runs/.catalog-cache.json`, gitignored with the rest
+of `runs/`) maps each run dir to the size and mtime of its files and its run id. A dir whose
+files are unchanged and whose run id is already in the catalog is not read again, so adding
+1,000 runs to 100,000 reads 1,000 dirs. `--full` ignores the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchlab.errors import SchemaError, StoreError
+from benchlab.ids import check_id, slug
+from benchlab.layout import (
+    BATCH,
+    KERNEL,
+    MANIFEST,
+    RECORD,
+    REQUIRED_RUN_FILES,
+    Store,
+    atomic_write_text,
+    canonical_json,
+    parse_model,
+    read_json,
+)
+from benchlab.redact import scrub_public
+
+CATALOG_SCHEMA = "benchmark/catalog.v1"
+INVENTORY_SCHEMA = "benchmark/machine-inventory.v1"
+CACHE_NAME = ".catalog-cache.json"
+CACHE_VERSION = 1
+RUN_FILES = (*REQUIRED_RUN_FILES, RECORD)
+MERGE_DRIVER = "benchlab-catalog"
+SUMMARY_STATIC = ("os", "arch", "cpu_cores", "gpu")
+"""Machine summary fields that come from specs (the rest is counted from the entries)."""
+
+Progress = Callable[[int], None]
+
+
+# --- reading one run dir ------------------------------------------------------------------
+
+
+def _validate(path: Path, kind: str, data: Any) -> Any:
+    """Validate one run file with its pydantic model; errors name the file and JSON path."""
+    from benchlab import models
+
+    cls = {
+        MANIFEST: models.RunManifest,
+        KERNEL: models.KernelResults,
+        BATCH: models.BatchResults,
+        RECORD: models.RunRecord,
+    }[kind]
+    return parse_model(path, cls, data)
+
+
+def _same_run(path: Path, doc: Any, run_id: str) -> None:
+    if doc.run_id != run_id:
+        raise SchemaError(f"{path}: $.run_id: {doc.run_id!r} differs from the run's {run_id!r}")
+
+
+def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None = None) -> dict:
+    """One run dir as a catalog entry (a plain dict, redacted through `scrub_public`).
+
+    A dir with manifest, kernel and batch is a run; record.json is optional (absent means
+    ok). A failed record with some of the required files missing is still a run: a failed
+    attempt must show up, not vanish. Anything else raises StoreError naming the dir.
+    """
+    from benchlab import models
+
+    names = set(present) if present is not None else {p.name for p in run_dir.iterdir()}
+    docs: dict[str, Any] = {}
+    for name in RUN_FILES:
+        if name in names:
+            path = run_dir / name
+            docs[name] = _validate(path, name, read_json(path))
+    record = docs.get(RECORD)
+    missing = [name for name in REQUIRED_RUN_FILES if name not in docs]
+    if missing and (record is None or record.status != "failed"):
+        raise StoreError(f"{run_dir}: incomplete run dir, missing {', '.join(missing)}")
+    manifest = docs.get(MANIFEST)
+    run_id = manifest.run_id if manifest is not None else record.run_id
+    for name, doc in docs.items():
+        _same_run(run_dir / name, doc, run_id)
+    check_id(run_id, "run id")
+    spec = record.spec if record is not None else None
+
+    entry: dict[str, Any] = {"run_id": run_id}
+    if manifest is not None:
+        entry.update(
+            machine_id=manifest.machine_id,
+            timestamp=manifest.timestamp,
+            model=manifest.model.name,
+            model_id=slug(manifest.model.name),
+            precision=manifest.model.precision,
+            backend=manifest.backend,
+            mode=manifest.mode,
+        )
+        tags = list(manifest.tags)
+    else:
+        entry.update(
+            machine_id=record.machine_id,
+            timestamp=record.timings.started_at or record.timings.finished_at or "",
+            model=spec.model if spec else "unknown",
+            model_id=slug(spec.model) if spec else "unknown",
+            precision=spec.precision if spec else "unknown",
+            backend=spec.backend if spec else None,
+            mode=spec.mode if spec else None,
+        )
+        tags = list(spec.tags) if spec else []
+    if record is not None:
+        tags.extend(record.tags)
+        entry["status"] = record.status
+        entry["failure_kind"] = record.failure_kind
+    else:
+        entry["status"] = "ok"
+    entry["tags"] = sorted(set(tags))
+
+    batch: models.BatchResults | None = docs.get(BATCH)
+    if batch is not None:
+        curve = sorted((p.batch, p.agg_tok_per_sec) for p in batch.points)
+        peak = batch.peak.agg_tok_per_sec if batch.peak else None
+        if peak is None and curve:
+            peak = max(agg for _, agg in curve)
+        baseline = batch.baseline.tok_per_sec if batch.baseline else None
+        speedup = batch.peak.speedup_vs_baseline if batch.peak else None
+        if speedup is None and peak is not None and baseline:
+            speedup = round(peak / baseline, 2)
+        entry.update(peak_tok_per_sec=peak, baseline_tok_per_sec=baseline, speedup=speedup)
+        if curve:
+            entry["batch_curve"] = [{"batch": b, "agg_tok_per_sec": agg} for b, agg in curve]
+    kernel: models.KernelResults | None = docs.get(KERNEL)
+    if kernel is not None:
+        prefill = [p.tok_per_sec for p in kernel.benchmark.prefill]
+        entry["prefill_tok_per_sec"] = max(prefill) if prefill else None
+        decode = kernel.benchmark.decode
+        entry["decode_tok_per_sec"] = decode.tok_per_sec if decode else None
+    rel = run_dir.relative_to(store_root).as_posix()
+    entry["path"] = rel + "/"
+    entry = scrub_public({k: v for k, v in entry.items() if v is not None})
+    parse_model(run_dir, models.CatalogEntry, entry)
+    return entry
+
+
+# --- merge --------------------------------------------------------------------------------
+
+
+def _time_key(timestamp: Any) -> tuple[int, str]:
+    """A sortable UTC key for an ISO 8601 stamp; unparsable stamps sort below every real one."""
+    if not isinstance(timestamp, str):
+        return (0, "")
+    try:
+        moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return (0, timestamp)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return (1, moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+
+
+def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], str]:
+    return (
+        entry.get("status", "ok") == "ok",
+        _time_key(entry.get("timestamp")),
+        canonical_json(entry),
+    )
+
+
+def winner(a: dict, b: dict) -> dict:
+    """The entry every clone keeps for one run id: ok over failed, then newer, then the
+    greater canonical JSON. A total order, so the choice is commutative and associative."""
+    if a == b:
+        return a
+    return a if _entry_rank(a) >= _entry_rank(b) else b
+
+
+def merge_entries(*sides: Iterable[dict]) -> dict[str, dict]:
+    """Union of entry lists keyed by run id, ties settled by `winner`."""
+    merged: dict[str, dict] = {}
+    for side in sides:
+        for entry in side:
+            run_id = entry["run_id"]
+            held = merged.get(run_id)
+            merged[run_id] = entry if held is None else winner(held, entry)
+    return merged
+
+
+def _merge_value(a: Any, b: Any) -> Any:
+    """Field-wise union of static descriptions (machine summaries, inventory entries)."""
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k: _merge_value(a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys())}
+    if isinstance(a, list) and isinstance(b, list) and all(isinstance(x, str) for x in (*a, *b)):
+        return sorted(set(a) | set(b))
+    return max(a, b, key=canonical_json)
+
+
+def _merge_static(*sides: dict[str, dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for side in sides:
+        for key, value in side.items():
+            out[key] = _merge_value(out.get(key), value)
+    return out
+
+
+# --- derived state ------------------------------------------------------------------------
+
+
+def _date_of(timestamp: Any) -> str:
+    known, key = _time_key(timestamp)
+    return key[:10] if known else str(timestamp)[:10] or "unknown"
+
+
+def finalize(entries: dict[str, dict], static: dict[str, dict]) -> dict[str, Any]:
+    """The catalog document: entries sorted by run id, derived state recomputed from them.
+
+    `static` holds what specs say about each machine (os, arch, cores, gpu); the counts and
+    last run come from the entries. A machine appears iff it has entries.
+    """
+    runs = [entries[k] for k in sorted(entries)]
+    by_model: dict[str, list[str]] = {}
+    by_precision: dict[str, list[str]] = {}
+    by_date: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    last: dict[str, tuple[tuple[int, str], str]] = {}
+    newest: tuple[tuple[int, str], str] | None = None
+    for entry in runs:
+        run_id = entry["run_id"]
+        model_id = entry.get("model_id") or slug(entry["model"])
+        by_model.setdefault(model_id, []).append(run_id)
+        by_precision.setdefault(entry["precision"], []).append(run_id)
+        by_date.setdefault(_date_of(entry["timestamp"]), []).append(run_id)
+        machine = entry["machine_id"]
+        counts[machine] = counts.get(machine, 0) + 1
+        stamp = (_time_key(entry["timestamp"]), entry["timestamp"])
+        if machine not in last or stamp > last[machine]:
+            last[machine] = stamp
+        if newest is None or stamp > newest:
+            newest = stamp
+    machines = {}
+    for machine in sorted(counts):
+        summary = {k: v for k, v in static.get(machine, {}).items() if k in SUMMARY_STATIC}
+        summary.update(id=machine, runs=counts[machine], last_run=last[machine][1])
+        machines[machine] = scrub_public({k: v for k, v in summary.items() if v is not None})
+    doc: dict[str, Any] = {
+        "$schema": CATALOG_SCHEMA,
+        "version": "1.0",
+        "machines": machines,
+        "runs": runs,
+        "index": {"by_model": by_model, "by_precision": by_precision, "by_date": by_date},
+    }
+    if newest is not None:
+        doc["last_updated"] = newest[1]
+    return doc
+
+
+def _static_of(machines: dict[str, dict]) -> dict[str, dict]:
+    return {
+        m: {k: v for k, v in summary.items() if k in SUMMARY_STATIC}
+        for m, summary in machines.items()
+    }
+
+
+def merge_catalogs(*docs: dict[str, Any]) -> dict[str, Any]:
+    """The union of catalog documents (what the git merge driver writes)."""
+    entries = merge_entries(*(doc.get("runs", []) for doc in docs))
+    static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
+    return finalize(entries, static)
+
+
+def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:
+    machines = _merge_static(*(doc.get("machines", {}) for doc in docs))
+    return {"$schema": INVENTORY_SCHEMA, "machines": dict(sorted(machines.items()))}
+
+
+# --- loading the tracked files ------------------------------------------------------------
+
+
+def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
+    """Validate a catalog document; return its entries by run id. Duplicates are errors."""
+    from benchlab.models import Catalog
+
+    parse_model(path, Catalog, data)
+    entries: dict[str, dict] = {}
+    first_seen: dict[str, int] = {}
+    for position, entry in enumerate(data.get("runs", [])):
+        run_id = entry["run_id"]
+        pointer = f"$.runs[{position}]"
+        try:
+            check_id(run_id, "run id")
+            check_id(entry["machine_id"], "machine id")
+        except StoreError as exc:
+            raise SchemaError(f"{path}: {pointer}: {exc}") from None
+        if run_id in entries:
+            raise SchemaError(
+                f"{path}: {pointer}.run_id: duplicate id {run_id!r} "
+                f"(also at $.runs[{first_seen[run_id]}])"
+            )
+        entries[run_id] = entry
+        first_seen[run_id] = position
+    return entries
+
+
+def load_catalog(path: Path) -> tuple[dict[str, Any], dict[str, dict]]:
+    """(document, entries by run id); an absent catalog is empty."""
+    if not path.exists():
+        return {}, {}
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise SchemaError(f"{path}: $: expected a JSON object")
+    return data, parse_catalog(path, data)
+
+
+def load_inventory(path: Path) -> dict[str, Any]:
+    from benchlab.models import MachineInventory
+
+    if not path.exists():
+        return {}
+    data = read_json(path)
+    parse_model(path, MachineInventory, data)
+    return data
+
+
+def catalog_text(doc: dict[str, Any]) -> str:
+    """The bytes written for a document: `layout.canonical_json`, the one serialisation."""
+    return canonical_json(doc)
+
+
+# --- specs --------------------------------------------------------------------------------
+
+
+def _machine_specs(store: Store) -> dict[str, Any]:
+    """Machine specs by id: public `machines/<id>/specs.json`, else the private copy."""
+    from benchlab.models import MachineSpecs
+
+    found: dict[str, Path] = {}
+    for base in (store.by_machine, store.machines_dir):
+        if not base.is_dir():
+            continue
+        for child in sorted(os.scandir(base), key=lambda d: d.name):
+            path = Path(child.path) / "specs.json"
+            if child.is_dir() and not child.name.startswith(".") and path.is_file():
+                found[child.name] = path
+    specs = {}
+    for machine, path in sorted(found.items()):
+        parsed = parse_model(path, MachineSpecs, read_json(path))
+        if parsed.machine_id != machine:
+            raise SchemaError(
+                f"{path}: $.machine_id: {parsed.machine_id!r} differs from its dir {machine!r}"
+            )
+        specs[machine] = parsed
+    return specs
+
+
+def _gpu_label(specs: Any) -> str | None:
+    gpus = [g.model for g in specs.hardware.gpu]
+    if not gpus:
+        return None
+    if len(set(gpus)) == 1:
+        return gpus[0] if len(gpus) == 1 else f"{len(gpus)}x {gpus[0]}"
+    return " + ".join(gpus)
+
+
+def summary_from_specs(specs: Any) -> dict[str, Any]:
+    cpu = specs.hardware.cpu
+    out = {
+        "os": specs.os.name,
+        "arch": cpu.architecture,
+        "cpu_cores": cpu.cores_logical or cpu.cores_physical,
+        "gpu": _gpu_label(specs),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def inventory_from_specs(specs: Any) -> dict[str, Any]:
+    cpu = specs.hardware.cpu
+    out = {
+        "id": specs.machine_id,
+        "os": specs.os.name,
+        "arch": cpu.architecture,
+        "cpu_model": cpu.model,
+        "cpu_cores": cpu.cores_logical or cpu.cores_physical,
+        "gpu": _gpu_label(specs),
+        "ram_gb": specs.hardware.ram_gb,
+        "tags": sorted(set(specs.tags)),
+        "registered_at": specs.registered_at,
+        "cost_per_hour": specs.cost_per_hour,
+    }
+    return scrub_public({k: v for k, v in out.items() if v is not None})
+
+
+def build_inventory(
+    old: dict[str, Any], specs: dict[str, Any], entries: dict[str, dict]
+) -> dict[str, Any]:
+    """Inventory from specs; machines known before but without specs here are kept."""
+    machines = dict(old.get("machines", {}))
+    for machine, parsed in specs.items():
+        machines[machine] = inventory_from_specs(parsed)
+    by_machine: dict[str, list[dict]] = {}
+    ok_by_point: dict[tuple[Any, str], set[str]] = {}
+    for entry in entries.values():
+        by_machine.setdefault(entry["machine_id"], []).append(entry)
+        if entry.get("status", "ok") == "ok":
+            point = (entry.get("model_id"), entry["precision"])
+            ok_by_point.setdefault(point, set()).add(entry["machine_id"])
+    out = {}
+    for machine in sorted(machines):
+        item = dict(machines[machine])
+        mine = by_machine.get(machine, [])
+        points = {(e.get("model_id"), e["precision"]) for e in mine if e.get("status") == "ok"}
+        item["checklist"] = {
+            "specs_complete": all(item.get(k) for k in ("cpu_model", "ram_gb", "os")),
+            "in_catalog": bool(mine),
+            "ok_run": bool(points),
+            "compared": any(len(ok_by_point[p]) > 1 for p in points),
+        }
+        out[machine] = item
+    return {"$schema": INVENTORY_SCHEMA, "machines": out}
+
+
+# --- scanning -----------------------------------------------------------------------------
+
+
+def iter_run_dirs(store: Store) -> Iterator[tuple[str, str, list[os.DirEntry]]]:
+    """(relative dir, absolute dir, run files present) for every candidate run dir."""
+    for base in (store.by_machine, store.public_runs):
+        if not base.is_dir():
+            continue
+        for machine in sorted(os.scandir(base), key=lambda d: d.name):
+            if machine.name.startswith(".") or not machine.is_dir():
+                continue
+            for run in sorted(os.scandir(machine.path), key=lambda d: d.name):
+                if run.name.startswith(".") or not run.is_dir():
+                    continue
+                files = [f for f in os.scandir(run.path) if f.name in RUN_FILES]
+                if files:
+                    rel = f"{base.name}/{machine.name}/{run.name}"
+                    yield rel, run.path, files
+
+
+def _signature(files: list[os.DirEntry]) -> str:
+    parts = []
+    for item in sorted(files, key=lambda f: f.name):
+        stat = item.stat()
+        parts.append(f"{item.name}:{stat.st_size}:{stat.st_mtime_ns}")
+    return "|".join(parts)
+
+
+def _load_cache(path: Path) -> dict[str, list[str]]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+        return {}
+    dirs = data.get("dirs")
+    return dirs if isinstance(dirs, dict) else {}
+
+
+@dataclass
+class BuildResult:
+    """What a build did, for the one-line summary and `--format json`."""
+
+    new: int = 0
+    changed: int = 0
+    kept: int = 0
+    total: int = 0
+    dirs_read: int = 0
+    dirs_unchanged: int = 0
+    absent: int = 0
+    views_written: int = 0
+    views_removed: int = 0
+    catalog_written: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"catalog: {self.new} new, {self.changed} changed, {self.kept} kept, "
+            f"{self.total} runs ({self.dirs_read} dirs read, {self.dirs_unchanged} unchanged)"
+        )
+
+
+def build(store: Store, *, full: bool = False, progress: Progress | None = None) -> BuildResult:
+    """Scan run dirs, union-merge them into catalog.json, write inventory and views.
+
+    Everything is read and checked before anything is written, so bad input leaves every
+    tracked file as it was.
+    """
+    store.require()
+    result = BuildResult()
+    old_doc, old_entries = load_catalog(store.catalog_path)
+    old_inventory = load_inventory(store.inventory_path)
+    specs = _machine_specs(store)
+    cache_path = store.runs_dir / CACHE_NAME
+    cache = {} if full else _load_cache(cache_path)
+    new_cache: dict[str, list[str]] = {}
+    scanned: dict[str, dict] = {}
+    seen_dirs = 0
+    for rel, abs_dir, files in iter_run_dirs(store):
+        seen_dirs += 1
+        if progress is not None and seen_dirs % 1000 == 0:
+            progress(seen_dirs)
+        signature = _signature(files)
+        cached = cache.get(rel)
+        if cached is not None and cached[1] == signature and cached[0] in old_entries:
+            new_cache[rel] = cached
+            result.dirs_unchanged += 1
+            continue
+        names = {f.name for f in files}
+        run_dir = Path(abs_dir)
+        if any(name not in names for name in REQUIRED_RUN_FILES) and RECORD not in names:
+            result.warnings.append(f"{run_dir}: incomplete run dir skipped")
+            continue
+        entry = extract_entry(store.root, run_dir, names)
+        result.dirs_read += 1
+        held = scanned.get(entry["run_id"])
+        scanned[entry["run_id"]] = entry if held is None else winner(held, entry)
+        new_cache[rel] = [entry["run_id"], signature]
+
+    merged = dict(old_entries)
+    touched: set[str] = set()
+    for run_id, entry in scanned.items():
+        held = old_entries.get(run_id)
+        if held is None:
+            merged[run_id] = entry
+            result.new += 1
+            touched.add(run_id)
+        else:
+            chosen = winner(held, entry)
+            if chosen != held:
+                merged[run_id] = chosen
+                result.changed += 1
+                touched.add(run_id)
+    result.total = len(merged)
+    result.kept = result.total - result.new - result.changed
+
+    static = _static_of(old_doc.get("machines", {}))
+    for machine, parsed in specs.items():
+        static[machine] = summary_from_specs(parsed)
+    doc = finalize(merged, static)
+    text = catalog_text(doc)
+    old_text = (
+        store.catalog_path.read_text(encoding="utf-8") if store.catalog_path.exists() else None
+    )
+    if text != old_text:
+        atomic_write_text(store.catalog_path, text)
+        result.catalog_written = True
+    inventory_text = canonical_json(build_inventory(old_inventory, specs, merged))
+    if not store.inventory_path.exists() or (
+        store.inventory_path.read_text(encoding="utf-8") != inventory_text
+    ):
+        atomic_write_text(store.inventory_path, inventory_text)
+
+    written, removed = update_views(store, merged, touched, rewrite_all=full)
+    result.views_written, result.views_removed = written, removed
+    store.runs_dir.mkdir(parents=True, exist_ok=True)
+    cache_doc = {"version": CACHE_VERSION, "dirs": new_cache}
+    atomic_write_text(cache_path, json.dumps(cache_doc, sort_keys=True, separators=(",", ":")))
+    return result
+
+
+# --- views --------------------------------------------------------------------------------
+
+
+def view_names(entry: dict) -> tuple[str, str]:
+    """(by-model path, by-date path) of one entry's view files, relative to runs/."""
+    run_id = check_id(entry["run_id"], "run id")
+    model = check_id(entry.get("model_id") or slug(entry["model"]), "model id")
+    machine = check_id(entry["machine_id"], "machine id")
+    precision = check_id(slug(entry["precision"]), "precision")
+    date = check_id(_date_of(entry["timestamp"]), "date")
+    return (
+        f"by-model/{model}/{machine}-{precision}-{run_id}.json",
+        f"by-date/{date}/{run_id}.json",
+    )
+
+
+def _existing_views(store: Store) -> set[str]:
+    found = set()
+    for base in (store.by_model, store.by_date):
+        if not base.is_dir():
+            continue
+        for group in os.scandir(base):
+            if group.is_dir():
+                for item in os.scandir(group.path):
+                    if item.name.endswith(".json"):
+                        found.add(f"{base.name}/{group.name}/{item.name}")
+    return found
+
+
+def update_views(
+    store: Store, entries: dict[str, dict], touched: set[str], *, rewrite_all: bool = False
+) -> tuple[int, int]:
+    """Make runs/by-model and runs/by-date hold exactly one small copy per entry.
+
+    Views are derived and private (under runs/), so they are written without fsync: a crash
+    leaves at worst a view that the next build rewrites. Only views of new or changed
+    entries, or missing files, are written; stale ones are removed.
+    """
+    existing = _existing_views(store)
+    wanted: dict[str, str] = {}
+    written = 0
+    made_dirs: set[Path] = set()
+    for run_id, entry in entries.items():
+        names = view_names(entry)
+        for name in names:
+            wanted[name] = run_id
+        if not (rewrite_all or run_id in touched or any(n not in existing for n in names)):
+            continue
+        text = canonical_json(entry)
+        for name in names:
+            path = store.runs_dir / name
+            if path.parent not in made_dirs:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made_dirs.add(path.parent)
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+            written += 1
+    removed = 0
+    for name in sorted(existing - wanted.keys()):
+        (store.runs_dir / name).unlink(missing_ok=True)
+        removed += 1
+        parent = (store.runs_dir / name).parent
+        if not any(parent.iterdir()):
+            parent.rmdir()
+    return written, removed
+
+
+# --- validate -----------------------------------------------------------------------------
+
+
+@dataclass
+class ValidationReport:
+    runs: int
+    absent: list[str]
+    warnings: list[str]
+
+
+def validate(store: Store) -> ValidationReport:
+    """Check catalog.json: schema, duplicate ids, index, machines, last_updated.
+
+    Errors raise SchemaError naming the file and JSON path. Run dirs absent on this clone
+    are warnings, by design: raw runs are gitignored and other clones built them.
+    """
+    store.require()
+    path = store.catalog_path
+    if not path.exists():
+        raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
+    data, entries = load_catalog(path)
+    expected = finalize(entries, _static_of(data.get("machines", {})))
+    if [e["run_id"] for e in data.get("runs", [])] != sorted(entries):
+        raise SchemaError(f"{path}: $.runs: not sorted by run_id; rebuild the catalog")
+    index = data.get("index", {})
+    for key in ("by_model", "by_precision", "by_date"):
+        have, want = index.get(key, {}), expected["index"][key]
+        for group in sorted(have.keys() | want.keys()):
+            if sorted(have.get(group, [])) != want.get(group, []):
+                raise SchemaError(
+                    f"{path}: $.index.{key}.{group}: does not match the runs; "
+                    "rebuild with `bench catalog build`"
+                )
+    machines = data.get("machines", {})
+    for machine in sorted(machines.keys() | expected["machines"].keys()):
+        have, want = machines.get(machine), expected["machines"].get(machine)
+        if have is None or want is None:
+            raise SchemaError(f"{path}: $.machines.{machine}: does not match the runs")
+        if "hostname" in have:
+            raise SchemaError(f"{path}: $.machines.{machine}.hostname: must not be published")
+        for key in ("id", "runs", "last_run"):
+            if have.get(key) != want.get(key):
+                raise SchemaError(
+                    f"{path}: $.machines.{machine}.{key}: {have.get(key)!r}, "
+                    f"but the runs say {want.get(key)!r}"
+                )
+    if data.get("last_updated") != expected.get("last_updated"):
+        raise SchemaError(
+            f"{path}: $.last_updated: {data.get('last_updated')!r}, but the newest run is "
+            f"{expected.get('last_updated')!r}"
+        )
+    load_inventory(store.inventory_path)
+    absent = [
+        e["run_id"]
+        for e in entries.values()
+        if e.get("path") and not (store.root / e["path"]).is_dir()
+    ]
+    warnings = [f"{run_id}: run dir absent on this clone" for run_id in sorted(absent)]
+    return ValidationReport(runs=len(entries), absent=sorted(absent), warnings=warnings)
+
+
+# --- the git merge driver -----------------------------------------------------------------
+
+
+def _read_side(path: Path, label: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise StoreError(f"{label}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise SchemaError(f"{label}: $: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise SchemaError(f"{label}: $: expected a JSON object")
+    return data
+
+
+def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -> str:
+    """Union-merge two versions of catalog.json (or machines/catalog.json) into `ours`.
+
+    The base is not needed: the union of both sides already holds everything the base held
+    (entries are never deleted). Returns the kind of document merged.
+    """
+    label = name or str(ours)
+    sides = []
+    for path, side in ((ours, "ours"), (theirs, "theirs")):
+        sides.append(_read_side(path, f"{label} ({side})"))
+    kinds = {side.get("$schema") for side in sides}
+    if kinds == {CATALOG_SCHEMA}:
+        for data, side in zip(sides, ("ours", "theirs"), strict=True):
+            parse_catalog(f"{label} ({side})", data)
+        merged = merge_catalogs(*sides)
+    elif kinds == {INVENTORY_SCHEMA}:
+        from benchlab.models import MachineInventory
+
+        for data, side in zip(sides, ("ours", "theirs"), strict=True):
+            parse_model(f"{label} ({side})", MachineInventory, data)
+        merged = merge_inventories(*sides)
+    else:
+        raise SchemaError(
+            f"{label}: $.$schema: cannot merge {sorted(map(str, kinds))}; expected both sides "
+            f"to be {CATALOG_SCHEMA!r} or {INVENTORY_SCHEMA!r}"
+        )
+    atomic_write_text(ours, canonical_json(merged))
+    return str(merged["$schema"])
+
+
+def default_driver_command() -> str:
+    """This interpreter running benchlab: works even where `bench` is not on git's PATH."""
+    return f"{shlex.quote(sys.executable)} -m benchlab"
+
+
+def _git(repo: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60
+        )
+    except FileNotFoundError:
+        raise StoreError("git: not found on PATH") from None
+    except subprocess.CalledProcessError as exc:
+        message = (exc.stderr or "").strip().splitlines()
+        raise StoreError(f"git {' '.join(args)}: {message[-1] if message else exc}") from None
+    return done.stdout.strip()
+
+
+def install_merge_driver(store: Store, command: str | None = None) -> list[str]:
+    """Wire the union merge into this clone: `.gitattributes` lines and `.git/config`.
+
+    Returns the .gitattributes lines written. Both are idempotent.
+    """
+    start = store.root if store.root.is_dir() else Path.cwd()
+    top = Path(_git(start, "rev-parse", "--show-toplevel"))
+    root = store.root.resolve()
+    try:
+        rel_root = root.relative_to(top.resolve())
+    except ValueError:
+        raise StoreError(f"{store.root}: the store is not inside the git repo {top}") from None
+    targets = [
+        (rel_root / "catalog.json").as_posix(),
+        (rel_root / "machines" / "catalog.json").as_posix(),
+    ]
+    wanted = [f"{target} merge={MERGE_DRIVER}" for target in targets]
+    attributes = top / ".gitattributes"
+    lines = attributes.read_text(encoding="utf-8").splitlines() if attributes.exists() else []
+    kept = [line for line in lines if not line.split() or line.split()[0] not in targets]
+    text = "\n".join([*kept, *wanted]) + "\n"
+    if not attributes.exists() or attributes.read_text(encoding="utf-8") != text:
+        atomic_write_text(attributes, text)
+    driver = f"{command or default_driver_command()} catalog merge-driver %O %A %B %P"
+    _git(top, "config", f"merge.{MERGE_DRIVER}.name", "benchlab catalog union merge")
+    _git(top, "config", f"merge.{MERGE_DRIVER}.driver", driver)
+    return wanted

@@ -1,0 +1,127 @@
+"""`bench catalog build|validate|merge-driver|install-merge-driver`: the public catalog."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+WARNINGS_SHOWN = 20
+"""Absent run dirs are normal on a public clone: show a few, count the rest."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "catalog",
+        help="build, validate and git-merge the public catalog",
+        description="catalog.json is the public, redacted record of every run. `build` "
+        "union-merges this clone's run dirs into it; entries whose run dir is absent here "
+        "are kept.",
+    )
+    verbs = parser.add_subparsers(dest="catalog_verb", metavar="ACTION", required=True)
+
+    build = verbs.add_parser(
+        "build",
+        help="scan runs/ and union-merge into catalog.json",
+        description="Scan runs/by-machine and runs/public, union-merge into catalog.json, "
+        "rewrite machines/catalog.json and the by-model/by-date views. Unchanged run dirs "
+        "already in the catalog are not read again.",
+    )
+    build.add_argument(
+        "--full", action="store_true", help="re-read every run dir and rewrite every view"
+    )
+    build.add_argument("--format", choices=("table", "json"), default="table")
+    build.set_defaults(handler=run_build)
+
+    validate = verbs.add_parser(
+        "validate",
+        help="check catalog.json (schema, duplicate ids, index, machines)",
+        description="Errors exit 2. Run dirs absent on this clone are warnings (exit 0): "
+        "raw runs are private and other clones built them.",
+    )
+    validate.set_defaults(handler=run_validate)
+
+    driver = verbs.add_parser(
+        "merge-driver",
+        help="git merge driver: union-merge %%A and %%B into %%A",
+        description="Called by git as `... catalog merge-driver %%O %%A %%B %%P`. Writes the "
+        "union into OURS; a malformed side exits non-zero so git reports a conflict.",
+    )
+    driver.add_argument("base", type=Path, help="%%O: the common ancestor (not needed)")
+    driver.add_argument("ours", type=Path, help="%%A: our version; receives the result")
+    driver.add_argument("theirs", type=Path, help="%%B: their version")
+    driver.add_argument("path", nargs="?", help="%%P: the file's name, for messages")
+    driver.set_defaults(handler=run_merge_driver)
+
+    install = verbs.add_parser(
+        "install-merge-driver",
+        help="wire the merge driver into .gitattributes and .git/config",
+        description="Every clone needs this once: .gitattributes alone falls back to an "
+        "ordinary, conflicting merge.",
+    )
+    install.add_argument(
+        "--command",
+        help="how git should run benchlab (default: this Python with -m benchlab)",
+    )
+    install.set_defaults(handler=run_install)
+
+
+def _store():
+    from benchlab.layout import Store, find_store
+
+    return Store(find_store())
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from benchlab.catalog import build
+
+    store = _store()
+    if not sys.stderr.isatty():
+        result = build(store, full=args.full)
+    else:
+        from rich.progress import Progress, SpinnerColumn, TextColumn
+
+        with Progress(
+            SpinnerColumn(), TextColumn("scanning run dirs: {task.completed}"), transient=True
+        ) as bar:
+            task = bar.add_task("scan", total=None)
+            result = build(store, full=args.full, progress=lambda n: bar.update(task, completed=n))
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if args.format == "json":
+        print(json.dumps(asdict(result), indent=2, sort_keys=True))
+    else:
+        print(result.summary())
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from benchlab.catalog import validate
+
+    report = validate(_store())
+    for line in report.warnings[:WARNINGS_SHOWN]:
+        print(f"warning: {line}", file=sys.stderr)
+    hidden = len(report.warnings) - WARNINGS_SHOWN
+    if hidden > 0:
+        print(f"warning: ... and {hidden} more run dirs absent on this clone", file=sys.stderr)
+    print(f"catalog: {report.runs} runs valid, {len(report.absent)} run dirs absent here")
+    return 0
+
+
+def run_merge_driver(args: argparse.Namespace) -> int:
+    from benchlab.catalog import merge_files
+
+    merge_files(args.base, args.ours, args.theirs, args.path)
+    return 0
+
+
+def run_install(args: argparse.Namespace) -> int:
+    from benchlab.catalog import install_merge_driver
+
+    for line in install_merge_driver(_store(), args.command):
+        print(f".gitattributes: {line}")
+    print("git config: merge.benchlab-catalog.driver set")
+    return 0
