@@ -96,9 +96,13 @@ def _dispatch(verb: str, args: list[str], stdin: Any, started_at: float) -> dict
         except TaskError as exc:
             raise AgentFailure(str(exc)) from exc
     if verb == "reference":
+        from benchlab.agent.reference_bench import UsageError
         from benchlab.agent.reference_bench import main as reference_main
 
-        return reference_main(args)
+        try:
+            return reference_main(args)
+        except UsageError as exc:
+            raise AgentFailure(str(exc)) from exc
     raise AgentFailure(f"unknown verb {verb!r}; expected one of {', '.join(VERBS)}")
 
 
