@@ -391,14 +391,18 @@ class DeviceConfig(_Closed):
     env: dict[str, str] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
 
+    @field_validator("resource_group", mode="before")
+    @classmethod
+    def _one_group(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            raise ValueError(
+                f"a device is one machine and belongs to one resource group, got {list(value)}"
+            )
+        return value
+
 
 class ResourceGroupConfig(_Closed):
     group_max_concurrency: int | None = Field(default=None, ge=1)
-    members: list[str] = Field(
-        default_factory=list,
-        description="Devices in this group, besides those naming it in resource_group; "
-        "a device may belong to one group only.",
-    )
 
 
 class RetryPolicy(_Closed):

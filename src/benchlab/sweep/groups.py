@@ -7,9 +7,9 @@ them, where (our reading of seed 000, "the tightest limit any member declares wi
     limit = min(group_max_concurrency (default 1),
                 max_concurrency of every member that declares one explicitly)
 
-Each member's own max_concurrency still caps that member. Membership is declared either on
-the device (`resource_group: laptop-cpu`) or on the group (`resource_groups.laptop-cpu.members`);
-a device may be in one group only, a member must be a known device.
+Each member's own max_concurrency still caps that member. Membership is declared on the device
+(`resource_group: laptop-cpu`); a device is one machine, so it names one group (a list is
+refused when the config loads, in one line naming the file and the key).
 
 Members take turns round robin: the next slot goes to the first member after the one that
 started last that is *ready* (has pending work, an idle worker, a breaker that lets it start),
@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from benchlab.errors import ConfigError
 from benchlab.models import SweepConfig
 
 
@@ -58,32 +56,20 @@ class Group:
         self.active = max(self.active - 1, 0)
 
 
-def membership(config: SweepConfig, source: Path | str = "sweep config") -> dict[str, str]:
-    """device -> group, after checking that every device is in at most one known group."""
-    owner: dict[str, str] = {}
-    for device_id, device in sorted(config.devices.items()):
-        if device.resource_group is not None:
-            owner[device_id] = device.resource_group
-    for group_name, group in sorted(config.resource_groups.items()):
-        for member in group.members:
-            if member not in config.devices:
-                raise ConfigError(
-                    f"{source}: resource_groups.{group_name}.members: unknown device {member!r}"
-                )
-            other = owner.get(member)
-            if other is not None and other != group_name:
-                raise ConfigError(
-                    f"{source}: devices.{member}: in two resource groups, {other!r} and "
-                    f"{group_name!r}; a device is one machine and belongs to one group"
-                )
-            owner[member] = group_name
-    return owner
+def membership(config: SweepConfig) -> dict[str, str]:
+    """device -> group. A device names its one group; a list is refused when the config loads
+    (models.DeviceConfig), so "a device in two groups" cannot reach the scheduler."""
+    return {
+        device_id: device.resource_group
+        for device_id, device in sorted(config.devices.items())
+        if device.resource_group is not None
+    }
 
 
-def resolve(config: SweepConfig, source: Path | str = "sweep config") -> dict[str, Group]:
+def resolve(config: SweepConfig) -> dict[str, Group]:
     """Every group that has members, with its effective limit."""
     members: dict[str, list[str]] = {}
-    for device_id, group_name in membership(config, source).items():
+    for device_id, group_name in membership(config).items():
         members.setdefault(group_name, []).append(device_id)
     out: dict[str, Group] = {}
     for group_name, devices in sorted(members.items()):
