@@ -167,6 +167,12 @@ class SshTransport(Transport):
         self._drop()
 
     @property
+    def connected(self) -> bool:
+        """Whether a live connection is held (keepalive clears it soon after a link dies)."""
+        conn = self._conn
+        return conn is not None and conn.is_connected
+
+    @property
     def where(self) -> str:
         """`device (user@host:port)` for messages; private, so never in public files."""
         conn = self._conn
@@ -306,8 +312,8 @@ class SshTransport(Transport):
             yield
         except HostKeyMissing as exc:
             raise DeviceError(
-                f"{self.where}: host key for {exc} not in known_hosts; add it "
-                "(ssh-keyscan, or connect once with ssh) or set insecure_accept_host_key: true",
+                f"{self.where}: host key for {exc} not in known_hosts; add it or set "
+                "insecure_accept_host_key: true",
                 device=self.device_id,
             ) from None
         except paramiko.BadHostKeyException as exc:
