@@ -16,7 +16,7 @@ import pytest
 # fleet's helper module lives next to this file and the test modules import it by name.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fleet_hosts import Fleet, FleetUnavailable  # noqa: E402
+from fleet_hosts import Fleet, FleetUnavailable
 
 FLEET_SIZE = 4
 
