@@ -1,0 +1,304 @@
+"""Import results people already have: llama-bench outputs and asv result directories.
+
+Each imported result becomes an ordinary run dir (manifest, kernel, batch, raw/) in the
+private store, with its provenance in the manifest, so every query, chart and regression
+check treats it like a measured run. Run ids hash the imported content: re-importing the
+same file finds its runs already there and changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchlab.errors import BenchlabError, ConfigError, SchemaError
+from benchlab.ids import check_id, slug, spec_id, sweep_stamp, utc_iso
+from benchlab.layout import (
+    BATCH,
+    KERNEL,
+    MANIFEST,
+    RAW_DIR,
+    Store,
+    atomic_write_json,
+    read_json,
+    write_model,
+)
+from benchlab.llama_rows import model_of, precision_of, read_rows, to_results
+from benchlab.models import (
+    BatchBaseline,
+    BatchPeak,
+    BatchResults,
+    DecodeResult,
+    GitInfo,
+    HarnessInfo,
+    KernelBenchmark,
+    KernelResults,
+    ModelInfo,
+    RunManifest,
+)
+
+_CONFIG_FIELDS = (
+    "n_threads",
+    "n_gpu_layers",
+    "n_batch",
+    "n_ubatch",
+    "backends",
+    "flash_attn",
+    "type_k",
+    "type_v",
+    "split_mode",
+    "use_mmap",
+)
+
+
+@dataclass
+class ImportReport:
+    """What an import did: run ids written, and those already in the store."""
+
+    created: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+
+def _existing(store: Store, machine_id: str, spec: str) -> str | None:
+    """A run of this exact content already imported (any stamp)."""
+    machine_dir = store.machine_dir(machine_id)
+    if not machine_dir.is_dir():
+        return None
+    for candidate in sorted(machine_dir.glob(f"{spec}-*")):
+        if (candidate / MANIFEST).is_file():
+            return candidate.name
+    return None
+
+
+def _write_run(
+    store: Store,
+    manifest: RunManifest,
+    kernel: KernelResults,
+    batch: BatchResults,
+    raw: dict[str, Any],
+) -> None:
+    run_dir = store.run_dir(manifest.machine_id, manifest.run_id)
+    atomic_write_json(run_dir / RAW_DIR / "imported.json", raw)
+    write_model(run_dir / KERNEL, kernel)
+    write_model(run_dir / BATCH, batch)
+    write_model(run_dir / MANIFEST, manifest)  # last: a run dir counts once its manifest exists
+
+
+def _stamp_time(text: str | None, fallback: datetime) -> datetime:
+    if text:
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+        except ValueError:
+            pass
+    return fallback
+
+
+# --- llama-bench --------------------------------------------------------------------------
+
+
+def _groups(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
+    """Rows of one configuration (model file, threads, layers, batch ...) form one run."""
+    grouped: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        key = (
+            str(row.get("model_filename") or row.get("model_type")),
+            *(str(row.get(name)) for name in _CONFIG_FIELDS),
+            str(row.get("build_commit")),
+        )
+        grouped.setdefault(key, []).append(row)
+    return grouped
+
+
+def import_llama_bench(
+    store: Store,
+    path: Path,
+    machine_id: str,
+    *,
+    timestamp: datetime | None = None,
+    model: str | None = None,
+    tags: Iterable[str] = (),
+) -> ImportReport:
+    """Import one llama-bench output file (json, jsonl, csv or markdown) for one machine."""
+    check_id(machine_id, "machine id")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        rows = read_rows(data.decode("utf-8", errors="replace"))
+    except BenchlabError as exc:
+        raise SchemaError(f"{path}: {exc}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    fallback = timestamp or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    report = ImportReport()
+    for rows_of_run in _groups(rows).values():
+        first = rows_of_run[0]
+        name = model or model_of(first)
+        precision = precision_of(first)
+        content = json.loads(json.dumps(rows_of_run, sort_keys=True, default=str))
+        spec = spec_id(machine_id, name, precision, "import", content)
+        existing = _existing(store, machine_id, spec)
+        if existing:
+            report.unchanged.append(existing)
+            continue
+        moment = _stamp_time(
+            min((str(r.get("test_time") or "") for r in rows_of_run), default=None), fallback
+        )
+        run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
+        try:
+            kernel, batch, _ = to_results(rows_of_run, run_id)
+        except BenchlabError as exc:
+            raise SchemaError(f"{path}: {exc}") from None
+        kernel.model = batch.model = name
+        manifest = RunManifest(
+            run_id=run_id,
+            machine_id=machine_id,
+            timestamp=utc_iso(moment),
+            git=GitInfo(rev=str(first["build_commit"]) if first.get("build_commit") else None),
+            harness=HarnessInfo(
+                name="llama-bench", version=str(first.get("build_number") or "") or None
+            ),
+            model=ModelInfo(
+                name=name,
+                precision=precision,
+                quantization=str(first.get("model_type") or "") or None,
+            ),
+            config={k: first[k] for k in _CONFIG_FIELDS if first.get(k) is not None},
+            tags=sorted({"imported", "llama-bench", *tags}),
+            artifacts={"kernel": KERNEL, "batch": BATCH, "raw": f"{RAW_DIR}/imported.json"},
+            backend="llama-bench",
+            mode="import",
+            spec_id=spec,
+            provenance={
+                "source": "llama-bench",
+                "file": path.name,
+                "sha256": digest,
+                "rows": len(rows_of_run),
+            },
+        )
+        _write_run(store, manifest, kernel, batch, {"rows": content})
+        report.created.append(run_id)
+    return report
+
+
+# --- asv ----------------------------------------------------------------------------------
+
+
+def _asv_values(entry: Any, columns: list[str] | None) -> tuple[list[Any], list[Any]]:
+    """(results, params) of one benchmark across asv's result-file versions."""
+    if columns is not None and isinstance(entry, list):
+        row = dict(zip(columns, entry, strict=False))
+        result, params = row.get("result"), row.get("params") or []
+    elif isinstance(entry, dict):
+        result, params = entry.get("result"), entry.get("params") or []
+    else:
+        result, params = entry, []
+    return (result if isinstance(result, list) else [result]), params
+
+
+def import_asv(store: Store, results_dir: Path, *, machine_id: str | None = None) -> ImportReport:
+    """Import an asv results directory (results/<machine>/machine.json + result files).
+
+    Each benchmark of each result file becomes one run; its values, parameters, unit and
+    commit are kept in raw/imported.json, and throughput-like benchmarks (unit tok/s, or a
+    name with tok_per_sec) fill the decode and peak figures.
+    """
+    if not results_dir.is_dir():
+        raise ConfigError(f"{results_dir}: not a directory")
+    units: dict[str, Any] = {}
+    if (results_dir / "benchmarks.json").is_file():
+        units = read_json(results_dir / "benchmarks.json")
+    machine_files = sorted(results_dir.glob("*/machine.json"))
+    if not machine_files:
+        raise ConfigError(f"{results_dir}: no <machine>/machine.json: not an asv results dir")
+    report = ImportReport()
+    for machine_file in machine_files:
+        info = read_json(machine_file)
+        machine = check_id(
+            machine_id or slug(str(info.get("machine") or machine_file.parent.name)), "machine id"
+        )
+        for result_file in sorted(machine_file.parent.glob("*.json")):
+            if result_file.name == "machine.json":
+                continue
+            _import_asv_file(store, result_file, machine, units, report)
+    return report
+
+
+def _import_asv_file(
+    store: Store, path: Path, machine: str, units: dict[str, Any], report: ImportReport
+) -> None:
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise SchemaError(f"{path}: $.results: expected an object of benchmark results")
+    columns = data.get("result_columns")
+    date_ms = data.get("date")
+    moment = (
+        datetime.fromtimestamp(date_ms / 1000, timezone.utc)
+        if isinstance(date_ms, (int, float))
+        else datetime.fromtimestamp(0, timezone.utc)
+    )
+    commit = str(data.get("commit_hash") or "")
+    for name, entry in sorted(data["results"].items()):
+        values, params = _asv_values(entry, columns)
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        unit = str((units.get(name) or {}).get("unit") or "") if isinstance(units, dict) else ""
+        raw = {
+            "benchmark": name,
+            "result": values,
+            "params": params,
+            "unit": unit,
+            "commit": commit,
+            "env": data.get("env_name"),
+            "file": path.name,
+        }
+        spec = spec_id(machine, name, "asv", "import", raw)
+        existing = _existing(store, machine, spec)
+        if existing:
+            report.unchanged.append(existing)
+            continue
+        run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
+        throughput = numbers[0] if numbers and ("tok" in unit or "tok_per_sec" in name) else None
+        kernel = KernelResults(
+            run_id=run_id,
+            engine="asv",
+            precision="asv",
+            model=name,
+            benchmark=KernelBenchmark(
+                decode=DecodeResult(tok_per_sec=throughput) if throughput is not None else None
+            ),
+        )
+        batch = BatchResults(
+            run_id=run_id,
+            engine="asv",
+            model=name,
+            precision="asv",
+            baseline=BatchBaseline(batch=1, tok_per_sec=throughput) if throughput else None,
+            peak=BatchPeak(batch=1, agg_tok_per_sec=throughput) if throughput else None,
+        )
+        manifest = RunManifest(
+            run_id=run_id,
+            machine_id=machine,
+            timestamp=utc_iso(moment),
+            git=GitInfo(rev=commit[:8] or None),
+            harness=HarnessInfo(name="asv", version=str(data.get("version") or "") or None),
+            model=ModelInfo(name=name, precision="asv"),
+            config={"params": params, "unit": unit, "env": data.get("env_name")},
+            tags=["asv", "imported"],
+            artifacts={"kernel": KERNEL, "batch": BATCH, "raw": f"{RAW_DIR}/imported.json"},
+            backend="asv",
+            mode="import",
+            spec_id=spec,
+            provenance={
+                "source": "asv",
+                "file": path.name,
+                "benchmark": name,
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            },
+        )
+        _write_run(store, manifest, kernel, batch, raw)
+        report.created.append(run_id)

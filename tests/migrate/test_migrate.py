@@ -1,0 +1,156 @@
+"""`bench migrate`: llama-bench outputs of every format and asv results become run dirs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchlab.cli import main
+from benchlab.layout import read_model
+from benchlab.llama_rows import model_of, precision_of, read_rows
+from benchlab.models import BatchResults, KernelResults, RunManifest
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "migrate"
+
+
+def _runs(store: Path, machine: str) -> list[Path]:
+    return sorted(p for p in (store / "runs" / "by-machine" / machine).iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize(
+    ("name", "prefill", "decode"),
+    [
+        ("llama-bench.json", 7100.002165, 118.881588),
+        ("llama-bench.jsonl", 7100.002165, 118.881588),
+        ("llama-bench.csv", 7285.676949, 119.915244),
+        ("llama-bench-new.md", 7340.20, 120.60),
+    ],
+)
+def test_each_format_becomes_one_run_with_prefill_and_decode(
+    store: Path, name: str, prefill: float, decode: float
+) -> None:
+    assert main(["--store", str(store), "migrate", str(DATA / name), "--machine-id", "rig"]) == 0
+    [run_dir] = _runs(store, "rig")
+    kernel = read_model(run_dir / "kernel.json", KernelResults)
+    assert kernel.benchmark.prefill[0].tok_per_sec == pytest.approx(prefill)
+    assert kernel.benchmark.decode.tok_per_sec == pytest.approx(decode)
+    assert read_model(run_dir / "batch.json", BatchResults).peak.agg_tok_per_sec == pytest.approx(
+        decode
+    )
+    manifest = read_model(run_dir / "manifest.json", RunManifest)
+    assert manifest.provenance["file"] == name  # a name, never an absolute path
+    assert manifest.provenance["source"] == "llama-bench"
+    assert manifest.model.precision == "q4_k_m"
+    assert not (run_dir / "record.json").exists()  # imported runs count as ok without one
+
+
+def test_depth_rows_do_not_replace_the_depth_zero_figures(store: Path) -> None:
+    main(["--store", str(store), "migrate", str(DATA / "llama-bench-new.md"), "--machine-id", "r"])
+    [run_dir] = _runs(store, "r")
+    kernel = read_model(run_dir / "kernel.json", KernelResults)
+    assert [p.tokens for p in kernel.benchmark.prefill] == [512]
+    assert kernel.benchmark.decode.tok_per_sec == pytest.approx(120.60)
+
+
+def test_old_markdown_splits_into_one_run_per_thread_count(store: Path) -> None:
+    main(["--store", str(store), "migrate", str(DATA / "llama-bench-old.md"), "--machine-id", "r"])
+    decodes = sorted(
+        read_model(d / "kernel.json", KernelResults).benchmark.decode.tok_per_sec
+        for d in _runs(store, "r")
+    )
+    assert decodes == [12.22, 16.71]
+    manifest = read_model(_runs(store, "r")[0] / "manifest.json", RunManifest)
+    assert manifest.model.name == "llama 7B"
+    assert manifest.model.precision == "q4_0"
+
+
+def test_reimporting_the_same_file_changes_nothing(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--store", str(store), "migrate", str(DATA / "llama-bench.json"), "--machine-id", "r"]
+    main(args)
+    before = {p: p.stat().st_mtime_ns for p in store.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "0 run(s) imported, 1 already present" in capsys.readouterr().out
+    assert {p: p.stat().st_mtime_ns for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_asv_results_directory(store: Path) -> None:
+    assert main(["--store", str(store), "migrate", str(DATA / "asv" / "results")]) == 0
+    runs = _runs(store, "lab-pi5")
+    assert len(runs) == 2
+    manifests = {
+        m.model.name: m for m in (read_model(r / "manifest.json", RunManifest) for r in runs)
+    }
+    track = manifests["bench_decode.track_decode_tok_per_sec"]
+    assert track.provenance["source"] == "asv"
+    assert track.git.rev == "01234567"
+    assert track.timestamp == "2026-01-01T00:00:00Z"
+    run_dir = store / "runs" / "by-machine" / "lab-pi5" / track.run_id
+    assert read_model(run_dir / "batch.json", BatchResults).peak.agg_tok_per_sec == 15.5
+    raw = json.loads((run_dir / "raw" / "imported.json").read_text())
+    assert raw["unit"] == "tok/s"
+    assert main(["--store", str(store), "migrate", str(DATA / "asv" / "results")]) == 0
+    assert len(_runs(store, "lab-pi5")) == 2
+
+
+def test_imported_runs_reach_the_catalog(store: Path) -> None:
+    main(["--store", str(store), "migrate", str(DATA / "llama-bench.json"), "--machine-id", "r"])
+    if main(["--store", str(store), "catalog", "build"]) != 0:
+        pytest.fail("catalog build failed on imported runs")
+    catalog = json.loads((store / "catalog.json").read_text())
+    [entry] = catalog["runs"]
+    assert entry["decode_tok_per_sec"] == pytest.approx(118.881588)
+    assert entry["precision"] == "q4_k_m"
+
+
+def test_garbage_is_one_line_naming_the_file(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("nothing to see here\n")
+    assert main(["--store", str(store), "migrate", str(bad), "--machine-id", "r"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "notes.txt" in err
+    assert not (store / "runs").exists()
+
+
+def test_a_machine_id_that_escapes_the_store_is_refused(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["--store", str(store), "migrate", str(DATA / "llama-bench.json"), "--machine-id", "../x"]
+    )
+    assert code == 2 and "unsafe machine id" in capsys.readouterr().err
+
+
+def test_an_asv_dir_without_machines_is_refused(store: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "results"
+    shutil.copytree(DATA / "asv" / "results", empty)
+    for machine in empty.glob("*/machine.json"):
+        machine.unlink()
+    assert main(["--store", str(store), "migrate", str(empty)]) == 2
+
+
+@pytest.mark.parametrize(
+    ("row", "precision", "model"),
+    [
+        ({"model_type": "llama 7B mostly Q4_0"}, "q4_0", "llama 7B"),
+        ({"model_type": "qwen2 7B Q4_K - Medium"}, "q4_k_m", "qwen2 7B"),
+        ({"model_filename": "/m/SmolLM2-135M-Instruct-Q8_0.gguf"}, "q8_0", "SmolLM2-135M-Instruct"),
+        ({"model_type": "bitnet-25 2B IQ2_BN - 2.00 bpw Bitnet"}, "iq2_bn", "bitnet-25 2B"),
+        ({"model_type": "llama 1B BF16"}, "bf16", "llama 1B"),
+    ],
+)
+def test_model_and_precision_from_names(row: dict, precision: str, model: str) -> None:
+    assert precision_of(row) == precision
+    assert model_of(row).startswith(model)
+
+
+def test_rows_keep_the_standard_deviation_of_markdown() -> None:
+    rows = read_rows((DATA / "llama-bench-old.md").read_text())
+    assert rows[0]["stddev_ts"] == 0.06 and rows[0]["n_prompt"] == 64 and rows[0]["n_threads"] == 4
