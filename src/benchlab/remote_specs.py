@@ -1,0 +1,129 @@
+"""Remote onboarding groundwork: a device's own `sysinfo` becomes its private specs.
+
+A remote machine is described by what its agent reports, never by what the controller
+guesses, so the specs of a board reached over ssh are collected on the board. They land in
+`runs/by-machine/<machine>/specs.json` (private, gitignored: it carries the hostname); the
+redacted public copy is the onboarding verb's job.
+
+Re-onboarding refreshes the hardware and keeps what a person set: `registered_at`, `tags`,
+`cost_per_hour`.
+
+Usage::
+
+    specs = onboard_remote(Store(root), "pi5", sweep_config.devices["pi5"])
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from benchlab.errors import DeviceError, SchemaError, StoreError
+from benchlab.ids import check_id, utc_iso
+from benchlab.layout import read_model, write_model
+from benchlab.models import MachineSpecs
+
+if TYPE_CHECKING:
+    from benchlab.devices.base import Transport
+    from benchlab.layout import Store
+    from benchlab.models import DeviceConfig
+
+SYSINFO_TIMEOUT_S = 60.0
+
+
+def specs_from_sysinfo(
+    machine_id: str,
+    info: dict[str, Any],
+    *,
+    registered_at: str,
+    tags: list[str] | None = None,
+    cost_per_hour: float | None = None,
+) -> MachineSpecs:
+    """Map the agent's `sysinfo` answer onto seed 002's machine-specs format."""
+    cpu = info.get("cpu") or {}
+    memory = info.get("memory") or {}
+    os_info = info.get("os") or {}
+    runtimes = info.get("runtimes") or {}
+    gpus = [
+        {key: value for key, value in gpu.items() if value is not None}
+        for gpu in info.get("gpus") or []
+        if isinstance(gpu, dict) and gpu.get("model")
+    ]
+    storage = {k: v for k, v in (info.get("storage") or {}).items() if k in ("type", "size_gb")}
+    hardware: dict[str, Any] = {
+        "cpu": {
+            "model": cpu.get("model") or "unknown",
+            "cores_physical": cpu.get("cores_physical"),
+            "cores_logical": cpu.get("cores_logical"),
+            "frequency_base_mhz": cpu.get("frequency_base_mhz"),
+            "architecture": cpu.get("architecture"),
+        },
+        "gpu": gpus,
+        "ram_gb": memory.get("ram_gb"),
+    }
+    if any(value is not None for value in storage.values()):
+        hardware["storage"] = storage
+    if info.get("cgroup") is not None:
+        hardware["cgroup_cpu"] = info["cgroup"]
+    runtime = {
+        "python": runtimes.get("python_version"),
+        "go": runtimes.get("go_version"),
+        "cuda": runtimes.get("cuda_driver_version"),
+    }
+    return MachineSpecs.model_validate(
+        {
+            "machine_id": check_id(machine_id, "machine id"),
+            "hostname": info.get("hostname"),
+            "registered_at": registered_at,
+            "hardware": hardware,
+            "os": {
+                "name": os_info.get("name") or os_info.get("system") or "unknown",
+                "version": os_info.get("version"),
+                "kernel": os_info.get("kernel"),
+            },
+            "runtime": {key: value for key, value in runtime.items() if value is not None},
+            "tags": list(tags or []),
+            "cost_per_hour": cost_per_hour,
+        }
+    )
+
+
+def onboard_remote(
+    store: Store,
+    device_id: str,
+    config: DeviceConfig,
+    *,
+    transport: Transport | None = None,
+    timeout: float = SYSINFO_TIMEOUT_S,
+) -> MachineSpecs:
+    """Ask the device for `sysinfo` and write its private specs atomically; return them.
+
+    Raises DeviceError when the device cannot be asked; nothing is written then.
+    """
+    from benchlab.devices import open_transport
+
+    machine_id = check_id(config.machine_id or device_id, "machine id")
+    path = store.private_specs(machine_id)
+    previous: MachineSpecs | None = None
+    if path.is_file():
+        try:
+            previous = read_model(path, MachineSpecs)
+        except (SchemaError, StoreError):
+            previous = None  # unreadable specs are replaced by what the machine says now
+    owned = transport is None
+    device = transport or open_transport(device_id, config)
+    try:
+        info = device.call("sysinfo", None, timeout=timeout)
+    finally:
+        if owned:
+            device.close()
+    if not isinstance(info, dict):
+        raise DeviceError(f"device {device_id}: sysinfo answered {type(info).__name__}", device_id)
+    specs = specs_from_sysinfo(
+        machine_id,
+        info,
+        registered_at=previous.registered_at if previous else utc_iso(),
+        tags=previous.tags if previous and previous.tags else list(config.tags),
+        cost_per_hour=previous.cost_per_hour if previous else None,
+    )
+    write_model(path, specs)
+    return specs
