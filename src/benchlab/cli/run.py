@@ -1,0 +1,178 @@
+"""`bench run CONFIG`: run (or resume) a sweep; `--dry-run` lists its points.
+
+A sweep resumes by default: points with an ok record are skipped and the others run.
+`--fresh` starts a new sweep (a new stamp, so new run ids). Exit 0 when every point is ok,
+1 when some point failed (its record says why; re-running retries it), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run or resume a sweep (experiments/sweeps/<name>.yaml)",
+        description="Expand a sweep config into points (one device each) and run the ones "
+        "not yet done. Results land in runs/by-machine/<machine>/<run-id>/ (private); "
+        "`bench catalog build` publishes them.",
+    )
+    parser.add_argument("config", metavar="CONFIG", type=Path, help="the sweep config (YAML)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="list the points and which are done; write nothing"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="start a new sweep (new stamp) instead of resuming"
+    )
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="run devices at once (per-device workers, breaker, failover)",
+    )
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no per-point lines, only the closing line"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table (default) or json; with json, progress goes to stderr",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchlab.layout import Store, find_store
+    from benchlab.sweep.config import load_sweep_config
+
+    config = load_sweep_config(args.config)
+    store = Store(find_store())
+    if args.dry_run:
+        return _dry_run(store, config, args)
+
+    from benchlab.sweep.preflight import preflight
+    from benchlab.sweep.progress import make_progress, summary_line
+
+    runner = _runner(args.concurrent)
+    out = sys.stdout
+    chatter = sys.stderr if args.format == "json" else sys.stdout
+    notes = preflight(config, str(args.config))
+    progress = make_progress(chatter, quiet=args.quiet)
+    for note in notes:
+        progress.event(f"WARNING {note}")
+    try:
+        result = runner(store, config, args.config, fresh=args.fresh, progress=progress)
+    finally:
+        progress.close()
+
+    failed = len(result.failed)
+    if args.format == "json":
+        out.write(_result_json(result))
+    else:
+        print(summary_line(len(result.records), result.elapsed_s, failed), file=out)
+    if result.stopped:
+        left = result.total - result.skipped - len(result.records)
+        print(f"stopped: {left} point(s) left pending; re-run to resume", file=chatter)
+    if failed:
+        print(
+            f"re-run `bench run {args.config}` to retry the {failed} failed point(s); "
+            "points already ok are kept",
+            file=chatter,
+        )
+    print(
+        "next: `bench catalog build` publishes these runs into catalog.json "
+        "(`dvc repro` runs it as the catalog stage)",
+        file=chatter,
+    )
+    return 0 if result.ok else 1
+
+
+def _runner(concurrent: bool) -> Any:
+    from benchlab.errors import ConfigError
+
+    if not concurrent:
+        from benchlab.sweep.sequential import run_sweep
+
+        return run_sweep
+    try:
+        from benchlab.sweep.scheduler import run_sweep_concurrent
+    except ImportError as exc:
+        raise ConfigError(
+            f"--concurrent: the concurrent scheduler is not available ({exc}); "
+            "run without --concurrent"
+        ) from None
+    return run_sweep_concurrent
+
+
+def _dry_run(store: Any, config: Any, args: argparse.Namespace) -> int:
+    """List the points; read the journal if there is one; write nothing at all."""
+    from benchlab.layout import canonical_json
+    from benchlab.sweep.expand import expand, order_specs
+    from benchlab.sweep.journal import SweepJournal
+    from benchlab.sweep.progress import spec_label
+
+    specs = order_specs(expand(config, where=str(args.config)), config.policies)
+    journal = SweepJournal(store, config.experiment)
+    state = None if args.fresh else journal.read_state()
+    rows = []
+    for spec in specs:
+        run_id = done = None
+        if state is not None:
+            journal.use_stamp(state.stamp)
+            run_id, done = journal.run_id(spec), journal.is_done(spec)
+        rows.append((spec, run_id, bool(done)))
+    pending = sum(1 for _, _, done in rows if not done)
+    if args.format == "json":
+        sys.stdout.write(
+            canonical_json(
+                {
+                    "experiment": config.experiment,
+                    "stamp": state.stamp if state else None,
+                    "total": len(rows),
+                    "pending": pending,
+                    "points": [
+                        {
+                            "spec": spec.model_dump(mode="json"),
+                            "run_id": run_id,
+                            "done": done,
+                        }
+                        for spec, run_id, done in rows
+                    ],
+                }
+            )
+        )
+        return 0
+    stamp = state.stamp if state else "new sweep"
+    print(
+        f"{config.experiment} ({stamp}): {len(rows)} point(s), "
+        f"{len(rows) - pending} done, {pending} to run"
+    )
+    width = len(str(len(rows)))
+    for index, (spec, run_id, done) in enumerate(rows, 1):
+        print(
+            f"[{index:>{width}}] {'done   ' if done else 'pending'} "
+            f"{spec_label(spec)}  {run_id or spec.spec_id}"
+        )
+    return 0
+
+
+def _result_json(result: Any) -> str:
+    from benchlab.layout import canonical_json, dump_model
+
+    return canonical_json(
+        {
+            "experiment": result.experiment,
+            "stamp": result.stamp,
+            "total": result.total,
+            "skipped": result.skipped,
+            "ran": len(result.records),
+            "failed": len(result.failed),
+            "stopped": result.stopped,
+            "elapsed_s": round(result.elapsed_s, 3),
+            "records": [dump_model(record) for record in result.records],
+        }
+    )

@@ -1,0 +1,176 @@
+"""Load a sweep config (`experiments/sweeps/<name>.yaml`): parse, validate, cross-check.
+
+Every problem is one line that names the file, the key path and the reason, raised as
+`ConfigError` before anything runs or is written:
+
+    experiments/sweeps/lab.yaml: devices.pi5.failover_to[0]: unknown device 'pi6' ...
+
+Decisions the checks encode:
+- a `resource_group` named by a device but not declared under `resource_groups` is declared
+  implicitly with no extra limit (the seed's own example never declares one); a group that is
+  declared but that no device names is an error, because it is almost always a typo;
+- the matrix must name its device(s) unless the config declares exactly one device;
+- a device may not fail over to itself, to an unknown device, or round a cycle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from benchlab.errors import BenchlabError, ConfigError
+from benchlab.ids import check_id
+from benchlab.models import ResourceGroupConfig, SweepConfig
+from benchlab.sweep.placeholders import unknown_placeholders
+
+_DEVICE_TEMPLATED = ("command", "workdir", "python", "env", "host", "identity_file")
+
+
+def load_sweep_config(path: str | Path) -> SweepConfig:
+    """Read, validate and cross-check one sweep config; raise ConfigError on any problem."""
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        position = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        raise ConfigError(f"{where}: {position}malformed YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: malformed YAML: {exc}") from None
+    return parse_sweep_config(data, where)
+
+
+def parse_sweep_config(data: Any, where: str = "sweep config") -> SweepConfig:
+    """Validate an already-parsed mapping (tests and tools build configs in memory)."""
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{where}: expected a mapping with experiment, devices and matrix, "
+            f"got {type(data).__name__}"
+        )
+    try:
+        config = SweepConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {_pydantic_reason(exc)}") from None
+    check_config(config, where)
+    return config
+
+
+def check_config(config: SweepConfig, where: str = "sweep config") -> None:
+    """The cross-checks pydantic cannot do alone (they relate one part to another)."""
+    _check_ids(config, where)
+    _check_devices(config, where)
+    _check_failover(config, where)
+    _check_groups(config, where)
+    # Expanding proves the matrix: known axes, known devices and backends, no duplicates.
+    from benchlab.sweep.expand import expand
+
+    expand(config, where=where)
+
+
+def fail(where: str, key: str, reason: str) -> ConfigError:
+    """The one shape of a config error: `file: key.path: reason`."""
+    return ConfigError(f"{where}: {key}: {reason}")
+
+
+def _pydantic_reason(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    key = ""
+    for part in first["loc"]:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        reason = "unknown key"
+    elif kind == "missing":
+        reason = "required key is missing"
+    else:
+        reason = first["msg"]
+    return f"{key or '(top level)'}: {reason}"
+
+
+def _check_ids(config: SweepConfig, where: str) -> None:
+    try:
+        check_id(config.experiment, "experiment")
+    except BenchlabError as exc:
+        raise fail(where, "experiment", str(exc)) from None
+    for device_id, device in config.devices.items():
+        try:
+            check_id(device_id, "device id")
+            check_id(device.machine_id or device_id, "machine id")
+        except BenchlabError as exc:
+            raise fail(where, f"devices.{device_id}", str(exc)) from None
+    if not config.devices:
+        raise fail(where, "devices", "declare at least one device")
+
+
+def _check_devices(config: SweepConfig, where: str) -> None:
+    for device_id, device in config.devices.items():
+        key = f"devices.{device_id}"
+        if device.transport == "ssh" and not device.host:
+            raise fail(where, f"{key}.host", "required for transport ssh")
+        if device.transport == "exec" and not device.command:
+            raise fail(where, f"{key}.command", "required for transport exec (the prefix)")
+        for name in _DEVICE_TEMPLATED:
+            unknown = unknown_placeholders(getattr(device, name))
+            if unknown:
+                raise fail(
+                    where,
+                    f"{key}.{name}",
+                    f"unknown placeholder ${{{unknown[0]}}}; known: "
+                    "${worker_instance_id}, ${device}, ${experiment}",
+                )
+
+
+def _check_failover(config: SweepConfig, where: str) -> None:
+    for device_id, device in config.devices.items():
+        for index, target in enumerate(device.failover_to):
+            key = f"devices.{device_id}.failover_to[{index}]"
+            if target == device_id:
+                raise fail(where, key, f"device {device_id!r} cannot fail over to itself")
+            if target not in config.devices:
+                raise fail(
+                    where,
+                    key,
+                    f"unknown device {target!r} (declared: {', '.join(sorted(config.devices))})",
+                )
+    # A cycle would let a point bounce between devices forever.
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for target in config.devices[node].failover_to:
+            if state.get(target) == 1:
+                loop = [*trail[trail.index(target) :], target]
+                raise fail(
+                    where,
+                    f"devices.{node}.failover_to",
+                    f"failover cycle {' -> '.join(loop)}",
+                )
+            if state.get(target) is None:
+                visit(target, [*trail, target])
+        state[node] = 2
+
+    for device_id in sorted(config.devices):
+        if device_id not in state:
+            visit(device_id, [device_id])
+
+
+def _check_groups(config: SweepConfig, where: str) -> None:
+    named = {d.resource_group for d in config.devices.values() if d.resource_group}
+    for group in sorted(config.resource_groups):
+        if group not in named:
+            raise fail(
+                where,
+                f"resource_groups.{group}",
+                "no device names this group (set resource_group on its devices)",
+            )
+    for group in sorted(named - set(config.resource_groups)):
+        config.resource_groups[group] = ResourceGroupConfig()

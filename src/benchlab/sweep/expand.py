@@ -1,0 +1,260 @@
+"""Expand a sweep config's matrix into RunSpecs, each naming exactly one device.
+
+A scalar in the matrix is fixed, a list is an axis; the product runs in a fixed axis order
+(device outermost, params innermost) over the values in the order the config lists them,
+so the same config always yields the same specs in the same order. `batch_sizes` is one list
+per point (a list of lists makes it an axis); `params` is one mapping (a list of mappings
+makes it an axis).
+
+A spec's id hashes what is measured (device, backend, model, shapes, params, failover
+origin) and not the experiment name or tags, so the same measurement has the same spec id
+in every experiment and `bench regression` can line runs up across sweeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+from benchlab.errors import BenchlabError, ConfigError
+from benchlab.ids import spec_id
+from benchlab.models import Policies, RunSpec, SweepConfig
+
+AXES = (
+    "device",
+    "backend",
+    "model",
+    "precision",
+    "mode",
+    "threads",
+    "prompt_tokens",
+    "gen_tokens",
+    "batch_sizes",
+    "params",
+)
+"""Product order: the first axis varies slowest."""
+
+DEFAULT_MODE = "batch"
+REQUIRED = ("backend", "model", "precision")
+KNOWN_BACKENDS = ("command", "llama-bench", "reference")
+_HASHED = (
+    "device",
+    "machine_id",
+    "backend",
+    "model",
+    "precision",
+    "mode",
+    "threads",
+    "prompt_tokens",
+    "gen_tokens",
+    "batch_sizes",
+    "params",
+    "failover_from",
+)
+
+
+def expand(config: SweepConfig, *, where: str = "sweep config") -> list[RunSpec]:
+    """All points of the sweep, in the config's deterministic order (before policy order)."""
+    axes = matrix_axes(config, where)
+    specs: list[RunSpec] = []
+    seen: dict[str, int] = {}
+    for values in itertools.product(*(axes[name] for name in AXES)):
+        point = dict(zip(AXES, values, strict=True))
+        spec = make_spec(config, point)
+        if spec.spec_id in seen:
+            raise ConfigError(
+                f"{where}: matrix: points {seen[spec.spec_id] + 1} and {len(specs) + 1} "
+                f"are the same measurement ({spec.spec_id}); remove the duplicate value"
+            )
+        seen[spec.spec_id] = len(specs)
+        specs.append(spec)
+    return specs
+
+
+def make_spec(
+    config: SweepConfig, point: dict[str, Any], *, failover_from: str | None = None
+) -> RunSpec:
+    """One RunSpec from one matrix point (device and axis values)."""
+    device = point["device"]
+    machine = config.devices[device].machine_id or device
+    fields: dict[str, Any] = {
+        "device": device,
+        "machine_id": machine,
+        "backend": point["backend"],
+        "model": point["model"],
+        "precision": point["precision"],
+        "mode": point.get("mode") or DEFAULT_MODE,
+        "threads": point.get("threads"),
+        "prompt_tokens": point.get("prompt_tokens"),
+        "gen_tokens": point.get("gen_tokens"),
+        "batch_sizes": list(point.get("batch_sizes") or []),
+        "params": dict(point.get("params") or {}),
+        "failover_from": failover_from,
+    }
+    tags = list(dict.fromkeys(config.tags))
+    if failover_from:
+        tags.append(f"failover-from:{failover_from}")
+    identity = spec_id(
+        machine,
+        fields["model"],
+        fields["precision"],
+        fields["mode"],
+        {name: fields[name] for name in _HASHED},
+    )
+    return RunSpec(spec_id=identity, experiment=config.experiment, tags=tags, **fields)
+
+
+def failover_spec(config: SweepConfig, spec: RunSpec, to_device: str) -> RunSpec:
+    """The same point moved to a declared spare: its own spec id and a failover-from tag."""
+    if to_device not in config.devices[spec.device].failover_to:
+        raise ConfigError(
+            f"device {spec.device!r} does not declare {to_device!r} in failover_to; "
+            "work is never moved between devices that are not declared interchangeable"
+        )
+    point = spec.model_dump()
+    point["device"] = to_device
+    return make_spec(config, point, failover_from=spec.device)
+
+
+def order_specs(specs: list[RunSpec], policies: Policies) -> list[RunSpec]:
+    """Apply `policies.order`: spec (as expanded), interleave (round robin over devices),
+    or shuffle (seeded by `policies.order_seed`, so a re-run shuffles the same way)."""
+    if policies.order == "shuffle":
+        shuffled = list(specs)
+        random.Random(policies.order_seed).shuffle(shuffled)
+        return shuffled
+    if policies.order == "interleave":
+        queues: dict[str, list[RunSpec]] = {}
+        for spec in specs:
+            queues.setdefault(spec.device, []).append(spec)
+        out: list[RunSpec] = []
+        for row in itertools.zip_longest(*queues.values()):
+            out.extend(spec for spec in row if spec is not None)
+        return out
+    return list(specs)
+
+
+def matrix_axes(config: SweepConfig, where: str) -> dict[str, list[Any]]:
+    """Each axis as the list of its values; one-line errors for anything malformed."""
+    matrix = dict(config.matrix)
+    known = {*AXES, "devices"}
+    for key in matrix:
+        if key not in known:
+            raise ConfigError(
+                f"{where}: matrix.{key}: unknown axis (known: {', '.join(sorted(known))})"
+            )
+    if "device" in matrix and "devices" in matrix:
+        raise ConfigError(f"{where}: matrix.devices: give either device or devices, not both")
+    if "devices" in matrix:
+        matrix["device"] = matrix.pop("devices")
+    if "device" not in matrix:
+        if len(config.devices) != 1:
+            raise ConfigError(
+                f"{where}: matrix.device: required when more than one device is declared"
+            )
+        matrix["device"] = next(iter(config.devices))
+    for key in REQUIRED:
+        if key not in matrix:
+            raise ConfigError(f"{where}: matrix.{key}: required key is missing")
+
+    axes: dict[str, list[Any]] = {}
+    for key in ("device", "backend", "model", "precision", "mode"):
+        axes[key] = _strings(matrix.get(key, DEFAULT_MODE if key == "mode" else None), where, key)
+    for key in ("threads", "prompt_tokens", "gen_tokens"):
+        axes[key] = _counts(matrix.get(key), where, key)
+    axes["batch_sizes"] = _batch_sizes(matrix.get("batch_sizes"), where)
+    axes["params"] = _params(matrix.get("params"), where)
+
+    for index, device in enumerate(axes["device"]):
+        if device not in config.devices:
+            key = "matrix.device" if len(axes["device"]) == 1 else f"matrix.device[{index}]"
+            raise ConfigError(
+                f"{where}: {key}: unknown device {device!r} "
+                f"(declared: {', '.join(sorted(config.devices))})"
+            )
+    for index, backend in enumerate(axes["backend"]):
+        key = "matrix.backend" if len(axes["backend"]) == 1 else f"matrix.backend[{index}]"
+        _check_backend(backend, where, key)
+    return axes
+
+
+def _check_backend(name: str, where: str, key: str) -> None:
+    try:
+        from benchlab.benchmarks import get_backend
+    except ImportError:
+        if name not in KNOWN_BACKENDS:
+            raise ConfigError(
+                f"{where}: {key}: unknown backend {name!r} (known: {', '.join(KNOWN_BACKENDS)})"
+            ) from None
+        return
+    try:
+        get_backend(name)
+    except BenchlabError as exc:
+        raise ConfigError(f"{where}: {key}: {exc}") from None
+
+
+def _axis(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _unique(values: list[Any], where: str, key: str) -> list[Any]:
+    if not values:
+        raise ConfigError(f"{where}: matrix.{key}: an axis needs at least one value")
+    seen: list[Any] = []
+    for value in values:
+        if value in seen:
+            raise ConfigError(f"{where}: matrix.{key}: duplicate value {value!r}")
+        seen.append(value)
+    return values
+
+
+def _strings(value: Any, where: str, key: str) -> list[str]:
+    values = _axis(value)
+    for item in values:
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError(
+                f"{where}: matrix.{key}: expected a name or a list of names, got {item!r}"
+            )
+    return _unique(values, where, key)
+
+
+def _counts(value: Any, where: str, key: str) -> list[int | None]:
+    values = _axis(value)
+    for item in values:
+        if item is None and len(values) == 1:
+            continue
+        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+            raise ConfigError(
+                f"{where}: matrix.{key}: expected a positive integer or a list of them, "
+                f"got {item!r}"
+            )
+    return _unique(values, where, key)
+
+
+def _batch_sizes(value: Any, where: str) -> list[list[int]]:
+    if value is None or value == []:
+        return [[]]
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: matrix.batch_sizes: expected a list of batch sizes")
+    rows = value if all(isinstance(item, list) for item in value) else [value]
+    for row in rows:
+        for item in row:
+            if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+                raise ConfigError(
+                    f"{where}: matrix.batch_sizes: expected positive integers "
+                    f"(or a list of lists of them), got {item!r}"
+                )
+    return _unique(rows, where, "batch_sizes")
+
+
+def _params(value: Any, where: str) -> list[dict[str, Any]]:
+    if value is None:
+        return [{}]
+    values = _axis(value)
+    for item in values:
+        if not isinstance(item, dict):
+            raise ConfigError(
+                f"{where}: matrix.params: expected a mapping or a list of mappings, got {item!r}"
+            )
+    return _unique(values, where, "params")
