@@ -201,9 +201,7 @@ def test_unknown_host_key_is_refused_unless_opted_out(
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     alt = tmp_path / "ssh_config"
-    alt.write_text(
-        fleet.ssh_config.read_text().replace(str(fleet.known_hosts), str(empty))
-    )
+    alt.write_text(fleet.ssh_config.read_text().replace(str(fleet.known_hosts), str(empty)))
     with transport(fleet, "h0", ssh_config=str(alt)) as device:
         with pytest.raises(DeviceError, match="not in known_hosts; add it or set"):
             device.call("clock", timeout=10)
