@@ -1,0 +1,246 @@
+"""The `llama-bench` backend: llama.cpp's own benchmark, `llama-bench -o json`.
+
+The device needs the `llama-bench` binary on PATH (or `params.binary`) and a GGUF model
+(`params.model_path`). The parser reads every schema llama-bench has printed since JSON
+output appeared (2023: `cuda`/`metal`/`f16_kv` flags; 2025: `backends`, `n_depth`, integer
+`flash_attn`; later: `load_mode`, `repack` ...): it relies only on `n_prompt`, `n_gen` and
+the rate, taking `avg_ts` when present, else the samples (`samples_ts`, `samples_ns`), else
+`avg_ns`. It also accepts JSON lines (`-o jsonl`) and banner lines printed before the array.
+
+Mapping onto seed 002: prompt tests (n_prompt > 0, n_gen = 0) are kernel.json prefill
+points, a generation test (n_gen > 0, n_prompt = 0) is the decode result, pp+tg tests are
+kept as `combined`; llama-bench has no batched decode, so batch.json holds the one batch-1
+point the decode test measured.
+
+spec.params: model_path (required), binary ("llama-bench"), reps (-r), batch (-b),
+ubatch (-ub), n_gpu_layers (-ngl), flash_attn (-fa), extra_args (list), timeout_s (3600).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from benchlab.benchmarks.base import Backend, ParsedRun
+from benchlab.benchmarks.common import (
+    batch_curve,
+    check_finished,
+    finite_metrics,
+    param,
+    require,
+    thread_env,
+)
+from benchlab.devices.base import Transport
+from benchlab.errors import ConfigError, ParseError
+from benchlab.models import AgentEnvelope, AgentTask, BatchResults, KernelResults, RunSpec
+
+FLAGS = (("reps", "-r"), ("batch", "-b"), ("ubatch", "-ub"), ("n_gpu_layers", "-ngl"))
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def load_rows(text: str, where: str) -> list[dict[str, Any]]:
+    """The test objects of llama-bench JSON or JSONL output; ParseError when there are none."""
+    candidates = [text]
+    start = text.find("\n[")
+    if not text.lstrip().startswith("[") and start >= 0:
+        candidates.append(text[start + 1 :])  # banner lines before the array
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        rows = data if isinstance(data, list) else [data]
+        if rows and all(isinstance(r, dict) for r in rows):
+            return rows
+        raise ParseError(f"{where}: JSON output holds no test objects: {candidate[:80]!r}")
+    rows = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    if rows:
+        return rows
+    hint = " (markdown table: run with -o json)" if "| t/s" in text or "t/s |" in text else ""
+    raise ParseError(f"{where}: stdout is not llama-bench JSON{hint}; it starts {text[:80]!r}")
+
+
+def _int(row: dict[str, Any], key: str) -> int:
+    value = row.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParseError(f"field {key!r} is not a number: {value!r}")
+    return int(value)
+
+
+def rate(row: dict[str, Any], tokens: int) -> tuple[float, float | None, float, int | None]:
+    """(tok/s, stddev tok/s, median ms per test, reps) from whatever the row carries."""
+    samples_ts = [float(v) for v in row.get("samples_ts") or [] if isinstance(v, (int, float))]
+    samples_ns = [float(v) for v in row.get("samples_ns") or [] if isinstance(v, (int, float))]
+    reps = len(samples_ns or samples_ts) or None
+    tps = row.get("avg_ts")
+    if not isinstance(tps, (int, float)) or isinstance(tps, bool):
+        if samples_ts:
+            tps = sum(samples_ts) / len(samples_ts)
+        elif samples_ns:
+            tps = tokens / (sum(samples_ns) / len(samples_ns) / 1e9)
+        elif isinstance(row.get("avg_ns"), (int, float)) and row["avg_ns"] > 0:
+            tps = tokens / (row["avg_ns"] / 1e9)
+        else:
+            raise ParseError("no rate: none of avg_ts, samples_ts, samples_ns, avg_ns")
+    if tps <= 0:
+        raise ParseError(f"rate is not positive: {tps!r}")
+    if samples_ns:
+        median_ms = _median(samples_ns) / 1e6
+    elif samples_ts:
+        median_ms = tokens / _median(samples_ts) * 1e3
+    else:
+        median_ms = tokens / float(tps) * 1e3
+    stddev = row.get("stddev_ts")
+    stddev = float(stddev) if isinstance(stddev, (int, float)) else None
+    return float(tps), stddev, median_ms, reps
+
+
+class LlamaBenchBackend(Backend):
+    name = "llama-bench"
+
+    @staticmethod
+    def binary(spec: RunSpec) -> str:
+        return str(param(spec, "binary", "llama-bench"))
+
+    def check_available(self, device: Transport, spec: RunSpec) -> None:
+        require(device, "binary", self.binary(spec), self.name)
+
+    def build_task(self, spec: RunSpec, run_id: str) -> AgentTask:
+        where = f"{spec.spec_id}: llama-bench"
+        model_path = spec.params.get("model_path")
+        if not isinstance(model_path, str) or not model_path:
+            raise ConfigError(f"{where}: params.model_path: required (the GGUF file on the device)")
+        argv = [self.binary(spec), "-m", model_path, "-o", "json"]
+        for value, flag in (
+            (spec.prompt_tokens, "-p"),
+            (spec.gen_tokens, "-n"),
+            (spec.threads, "-t"),
+        ):
+            if value is not None:
+                argv += [flag, str(value)]
+        for key, flag in FLAGS:
+            value = spec.params.get(key)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ConfigError(f"{where}: params.{key}: expected an integer, got {value!r}")
+                argv += [flag, str(value)]
+        if spec.params.get("flash_attn") is not None:
+            argv += ["-fa", str(int(bool(spec.params["flash_attn"])))]
+        extra = spec.params.get("extra_args") or []
+        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
+            raise ConfigError(f"{where}: params.extra_args: expected a list of strings")
+        timeout = param(spec, "timeout_s", 3600.0)
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigError(f"{where}: params.timeout_s: expected seconds > 0, got {timeout!r}")
+        return AgentTask(argv=argv + extra, env=thread_env(spec.threads), timeout_s=float(timeout))
+
+    def parse(self, envelope: AgentEnvelope, spec: RunSpec, run_id: str) -> ParsedRun:
+        where = f"{run_id}: llama-bench"
+        check_finished(envelope, spec, run_id, self.name)
+        rows = load_rows(envelope.stdout, where)
+        prefill: list[dict[str, Any]] = []
+        decodes: list[dict[str, Any]] = []
+        combined: list[dict[str, Any]] = []
+        for index, row in enumerate(rows):
+            try:
+                n_prompt, n_gen = _int(row, "n_prompt"), _int(row, "n_gen")
+                tps, stddev, median_ms, reps = rate(row, n_prompt + n_gen)
+            except ParseError as exc:
+                raise ParseError(f"{where}: test {index}: {exc}") from exc
+            common = {"stddev_ts": stddev, "reps": reps, "n_depth": row.get("n_depth")}
+            common.update({k: row[k] for k in ("n_threads", "n_batch", "n_ubatch") if k in row})
+            if n_prompt > 0 and n_gen == 0:
+                prefill.append(
+                    {"tokens": n_prompt, "median_ms": median_ms, "tok_per_sec": tps, **common}
+                )
+            elif n_gen > 0 and n_prompt == 0:
+                decodes.append(
+                    {
+                        "decode_steps": n_gen,
+                        "per_token_median_ms": median_ms / n_gen,
+                        "tok_per_sec": tps,
+                        **common,
+                    }
+                )
+            elif n_prompt > 0 and n_gen > 0:
+                combined.append(
+                    {"n_prompt": n_prompt, "n_gen": n_gen, "tok_per_sec": tps, **common}
+                )
+        if not prefill and not decodes:
+            raise ParseError(
+                f"{where}: no prompt (pp) or generation (tg) test in {len(rows)} row(s)"
+            )
+        prefill.sort(key=lambda p: (p["tokens"], p.get("n_depth") or 0))
+        decode = next((d for d in decodes if d["decode_steps"] == spec.gen_tokens), None)
+        decode = decode or (decodes[0] if decodes else None)
+        first = rows[0]
+        build = first.get("build_number")
+        commit = first.get("build_commit")
+        backend = first.get("backends") or ("CUDA" if first.get("cuda") else None)
+        engine = "llama.cpp llama-bench"
+        engine += f" b{build}" if build is not None else ""
+        engine += f" ({commit})" if commit else ""
+        engine += f" {backend}" if backend else ""
+        model_name = str(first.get("model_type") or spec.model)
+        kernel = KernelResults.model_validate(
+            {
+                "$schema": KernelResults.SCHEMA_ID,
+                "run_id": run_id,
+                "engine": engine,
+                "precision": spec.precision,
+                "model": model_name,
+                "benchmark": {"prefill": prefill, "decode": decode, "combined": combined or None},
+                "model_size": first.get("model_size"),
+                "model_n_params": first.get("model_n_params"),
+            }
+        )
+        points = []
+        if decode is not None:
+            ms = 1e3 / decode["tok_per_sec"]
+            points.append(
+                {"batch": 1, "agg_tok_per_sec": decode["tok_per_sec"], "per_user_ms_per_tok": ms}
+            )
+        curve = batch_curve(points)
+        batch = BatchResults.model_validate(
+            {
+                "$schema": BatchResults.SCHEMA_ID,
+                "run_id": run_id,
+                "engine": engine,
+                "model": model_name,
+                "precision": spec.precision,
+                "workers": first.get("n_threads"),
+                **curve,
+                "note": "llama-bench measures one sequence; the curve is its batch-1 point",
+            }
+        )
+        chosen = next((p for p in prefill if p["tokens"] == spec.prompt_tokens), None)
+        chosen = chosen or (prefill[-1] if prefill else None)
+        metrics = finite_metrics(
+            {
+                "prefill_tok_per_sec": chosen["tok_per_sec"] if chosen else None,
+                "prefill_stddev_ts": chosen["stddev_ts"] if chosen else None,
+                "decode_tok_per_sec": decode["tok_per_sec"] if decode else None,
+                "decode_stddev_ts": decode["stddev_ts"] if decode else None,
+                "decode_ms_per_token": decode["per_token_median_ms"] if decode else None,
+                "peak_tok_per_sec": curve["peak"]["agg_tok_per_sec"] if curve["peak"] else None,
+                "baseline_tok_per_sec": curve["baseline"]["tok_per_sec"]
+                if curve["baseline"]
+                else None,
+            },
+            where,
+        )
+        return ParsedRun(kernel=kernel, batch=batch, metrics=metrics)
