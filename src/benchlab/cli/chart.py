@@ -1,0 +1,80 @@
+"""`bench chart` (Plotly charts of the public catalog) and `bench dashboard` (one static page).
+
+bench chart --model smollm2-135m --precision q8 --output experiments/benchmark/charts/
+bench chart --machines anthony-laptop,mac-m3pro --run-type batch --output batch.html
+bench chart --model smollm2-135m --format png --output docs/throughput.png
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+KINDS = ("throughput", "scaling", "prefill-decode", "cost", "trend")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "chart",
+        help="draw charts of the public catalog (html, png, svg or csv)",
+        description="Charts read only the public catalog and machine inventory. An --output "
+        "ending in .html/.png/.svg/.csv writes one chart (the scaling chart for --run-type "
+        "batch, else throughput, unless --chart says); otherwise --output is a directory "
+        "that gets every chart, and plotly.min.js once beside the HTML files.",
+    )
+    parser.add_argument("--model", help="only this model (name or id)")
+    parser.add_argument("--precision", help="only this precision, e.g. q8")
+    parser.add_argument("--machines", help="only these machines, comma-separated")
+    parser.add_argument("--run-type", help="only runs of this mode or tag, e.g. batch")
+    parser.add_argument(
+        "--chart",
+        action="append",
+        choices=KINDS,
+        help="which chart (repeatable; default: all for a directory)",
+    )
+    parser.add_argument("--format", choices=("html", "png", "svg", "csv"), default=None)
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="a file or a directory (default: experiments/benchmark/charts/)",
+    )
+    parser.set_defaults(handler=run)
+
+    dash = subparsers.add_parser(
+        "dashboard",
+        help="write a one-page static HTML dashboard",
+        description="Machine inventory, recent runs, top charts and filters in one static "
+        "page; plotly.min.js and benchlab.js are copied beside it.",
+    )
+    dash.add_argument(
+        "--output",
+        type=Path,
+        help="the HTML file (default: experiments/benchmark/dashboard/index.html)",
+    )
+    dash.set_defaults(handler=run_dashboard)
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchlab.charts import Selection, load_public, write_charts
+    from benchlab.layout import Store, find_store
+
+    store = Store(find_store()).require()
+    machines = tuple(sorted(m.strip() for m in (args.machines or "").split(",") if m.strip()))
+    selection = Selection(
+        model=args.model, precision=args.precision, machines=machines, run_type=args.run_type
+    )
+    output = args.output or store.charts_dir
+    for path in write_charts(load_public(store), selection, output, args.format, args.chart):
+        print(path)
+    return 0
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    from benchlab.charts import load_public
+    from benchlab.layout import Store, find_store
+    from benchlab.site import build_dashboard
+
+    store = Store(find_store()).require()
+    output = args.output or store.root / "dashboard" / "index.html"
+    print(build_dashboard(load_public(store), output))
+    return 0
