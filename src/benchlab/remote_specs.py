@@ -64,6 +64,8 @@ def specs_from_sysinfo(
         hardware["storage"] = storage
     if info.get("cgroup") is not None:
         hardware["cgroup_cpu"] = info["cgroup"]
+    if info.get("gpu_error"):
+        hardware["gpu_error"] = info["gpu_error"]  # "I could not look" is not "no GPU"
     runtime = {
         "python": runtimes.get("python_version"),
         "go": runtimes.get("go_version"),

@@ -1,0 +1,151 @@
+"""`bench onboard` (a new machine) and `bench machines` (the fleet and its checklist)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "onboard",
+        help="detect a machine, record its specs, run a smoke benchmark, print the checklist",
+        description="Detects CPU, GPUs, RAM, storage, OS and runtimes through the device's "
+        "own agent (locally, or over the transport a sweep config declares), writes the "
+        "full specs privately (runs/by-machine/ID/specs.json) and redacted specs publicly "
+        "(machines/ID/specs.json), runs one tiny smoke benchmark, rebuilds the catalog and "
+        "prints seed 002's validation checklist. Exit 0 when the smoke benchmark passed.",
+        epilog="examples:\n"
+        "  bench onboard --interactive\n"
+        "  bench onboard --machine-id new-node-01 --tags gpu,a100,linux\n"
+        "  bench onboard --device pi5 --config experiments/sweeps/lab.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--interactive", action="store_true", help="ask for id, tags and cost")
+    parser.add_argument("--machine-id", help="slug naming the machine (default: the device id)")
+    parser.add_argument("--tags", default="", help="comma-separated tags, e.g. gpu,a100,linux")
+    parser.add_argument("--cost-per-hour", type=float, help="USD per hour, for cost per token")
+    parser.add_argument("--device", help="a device of --config to onboard remotely")
+    parser.add_argument("--config", type=Path, help="the sweep config declaring --device")
+    parser.add_argument("--no-smoke", action="store_true", help="skip the smoke benchmark")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.set_defaults(handler=run_onboard)
+
+    machines = subparsers.add_parser(
+        "machines",
+        help="list the fleet's machines with their checklist state",
+        description="Machines of the inventory (machines/catalog.json) and of this clone's "
+        "private specs, each with seed 002's validation checklist.",
+    )
+    machines.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
+    machines.set_defaults(handler=run_machines)
+
+
+def _ask(prompt: str, default: str) -> str:
+    answer = input(f"{prompt} [{default}]: ").strip() if default else input(f"{prompt}: ")
+    return answer.strip() or default
+
+
+def run_onboard(args: argparse.Namespace) -> int:
+    import json
+
+    from benchlab.errors import ConfigError
+    from benchlab.ids import slug
+    from benchlab.layout import Store, find_store
+    from benchlab.models import DeviceConfig
+    from benchlab.onboard import onboard
+    from benchlab.sweep.progress import LineProgress
+
+    store = Store(find_store())
+    store.root.mkdir(parents=True, exist_ok=True)
+    device_id, device = None, None
+    if args.device or args.config:
+        if not (args.device and args.config):
+            raise ConfigError("--device and --config go together: the config declares the device")
+        from benchlab.sweep.config import load_sweep_config
+
+        config = load_sweep_config(args.config)
+        if args.device not in config.devices:
+            raise ConfigError(f"{args.config}: devices: no device {args.device!r}")
+        device_id, device = args.device, config.devices[args.device]
+    machine_id = args.machine_id or (device.machine_id if device else None) or device_id
+    tags = [t.strip() for t in args.tags.split(",") if t.strip()]
+    cost = args.cost_per_hour
+    if args.interactive:
+        import platform
+
+        machine_id = _ask("machine id", machine_id or slug(platform.node() or "machine"))
+        tags = [
+            t.strip()
+            for t in _ask("tags (comma-separated)", ",".join(tags)).split(",")
+            if t.strip()
+        ]
+        cost_text = _ask("cost per hour in USD (empty: none)", "" if cost is None else str(cost))
+        try:
+            cost = float(cost_text) if cost_text else None
+        except ValueError:
+            raise ConfigError(f"cost per hour {cost_text!r}: expected a number") from None
+    if not machine_id:
+        raise ConfigError("--machine-id is required (or --interactive, or --device/--config)")
+    progress = LineProgress() if args.format == "table" else None
+    result = onboard(
+        store,
+        slug(machine_id) if args.interactive else machine_id,
+        device_id=device_id,
+        device=device or DeviceConfig(),
+        tags=tags,
+        cost_per_hour=cost,
+        smoke=not args.no_smoke,
+        progress=progress,
+    )
+    smoke_ok = result.smoke is not None and result.smoke.status == "ok"
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "machine_id": result.specs.machine_id,
+                    "smoke": None if result.smoke is None else result.smoke.status,
+                    "checklist": [
+                        {"check": c.text, "passed": c.passed, "detail": c.detail}
+                        for c in result.checks
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        specs = result.specs
+        cpu = specs.hardware.cpu
+        gpus = ", ".join(g.model for g in specs.hardware.gpu) or "none"
+        print(f"machine  {specs.machine_id}")
+        print(f"cpu      {cpu.model} ({cpu.cores_physical} cores / {cpu.cores_logical} threads)")
+        print(f"gpu      {gpus}")
+        print(f"ram      {specs.hardware.ram_gb} GB    os {specs.os.name} {specs.os.version or ''}")
+        print("\nchecklist")
+        for check in result.checks:
+            mark = "pass" if check.passed else "FAIL"
+            print(f"  [{mark}] {check.text}" + (f"  ({check.detail})" if check.detail else ""))
+    return 0 if (smoke_ok or args.no_smoke) else 1
+
+
+def run_machines(args: argparse.Namespace) -> int:
+    from benchlab.layout import Store, find_store, read_json
+    from benchlab.onboard import CHECKLIST, checklist
+    from benchlab.render import Column, Section, emit
+
+    store = Store(find_store()).require()
+    ids: set[str] = set()
+    if store.inventory_path.is_file():
+        ids |= set(read_json(store.inventory_path).get("machines", {}))
+    if store.by_machine.is_dir():
+        ids |= {p.parent.name for p in store.by_machine.glob("*/specs.json")}
+    rows = []
+    for machine in sorted(ids):
+        checks = checklist(store, machine)
+        row = {"machine": machine, "ready": all(c.passed for c in checks)}
+        row.update({key: c.passed for (key, _), c in zip(CHECKLIST, checks, strict=True)})
+        rows.append(row)
+    columns = [Column("machine", "machine"), Column("ready", "ready")]
+    columns += [Column(key, key) for key, _ in CHECKLIST]
+    emit([Section(columns, rows, title="machines")], args.format, rows)
+    return 0
