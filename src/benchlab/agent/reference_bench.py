@@ -195,7 +195,11 @@ def _build(np: Any) -> dict[str, Any]:
             return x * (1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-5)) * weight
 
         def forward(self, tokens: Any, cache: list[tuple[Any, Any]], start: int) -> Any:
-            """tokens (B, T) at positions start..start+T-1 -> next token ids (B,)."""
+            """tokens (B, T) at positions start..start+T-1 -> next token ids (B,) (greedy)."""
+            return self.logits(tokens, cache, start).argmax(axis=-1)
+
+        def logits(self, tokens: Any, cache: list[tuple[Any, Any]], start: int) -> Any:
+            """tokens (B, T) at positions start..start+T-1 -> last-position logits (B, V)."""
             chosen = self.sets[self.precision]
             batch, steps = tokens.shape
             x = chosen["head"].rows_of(tokens.reshape(-1))  # (B*T, hidden)
@@ -236,10 +240,16 @@ def _build(np: Any) -> dict[str, Any]:
                 gate, up = gate_up[:, :ffn], gate_up[:, ffn:]
                 x = x + layer["down"]((gate / (1.0 + np.exp(-gate))) * up)
             last = x.reshape(batch, steps, self.hidden)[:, -1]
-            logits = chosen["head"](self._rmsnorm(last, self.final_norm))
-            return logits.argmax(axis=-1)
+            return chosen["head"](self._rmsnorm(last, self.final_norm))
 
-    return {"Model": Model}
+    return {"Model": Model, "Linear": Linear}
+
+
+def build_model(model: str, precisions: tuple[str, ...], seed: int = 0) -> Any:
+    """The numpy model (imports numpy): for tests and for `main`."""
+    import numpy as np
+
+    return _build(np)["Model"](MODELS[model], precisions, seed)
 
 
 def _ints(text: str) -> list[int]:
@@ -282,7 +292,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     shape = MODELS[args.model]
     other = "q8" if args.precision == "f32" else "f32"
     rng = np.random.default_rng(args.seed + 1)
-    model = _build(np)["Model"](shape, (args.precision, other), args.seed)
+    model = build_model(args.model, (args.precision, other), args.seed)
     build_s = time.perf_counter() - t_start
 
     # 1. The bandwidth bound: one matvec over every weight matrix, per precision.
