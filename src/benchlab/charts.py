@@ -13,6 +13,7 @@ fields without knowing which kind of chart it is.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import statistics
 from collections import defaultdict
@@ -290,12 +291,24 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
     return layout
 
 
+def esc(text: str) -> str:
+    """Plotly renders labels as a small HTML dialect: user strings go in as entities."""
+    return html.escape(text, quote=False)
+
+
 def _label(model: str, precision: str) -> str:
-    return f"{model} · {precision}"
+    return f"{esc(model)} · {esc(precision)}"
 
 
 def _custom(run: CatalogEntry, *more: Any) -> list[Any]:
-    return [run.machine_id, run.model, run.precision, run.run_id, run.timestamp, *more]
+    return [
+        esc(run.machine_id),
+        esc(run.model),
+        esc(run.precision),
+        run.run_id,
+        run.timestamp,
+        *more,
+    ]
 
 
 _HOVER_RUN = (
@@ -369,7 +382,7 @@ def scaling_chart(
             {
                 "type": "scatter",
                 "mode": "lines+markers",
-                "name": f"{run.machine_id} · {_label(run.model, run.precision)}",
+                "name": f"{esc(run.machine_id)} · {_label(run.model, run.precision)}",
                 "x": [p.batch for p in points],
                 "y": [p.agg_tok_per_sec for p in points],
                 "customdata": [_custom(run, p.batch) for p in points],
@@ -558,7 +571,7 @@ def trend_chart(
             {
                 "type": "scatter",
                 "mode": "lines+markers",
-                "name": f"{key[0]} · {_label(key[1], key[2])}",
+                "name": f"{esc(key[0])} · {_label(key[1], key[2])}",
                 "x": [r.timestamp for r in members],
                 "y": [throughput(r) for r in members],
                 "customdata": [_custom(r) for r in members],

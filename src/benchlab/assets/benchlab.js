@@ -50,6 +50,13 @@
     return Object.keys(seen).sort();
   }
 
+  function decode(text) {
+    /* Chart labels hold user strings as HTML entities; show them as the plain text. */
+    var area = document.createElement("textarea");
+    area.innerHTML = text;
+    return area.value;
+  }
+
   function wire(bar) {
     var selects = bar.querySelectorAll("select[data-dim]");
     Array.prototype.forEach.call(selects, function (select) {
@@ -57,7 +64,7 @@
       values(dim).forEach(function (value) {
         var option = document.createElement("option");
         option.value = value;
-        option.textContent = value;
+        option.textContent = decode(value);
         select.appendChild(option);
       });
       select.addEventListener("change", apply);

@@ -1,0 +1,131 @@
+"""A small public store built straight from the models: three machines, four models (one
+named like an XSS probe), batch curves, a regression, failures and a hole."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from benchlab.layout import Store, write_model
+from benchlab.models import (
+    BatchCurvePoint,
+    Catalog,
+    CatalogEntry,
+    CpuSpec,
+    GpuSpec,
+    HardwareSpec,
+    InventoryEntry,
+    MachineInventory,
+    MachineSpecs,
+    MachineSummary,
+    OsSpec,
+)
+
+XSS_MODEL = "<script>alert(1)</script>"
+MACHINES = {"gpu-box": 40.0, "laptop": 8.0, "pi5": 1.0}
+MODELS = [("SmolLM2-135M", "q8"), ("SmolLM2-135M", "f32"), ("Llama-3.2-1B", "q8")]
+START = datetime(2025, 1, 6, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def entry(machine: str, model: str, precision: str, day: int, rate: float, **extra) -> CatalogEntry:
+    moment = START + timedelta(days=day, minutes=len(model) + len(precision))
+    stamp = moment.strftime("%Y%m%dT%H%M%SZ")
+    model_id = "xss-probe" if model == XSS_MODEL else model.lower()
+    curve = [BatchCurvePoint(batch=b, agg_tok_per_sec=rate * b**0.7) for b in (1, 2, 4, 8)]
+    fields = {
+        "run_id": f"{machine}-{model_id}-{precision}-batch-0000abcd-{stamp}",
+        "machine_id": machine,
+        "timestamp": _stamp(moment),
+        "model": model,
+        "model_id": model_id,
+        "precision": precision,
+        "mode": "batch",
+        "backend": "reference",
+        "tags": ["batch"],
+        "peak_tok_per_sec": round(rate * 8**0.7, 3),
+        "baseline_tok_per_sec": rate,
+        "speedup": round(8**0.7, 3),
+        "prefill_tok_per_sec": rate * 10,
+        "decode_tok_per_sec": rate,
+        "batch_curve": curve,
+    }
+    fields.update(extra)
+    return CatalogEntry(**fields)
+
+
+def runs() -> list[CatalogEntry]:
+    out = []
+    for machine, speed in MACHINES.items():
+        for model, precision in MODELS:
+            base = speed * (2.0 if precision == "q8" else 1.0) * (3.0 if "135M" in model else 1.0)
+            for day in range(12):
+                rate = base * (1.0 + 0.01 * (day % 3))
+                if machine == "laptop" and model == "Llama-3.2-1B" and day >= 7:
+                    rate = base * 0.5  # a regression from day 7 on
+                out.append(entry(machine, model, precision, day, rate))
+    out.append(entry("laptop", XSS_MODEL, "q8", 3, 5.0))
+    out.append(
+        entry(
+            "pi5", "Llama-3.2-1B", "f32", 13, 0.1, status="failed", failure_kind="measurement",
+            peak_tok_per_sec=None, decode_tok_per_sec=None, prefill_tok_per_sec=None,
+            batch_curve=None, error="did not fit in memory",
+        )
+    )  # fmt: skip
+    out.append(
+        entry(
+            "pi5", "SmolLM2-135M", "q4", 13, 0.1, status="failed", failure_kind="transport",
+            peak_tok_per_sec=None, decode_tok_per_sec=None, prefill_tok_per_sec=None,
+            batch_curve=None, error="not attempted: device pi5 unreachable; re-run to retry",
+        )
+    )  # fmt: skip
+    return sorted(out, key=lambda r: r.run_id)
+
+
+def write_store(root: Path) -> Store:
+    """Write catalog.json, machines/catalog.json and public specs into `root`."""
+    store = Store(root)
+    entries = runs()
+    summaries = {}
+    for machine in MACHINES:
+        mine = [r for r in entries if r.machine_id == machine]
+        summaries[machine] = MachineSummary(
+            id=machine,
+            os="Linux",
+            arch="x86_64" if machine != "pi5" else "aarch64",
+            runs=len(mine),
+            last_run=max(r.timestamp for r in mine),
+        )
+    catalog = Catalog(
+        last_updated=max(r.timestamp for r in entries),
+        machines=summaries,
+        runs=entries,
+    )
+    write_model(store.catalog_path, catalog)
+    inventory = MachineInventory(
+        machines={
+            "gpu-box": InventoryEntry(id="gpu-box", os="Ubuntu 22.04", gpu="NVIDIA L4",
+                                      cost_per_hour=0.8, cpu_model="AMD EPYC", ram_gb=64),
+            "laptop": InventoryEntry(id="laptop", os="macOS 14", cpu_model="Apple M3 Pro"),
+            "pi5": InventoryEntry(id="pi5", os="Debian 12", cpu_model="Cortex-A76", ram_gb=8),
+        }
+    )  # fmt: skip
+    write_model(store.inventory_path, inventory)
+    write_model(
+        store.public_specs("laptop"),
+        MachineSpecs(
+            machine_id="laptop",
+            registered_at="2025-01-01T00:00:00Z",
+            hardware=HardwareSpec(
+                cpu=CpuSpec(model="Apple M3 Pro", cores_physical=12),
+                gpu=[GpuSpec(model="Apple M3 Pro", memory_gb=36)],
+                ram_gb=36,
+            ),
+            os=OsSpec(name="macOS", version="14.5"),
+            cost_per_hour=0.25,
+        ),
+    )
+    return store

@@ -1,0 +1,186 @@
+"""Charts: what each figure shows, the outputs of `bench chart`, and its bad-input paths."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from site_factory import XSS_MODEL, entry
+
+from benchlab.charts import (
+    Selection,
+    build_charts,
+    chart_json,
+    cost_per_million,
+    latest_by_series,
+    load_public,
+    median_drops,
+    select,
+)
+from benchlab.cli import main
+from benchlab.layout import Store
+
+
+def test_throughput_chart_shows_newest_run_per_series(public_store):
+    data = load_public(Store(public_store))
+    [chart] = build_charts(data, Selection(model="SmolLM2-135M", precision="q8"), ["throughput"])
+    [trace] = chart.figure["data"]
+    assert trace["x"] == ["gpu-box", "laptop", "pi5"]
+    newest = latest_by_series(select(data.catalog.runs, Selection(model="SmolLM2-135M")))
+    expected = [newest[(m, "SmolLM2-135M", "q8")].peak_tok_per_sec for m in trace["x"]]
+    assert trace["y"] == expected
+    assert all(p[4].endswith("Z") and p[1] == "SmolLM2-135M" for p in trace["customdata"])
+
+
+def test_selection_filters_machines_and_run_type(public_store):
+    data = load_public(Store(public_store))
+    charts = build_charts(data, Selection(machines=("pi5",), run_type="batch"))
+    machines = {p[0] for c in charts for t in c.figure["data"] for p in t["customdata"]}
+    assert machines == {"pi5"}
+    assert all(c.empty for c in build_charts(data, Selection(run_type="kernel")))
+
+
+def test_failed_runs_never_reach_a_chart(public_store):
+    data = load_public(Store(public_store))
+    shown = {p[3] for c in build_charts(data) for t in c.figure["data"] for p in t["customdata"]}
+    failed = {r.run_id for r in data.catalog.runs if r.status == "failed"}
+    assert failed and not shown & failed
+
+
+def test_cost_per_token_uses_cost_per_hour_of_inventory_then_specs(public_store):
+    data = load_public(Store(public_store))
+    assert cost_per_million(3.6, 1000.0) == pytest.approx(1.0)
+    [chart] = build_charts(data, Selection(precision="q8"), ["cost"])
+    machines = {row["machine"] for row in chart.rows}
+    assert machines == {"gpu-box", "laptop"}  # pi5 has no price
+    for row in chart.rows:
+        expected = row["cost_per_hour"] / (row["tok_per_sec"] * 3600) * 1e6
+        assert row["usd_per_million_tokens"] == pytest.approx(expected, rel=1e-5)
+    laptop = next(r for r in chart.rows if r["machine"] == "laptop")
+    assert laptop["cost_per_hour"] == 0.25  # from machines/laptop/specs.json
+
+
+def test_scaling_curve_reads_batch_points(public_store):
+    data = load_public(Store(public_store))
+    [chart] = build_charts(data, Selection(machines=("gpu-box",), precision="f32"), ["scaling"])
+    [trace] = chart.figure["data"]
+    assert trace["x"] == [1, 2, 4, 8]
+    assert trace["y"] == sorted(trace["y"])
+
+
+def test_trend_marks_the_regression(public_store):
+    data = load_public(Store(public_store))
+    [chart] = build_charts(data, Selection(model="llama-3.2-1b", precision="q8"), ["trend"])
+    marked = [t for t in chart.figure["data"] if t["name"] == "regression"]
+    assert marked, "the laptop's halved throughput must be marked"
+    assert {p[0] for p in marked[0]["customdata"]} == {"laptop"}
+    flagged = {row["run_id"] for row in chart.rows if row["regression"]}
+    assert flagged and all(rid.startswith("laptop-") for rid in flagged)
+
+
+def test_median_drop_fallback_flags_only_real_drops():
+    runs = [entry("m", "x", "q8", day, rate) for day, rate in enumerate([10, 10.2, 9.9, 10.1, 6])]
+    found = median_drops(runs)
+    assert [g.run.run_id for g in found] == [runs[-1].run_id]
+    assert found[0].drop == pytest.approx(0.4, abs=0.02)
+    assert median_drops(runs[:-1]) == []
+
+
+def test_user_strings_are_entities_in_figures_and_json_cannot_close_a_script(public_store):
+    data = load_public(Store(public_store))
+    [chart] = build_charts(data, Selection(model="xss-probe"), ["throughput"])
+    text = chart_json(chart)
+    assert "<" not in text and ">" not in text
+    decoded = json.loads(text)
+    assert decoded["data"][0]["name"].startswith("&lt;script&gt;")
+    assert chart.rows[0]["model"] == XSS_MODEL  # CSV keeps the real name
+
+
+def test_chart_json_is_deterministic(public_store):
+    first = [chart_json(c) for c in build_charts(load_public(Store(public_store)))]
+    second = [chart_json(c) for c in build_charts(load_public(Store(public_store)))]
+    assert first == second
+
+
+def test_bench_chart_writes_a_directory_with_plotly_once(public_store, capsys):
+    out = public_store / "charts"
+    assert main(["--store", str(public_store), "chart", "--output", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        "benchlab.css",
+        "benchlab.js",
+        "cost.html",
+        "plotly.min.js",
+        "prefill-decode.html",
+        "scaling.html",
+        "throughput.html",
+        "trend.html",
+    ]
+    page = (out / "throughput.html").read_text()
+    assert '<script src="plotly.min.js"' in page and "cdn" not in page.lower()
+    assert "Plotly.newPlot" not in page  # plotly.js is not embedded, benchlab.js draws
+
+
+def test_bench_chart_single_file_follows_the_seed_flags(public_store):
+    target = public_store / "out" / "batch-comparison.html"
+    argv = ["--store", str(public_store), "chart", "--machines", "laptop,pi5"]
+    assert main([*argv, "--run-type", "batch", "--output", str(target)]) == 0
+    text = target.read_text()
+    assert 'data-chart="scaling"' in text
+    assert '"gpu-box"' not in text
+
+
+def test_bench_chart_csv(public_store):
+    target = public_store / "t.csv"
+    argv = ["--store", str(public_store), "chart", "--model", "SmolLM2-135M", "--format", "csv"]
+    assert main([*argv, "--output", str(target)]) == 0
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert {r["machine"] for r in rows} == {"gpu-box", "laptop", "pi5"}
+    assert {r["precision"] for r in rows} == {"q8", "f32"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--format", "png", "--output", "x.csv"], "ends in .csv but --format is png"),
+        (["--chart", "trend", "--chart", "cost", "--output", "x.html"], "one file holds one"),
+    ],
+)
+def test_bench_chart_bad_input_is_one_line_and_writes_nothing(public_store, capsys, argv, message):
+    before = sorted(public_store.rglob("*"))
+    argv = [a if not a.startswith("x.") else str(public_store / a) for a in argv]
+    assert main(["--store", str(public_store), "chart", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert sorted(public_store.rglob("*")) == before
+
+
+def test_missing_catalog_says_what_to_do(store: Path, capsys):
+    assert main(["--store", str(store), "chart", "--output", str(store / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "catalog.json: file not found" in err and "bench catalog build" in err
+    assert not (store / "c").exists()
+
+
+def test_broken_catalog_names_file_and_field(public_store, capsys):
+    data = json.loads(public_store.joinpath("catalog.json").read_text())
+    data["runs"][2]["timestamp"] = 5
+    public_store.joinpath("catalog.json").write_text(json.dumps(data))
+    assert main(["--store", str(public_store), "site", "build", "--no-mkdocs"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "catalog.json: $.runs[2].timestamp" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.integration
+def test_png_and_svg_through_kaleido(public_store):
+    out = public_store / "img"
+    argv = ["--store", str(public_store), "chart", "--chart", "throughput", "--chart", "trend"]
+    assert main([*argv, "--format", "svg", "--output", str(out)]) == 0
+    svg = (out / "throughput.svg").read_text()
+    assert svg.startswith("<svg") and "laptop" in svg
+    target = out / "t.png"
+    assert main([*argv[:5], "--format", "png", "--output", str(target)]) == 0
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
