@@ -1,0 +1,46 @@
+"""Helpers for backend tests: specs, envelopes and a real local device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchlab.devices.local import LocalTransport
+from benchlab.models import AgentEnvelope, DeviceConfig, RunSpec
+
+
+def make_spec(backend: str, **fields: Any) -> RunSpec:
+    base: dict[str, Any] = {
+        "spec_id": f"here-{fields.get('model', 'tiny')}-f32-throughput-abcd1234",
+        "experiment": "test",
+        "device": "here",
+        "machine_id": "here",
+        "backend": backend,
+        "model": "tiny",
+        "precision": "f32",
+        "mode": "throughput",
+    }
+    base.update(fields)
+    return RunSpec(**base)
+
+
+def envelope(stdout: str = "", *, exit_code: int | None = 0, **fields: Any) -> AgentEnvelope:
+    return AgentEnvelope(
+        started_at=1.0, finished_at=2.0, exit_code=exit_code, stdout=stdout, **fields
+    )
+
+
+@pytest.fixture
+def spec_factory():
+    return make_spec
+
+
+@pytest.fixture
+def envelope_factory():
+    return envelope
+
+
+@pytest.fixture
+def device() -> LocalTransport:
+    return LocalTransport("here", DeviceConfig())
