@@ -1,0 +1,170 @@
+"""Print query rows as `table`, `json`, `csv` or `markdown`.
+
+`table` is for people: a rich table on a terminal, plain aligned text when piped (so that
+`bench list | grep pi5` and golden tests see stable text). `json` is for scripts: the
+verb's full data, sorted keys, two-space indent, the same bytes every time. `csv` and
+`markdown` show the same columns as the table, csv with unrounded values.
+
+rich is imported only when a terminal is there to see it: `bench best` start-up matters.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import orjson
+
+from benchlab.errors import QueryError
+
+FORMATS = ("table", "json", "csv", "markdown")
+_NUMERIC = ("num", "int", "ratio")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: the row key it reads, its header, and how to print its values.
+
+    kind: text, num (two decimals), int, ratio (two decimals and an x).
+    """
+
+    key: str
+    header: str
+    kind: str = "text"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of rows; a verb prints one or more (show: facts, batch curve, prefill)."""
+
+    columns: Sequence[Column]
+    rows: Sequence[Mapping[str, Any]]
+    title: str | None = None
+
+
+def cell(value: Any, kind: str = "text") -> str:
+    """A value as people read it; a missing value is `-`."""
+    if value is None:
+        return "-"
+    if kind == "num" and isinstance(value, (int, float)):
+        return f"{value:.2f}"
+    if kind == "ratio" and isinstance(value, (int, float)):
+        return f"{value:.2f}x"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def csv_cell(value: Any) -> str:
+    """A value for csv: unrounded, empty when missing, lists joined by `;`."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ";".join(str(v) for v in value)
+    return str(value)
+
+
+def to_json(data: Any) -> str:
+    """Canonical JSON (sorted keys, indent 2, newline-ended), as layout.canonical_json."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+
+
+def _text_block(section: Section) -> list[str]:
+    header = [c.header for c in section.columns]
+    body = [[cell(row.get(c.key), c.kind) for c in section.columns] for row in section.rows]
+    widths = [max(len(text) for text in column) for column in zip(header, *body, strict=False)]
+    right = [c.kind in _NUMERIC for c in section.columns]
+
+    def line(texts: Sequence[str]) -> str:
+        parts = [
+            text.rjust(width) if is_right else text.ljust(width)
+            for text, width, is_right in zip(texts, widths, right, strict=False)
+        ]
+        return "  ".join(parts).rstrip()
+
+    lines = [section.title] if section.title else []
+    lines += [line(header), line(["-" * w for w in widths])]
+    lines += [line(texts) for texts in body]
+    return lines
+
+
+def to_text(sections: Sequence[Section]) -> str:
+    blocks = ["\n".join(_text_block(s)) for s in sections]
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(sections: Sequence[Section]) -> str:
+    blocks = []
+    for section in sections:
+        lines = [f"### {section.title}", ""] if section.title else []
+        lines.append("| " + " | ".join(_md_escape(c.header) for c in section.columns) + " |")
+        lines.append(
+            "|" + "|".join("---:" if c.kind in _NUMERIC else "---" for c in section.columns) + "|"
+        )
+        for row in section.rows:
+            texts = [_md_escape(cell(row.get(c.key), c.kind)) for c in section.columns]
+            lines.append("| " + " | ".join(texts) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def to_csv(sections: Sequence[Section]) -> str:
+    """One csv block per section (header row = column keys), blocks split by a blank line."""
+    out = io.StringIO()
+    for i, section in enumerate(sections):
+        if i:
+            out.write("\n")
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([c.key for c in section.columns])
+        for row in section.rows:
+            writer.writerow([csv_cell(row.get(c.key)) for c in section.columns])
+    return out.getvalue()
+
+
+def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream)
+    for section in sections:
+        table = Table(title=section.title, title_justify="left")
+        for column in section.columns:
+            table.add_column(column.header, justify="right" if column.kind in _NUMERIC else "left")
+        for row in section.rows:
+            table.add_row(*(cell(row.get(c.key), c.kind) for c in section.columns))
+        console.print(table)
+
+
+def emit(
+    sections: Sequence[Section],
+    fmt: str,
+    data: Any,
+    stream: TextIO | None = None,
+) -> None:
+    """Write `sections` (table, csv, markdown) or `data` (json) to `stream` (stdout)."""
+    stream = stream or sys.stdout
+    if fmt == "json":
+        stream.write(to_json(data))
+    elif fmt == "csv":
+        stream.write(to_csv(sections))
+    elif fmt == "markdown":
+        stream.write(to_markdown(sections))
+    elif fmt == "table":
+        if stream.isatty():
+            _print_rich(sections, stream)
+        else:
+            stream.write(to_text(sections))
+    else:
+        raise QueryError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
