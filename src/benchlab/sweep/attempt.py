@@ -144,7 +144,7 @@ def derive_metrics(parsed: ParsedRun, spec: RunSpec) -> dict[str, float | None]:
         metrics["prefill_tok_per_sec"] = chosen.tok_per_sec
     if bench.decode is not None:
         metrics["decode_tok_per_sec"] = bench.decode.tok_per_sec
-        metrics["decode_ms_per_tok"] = bench.decode.per_token_median_ms
+        metrics["decode_ms_per_token"] = bench.decode.per_token_median_ms
     batch = parsed.batch
     if batch.peak is not None:
         metrics["peak_tok_per_sec"] = batch.peak.agg_tok_per_sec
@@ -185,7 +185,10 @@ class Runner:
         if git_info is None:
             from benchlab.sweep.gitinfo import read_git_info
 
+            # The checkout the store lives in; else the one the sweep was started from.
             git_info = read_git_info(self.store.root)
+            if git_info.rev is None:
+                git_info = read_git_info(Path.cwd())
         self.git_info = git_info
         self._backend = _backend or _default_backend
         self._clock = _clock
