@@ -1,0 +1,52 @@
+"""What a concurrent sweep writes down besides its records (invariant 2: nothing is silent).
+
+- `runs/sweeps/<experiment>/retries.jsonl`: one line per transport failure and per failover
+  (and per hole), appended, flushed and fsynced line by line, so a sweep killed at any
+  instant leaves every line it had written whole.
+- `runs/sweeps/<experiment>/schedule.json`: policy, per-device outcomes, breaker trips,
+  clock offsets, failover choices and which worker ran which point, rewritten atomically
+  whenever something notable happens and at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from benchlab.ids import utc_iso
+from benchlab.layout import RETRIES, SCHEDULE, atomic_write_json
+
+
+class ScheduleLog:
+    """The two files of one sweep dir. Thread-safe: workers append from their own threads."""
+
+    def __init__(self, sweep_dir: Path) -> None:
+        self.retries_path = sweep_dir / RETRIES
+        self.schedule_path = sweep_dir / SCHEDULE
+        self._lock = threading.Lock()
+
+    def append(self, **fields: Any) -> dict[str, Any]:
+        """One retries.jsonl line; `at` (UTC) is added when not given."""
+        line = {"at": utc_iso(), **fields}
+        text = json.dumps(line, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            self.retries_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.retries_path, "a", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        return line
+
+    def write_schedule(self, document: dict[str, Any]) -> None:
+        with self._lock:
+            atomic_write_json(self.schedule_path, document)
+
+
+def read_retries(path: Path) -> list[dict[str, Any]]:
+    """Every line of a retries.jsonl (tests and `bench` readers)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -1,0 +1,709 @@
+"""`bench run CONFIG --concurrent`: one queue per device, max_concurrency workers on each.
+
+    RunSpecs ──┬─> queue[laptop] ── N workers ─┐
+               ├─> queue[pi5]    ── 1 worker  ─┼─> Runner.attempt ──> record
+               └─> queue[k8s-4]  ── N workers ─┘
+
+The device is the thing measured, so nothing steals work from another queue; a point moves
+only where the config declares devices interchangeable (`failover_to`), and then under its own
+run id with a `failover-from:<device>` tag. Around that:
+
+- resource groups hold `limit` jobs between their members and take turns round robin
+  (groups.py); the turn goes to the next *ready* member even if its worker has not asked yet;
+- only transport failures are retried (policies.retries.attempts), inside the device's
+  circuit breaker (breaker.py); a record produced after retries says so in `warnings`;
+- a drained device's remaining points become loud holes (Runner.write_hole) or move to a
+  failover target chosen by fitness (fitness.py);
+- every retry, failover, trip and hole goes to retries.jsonl / schedule.json (schedule_log.py);
+- one sweep per experiment (lock.py), and a stop request honoured within a second: points in
+  flight finish, the rest stay pending for resume.
+
+All scheduling state lives in one `_Sweep` object behind one lock; each device has its own
+condition variable on that lock, so a finished point wakes only the workers it concerns.
+The sequential runner stays the reference: both produce the same set of records.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlab.devices.base import Transport
+from benchlab.errors import DeviceError
+from benchlab.ids import utc_iso
+from benchlab.layout import Store
+from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
+from benchlab.sweep.breaker import Breaker
+from benchlab.sweep.clocks import measure
+from benchlab.sweep.fitness import FitnessBook
+from benchlab.sweep.groups import Group, resolve
+from benchlab.sweep.lock import SweepLock, clear_stop, stop_requested
+from benchlab.sweep.order import order_points
+from benchlab.sweep.result import SweepResult
+from benchlab.sweep.schedule_log import ScheduleLog
+
+STOP_POLL_S = 0.25
+"""How often the stop request file is looked at (the brief: at least every second)."""
+MAX_WAIT_S = 1.0
+"""No worker sleeps longer than this without looking at the state again."""
+CLOCK_GRACE_S = 30.0
+
+
+@dataclass
+class _Point:
+    spec: RunSpec
+    run_id: str
+    attempt: int = 1
+    failures: int = 0
+    last_error: str = ""
+
+
+@dataclass
+class _Job:
+    point: _Point
+    probe: bool
+
+
+@dataclass
+class _Drain:
+    points: list[_Point]
+
+
+@dataclass
+class _Device:
+    id: str
+    config: DeviceConfig
+    breaker: Breaker
+    cond: threading.Condition
+    group: Group | None = None
+    queue: deque[_Point] = field(default_factory=deque)
+    busy: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    trips: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Silent:
+    """The progress sink when the caller gives none."""
+
+    def point_done(self, done: int, total: int, spec: RunSpec, record: RunRecord) -> None:
+        pass
+
+    def event(self, line: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _worker_id(device: str, index: int) -> str:
+    from benchlab.sweep.placeholders import worker_instance_id
+
+    return worker_instance_id(device, index)
+
+
+def _default_transport(device_id: str, config: DeviceConfig) -> Transport:
+    from benchlab.devices import open_transport
+
+    return open_transport(device_id, config)
+
+
+class _Unreachable(Transport):
+    """Stands in for a transport that could not even be opened, so the attempt records it."""
+
+    def __init__(self, device_id: str, error: DeviceError) -> None:
+        super().__init__(device_id)
+        self.error = error
+
+    def call(self, verb: str, payload: dict[str, Any] | None = None, *, timeout: float) -> Any:
+        raise self.error
+
+
+class _Sweep:
+    """The scheduling state of one concurrent sweep, and the workers' loop."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        config: SweepConfig,
+        runner: Any,
+        journal: Any,
+        progress: Any,
+        log: ScheduleLog,
+        transport_factory: Callable[[str, DeviceConfig], Transport],
+        clock: Callable[[], float],
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.runner = runner
+        self.journal = journal
+        self.progress = progress
+        self.log = log
+        self.transport_factory = transport_factory
+        self.clock = clock
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.groups = resolve(config)
+        self.devices: dict[str, _Device] = {}
+        for device_id, device_config in config.devices.items():
+            self.devices[device_id] = _Device(
+                id=device_id,
+                config=device_config,
+                breaker=Breaker(config.policies.breaker, clock),
+                cond=threading.Condition(self.lock),
+                group=self.groups.get(device_config.resource_group or ""),
+            )
+        self.fitness = FitnessBook(config.policies.fitness)
+        self.attempts = config.policies.retries.attempts
+        self.outstanding = 0
+        self.total = 0
+        self.done = 0
+        self.stopping = False
+        self.stopped_by_request = False
+        self.crash: BaseException | None = None
+        self.records: dict[str, RunRecord] = {}
+        self.assignments: list[dict[str, Any]] = []
+        self.clocks: dict[str, dict[str, Any]] = {}
+        self._progress_lock = threading.Lock()
+        self._wall_minus_mono = time.time() - clock()
+
+    # --- set-up ------------------------------------------------------------------------
+
+    def enqueue(self, specs: list[RunSpec]) -> None:
+        per_device: dict[str, list[RunSpec]] = {}
+        for spec in specs:
+            per_device.setdefault(spec.device, []).append(spec)
+        policies = self.config.policies
+        for device_id, device_specs in per_device.items():
+            ordered = order_points(
+                device_specs, policies.order, seed=policies.order_seed, device=device_id
+            )
+            queue = self.devices[device_id].queue
+            queue.extend(_Point(spec, self.journal.run_id(spec)) for spec in ordered)
+        self.outstanding = self.total = len(specs)
+
+    def measure_clocks(self) -> None:
+        """Ask every device for its time, in parallel; a device that cannot answer is noted."""
+
+        def one(device: _Device) -> None:
+            try:
+                transport = self._open(device, _worker_id(device.id, 0))
+                try:
+                    reading = measure(
+                        transport, timeout=device.config.connect_timeout_s + CLOCK_GRACE_S
+                    )
+                finally:
+                    transport.close()
+                result: dict[str, Any] = reading.as_json()
+            except DeviceError as exc:
+                result = {"error": str(exc)}
+            with self.lock:
+                self.clocks[device.id] = result
+
+        threads = [threading.Thread(target=one, args=(d,), daemon=True) for d in self._active()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for device_id, reading in sorted(self.clocks.items()):
+            if "error" in reading:
+                self._event(
+                    f"CLOCK {device_id} could not be asked for its time: {reading['error']}"
+                )
+            elif not reading["agreeing"]:
+                self._event(
+                    f"CLOCK {device_id} is {reading['offset_s']:+.3f} s off "
+                    f"(± {reading['uncertainty_s']:.3f} s)"
+                )
+
+    def _active(self) -> list[_Device]:
+        """Devices with work, and the failover targets that work could move to."""
+        wanted = {d.id for d in self.devices.values() if d.queue}
+        for device_id in list(wanted):
+            wanted.update(self.devices[device_id].config.failover_to)
+        return [self.devices[d] for d in sorted(wanted)]
+
+    def _open(self, device: _Device, worker: str) -> Transport:
+        from benchlab.sweep.placeholders import resolve_device
+
+        config = resolve_device(
+            device.config, device=device.id, experiment=self.config.experiment, worker=worker
+        )
+        try:
+            return self.transport_factory(device.id, config)
+        except DeviceError as exc:
+            return _Unreachable(device.id, exc)
+
+    # --- the workers -------------------------------------------------------------------
+
+    def run(self) -> None:
+        threads = []
+        for device in self._active():
+            for index in range(device.config.max_concurrency):
+                worker = _worker_id(device.id, index)
+                thread = threading.Thread(
+                    target=self._work, args=(device, worker), name=worker, daemon=True
+                )
+                threads.append(thread)
+        for thread in threads:
+            thread.start()
+        try:
+            while True:
+                alive = [thread for thread in threads if thread.is_alive()]
+                if not alive:
+                    break
+                if not self.stopping and stop_requested(self.store, self.config.experiment):
+                    self._event(
+                        f"STOP {self.config.experiment}: stop requested; points in flight "
+                        "finish, the rest stay pending for resume"
+                    )
+                    self.stop(requested=True)
+                alive[0].join(STOP_POLL_S)
+        except BaseException:
+            self.stop(requested=False)
+            for thread in threads:
+                thread.join()
+            raise
+        if self.crash is not None:
+            raise self.crash
+
+    def stop(self, *, requested: bool) -> None:
+        with self.lock:
+            self.stopping = True
+            self.stop_event.set()
+            self.stopped_by_request = self.stopped_by_request or requested
+            for device in self.devices.values():
+                device.cond.notify_all()
+
+    def _work(self, device: _Device, worker: str) -> None:
+        transport: Transport | None = None
+        try:
+            while True:
+                job = self._next(device)
+                if job is None:
+                    break
+                if isinstance(job, _Drain):
+                    self._drain(device, job.points)
+                    continue
+                if transport is None:
+                    transport = self._open(device, worker)
+                point = job.point
+                warnings = []
+                if point.failures:
+                    from benchlab.sweep.attempt import retry_warning
+
+                    warnings.append(retry_warning(point.attempt, self.attempts, device.id))
+                outcome = self.runner.attempt(
+                    point.spec,
+                    point.run_id,
+                    transport,
+                    attempt=point.attempt,
+                    attempts=self.attempts,
+                    worker=worker,
+                    warnings=warnings,
+                )
+                if outcome.failure_kind == "transport":
+                    transport.close()
+                    transport = None
+                self._finish(device, worker, job, outcome.record, outcome.failure_kind)
+        except BaseException as exc:
+            with self.lock:
+                self.crash = self.crash or exc
+            self.stop(requested=False)
+        finally:
+            if transport is not None:
+                transport.close()
+
+    def _ready(self, device: _Device) -> bool:
+        return (
+            bool(device.queue)
+            and device.busy < device.config.max_concurrency
+            and device.breaker.can_start()
+        )
+
+    def _next(self, device: _Device) -> _Job | _Drain | None:
+        """Block until this device may start a point (or drain, or nothing is left)."""
+        with self.lock:
+            while True:
+                if self.stopping:
+                    return None
+                if device.breaker.state == "drained" and device.queue:
+                    points = list(device.queue)
+                    device.queue.clear()
+                    device.busy += 1
+                    return _Drain(points)
+                if self.outstanding <= 0:
+                    self._wake_all()
+                    return None
+                group = device.group
+                if self._ready(device) and (
+                    group is None or group.turn(lambda m: self._ready(self.devices[m])) == device.id
+                ):
+                    probe = device.breaker.decide() == "probe"
+                    point = device.queue.popleft()
+                    device.busy += 1
+                    if group is not None:
+                        group.start(device.id)
+                    self.fitness.started(device.id)
+                    return _Job(point, probe)
+                timeout = MAX_WAIT_S
+                ready_at = device.breaker.ready_at()
+                if ready_at is not None:
+                    timeout = min(timeout, max(ready_at - self.clock(), 0.0) + 0.001)
+                device.cond.wait(timeout)
+
+    def _finish(
+        self,
+        device: _Device,
+        worker: str,
+        job: _Job,
+        record: RunRecord,
+        kind: str | None,
+    ) -> None:
+        point = job.point
+        retry_in: float | None = None
+        events: list[str] = []
+        final = False
+        with self.lock:
+            self.assignments.append(
+                {
+                    "run_id": point.run_id,
+                    "spec_id": point.spec.spec_id,
+                    "device": device.id,
+                    "worker": worker,
+                    "attempt": point.attempt,
+                    "probe": job.probe,
+                    "status": record.status,
+                    "failure_kind": kind,
+                }
+            )
+            if device.group is not None:
+                device.group.finish()
+            self.fitness.finished(device.id, ok=record.status == "ok")
+            if kind == "transport":
+                error = record.error or "transport failure"
+                point.failures += 1
+                point.last_error = error
+                device.outcomes["transport_failures"] += 1
+                change = device.breaker.record_failure(error, probe=job.probe)
+                events.extend(self._breaker_event(device, change, error))
+                if point.attempt < self.attempts and not self.stopping:
+                    action = "retry"
+                    retry_in = self.config.policies.retries.backoff_s * 2 ** (point.attempt - 1)
+                    if device.breaker.state == "drained":
+                        action = "drain"
+                else:
+                    action = "gave-up"
+                    final = True
+                self.log.append(
+                    kind="transport",
+                    device=device.id,
+                    spec_id=point.spec.spec_id,
+                    run_id=point.run_id,
+                    attempt=point.attempt,
+                    attempts=self.attempts,
+                    error=error,
+                    action=action,
+                    worker=worker,
+                )
+            else:
+                change = device.breaker.record_success(probe=job.probe)
+                events.extend(self._breaker_event(device, change, ""))
+                final = True
+            if final:
+                device.busy -= 1
+                self._settle(device, record)
+            self._wake(device)
+        for line in events:
+            self._event(line)
+        if events:
+            self.write_schedule()
+        if final:
+            self._point_done(point.spec, record)
+            return
+        if retry_in:
+            self.stop_event.wait(retry_in)
+        with self.lock:
+            point.attempt += 1
+            device.queue.appendleft(point)  # a retry keeps its place at the head of the queue
+            device.busy -= 1
+            self._wake(device)
+
+    def _breaker_event(self, device: _Device, change: str | None, error: str) -> list[str]:
+        breaker = device.breaker
+        wall = utc_iso_at(self._wall_minus_mono + self.clock())
+        if change == "opened":
+            device.trips.append(
+                {"opened_at": wall, "error": error, "failures": breaker.consecutive_failures}
+            )
+            return [
+                f"DOWN {device.id} taken out of service after "
+                f"{breaker.consecutive_failures} transport failures: {error}"
+            ]
+        if change == "reopened":
+            if device.trips:
+                device.trips[-1]["probes_failed"] = device.trips[-1].get("probes_failed", 0) + 1
+            return [f"DOWN {device.id} failed its recovery probe; cooldown restarts: {error}"]
+        if change == "drained":
+            if device.trips:
+                device.trips[-1]["drained_at"] = wall
+                device.trips[-1]["probes_failed"] = device.trips[-1].get("probes_failed", 0) + 1
+            return [
+                f"DRAIN {device.id} stayed down for {breaker.cooldowns_failed} cooldowns; its "
+                "remaining points are recorded as holes"
+                + (
+                    " or moved to " + ", ".join(device.config.failover_to)
+                    if device.config.failover_to
+                    else ""
+                )
+            ]
+        if change == "closed":
+            if device.trips:
+                device.trips[-1]["closed_at"] = wall
+            return [f"UP {device.id} answered its recovery probe and is back in service"]
+        return []
+
+    def _settle(self, device: _Device, record: RunRecord) -> None:
+        """A point reached its final record (called locked)."""
+        device.outcomes[record.status] += 1
+        self.records[record.run_id] = record
+        self.outstanding -= 1
+        self.done += 1
+        if self.outstanding <= 0:
+            self._wake_all()
+
+    def _drain(self, device: _Device, points: list[_Point]) -> None:
+        """Move each point to a failover target, or leave a loud hole."""
+        reason = (
+            f"device {device.id!r} was taken out of service after repeated transport failures "
+            f"({device.breaker.last_error})"
+        )
+        from benchlab.sweep.expand import failover_spec
+
+        for point in points:
+            with self.lock:
+                candidates = [
+                    target
+                    for target in device.config.failover_to
+                    if self.devices[target].breaker.state != "drained"
+                ]
+                target = None
+                if point.spec.failover_from is None and candidates:
+                    target = self.fitness.choose(candidates, point=point.run_id, source=device.id)
+            moved: _Point | None = None
+            if target is not None:
+                spec = failover_spec(self.config, point.spec, target)
+                moved = _Point(spec, self.journal.run_id(spec))
+                self.log.append(
+                    device=device.id,
+                    spec_id=point.spec.spec_id,
+                    run_id=point.run_id,
+                    attempt=point.attempt,
+                    error=device.breaker.last_error,
+                    action="failover",
+                    kind="failover",
+                    to_device=target,
+                    to_run_id=moved.run_id,
+                )
+                hole_reason = f"{reason}; moved to {target!r} as {moved.run_id}"
+            else:
+                hole_reason = reason
+                self.log.append(
+                    device=device.id,
+                    spec_id=point.spec.spec_id,
+                    run_id=point.run_id,
+                    attempt=point.attempt,
+                    error=device.breaker.last_error,
+                    action="hole" if not point.failures else "kept-failed",
+                    kind="hole",
+                )
+            if point.failures:
+                # It was attempted: its last failed record tells the truth; keep it.
+                record = self._existing(point) or self.runner.write_hole(
+                    point.spec, point.run_id, hole_reason
+                )
+            else:
+                record = self.runner.write_hole(point.spec, point.run_id, hole_reason)
+            with self.lock:
+                device.outcomes["hole" if not point.failures else "failed"] += 1
+                self.records[record.run_id] = record
+                self.done += 1
+                if moved is not None:
+                    device.outcomes["moved"] += 1
+                    target_device = self.devices[moved.spec.device]
+                    if self.journal.is_done(moved.spec):
+                        self.outstanding -= 1
+                    else:
+                        self.total += 1
+                        target_device.queue.append(moved)
+                        self._wake(target_device)
+                else:
+                    self.outstanding -= 1
+                if self.outstanding <= 0:
+                    self._wake_all()
+            self._point_done(point.spec, record)
+        with self.lock:
+            device.busy -= 1
+            self._wake(device)
+        self.write_schedule()
+
+    def _existing(self, point: _Point) -> RunRecord | None:
+        record = getattr(self.journal, "record", None)
+        return record(point.spec) if callable(record) else None
+
+    # --- notifications -----------------------------------------------------------------
+
+    def _wake(self, device: _Device) -> None:
+        """Called locked: wake this device's workers and, in a group, its members'."""
+        if device.group is None:
+            device.cond.notify_all()
+            return
+        for member in device.group.members:
+            self.devices[member].cond.notify_all()
+
+    def _wake_all(self) -> None:
+        for device in self.devices.values():
+            device.cond.notify_all()
+
+    def _event(self, line: str) -> None:
+        with self._progress_lock:
+            self.progress.event(line)
+
+    def _point_done(self, spec: RunSpec, record: RunRecord) -> None:
+        with self._progress_lock:
+            self.progress.point_done(self.done, self.total, spec, record)
+
+    # --- schedule.json -----------------------------------------------------------------
+
+    def schedule(self) -> dict[str, Any]:
+        policies = self.config.policies
+        with self.lock:
+            devices = {
+                device.id: {
+                    "max_concurrency": device.config.max_concurrency,
+                    "resource_group": device.config.resource_group,
+                    "outcomes": dict(sorted(device.outcomes.items())),
+                    "breaker": {
+                        "state": device.breaker.state,
+                        "down_since": (
+                            utc_iso_at(self._wall_minus_mono + device.breaker.down_since)
+                            if device.breaker.down_since is not None
+                            else None
+                        ),
+                        "trips": list(device.trips),
+                    },
+                    "pending": len(device.queue),
+                }
+                for device in sorted(self.devices.values(), key=lambda d: d.id)
+            }
+            return {
+                "experiment": self.config.experiment,
+                "stamp": self.journal.stamp,
+                "policy": {
+                    "order": policies.order,
+                    "order_seed": policies.order_seed,
+                    "retries": policies.retries.model_dump(),
+                    "breaker": policies.breaker.model_dump(),
+                    "fitness": policies.fitness.model_dump(),
+                },
+                "groups": {
+                    name: {"members": list(group.members), "limit": group.limit}
+                    for name, group in sorted(self.groups.items())
+                },
+                "devices": devices,
+                "clocks": dict(sorted(self.clocks.items())),
+                "failover": {
+                    "seed": policies.fitness.seed,
+                    "choices": list(self.fitness.choices),
+                },
+                "assignments": sorted(self.assignments, key=lambda a: (a["run_id"], a["attempt"])),
+                "points": {"total": self.total, "finished": self.done},
+                "stopped": self.stopped_by_request,
+            }
+
+    def write_schedule(self) -> None:
+        self.log.write_schedule(self.schedule())
+
+
+def utc_iso_at(stamp: float) -> str:
+    from datetime import datetime, timezone
+
+    return utc_iso(datetime.fromtimestamp(stamp, tz=timezone.utc))
+
+
+def run_sweep_concurrent(
+    store: Store | Path | str,
+    config: SweepConfig,
+    config_path: str | Path | None,
+    *,
+    fresh: bool = False,
+    progress: Any = None,
+    _runner: Any = None,
+    _journal: Any = None,
+    _transport_factory: Callable[[str, DeviceConfig], Transport] | None = None,
+    _clock: Callable[[], float] = time.monotonic,
+    _measure_clocks: bool = True,
+) -> SweepResult:
+    """Run a sweep across its devices at once; returns the sequential runner's SweepResult.
+
+    Seams (leading underscore, asv style) let tests and tools/perf inject a runner, a journal,
+    transports and a clock.
+    """
+    from benchlab.sweep.expand import expand
+    from benchlab.sweep.journal import SweepJournal, as_store
+
+    st = as_store(store)
+    sink = progress if progress is not None else _Silent()
+    started = time.monotonic()
+    specs = expand(config, where=str(config_path or "sweep config"))
+    result = SweepResult(experiment=config.experiment, total=len(specs))
+    with SweepLock(st, config.experiment) as held:
+        for warning in held.warnings:
+            result.warnings.append(warning)
+            sink.event(f"WARNING {warning}")
+        clear_stop(st, config.experiment)
+        journal = _journal or SweepJournal(st, config.experiment)
+        result.stamp = journal.begin(fresh, config_path)
+        pending = [spec for spec in specs if not journal.is_done(spec)]
+        result.skipped = len(specs) - len(pending)
+        if result.skipped:
+            sink.event(
+                f"resuming {config.experiment} ({result.stamp}): {result.skipped} of "
+                f"{len(specs)} point(s) already done, {len(pending)} to run"
+            )
+        if _runner is None:
+            from benchlab.sweep.attempt import Runner
+
+            _runner = Runner(st, config, experiment=config.experiment)
+        sweep = _Sweep(
+            store=st,
+            config=config,
+            runner=_runner,
+            journal=journal,
+            progress=sink,
+            log=ScheduleLog(st.sweep_dir(config.experiment)),
+            transport_factory=_transport_factory or _default_transport,
+            clock=_clock,
+        )
+        sweep.enqueue(pending)
+        start = getattr(sink, "start", None)
+        if callable(start):
+            start(len(pending))
+        try:
+            if _measure_clocks and pending:
+                sweep.measure_clocks()
+            sweep.write_schedule()
+            sweep.run()
+        finally:
+            sweep.stop_event.set()
+            sweep.write_schedule()
+            clear_stop(st, config.experiment)
+    result.records = sorted(sweep.records.values(), key=lambda r: r.run_id)
+    result.stopped = sweep.stopped_by_request
+    result.elapsed_s = time.monotonic() - started
+    return result
