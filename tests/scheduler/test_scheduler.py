@@ -193,7 +193,7 @@ def test_failover_moves_points_under_their_own_run_ids(store: Path) -> None:
         },
     )
     fleet = {"pi5": FakeBehaviour(down=True), "spare1": FakeBehaviour(), "spare2": FakeBehaviour()}
-    result, events = run(store, config, fleet)
+    result, _ = run(store, config, fleet)
     moved = [r for r in result.records if r.spec and r.spec.failover_from == "pi5"]
     original = [r for r in result.records if r.device == "pi5"]
     # The first point used its one attempt (the trip), the second was the failed probe that
