@@ -30,6 +30,7 @@ VERB_MODULES = (
     "regression",
     "devices",
     "export",
+    "stop",
 )
 """Modules under benchlab.cli, each registering one verb or a group of verbs."""
 
