@@ -52,9 +52,11 @@ ENTRY_FIELDS: dict[str, str] = {
     "prefill_tok_per_sec": "num",
     "decode_tok_per_sec": "num",
     "path": "str?",
+    "batch_curve": "curve",
 }
 """`models.CatalogEntry` as kinds: str (required), str? (optional string), num (optional
-number), tags (list of strings), status, failure_kind. tests/query keeps it equal to the model."""
+number), tags (list of strings), status, failure_kind, curve (null or a list of
+{batch: int, agg_tok_per_sec: number}). tests/query keeps it equal to the model."""
 
 REQUIRED_FIELDS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str")
 METRICS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "num")
@@ -207,9 +209,26 @@ def _check_entries(path: Path, runs: list[Any]) -> None:
         for j, tag in enumerate(tags):
             if type(tag) is not str:
                 raise _fail(path, f"$.runs[{i}].tags[{j}]", "a string", tag)
+        curve = entry.get("batch_curve")
+        if curve is not None:
+            _check_curve(path, i, curve)
     ids = {entry["run_id"] for entry in runs}
     if len(ids) != len(runs):
         _raise_duplicate(path, runs)
+
+
+def _check_curve(path: Path, i: int, curve: Any) -> None:
+    if type(curve) is not list:
+        raise _fail(path, f"$.runs[{i}].batch_curve", "an array or null", curve)
+    for j, point in enumerate(curve):
+        where = f"$.runs[{i}].batch_curve[{j}]"
+        if type(point) is not dict:
+            raise _fail(path, where, "an object", point)
+        if type(point.get("batch")) is not int:
+            raise _fail(path, f"{where}.batch", "an integer", point.get("batch"))
+        value = point.get("agg_tok_per_sec")
+        if type(value) is not float and type(value) is not int:
+            raise _fail(path, f"{where}.agg_tok_per_sec", "a number", value)
 
 
 def _raise_duplicate(path: Path, runs: list[dict[str, Any]]) -> None:

@@ -1,0 +1,228 @@
+"""A small golden store: seven catalog entries on three machines, one run dir on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchlab.layout import Store, write_model
+from benchlab.models import (
+    BatchResults,
+    Catalog,
+    CatalogEntry,
+    KernelResults,
+    RunManifest,
+    RunRecord,
+)
+
+LAPTOP_Q8 = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
+LAPTOP_Q8_LATER = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250107T090000Z"
+MAC_Q8 = "mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z"
+PI5_Q8_FAILED = "pi5-smollm2-135m-q8-batch-a1b2c3d4-20250107T150000Z"
+PI5_Q4 = "pi5-smollm2-135m-q4-batch-0badcafe-20250108T080000Z"
+MAC_QWEN = "mac-m3pro-qwen3-1.7b-bf16-batch-12345678-20250108T200000Z"
+LAPTOP_QWEN = "anthony-laptop-qwen3-1.7b-q8-batch-12345678-20250109T100000Z"
+
+
+def _entry(run_id: str, machine: str, timestamp: str, **fields: object) -> CatalogEntry:
+    base: dict[str, object] = {
+        "run_id": run_id,
+        "machine_id": machine,
+        "timestamp": timestamp,
+        "model": "SmolLM2-135M",
+        "model_id": "smollm2-135m",
+        "precision": "q8",
+        "tags": ["kernel", "batch"],
+        "backend": "reference",
+        "mode": "batch",
+        "path": f"runs/by-machine/{machine}/{run_id}/",
+    }
+    base.update(fields)
+    return CatalogEntry.model_validate(base)
+
+
+def golden_entries() -> list[CatalogEntry]:
+    return [
+        _entry(
+            LAPTOP_Q8,
+            "anthony-laptop",
+            "2025-01-06T12:00:00Z",
+            peak_tok_per_sec=862.2,
+            baseline_tok_per_sec=70.6,
+            speedup=12.21,
+            prefill_tok_per_sec=2245.6,
+            decode_tok_per_sec=128.2,
+        ),
+        _entry(
+            LAPTOP_Q8_LATER,
+            "anthony-laptop",
+            "2025-01-07T09:00:00Z",
+            peak_tok_per_sec=850.0,
+            baseline_tok_per_sec=71.0,
+            speedup=11.97,
+            prefill_tok_per_sec=2200.0,
+            decode_tok_per_sec=127.5,
+        ),
+        _entry(
+            MAC_Q8,
+            "mac-m3pro",
+            "2025-01-05T10:30:00Z",
+            tags=["kernel", "batch", "smoke"],
+            peak_tok_per_sec=640.5,
+            baseline_tok_per_sec=80.1,
+            speedup=8.0,
+            prefill_tok_per_sec=1800.0,
+            decode_tok_per_sec=150.3,
+        ),
+        _entry(
+            PI5_Q8_FAILED,
+            "pi5",
+            "2025-01-07T15:00:00Z",
+            status="failed",
+            failure_kind="transport",
+        ),
+        # No model_id: found by the slug of its display name.
+        _entry(
+            PI5_Q4,
+            "pi5",
+            "2025-01-08T08:00:00Z",
+            model_id=None,
+            precision="q4",
+            peak_tok_per_sec=95.5,
+            baseline_tok_per_sec=12.5,
+            speedup=7.64,
+            decode_tok_per_sec=14.25,
+        ),
+        _entry(
+            MAC_QWEN,
+            "mac-m3pro",
+            "2025-01-08T20:00:00Z",
+            model="Qwen3-1.7B",
+            model_id="qwen3-1.7b",
+            precision="bf16",
+            peak_tok_per_sec=300.0,
+            baseline_tok_per_sec=30.0,
+            speedup=10.0,
+            decode_tok_per_sec=33.0,
+        ),
+        _entry(
+            LAPTOP_QWEN,
+            "anthony-laptop",
+            "2025-01-09T10:00:00Z",
+            model="Qwen3-1.7B",
+            model_id="qwen3-1.7b",
+            peak_tok_per_sec=410.0,
+            baseline_tok_per_sec=41.0,
+            speedup=10.0,
+            decode_tok_per_sec=45.0,
+        ),
+    ]
+
+
+def write_catalog(root: Path, entries: list[CatalogEntry]) -> Path:
+    catalog = Catalog(
+        runs=sorted(entries, key=lambda e: e.run_id),
+        last_updated=max((e.timestamp for e in entries), default=None),
+    )
+    path = Store(root).catalog_path
+    write_model(path, catalog)
+    return path
+
+
+def write_run_dir(root: Path, run_id: str, *, record: bool = True) -> Path:
+    """The seed's three REQUIRED files (and a record) for LAPTOP_Q8."""
+    run_dir = Store(root).run_dir("anthony-laptop", run_id)
+    write_model(
+        run_dir / "manifest.json",
+        RunManifest.model_validate(
+            {
+                "run_id": run_id,
+                "machine_id": "anthony-laptop",
+                "timestamp": "2025-01-06T12:00:00Z",
+                "git": {"rev": "9a0135c", "branch": "master", "dirty": False},
+                "harness": {"name": "benchlab", "version": "0.1.0"},
+                "model": {
+                    "name": "SmolLM2-135M",
+                    "source": "HuggingFaceTB/SmolLM2-135M",
+                    "precision": "q8",
+                    "quantization": "Q8_0",
+                },
+                "tags": ["kernel", "batch"],
+                "backend": "reference",
+                "mode": "batch",
+            }
+        ),
+    )
+    write_model(
+        run_dir / "kernel.json",
+        KernelResults.model_validate(
+            {
+                "run_id": run_id,
+                "engine": "reference Q8_0",
+                "precision": "Q8_0",
+                "model": "SmolLM2-135M",
+                "benchmark": {
+                    "prefill": [
+                        {"tokens": 16, "median_ms": 8.2, "tok_per_sec": 1951.2},
+                        {"tokens": 64, "median_ms": 28.5, "tok_per_sec": 2245.6},
+                    ],
+                    "decode": {"per_token_median_ms": 7.8, "tok_per_sec": 128.2},
+                },
+            }
+        ),
+    )
+    write_model(
+        run_dir / "batch.json",
+        BatchResults.model_validate(
+            {
+                "run_id": run_id,
+                "engine": "reference batched decode",
+                "model": "SmolLM2-135M",
+                "precision": "Q8_0",
+                "baseline": {"batch": 1, "tok_per_sec": 70.6},
+                "peak": {"batch": 64, "agg_tok_per_sec": 862.2, "speedup_vs_baseline": 12.21},
+                "points": [
+                    {
+                        "batch": 1,
+                        "per_user_ms_per_tok": 14.16,
+                        "agg_tok_per_sec": 70.6,
+                        "speedup_vs_baseline": 1.0,
+                    },
+                    {
+                        "batch": 64,
+                        "per_user_ms_per_tok": 74.23,
+                        "agg_tok_per_sec": 862.2,
+                        "speedup_vs_baseline": 12.21,
+                    },
+                ],
+            }
+        ),
+    )
+    if record:
+        write_model(
+            run_dir / "record.json",
+            RunRecord.model_validate(
+                {
+                    "run_id": run_id,
+                    "spec_id": run_id.rsplit("-", 1)[0],
+                    "machine_id": "anthony-laptop",
+                    "device": "anthony-laptop",
+                    "status": "ok",
+                    "attempt": 2,
+                    "attempts": 3,
+                    "warnings": ["attempt 1 failed: transport: ssh dropped"],
+                    "timings": {"duration_s": 42.5},
+                }
+            ),
+        )
+    return run_dir
+
+
+@pytest.fixture
+def golden(store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The golden store, pointed to by $BENCHLAB_STORE; only LAPTOP_Q8 has a run dir."""
+    write_catalog(store, golden_entries())
+    write_run_dir(store, LAPTOP_Q8)
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    return store
