@@ -1,0 +1,89 @@
+"""Kill `bench run` with SIGKILL at random moments, then resume: every point ends up exactly
+once ok, there are no duplicate run dirs, and no JSON file is ever half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchlab.layout import Store
+from benchlab.sweep.config import load_sweep_config
+from benchlab.sweep.expand import expand
+from benchlab.sweep.journal import SweepJournal
+
+SNIPPET = (
+    "import json, random, time; time.sleep(random.uniform(0.02, 0.2)); "
+    "print(json.dumps(dict(decode={threads})))"
+)
+SWEEP = """
+experiment: killtest
+devices:
+  local: {transport: local}
+policies: {retries: {attempts: 1, backoff_s: 0}}
+matrix:
+  backend: command
+  model: tiny
+  precision: [f32, q8]
+  threads: [1, 2, 3, 4, 5]
+  params:
+    argv:
+      - "{python}"
+      - "-c"
+      - "SNIPPET"
+    fields: {decode: decode}
+"""
+KILLS = 6
+
+
+def bench_run(path: Path, store: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "BENCHLAB_STORE": str(store)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "benchlab", "run", str(path), "--quiet"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.integration
+def test_sigkill_at_random_moments_then_resume(tmp_path: Path, store: Path) -> None:
+    path = tmp_path / "killtest.yaml"
+    path.write_text(SWEEP.replace("SNIPPET", SNIPPET), encoding="utf-8")
+    specs = expand(load_sweep_config(path))
+    rng = random.Random(20250106)
+    killed = 0
+    for _ in range(KILLS):
+        process = bench_run(path, store)
+        time.sleep(rng.uniform(0.2, 2.5))
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            killed += 1
+        process.wait(timeout=60)
+        process.stderr.close()  # type: ignore[union-attr]
+    assert killed >= 3, "the sweep finished before it could be killed; slow the command down"
+
+    final = bench_run(path, store)
+    _, err = final.communicate(timeout=240)
+    assert final.returncode == 0, err.decode()
+
+    journal = SweepJournal(Store(store), "killtest")
+    assert journal.read_state() is not None
+    machine_dir = store / "runs" / "by-machine" / "local"
+    run_dirs = sorted(p.name for p in machine_dir.iterdir() if p.is_dir())
+    assert run_dirs == sorted(journal.run_id(spec) for spec in specs)  # exactly once each
+    for spec in specs:
+        record = json.loads((journal.run_dir(spec) / "record.json").read_text())
+        assert record["status"] == "ok", record
+        assert not list(journal.run_dir(spec).rglob("*.tmp"))
+    documents = list(store.rglob("*.json"))
+    assert len(documents) >= 4 * len(specs)
+    for document in documents:
+        json.loads(document.read_text(encoding="utf-8"))  # never half-written
