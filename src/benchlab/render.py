@@ -136,6 +136,7 @@ def to_csv(sections: Sequence[Section]) -> str:
 def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console(file=stream)
     for section in sections:
@@ -143,7 +144,8 @@ def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
         for column in section.columns:
             table.add_column(column.header, justify="right" if column.kind in _NUMERIC else "left")
         for row in section.rows:
-            table.add_row(*(cell(row.get(c.key), c.kind) for c in section.columns))
+            # Text, not str: a run's strings are data, never rich markup.
+            table.add_row(*(Text(cell(row.get(c.key), c.kind)) for c in section.columns))
         console.print(table)
 
 
