@@ -60,7 +60,8 @@ ASSETS = ("benchlab.js", "benchlab.css", "iframe-worker.js", "iframe-worker.LICE
 
 # --- escaping -------------------------------------------------------------------------------
 
-_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+# Python-Markdown's backslash-escapable characters, plus | for tables (< > & are entities).
+_MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|])")
 
 
 def md_escape(value: Any) -> Markup:
