@@ -425,6 +425,12 @@ class SshTransport(Transport):
                 channel.shutdown_write()
                 out, err = self._drain(channel, deadline)
                 status = channel.recv_exit_status()
+                if status == -1 and not transport.is_active():
+                    # The link died under the command (keepalive or TCP_USER_TIMEOUT noticed).
+                    lost = transport.get_exception()
+                    raise paramiko.SSHException(
+                        "connection lost" + (f" ({_describe(lost)})" if lost else "")
+                    )
             finally:
                 channel.close()
         return status, out, err
