@@ -8,7 +8,7 @@ the way a Q8 kernel without int8 SIMD does it). It measures:
 - prefill at several prompt sizes (median ms, tok/s);
 - decode, per-token median over reps (greedy, one token at a time, KV cache);
 - one matvec pass over every weight matrix in f32 and in int8xf32 (the machine's own
-  bandwidth bound for this model: GB/s of weights streamed);
+  bandwidth bound for this model: GB/s of weights streamed, fastest of >= 5 passes);
 - a batched decode curve (aggregate tok/s, per-user ms/token).
 
 and prints one JSON object that `benchlab.benchmarks.reference` maps onto kernel.json and
@@ -305,15 +305,18 @@ def main(argv: list[str]) -> dict[str, Any]:
         for lin in linears:  # warm-up pass (first touch, dequant buffers)
             lin(vectors[lin.in_dim])
         times = []
-        for _ in range(max(3, args.reps)):
+        for _ in range(max(5, args.reps)):
             t0 = time.perf_counter()
             for lin in linears:
                 lin(vectors[lin.in_dim])
             times.append(time.perf_counter() - t0)
-        seconds = _median(times)
+        # A bound is the best the machine did: the fastest pass, so a neighbour's burst of
+        # load inflates the measured decode (reported as is) rather than the bound.
+        seconds = min(times)
         nbytes = model.weight_bytes(precision)
         breakdown[precision] = {
             "ms": seconds * 1e3,
+            "median_ms": _median(times) * 1e3,
             "gbs": nbytes / seconds / 1e9,
             "bytes": nbytes,
             "reps": len(times),
