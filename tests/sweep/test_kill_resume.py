@@ -20,7 +20,7 @@ from benchlab.sweep.expand import expand
 from benchlab.sweep.journal import SweepJournal
 
 SNIPPET = (
-    "import json, random, time; time.sleep(random.uniform(0.02, 0.2)); "
+    "import json, random, time; time.sleep(random.uniform(0.1, 0.3)); "
     "print(json.dumps(dict(decode={threads})))"
 )
 SWEEP = """
@@ -32,7 +32,7 @@ matrix:
   backend: command
   model: tiny
   precision: [f32, q8]
-  threads: [1, 2, 3, 4, 5]
+  threads: [1, 2, 3, 4, 5, 6, 7, 8]
   params:
     argv:
       - "{python}"
@@ -60,15 +60,18 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, store: Path) -> N
     specs = expand(load_sweep_config(path))
     rng = random.Random(20250106)
     killed = 0
-    for _ in range(KILLS):
+    finished_early = False
+    while killed < KILLS and not finished_early:
         process = bench_run(path, store)
-        time.sleep(rng.uniform(0.2, 2.5))
+        time.sleep(rng.uniform(0.2, 1.5))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             killed += 1
+        else:
+            finished_early = True  # nothing left to kill: the resume below must be a no-op
         process.wait(timeout=60)
         process.stderr.close()  # type: ignore[union-attr]
-    assert killed >= 3, "the sweep finished before it could be killed; slow the command down"
+    assert killed >= 3, f"the sweep finished after {killed} kill(s); slow the command down"
 
     final = bench_run(path, store)
     _, err = final.communicate(timeout=240)
