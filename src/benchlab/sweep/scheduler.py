@@ -38,6 +38,7 @@ from benchlab.errors import DeviceError
 from benchlab.ids import utc_iso
 from benchlab.layout import Store
 from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
+from benchlab.sweep.attempt import retry_warning
 from benchlab.sweep.breaker import Breaker
 from benchlab.sweep.clocks import measure
 from benchlab.sweep.fitness import FitnessBook
@@ -110,6 +111,13 @@ def _default_transport(device_id: str, config: DeviceConfig) -> Transport:
     from benchlab.devices import open_transport
 
     return open_transport(device_id, config)
+
+
+def _close_quietly(transport: Transport) -> None:
+    try:
+        transport.close()
+    except Exception:  # closing a broken connection must not hide the point's own outcome
+        pass
 
 
 class _Unreachable(Transport):
@@ -295,8 +303,6 @@ class _Sweep:
                 point = job.point
                 warnings = []
                 if point.failures:
-                    from benchlab.sweep.attempt import retry_warning
-
                     warnings.append(retry_warning(point.attempt, self.attempts, device.id))
                 outcome = self.runner.attempt(
                     point.spec,
@@ -308,7 +314,7 @@ class _Sweep:
                     warnings=warnings,
                 )
                 if outcome.failure_kind == "transport":
-                    transport.close()
+                    _close_quietly(transport)
                     transport = None
                 self._finish(device, worker, job, outcome.record, outcome.failure_kind)
         except BaseException as exc:
@@ -317,7 +323,7 @@ class _Sweep:
             self.stop(requested=False)
         finally:
             if transport is not None:
-                transport.close()
+                _close_quietly(transport)
 
     def _ready(self, device: _Device) -> bool:
         return (
@@ -450,17 +456,14 @@ class _Sweep:
                 device.trips[-1]["probes_failed"] = device.trips[-1].get("probes_failed", 0) + 1
             return [f"DOWN {device.id} failed its recovery probe; cooldown restarts: {error}"]
         if change == "drained":
+            targets = ", ".join(device.config.failover_to)
+            where = f"move to {targets} or become holes" if targets else "become holes"
             if device.trips:
                 device.trips[-1]["drained_at"] = wall
                 device.trips[-1]["probes_failed"] = device.trips[-1].get("probes_failed", 0) + 1
             return [
-                f"DRAIN {device.id} stayed down for {breaker.cooldowns_failed} cooldowns; its "
-                "remaining points are recorded as holes"
-                + (
-                    " or moved to " + ", ".join(device.config.failover_to)
-                    if device.config.failover_to
-                    else ""
-                )
+                f"DRAIN {device.id} stayed down for {breaker.cooldowns_failed} cooldown(s); "
+                f"its remaining points {where}"
             ]
         if change == "closed":
             if device.trips:
