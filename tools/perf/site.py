@@ -1,0 +1,238 @@
+"""Prove the site's performance targets, and measure `asv publish` on the same results.
+
+    python tools/perf/site.py [--runs 10000] [--repeat 3] [--skip-asv]
+
+1. A synthetic fleet of --runs runs (tools/perf/make_fleet.py), then `bench catalog build`.
+2. `bench site build` (render + mkdocs build --strict) --repeat times: the median must be
+   <= 60 s; the home page with everything it loads, less plotly.min.js, must be <= 1.5 MB.
+3. The same ok results as an asv results dir (machine.json per machine, one result file per
+   run, benchmarks.json, asv.conf.json over a git repo with one commit per run), then
+   `asv publish` --repeat times. Prints the medians and the ratio asv / benchlab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SITE_LIMIT_S = 60.0
+HOME_LIMIT_BYTES = 1_500_000
+
+
+def make_store(root: Path, runs: int) -> Path:
+    store = root / "experiments" / "benchmark"
+    fleet = REPO / "tools" / "perf" / "make_fleet.py"
+    subprocess.run(
+        [sys.executable, str(fleet), "--runs", str(runs), "--out", str(store)],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        ["bench", "--store", str(store), "catalog", "build"], check=True, capture_output=True
+    )
+    return store
+
+
+def time_site(store: Path, out: Path, repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(
+            ["bench", "--store", str(store), "site", "build", "--output", str(out)],
+            check=True,
+            capture_output=True,
+        )
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def home_weight(site: Path) -> tuple[int, dict[str, int]]:
+    """Bytes of index.html and every local file it loads (scripts, styles, chart data, the
+    search index the search worker fetches), except plotly.min.js."""
+    html = (site / "index.html").read_text(encoding="utf-8")
+    refs = set(re.findall(r'(?:src|href)="([^"#?]+)"', html))
+    files = {"index.html": len(html.encode())}
+    for ref in sorted(refs):
+        path = site / ref
+        if ref.startswith(("http:", "https:")) or not path.is_file() or ref.endswith(".html"):
+            continue
+        if path.name == "plotly.min.js" or path.suffix not in (".js", ".css", ".json", ".png"):
+            continue
+        files[ref] = path.stat().st_size
+    index = site / "search" / "search_index.js"
+    if index.is_file():
+        files["search/search_index.js"] = index.stat().st_size
+    return sum(files.values()), files
+
+
+# --- asv --------------------------------------------------------------------------------------
+
+
+def make_asv(catalog_path: Path, root: Path) -> tuple[Path, int]:
+    """An asv project holding the catalog's ok runs as asv results; returns (conf, results)."""
+    catalog = json.loads(catalog_path.read_text())
+    runs = sorted(
+        (r for r in catalog["runs"] if r["status"] == "ok" and r.get("peak_tok_per_sec")),
+        key=lambda r: (r["timestamp"], r["run_id"]),
+    )
+    repo = root / "project"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    # One commit per run, written with fast-import (seconds for 10,000 commits).
+    stream = []
+    for n, run in enumerate(runs):
+        stamp = int(time.mktime(time.strptime(run["timestamp"], "%Y-%m-%dT%H:%M:%SZ")))
+        message = f"run {n}".encode()
+        stream.append(b"commit refs/heads/main\n")
+        stream.append(b"mark :%d\n" % (n + 1))
+        stream.append(b"committer perf <perf@benchlab.invalid> %d +0000\n" % stamp)
+        stream.append(b"data %d\n%s\n" % (len(message), message))
+    subprocess.run(
+        ["git", "-C", str(repo), "fast-import", "--quiet"], input=b"".join(stream), check=True
+    )
+    hashes = (
+        subprocess.run(
+            ["git", "-C", str(repo), "rev-list", "--reverse", "main"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()
+    )
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "main"], check=True)
+    results = root / "results"
+    benchmarks: dict[str, object] = {}
+    machines: dict[str, dict[str, object]] = {}
+    for run, commit in zip(runs, hashes, strict=True):
+        name = f"fleet.{re.sub(r'[^a-z0-9]+', '_', run['model_id'])}_{run['precision']}"
+        benchmarks[name] = {
+            "code": "def track(): ...",
+            "name": name,
+            "param_names": [],
+            "params": [],
+            "type": "track",
+            "unit": "tok/s",
+            "version": "1",
+            "timeout": 60,
+        }
+        machine = run["machine_id"]
+        folder = results / machine
+        if machine not in machines:
+            folder.mkdir(parents=True)
+            machines[machine] = {
+                "arch": "x86_64",
+                "cpu": machine,
+                "machine": machine,
+                "num_cpu": "8",
+                "os": "Linux",
+                "ram": "16GB",
+                "version": 1,
+            }
+            (folder / "machine.json").write_text(json.dumps(machines[machine]))
+        stamp = int(time.mktime(time.strptime(run["timestamp"], "%Y-%m-%dT%H:%M:%SZ"))) * 1000
+        data = {
+            "commit_hash": commit,
+            "env_name": "existing-py",
+            "date": stamp,
+            "params": {"machine": machine, "python": "3.11"},
+            "python": "3.11",
+            "requirements": {},
+            "env_vars": {},
+            "result_columns": ["result", "params", "version", "started_at", "duration"],
+            "results": {name: [[run["peak_tok_per_sec"]], [], "1", stamp, 1.0]},
+            "durations": {},
+            "version": 2,
+        }
+        (folder / f"{commit[:8]}-existing-py.json").write_text(json.dumps(data))
+    benchmarks["version"] = 2
+    (results / "benchmarks.json").write_text(json.dumps(benchmarks))
+    conf = root / "asv.conf.json"
+    conf.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "project": "benchlab-perf",
+                "project_url": "https://example.invalid/",
+                "repo": str(repo),
+                "branches": ["main"],
+                "dvcs": "git",
+                "environment_type": "existing",
+                "results_dir": str(results),
+                "html_dir": str(root / "html"),
+            }
+        )
+    )
+    return conf, len(runs)
+
+
+def time_asv(conf: Path, repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "asv", "publish", "--config", str(conf)],
+            capture_output=True,
+            text=True,
+            cwd=conf.parent,
+            check=False,
+        )
+        times.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise SystemExit(f"asv publish failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-asv", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="benchlab-perf-site-") as tmp:
+        root = Path(tmp)
+        store = make_store(root, args.runs)
+        out = root / "site"
+        site_times = time_site(store, out, args.repeat)
+        site_median = statistics.median(site_times)
+        weight, parts = home_weight(out)
+        pages = sum(1 for _ in out.rglob("*.html"))
+        print(f"runs in catalog: {args.runs}; pages built: {pages}")
+        print(
+            f"bench site build: median {site_median:.2f} s over {args.repeat} "
+            f"(runs: {', '.join(f'{t:.2f}' for t in site_times)}); "
+            f"target <= {SITE_LIMIT_S:.0f} s: {'OK' if site_median <= SITE_LIMIT_S else 'FAIL'}"
+        )
+        print(
+            f"home page without plotly.js: {weight / 1e6:.3f} MB "
+            f"(index.html {parts['index.html'] / 1e3:.0f} kB; "
+            f"target <= {HOME_LIMIT_BYTES / 1e6:.1f} MB: "
+            f"{'OK' if weight <= HOME_LIMIT_BYTES else 'FAIL'})"
+        )
+        for name, size in sorted(parts.items(), key=lambda kv: -kv[1])[:6]:
+            print(f"  {size / 1e3:9.1f} kB  {name}")
+        ok = site_median <= SITE_LIMIT_S and weight <= HOME_LIMIT_BYTES
+        if not args.skip_asv:
+            conf, results = make_asv(store / "catalog.json", root / "asv")
+            asv_times = time_asv(conf, args.repeat)
+            asv_median = statistics.median(asv_times)
+            print(
+                f"asv publish ({results} results, one commit each): median {asv_median:.2f} s "
+                f"(runs: {', '.join(f'{t:.2f}' for t in asv_times)})"
+            )
+            print(f"ratio asv publish / bench site build: {asv_median / site_median:.2f}")
+        shutil.rmtree(out, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
