@@ -154,3 +154,66 @@ def test_real_concurrent_sweep_survives_injected_transport_failures(
     assert code == 0
     assert out["skipped"] == 2 and out["ran"] == 2
     assert {r["device"] for r in out["records"]} == {"box2"}
+
+
+def test_bench_stop_from_another_process_and_worker_ids_reach_the_prefix(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import subprocess
+    import time
+
+    log = tmp_path / "workers.log"
+    prefix = ["sh", "-c", f'echo "${{worker_instance_id}}" >> {log}; exec "$@"', "prefix"]
+    config = write_config(
+        tmp_path,
+        {
+            "box": {
+                "transport": "exec",
+                "command": prefix,
+                "python": sys.executable,
+                "max_concurrency": 2,
+            }
+        },
+        {"retries": {"attempts": 1}},
+    )
+    data = yaml.safe_load(config.read_text())
+    data["matrix"]["threads"] = [1, 2, 3, 4, 5, 6]
+    data["matrix"]["params"]["argv"] = [
+        "{python}", "-c", "import time; time.sleep(0.4); print('{\"decode\": 3.0}')"
+    ]  # fmt: skip
+    config.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "BENCHLAB_STORE": str(store)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchlab", "run", str(config), "--concurrent", "-q"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        sweep = Store(store).sweep_dir("flaky")
+        deadline = time.monotonic() + 30
+        while not list((store / "runs" / "by-machine").glob("box/*/record.json")):
+            assert time.monotonic() < deadline, "the sweep never started a point"
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            time.sleep(0.05)
+        assert main(["--store", str(store), "stop", "flaky"]) == 0
+        out, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, out
+    assert "stopped:" in out and "left pending" in out
+    assert not (sweep / "stop").exists() and not (sweep / "lock").exists()
+    records = [json.loads(p.read_text()) for p in store.glob("runs/by-machine/box/*/record.json")]
+    assert 1 <= len(records) < 6
+    assert all(r["status"] == "ok" for r in records)  # finished in flight, no holes
+    assert set(log.read_text().split()) <= {"box-0", "box-1"}
+    assert {r["worker"] for r in records} <= {"box-0", "box-1"}
+
+    capsys.readouterr()
+    assert main(["--store", str(store), "run", str(config), "--concurrent", "-q"]) == 0
+    records = [json.loads(p.read_text()) for p in store.glob("runs/by-machine/box/*/record.json")]
+    assert len(records) == 6 and all(r["status"] == "ok" for r in records)
