@@ -45,6 +45,7 @@ from benchlab.sweep.fitness import FitnessBook
 from benchlab.sweep.groups import Group, resolve
 from benchlab.sweep.lock import SweepLock, clear_stop, stop_requested
 from benchlab.sweep.order import order_points
+from benchlab.sweep.progress import QuietProgress
 from benchlab.sweep.result import SweepResult
 from benchlab.sweep.schedule_log import ScheduleLog
 
@@ -86,19 +87,6 @@ class _Device:
     busy: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
     trips: list[dict[str, Any]] = field(default_factory=list)
-
-
-class _Silent:
-    """The progress sink when the caller gives none."""
-
-    def point_done(self, done: int, total: int, spec: RunSpec, record: RunRecord) -> None:
-        pass
-
-    def event(self, line: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def _worker_id(device: str, index: int) -> str:
@@ -301,6 +289,10 @@ class _Sweep:
                 if transport is None:
                     transport = self._open(device, worker)
                 point = job.point
+                started = getattr(self.progress, "point_started", None)
+                if callable(started):
+                    with self._progress_lock:
+                        started(point.spec)
                 warnings = []
                 if point.failures:
                     warnings.append(retry_warning(point.attempt, self.attempts, device.id))
@@ -661,7 +653,7 @@ def run_sweep_concurrent(
     from benchlab.sweep.journal import SweepJournal, as_store
 
     st = as_store(store)
-    sink = progress if progress is not None else _Silent()
+    sink = progress if progress is not None else QuietProgress()
     started = time.monotonic()
     specs = expand(config, where=str(config_path or "sweep config"))
     result = SweepResult(experiment=config.experiment, total=len(specs))
