@@ -324,13 +324,17 @@ def throughput_chart(runs: Sequence[CatalogEntry], slug: str = "throughput") -> 
     for run in latest.values():
         groups[(run.model, run.precision)].append(run)
     traces = []
+    if len({r.machine_id for r in latest.values()}) == 1:
+        # One machine (its own page): one bar per model and precision reads better.
+        groups = {("", ""): sorted(latest.values(), key=lambda r: (r.model, r.precision))}
     for (model, precision), members in sorted(groups.items()):
-        members.sort(key=lambda r: r.machine_id)
+        members.sort(key=lambda r: (r.machine_id, r.model, r.precision))
+        single = (model, precision) == ("", "")
         traces.append(
             {
                 "type": "bar",
-                "name": _label(model, precision),
-                "x": [r.machine_id for r in members],
+                "name": esc(members[0].machine_id) if single else _label(model, precision),
+                "x": [_label(r.model, r.precision) if single else r.machine_id for r in members],
                 "y": [throughput(r) for r in members],
                 "customdata": [_custom(r) for r in members],
                 "hovertemplate": _HOVER_RUN + "<br><b>%{y:,.1f} tok/s</b><extra></extra>",

@@ -330,7 +330,7 @@ def _health(data: PublicData, pages: Pages) -> tuple[list[dict[str, Any]], Chart
         )
     from benchlab.charts import _layout
 
-    layout = _layout("Runs by outcome", "Machine", "Runs", barmode="stack")
+    layout = _layout("Runs by outcome", "", "Runs", barmode="stack")
     chart = Chart(
         "health-outcomes",
         "Runs by outcome",

@@ -95,7 +95,7 @@ def test_user_strings_are_entities_in_figures_and_json_cannot_close_a_script(pub
     text = chart_json(chart)
     assert "<" not in text and ">" not in text
     decoded = json.loads(text)
-    assert decoded["data"][0]["name"].startswith("&lt;script&gt;")
+    assert decoded["data"][0]["x"][0].startswith("&lt;script&gt;")  # one machine: x = model
     assert chart.rows[0]["model"] == XSS_MODEL  # CSV keeps the real name
 
 
