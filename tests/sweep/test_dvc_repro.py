@@ -1,0 +1,78 @@
+"""`dvc repro` for real, in a temporary clone of this repository's HEAD: the committed
+dvc.yaml, params.yaml and .dvc/ run a sweep on this machine and build the catalog; a second
+repro does nothing; a new point in the sweep re-runs only that point."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+TINY = """
+experiment: tiny
+devices: {local: {transport: local}}
+matrix:
+  backend: reference
+  model: tiny
+  precision: PRECISIONS
+  threads: 1
+  prompt_tokens: 16
+  gen_tokens: 4
+  batch_sizes: [1, 2]
+  params: {reps: 1, batch_steps: 2}
+"""
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("dvc") is None, reason="dvc is not installed"),
+]
+
+
+def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PYTHONPATH": str(cwd / "src")}
+    env.pop("BENCHLAB_STORE", None)
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{cmd}: {done.stdout}\n{done.stderr}"
+    return done
+
+
+def test_dvc_repro_in_a_fresh_clone(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(REPO), str(clone)], tmp_path)
+    assert "analytics = false" in (clone / ".dvc" / "config").read_text()
+    sweep = clone / "experiments" / "sweeps" / "tiny.yaml"
+    sweep.write_text(TINY.replace("PRECISIONS", "[f32, q8]"), encoding="utf-8")
+    params = clone / "params.yaml"
+    params.write_text(
+        params.read_text().replace("experiments/sweeps/local.yaml", "experiments/sweeps/tiny.yaml")
+    )
+
+    first = run(["dvc", "repro"], clone)
+    assert "Running stage 'sweep'" in first.stdout and "Running stage 'catalog'" in first.stdout
+    assert "2 run(s) in " in first.stdout
+    machine = clone / "experiments" / "benchmark" / "runs" / "by-machine" / "local"
+    runs = sorted(p.name for p in machine.iterdir())
+    catalog = json.loads((clone / "experiments" / "benchmark" / "catalog.json").read_text())
+    assert sorted(entry["run_id"] for entry in catalog["runs"]) == runs and len(runs) == 2
+    assert (clone / "dvc.lock").is_file()
+    mtimes = {p: p.stat().st_mtime_ns for p in machine.rglob("*") if p.is_file()}
+
+    second = run(["dvc", "repro"], clone)
+    assert "Running stage" not in second.stdout
+    assert "up to date" in second.stdout
+
+    two_thread_counts = TINY.replace("threads: 1", "threads: [1, 2]")
+    sweep.write_text(two_thread_counts.replace("PRECISIONS", "[f32, q8]"), encoding="utf-8")
+    third = run(["dvc", "repro"], clone)
+    assert "2 of 4 point(s) already done, 2 to run" in third.stdout
+    assert len(list(machine.iterdir())) == 4
+    for path, mtime in mtimes.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path} was rewritten"
+    catalog = json.loads((clone / "experiments" / "benchmark" / "catalog.json").read_text())
+    assert len(catalog["runs"]) == 4
