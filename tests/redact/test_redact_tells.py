@@ -1,0 +1,118 @@
+"""Each tell class: what it must match and, as important, what it must leave alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchlab.redact import tells
+from benchlab.redact.engine import find
+from benchlab.redact.policy import Policy
+
+from .conftest import CORPUS
+
+CORPUS_DATA = json.loads(CORPUS.read_text(encoding="utf-8"))
+
+MUST_NOT = {
+    tells.HOST: ["from benchlab.devices.local import X", "threading.local()", "pi5.example",
+                 "gpu-node-07.internal.example", "anthony-laptop", "localhost"],
+    tells.IP: ["3.11.8", "12.6", "1.2.3", "10.0.26200", "560.94", "10.0.26200.1", "127.0.0.1",
+               "0.0.0.0", "::1", "a[::2]", "std::vector", "12:00:00", "00:1a:2b:3c:4d:5e",
+               "192.0.2.10", "255.255.255.0"],
+    tells.INSTANCE: ["anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z", "9a0135c",
+                     "mini-a1b2c3d4", "instance", "phi-3-mini-4k"],
+    tells.ZONE: ["us-east", "east", "eu", "europe", "v5", "eastern", "mistral-7b"],
+    tells.MACHINE_TYPE: ["RTX 4070", "A100", "H100 80GB", "M3 Pro", "NVIDIA A100-SXM4-80GB",
+                         "Tesla T4", "NVIDIA L4", "gpt2-large", "t5-small", "nvidia-smi",
+                         "Standard deviation", "Q4_K_M", "v0.3"],
+    tells.CREDENTIAL_PATH: ["~/.ssh/known_hosts", "~/.ssh/config", "kubeconfig",
+                            "~/.cache/huggingface", "/etc/ssl/certs"],
+    tells.TOPOLOGY: ["GPU0 utilisation 97%", "GPU 0: NVIDIA A100-SXM4-80GB", "Legend: X = Self",
+                     "00:01:23.5", "2025-01-06T12:00:00Z"],
+    tells.HOME_PATH: ["/root/.cache", "/tmp/home/x", "~/models", "/opt/llama.cpp",
+                      "/home/<user>", "C:\\Program Files"],
+    tells.USER: ["user@host:port", "root@10.0.0.1", "@pytest.fixture", "git@github.com:o/r"],
+    tells.EMAIL: ["test@benchlab.invalid", "ops@example.com", "git@github.com"],
+    tells.SECRET: ["e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+                   "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945",
+                   "ghp", "hf_transfer", "BEGIN", "password"],
+}
+
+
+@pytest.mark.parametrize("tell_class", tells.CLASSES)
+def test_every_class_has_cases_both_ways(tell_class: str) -> None:
+    assert len(CORPUS_DATA["tells"][tell_class]) >= 20
+    assert MUST_NOT[tell_class]
+
+
+@pytest.mark.parametrize("tell_class", tells.CLASSES)
+def test_class_matches_its_corpus_tells(policy: Policy, tell_class: str) -> None:
+    samples = CORPUS_DATA["tells"][tell_class]
+    hits = find(policy, [s["text"] for s in samples])
+    for index, sample in enumerate(samples):
+        start = sample["text"].index(sample["tell"])
+        end = start + len(sample["tell"])
+        covering = [h for h in hits if h.index == index and h.start < end and h.end > start]
+        assert covering, f"{tell_class} missed {sample['text']!r}"
+
+
+@pytest.mark.parametrize("tell_class", tells.CLASSES)
+def test_class_leaves_clean_text_alone(policy: Policy, tell_class: str) -> None:
+    hits = [h for h in find(policy, MUST_NOT[tell_class]) if h.tell_class == tell_class]
+    assert [(h.detector.name, MUST_NOT[tell_class][h.index]) for h in hits] == []
+
+
+def test_gpu_marketing_names_are_science_not_skus(policy: Policy) -> None:
+    text = "NVIDIA GeForce RTX 4070 vs A100 vs H100 80GB vs Apple M3 Pro on p4d.24xlarge"
+    hits = find(policy, [text])
+    assert [(h.tell_class, h.value) for h in hits] == [(tells.MACHINE_TYPE, "p4d.24xlarge")]
+
+
+def test_overlapping_tells_resolve_to_the_longest_at_a_position(policy: Policy) -> None:
+    hits = find(policy, ["key at /home/anthony/.ssh/id_rsa"])
+    assert [(h.tell_class, h.value) for h in hits] == [
+        (tells.CREDENTIAL_PATH, "/home/anthony/.ssh/id_rsa")
+    ]
+
+
+def test_user_from_a_home_path_is_hunted_in_the_same_batch(policy: Policy) -> None:
+    hits = find(policy, ["/home/qzhang/models/x.gguf", "owner qzhang"])
+    assert {(h.index, h.tell_class) for h in hits} == {(0, tells.HOME_PATH), (1, tells.USER)}
+
+
+def test_private_key_block_is_one_tell(policy: Policy) -> None:
+    block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----"
+    hits = find(policy, [f"key:\n{block}\nafter"])
+    assert [(h.tell_class, h.value) for h in hits] == [(tells.SECRET, block)]
+
+
+def test_hit_never_spans_two_strings(policy: Policy) -> None:
+    assert find(policy, ["GPU0 X", "NV12 NV12"]) == []
+
+
+versions = st.lists(st.integers(0, 99999), min_size=2, max_size=3).map(
+    lambda parts: ".".join(map(str, parts))
+)
+
+
+@given(versions)
+def test_versions_with_up_to_three_parts_are_never_ips(version: str) -> None:
+    from benchlab.redact.policy import RedactionConfig, build_policy
+
+    assert find(build_policy(RedactionConfig()), [f"version {version}", version]) == []
+
+
+@given(
+    st.ip_addresses(network="10.0.0.0/8")
+    | st.ip_addresses(network="172.16.0.0/12")
+    | st.ip_addresses(network="192.168.0.0/16")
+    | st.ip_addresses(network="100.64.0.0/10")
+)
+def test_every_private_ipv4_is_found(address: object) -> None:
+    from benchlab.redact.policy import RedactionConfig, build_policy
+
+    hits = find(build_policy(RedactionConfig()), [f"ssh to {address}:22"])
+    assert [(h.tell_class, h.value) for h in hits] == [(tells.IP, str(address))]
