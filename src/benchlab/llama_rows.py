@@ -1,31 +1,20 @@
-"""llama-bench results in any of its output formats, read into one row shape.
+"""llama-bench results in any of its output formats, read into one row shape (for imports).
 
 llama-bench prints markdown by default and json, jsonl, csv or sql on request, and its fields
 changed across versions (`mostly Q4_0` model types, `pp 512` then `pp512` then
 `pp512 @ d512` test names, `backends` after `cuda`/`metal` flags). Every reader here returns
 rows keyed like the JSON printer's objects (`model_type`, `n_prompt`, `n_gen`, `avg_ts` ...),
-so one mapping serves imports and live runs alike.
+so `benchmarks.llama_bench.results_from_rows` maps imports and live runs alike.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from typing import Any
 
 from benchlab.errors import ParseError
-from benchlab.models import (
-    BatchBaseline,
-    BatchPeak,
-    BatchPoint,
-    BatchResults,
-    DecodeResult,
-    KernelBenchmark,
-    KernelResults,
-    PrefillPoint,
-)
 
 _TEST = re.compile(
     r"^(?:(?P<kind>pp|tg)\s*(?P<n>\d+)|pp\s*(?P<pp>\d+)\s*\+\s*tg\s*(?P<tg>\d+))"
@@ -82,32 +71,7 @@ def normalise(row: dict[str, Any]) -> dict[str, Any]:
     for key in _FLOAT_FIELDS:
         if key in out:
             out[key] = _number(out[key], float)
-    if "avg_ts" not in out and isinstance(out.get("avg_ns"), (int, float)) and out["avg_ns"]:
-        tokens = (out.get("n_prompt") or 0) + (out.get("n_gen") or 0)
-        out["avg_ts"] = tokens * 1e9 / out["avg_ns"]
-    if not isinstance(out.get("avg_ts"), (int, float)):
-        raise ParseError(f"row without a tokens-per-second figure: {sorted(row)[:8]}")
     return out
-
-
-def _from_json(text: str) -> list[dict[str, Any]]:
-    data = json.loads(text)
-    if isinstance(data, dict):
-        data = data.get("results", [data])
-    if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
-        raise ParseError("expected a JSON array of llama-bench result objects")
-    return data
-
-
-def _from_jsonl(text: str) -> list[dict[str, Any]]:
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError as exc:
-                raise ParseError(f"line {number}: {exc}") from None
-    return rows
 
 
 def _from_csv(text: str) -> list[dict[str, Any]]:
@@ -154,16 +118,13 @@ def _from_markdown(text: str) -> list[dict[str, Any]]:
 
 def read_rows(text: str) -> list[dict[str, Any]]:
     """Rows from any llama-bench output; the format is recognised from the text itself."""
+    from benchlab.benchmarks.llama_bench import load_rows
+
     stripped = text.lstrip()
     if not stripped:
         raise ParseError("empty llama-bench output")
-    if stripped.startswith("["):
-        rows = _from_json(stripped)
-    elif stripped.startswith("{"):
-        try:
-            rows = _from_json(stripped)
-        except ValueError:
-            rows = _from_jsonl(stripped)
+    if stripped.startswith(("[", "{")):
+        rows = load_rows(stripped, "llama-bench output")
     elif stripped.startswith("|") or "\n|" in stripped:
         rows = _from_markdown(stripped)
     elif "," in stripped.splitlines()[0]:
@@ -203,77 +164,3 @@ def model_of(row: dict[str, Any]) -> str:
             return stem
     model_type = str(row.get("model_type") or "unknown model")
     return _QUANT.sub("", model_type.replace("mostly", "")).strip(" -") or model_type
-
-
-def to_results(
-    rows: list[dict[str, Any]], run_id: str
-) -> tuple[KernelResults, BatchResults, dict[str, float | None]]:
-    """One configuration's rows as seed 002's kernel.json and batch.json, plus metrics.
-
-    pp rows become prefill points, the tg row (the longest, at depth 0) the decode figure.
-    llama-bench measures one stream, so batch.json holds the batch-1 point only.
-    """
-    first = rows[0]
-    model, precision = model_of(first), precision_of(first)
-    engine = f"llama.cpp llama-bench {first.get('build_commit') or ''}".strip()
-    prefill = sorted(
-        (
-            PrefillPoint(
-                tokens=row["n_prompt"],
-                median_ms=1000 * row["n_prompt"] / row["avg_ts"],
-                tok_per_sec=row["avg_ts"],
-            )
-            for row in rows
-            if row.get("n_prompt") and not row.get("n_gen") and not row.get("n_depth")
-        ),
-        key=lambda point: point.tokens,
-    )
-    generation = [
-        r for r in rows if r.get("n_gen") and not r.get("n_prompt") and not r.get("n_depth")
-    ]
-    decode = None
-    if generation:
-        row = max(generation, key=lambda r: r["n_gen"])
-        decode = DecodeResult(
-            decode_steps=row["n_gen"],
-            per_token_median_ms=1000 / row["avg_ts"],
-            tok_per_sec=row["avg_ts"],
-            reps=len(row.get("samples_ts") or []) or None,
-        )
-    if not prefill and decode is None:
-        raise ParseError("no pp or tg result at depth 0 in llama-bench output")
-    kernel = KernelResults(
-        run_id=run_id,
-        engine=engine,
-        precision=precision,
-        model=model,
-        benchmark=KernelBenchmark(prefill=prefill, decode=decode),
-    )
-    single = decode.tok_per_sec if decode else None
-    batch = BatchResults(
-        run_id=run_id,
-        engine=engine,
-        model=model,
-        precision=precision,
-        workers=first.get("n_threads") if isinstance(first.get("n_threads"), int) else None,
-        baseline=BatchBaseline(batch=1, tok_per_sec=single) if single else None,
-        peak=BatchPeak(batch=1, agg_tok_per_sec=single, speedup_vs_baseline=1.0)
-        if single
-        else None,
-        points=[
-            BatchPoint(
-                batch=1,
-                per_user_ms_per_tok=1000 / single,
-                agg_tok_per_sec=single,
-                speedup_vs_baseline=1.0,
-            )
-        ]
-        if single
-        else [],
-    )
-    metrics = {
-        "prefill_tok_per_sec": max((p.tok_per_sec for p in prefill), default=None),
-        "decode_tok_per_sec": single,
-        "peak_tok_per_sec": single,
-    }
-    return kernel, batch, metrics

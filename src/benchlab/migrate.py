@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchlab.benchmarks.llama_bench import results_from_rows
 from benchlab.errors import BenchlabError, ConfigError, SchemaError
 from benchlab.ids import check_id, slug, spec_id, sweep_stamp, utc_iso
 from benchlab.layout import (
@@ -28,7 +29,7 @@ from benchlab.layout import (
     read_json,
     write_model,
 )
-from benchlab.llama_rows import model_of, precision_of, read_rows, to_results
+from benchlab.llama_rows import model_of, precision_of, read_rows
 from benchlab.models import (
     BatchBaseline,
     BatchPeak,
@@ -151,9 +152,12 @@ def import_llama_bench(
         )
         run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
         try:
-            kernel, batch, _ = to_results(rows_of_run, run_id)
+            parsed = results_from_rows(
+                rows_of_run, run_id, precision=precision, model=name, where=path.name
+            )
         except BenchlabError as exc:
             raise SchemaError(f"{path}: {exc}") from None
+        kernel, batch = parsed.kernel, parsed.batch
         kernel.model = batch.model = name
         manifest = RunManifest(
             run_id=run_id,

@@ -149,98 +149,126 @@ class LlamaBenchBackend(Backend):
         return AgentTask(argv=argv + extra, env=thread_env(spec.threads), timeout_s=float(timeout))
 
     def parse(self, envelope: AgentEnvelope, spec: RunSpec, run_id: str) -> ParsedRun:
-        where = f"{run_id}: llama-bench"
         check_finished(envelope, spec, run_id, self.name)
-        rows = load_rows(envelope.stdout, where)
-        prefill: list[dict[str, Any]] = []
-        decodes: list[dict[str, Any]] = []
-        combined: list[dict[str, Any]] = []
-        for index, row in enumerate(rows):
-            try:
-                n_prompt, n_gen = _int(row, "n_prompt"), _int(row, "n_gen")
-                tps, stddev, median_ms, reps = rate(row, n_prompt + n_gen)
-            except ParseError as exc:
-                raise ParseError(f"{where}: test {index}: {exc}") from exc
-            common = {"stddev_ts": stddev, "reps": reps, "n_depth": row.get("n_depth")}
-            common.update({k: row[k] for k in ("n_threads", "n_batch", "n_ubatch") if k in row})
-            if n_prompt > 0 and n_gen == 0:
-                prefill.append(
-                    {"tokens": n_prompt, "median_ms": median_ms, "tok_per_sec": tps, **common}
-                )
-            elif n_gen > 0 and n_prompt == 0:
-                decodes.append(
-                    {
-                        "decode_steps": n_gen,
-                        "per_token_median_ms": median_ms / n_gen,
-                        "tok_per_sec": tps,
-                        **common,
-                    }
-                )
-            elif n_prompt > 0 and n_gen > 0:
-                combined.append(
-                    {"n_prompt": n_prompt, "n_gen": n_gen, "tok_per_sec": tps, **common}
-                )
-        if not prefill and not decodes:
-            raise ParseError(
-                f"{where}: no prompt (pp) or generation (tg) test in {len(rows)} row(s)"
-            )
-        prefill.sort(key=lambda p: (p["tokens"], p.get("n_depth") or 0))
-        decode = next((d for d in decodes if d["decode_steps"] == spec.gen_tokens), None)
-        decode = decode or (decodes[0] if decodes else None)
-        first = rows[0]
-        build = first.get("build_number")
-        commit = first.get("build_commit")
-        backend = first.get("backends") or ("CUDA" if first.get("cuda") else None)
-        engine = "llama.cpp llama-bench"
-        engine += f" b{build}" if build is not None else ""
-        engine += f" ({commit})" if commit else ""
-        engine += f" {backend}" if backend else ""
-        model_name = str(first.get("model_type") or spec.model)
-        kernel = KernelResults.model_validate(
-            {
-                "$schema": KernelResults.SCHEMA_ID,
-                "run_id": run_id,
-                "engine": engine,
-                "precision": spec.precision,
-                "model": model_name,
-                "benchmark": {"prefill": prefill, "decode": decode, "combined": combined or None},
-                "model_size": first.get("model_size"),
-                "model_n_params": first.get("model_n_params"),
-            }
+        where = f"{run_id}: llama-bench"
+        return results_from_rows(
+            load_rows(envelope.stdout, where),
+            run_id,
+            precision=spec.precision,
+            model=spec.model,
+            prompt_tokens=spec.prompt_tokens,
+            gen_tokens=spec.gen_tokens,
+            where=where,
         )
-        points = []
-        if decode is not None:
-            ms = 1e3 / decode["tok_per_sec"]
-            points.append(
-                {"batch": 1, "agg_tok_per_sec": decode["tok_per_sec"], "per_user_ms_per_tok": ms}
+
+
+def results_from_rows(
+    rows: list[dict[str, Any]],
+    run_id: str,
+    *,
+    precision: str,
+    model: str,
+    prompt_tokens: int | None = None,
+    gen_tokens: int | None = None,
+    where: str = "llama-bench",
+) -> ParsedRun:
+    """One configuration's test rows as seed 002's kernel.json and batch.json, plus metrics.
+
+    Live runs and imported files (`bench migrate`) share this mapping, so a number means
+    the same thing whichever way it arrived.
+    """
+    prefill: list[dict[str, Any]] = []
+    decodes: list[dict[str, Any]] = []
+    combined: list[dict[str, Any]] = []
+    at_depth: list[dict[str, Any]] = []
+    for index, row in enumerate(rows):
+        try:
+            n_prompt, n_gen = _int(row, "n_prompt"), _int(row, "n_gen")
+            tps, stddev, median_ms, reps = rate(row, n_prompt + n_gen)
+        except ParseError as exc:
+            raise ParseError(f"{where}: test {index}: {exc}") from exc
+        common = {"stddev_ts": stddev, "reps": reps, "n_depth": row.get("n_depth")}
+        common.update({k: row[k] for k in ("n_threads", "n_batch", "n_ubatch") if k in row})
+        if row.get("n_depth"):
+            # At a prefilled context depth: a different measurement, kept beside the others.
+            at_depth.append({"n_prompt": n_prompt, "n_gen": n_gen, "tok_per_sec": tps, **common})
+        elif n_prompt > 0 and n_gen == 0:
+            prefill.append(
+                {"tokens": n_prompt, "median_ms": median_ms, "tok_per_sec": tps, **common}
             )
-        curve = batch_curve(points)
-        batch = BatchResults.model_validate(
-            {
-                "$schema": BatchResults.SCHEMA_ID,
-                "run_id": run_id,
-                "engine": engine,
-                "model": model_name,
-                "precision": spec.precision,
-                "workers": first.get("n_threads"),
-                **curve,
-                "note": "llama-bench measures one sequence; the curve is its batch-1 point",
-            }
-        )
-        chosen = next((p for p in prefill if p["tokens"] == spec.prompt_tokens), None)
-        chosen = chosen or (prefill[-1] if prefill else None)
-        metrics = finite_metrics(
-            {
-                "prefill_tok_per_sec": chosen["tok_per_sec"] if chosen else None,
-                "prefill_stddev_ts": chosen["stddev_ts"] if chosen else None,
-                "decode_tok_per_sec": decode["tok_per_sec"] if decode else None,
-                "decode_stddev_ts": decode["stddev_ts"] if decode else None,
-                "decode_ms_per_token": decode["per_token_median_ms"] if decode else None,
-                "peak_tok_per_sec": curve["peak"]["agg_tok_per_sec"] if curve["peak"] else None,
-                "baseline_tok_per_sec": curve["baseline"]["tok_per_sec"]
-                if curve["baseline"]
-                else None,
+        elif n_gen > 0 and n_prompt == 0:
+            decodes.append(
+                {
+                    "decode_steps": n_gen,
+                    "per_token_median_ms": median_ms / n_gen,
+                    "tok_per_sec": tps,
+                    **common,
+                }
+            )
+        elif n_prompt > 0 and n_gen > 0:
+            combined.append({"n_prompt": n_prompt, "n_gen": n_gen, "tok_per_sec": tps, **common})
+    if not prefill and not decodes:
+        raise ParseError(f"{where}: no prompt (pp) or generation (tg) test in {len(rows)} row(s)")
+    prefill.sort(key=lambda p: p["tokens"])
+    decode = next((d for d in decodes if d["decode_steps"] == gen_tokens), None)
+    decode = decode or (decodes[0] if decodes else None)
+    first = rows[0]
+    build = first.get("build_number")
+    commit = first.get("build_commit")
+    backend = first.get("backends") or ("CUDA" if first.get("cuda") else None)
+    engine = "llama.cpp llama-bench"
+    engine += f" b{build}" if build is not None else ""
+    engine += f" ({commit})" if commit else ""
+    engine += f" {backend}" if backend else ""
+    model_name = str(first.get("model_type") or model)
+    kernel = KernelResults.model_validate(
+        {
+            "$schema": KernelResults.SCHEMA_ID,
+            "run_id": run_id,
+            "engine": engine,
+            "precision": precision,
+            "model": model_name,
+            "benchmark": {
+                "prefill": prefill,
+                "decode": decode,
+                "combined": combined or None,
+                "at_depth": at_depth or None,
             },
-            where,
+            "model_size": first.get("model_size"),
+            "model_n_params": first.get("model_n_params"),
+        }
+    )
+    points = []
+    if decode is not None:
+        ms = 1e3 / decode["tok_per_sec"]
+        points.append(
+            {"batch": 1, "agg_tok_per_sec": decode["tok_per_sec"], "per_user_ms_per_tok": ms}
         )
-        return ParsedRun(kernel=kernel, batch=batch, metrics=metrics)
+    curve = batch_curve(points)
+    batch = BatchResults.model_validate(
+        {
+            "$schema": BatchResults.SCHEMA_ID,
+            "run_id": run_id,
+            "engine": engine,
+            "model": model_name,
+            "precision": precision,
+            "workers": first.get("n_threads"),
+            **curve,
+            "note": "llama-bench measures one sequence; the curve is its batch-1 point",
+        }
+    )
+    chosen = next((p for p in prefill if p["tokens"] == prompt_tokens), None)
+    chosen = chosen or (prefill[-1] if prefill else None)
+    metrics = finite_metrics(
+        {
+            "prefill_tok_per_sec": chosen["tok_per_sec"] if chosen else None,
+            "prefill_stddev_ts": chosen["stddev_ts"] if chosen else None,
+            "decode_tok_per_sec": decode["tok_per_sec"] if decode else None,
+            "decode_stddev_ts": decode["stddev_ts"] if decode else None,
+            "decode_ms_per_token": decode["per_token_median_ms"] if decode else None,
+            "peak_tok_per_sec": curve["peak"]["agg_tok_per_sec"] if curve["peak"] else None,
+            "baseline_tok_per_sec": curve["baseline"]["tok_per_sec"] if curve["baseline"] else None,
+        },
+        where,
+    )
+    return ParsedRun(kernel=kernel, batch=batch, metrics=metrics)
