@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"stopped: {left} point(s) left pending; re-run to resume", file=chatter)
     if failed:
         print(
-            f"re-run `bench run {args.config}` to retry the {failed} failed point(s); "
+            f"re-run `bench run {args.config}{' --concurrent' if args.concurrent else ''}` "
+            f"to retry the {failed} failed point(s); "
             "points already ok are kept",
             file=chatter,
         )
