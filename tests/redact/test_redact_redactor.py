@@ -39,7 +39,7 @@ def test_redacted_corpus_scans_clean(policy: Policy) -> None:
     corpus = json.loads(CORPUS.read_text(encoding="utf-8"))
     for samples in corpus["tells"].values():
         redacted = Redactor(policy).strings([s["text"] for s in samples])
-        for sample, out in zip(samples, redacted):
+        for sample, out in zip(samples, redacted, strict=True):
             assert sample["tell"] not in out
         assert find(policy, redacted) == []
 
@@ -62,18 +62,19 @@ def test_json_keeps_structure_and_masks_private_keys(policy: Policy) -> None:
 
 def test_scrub_public_drops_private_keys_and_is_deterministic(policy: Policy) -> None:
     entry = {"run_id": "pi5-x", "host": "10.0.0.9", "path": "/Users/jdoe/run", "gpu": "A100"}
-    assert scrub_public(entry, policy) == {"run_id": "pi5-x", "path": "<path:home>/run",
-                                           "gpu": "A100"}
+    assert scrub_public(entry, policy) == {
+        "run_id": "pi5-x",
+        "path": "<path:home>/run",
+        "gpu": "A100",
+    }
     assert scrub_public(entry, policy) == scrub_public(dict(reversed(entry.items())), policy)
 
 
-def test_scrub_public_uses_the_store_policy(store: Path) -> None:
+def test_scrub_public_uses_the_store_policy(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (store / "runs" / "by-machine" / "box").mkdir(parents=True)
     specs = {"machine_id": "box", "hostname": "zebra-node"}
     (store / "runs" / "by-machine" / "box" / "specs.json").write_text(json.dumps(specs))
-    import os
-
-    os.environ["BENCHLAB_STORE"] = str(store)
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
     assert scrub_public({"note": "ran on zebra-node"}) == {"note": "ran on <host:1>"}
 
 

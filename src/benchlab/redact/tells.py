@@ -123,7 +123,7 @@ def _ipv6_check(text: str) -> bool:
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _INTERNAL_FQDN = _c(
-    rf"(?<![\w.-])(?<!from )(?<!import )(?:{_LABEL}\.)+"
+    rf"(?<![\w.-])(?<!from )(?<!import )(?!(?:config|settings|env|app)\.local\b)(?:{_LABEL}\.)+"
     r"(?:local|lan|internal|intranet|corp|localdomain|home\.arpa|ts\.net)(?![\w(-]|\.[\w-])",
     re.IGNORECASE,
 )
@@ -225,8 +225,11 @@ _PCI = _c(r"(?<![\w:])(?:[0-9A-Fa-f]{8}|[0-9A-Fa-f]{4}):[0-9A-Fa-f]{2}:[0-9A-Fa-
 # --- people ---------------------------------------------------------------------------------
 
 _EMAIL = _c(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])")
+# user@10.0.0.5, user@[fe80::1], user@shorthost; not pkg@2.0.6, actions/checkout@v4, x@latest.
 _USER_AT = _c(
-    r"(?<![\w.%+-])([A-Za-z_][A-Za-z0-9_.-]{0,31})@(?=\d|\[|[A-Za-z][A-Za-z0-9-]*(?![\w.-]))"
+    r"(?<![\w.%+/-])([A-Za-z_][A-Za-z0-9_.-]{0,31})@(?=(?:\d{1,3}\.){3}\d|\["
+    r"|(?!v\d|(?:latest|next|stable|main|master|beta|alpha|canary|nightly|head)(?![\w.-]))"
+    r"[A-Za-z][A-Za-z0-9-]*(?![\w.-]))"
 )
 
 
