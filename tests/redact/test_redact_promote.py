@@ -1,0 +1,155 @@
+"""`bench promote` in real git repositories: redact, scan, force-add, or refuse with why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchlab.cli import main
+
+from .conftest import git
+
+RUN = "gpu1-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
+
+
+def make_run(repo: Path, *, status: str = "ok", run_id: str = RUN) -> Path:
+    store = repo / "experiments" / "benchmark"
+    machine = store / "runs" / "by-machine" / "gpu1"
+    run = machine / run_id
+    (run / "raw").mkdir(parents=True)
+    (machine / "specs.json").write_text(json.dumps({"machine_id": "gpu1", "hostname": "orca-7"}))
+    manifest = {
+        "run_id": run_id,
+        "machine_id": "gpu1",
+        "model": {"name": "SmolLM2-135M", "precision": "q8", "source": "/home/qzhang/m.gguf"},
+        "config": {"host": "orca-7", "zone": "us-east-1a", "workers": 16},
+        "notes": "orca-7 (p4d.24xlarge, i-0abc1234def567890) via 10.0.0.5",
+    }
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "record.json").write_text(
+        json.dumps(
+            {
+                "run_id": run_id,
+                "status": status,
+                "failure_kind": None if status == "ok" else "measurement",
+            }
+        )
+    )
+    (run / "raw" / "stdout.txt").write_text("connected to orca-7 at 10.0.0.5\npp512 5523.67\n")
+    (run / "raw" / "trace.bin").write_bytes(b"\0\x01orca-7")
+    return run
+
+
+@pytest.fixture
+def repo(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(git_repo)
+    monkeypatch.setenv("BENCHLAB_STORE", str(git_repo / "experiments" / "benchmark"))
+    return git_repo
+
+
+def public(repo: Path, run_id: str = RUN) -> Path:
+    return repo / "experiments" / "benchmark" / "runs" / "public" / "gpu1" / run_id
+
+
+def staged(repo: Path) -> list[str]:
+    return sorted(git(repo, "diff", "--cached", "--name-only").split())
+
+
+def test_promote_writes_a_redacted_scanned_force_added_copy(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_run(repo)
+    assert main(["promote", RUN]) == 0
+    out = capsys.readouterr()
+    assert "promoted" in out.out
+    assert "left out (binary, cannot be checked): raw/trace.bin" in out.err
+    copy = public(repo)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    assert manifest["config"] == {"host": "<host:1>", "zone": "<zone:1>", "workers": 16}
+    assert manifest["notes"] == "<host:1> (<machine-type:1>, <instance:1>) via <ip:1>"
+    assert manifest["model"]["source"] == "<path:home>/m.gguf"
+    # One mapping for the whole run: the same host is <host:1> in every file.
+    assert (copy / "raw" / "stdout.txt").read_text() == (
+        "connected to <host:1> at <ip:1>\npp512 5523.67\n"
+    )
+    assert not (copy / "raw" / "trace.bin").exists()
+    prefix = f"experiments/benchmark/runs/public/gpu1/{RUN}"
+    assert staged(repo) == [
+        f"{prefix}/manifest.json",
+        f"{prefix}/raw/stdout.txt",
+        f"{prefix}/record.json",
+    ]
+    assert main(["scan", str(copy)]) == 0
+
+
+def test_dry_run_shows_replacements_and_writes_nothing(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_run(repo)
+    assert main(["promote", RUN, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "manifest.json#/notes  host" in out and "-> <host:1>" in out
+    assert "orca-7" not in out and "10.0.0.5" not in out
+    assert "nothing written" in out
+    assert not public(repo).exists()
+    assert staged(repo) == []
+
+
+def test_refuses_a_failed_run(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_run(repo, status="failed")
+    assert main(["promote", RUN]) == 2
+    err = capsys.readouterr().err
+    assert "is not ok" in err and "'failed'" in err and "measurement" in err
+    assert not public(repo).exists()
+
+
+def test_refuses_a_run_already_promoted_and_unchanged(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_run(repo)
+    assert main(["promote", RUN]) == 0
+    assert main(["promote", RUN]) == 2
+    assert "already promoted and unchanged" in capsys.readouterr().err
+    # A changed run is promoted again, replacing the old copy.
+    (run / "raw" / "stdout.txt").write_text("rerun\n")
+    assert main(["promote", RUN]) == 0
+    assert (public(repo) / "raw" / "stdout.txt").read_text() == "rerun\n"
+
+
+def test_refuses_a_copy_that_still_scans_dirty_and_removes_it(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = repo / "experiments" / "benchmark"
+    (store / "redaction.yaml").write_text(
+        "patterns: [{name: ticket, class: secret, regex: 'LAB-TICKET-\\d+', redact: false}]\n"
+    )
+    run = make_run(repo)
+    (run / "raw" / "notes.txt").write_text("see LAB-TICKET-4242\n")
+    assert main(["promote", RUN]) == 2
+    err = capsys.readouterr().err
+    assert "still scans dirty" in err and "secret in raw/notes.txt at line 1" in err
+    assert "LAB-TICKET-4242" not in err
+    assert not public(repo).exists()
+    assert list(public(repo).parent.iterdir()) == []  # no staging dir left either
+    assert staged(repo) == []
+
+
+def test_unknown_and_unsafe_run_ids(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["promote", "no-such-run"]) == 2
+    assert "no run 'no-such-run'" in capsys.readouterr().err
+    assert main(["promote", "../../etc"]) == 2
+    assert "unsafe run id" in capsys.readouterr().err
+
+
+def test_outside_git_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "nogit"
+    (root / "experiments" / "benchmark").mkdir(parents=True)
+    monkeypatch.setenv("BENCHLAB_STORE", str(root / "experiments" / "benchmark"))
+    make_run(root)
+    assert main(["promote", RUN]) == 2
+    assert "not inside a git repository" in capsys.readouterr().err
+    assert not public(root).exists()
