@@ -300,3 +300,22 @@ def test_same_records_as_the_sequential_reference(store: Path, tmp_path: Path) -
 
     assert summary(concurrent.records) == summary(sequential.records)
     assert len(concurrent.records) == 24
+
+
+def test_several_workers_on_a_dead_device_send_exactly_one_probe_per_cooldown(store: Path) -> None:
+    config = make_config(
+        {"pi5": {"max_concurrency": 3}},
+        models=("a", "b", "c", "d"),
+        policies={"retries": {"attempts": 1, "backoff_s": 0}, "breaker": FAST_BREAKER},
+    )
+    fleet = {"pi5": FakeBehaviour(down=True, duration_s=0.0)}
+    result, _ = run(store, config, fleet, _measure_clocks=False)
+    assert len(result.records) == 8 and all(r.status == "failed" for r in result.records)
+    schedule = json.loads((sweep_dir(store) / "schedule.json").read_text())
+    probes = [a for a in schedule["assignments"] if a["probe"]]
+    assert len(probes) == 2
+    run_calls = [t for verb, t in fleet["pi5"].calls if verb == "run"]
+    # After the trip nothing but the probes reached the device, one cooldown apart.
+    assert len(run_calls) - len(probes) >= 3
+    first_probe, second_probe = run_calls[-2], run_calls[-1]
+    assert second_probe - first_probe >= FAST_BREAKER["recovery_after_s"] * 0.9
