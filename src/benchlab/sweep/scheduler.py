@@ -396,7 +396,9 @@ class _Sweep:
                     if device.breaker.state == "drained":
                         action = "drain"
                 else:
-                    action = "gave-up"
+                    # Out of attempts, or a stop request: the failed record stays, and a
+                    # resumed sweep retries the point.
+                    action = "stopped" if self.stopping else "gave-up"
                     final = True
                 self.log.append(
                     kind="transport",
