@@ -194,10 +194,12 @@ class _Sweep:
                         transport, timeout=device.config.connect_timeout_s + CLOCK_GRACE_S
                     )
                 finally:
-                    transport.close()
+                    _close_quietly(transport)
                 result: dict[str, Any] = reading.as_json()
             except DeviceError as exc:
                 result = {"error": str(exc)}
+            except Exception as exc:  # a clock reading must never sink the sweep
+                result = {"error": f"{type(exc).__name__}: {exc}"}
             with self.lock:
                 self.clocks[device.id] = result
 
