@@ -59,6 +59,10 @@ _READ_CHUNK = 1 << 16
 _POLL_S = 0.5
 
 
+class _Deadline(TimeoutError):
+    """A command ran past its limit (the same outcome as the watchdog firing)."""
+
+
 class HostKeyMissing(paramiko.SSHException):
     """The server's key is not in known_hosts (raised by the reject policy)."""
 
@@ -324,7 +328,7 @@ class SshTransport(Transport):
                 device=self.device_id,
             ) from None
         except _TRANSPORT_ERRORS as exc:
-            if fired.is_set():
+            if fired.is_set() or isinstance(exc, _Deadline):
                 raise self._timed_out(doing, seconds) from exc
             raise DeviceError(
                 f"{self.where}: {doing} failed: {_describe(exc)}", device=self.device_id
@@ -454,7 +458,7 @@ class SshTransport(Transport):
                 return bytes(out), bytes(err)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError("command ran past its deadline")
+                raise _Deadline("command ran past its deadline")
             select.select([channel], [], [], min(_POLL_S, remaining))
 
     def _answer(self, verb: str, status: int, out: bytes, err: bytes) -> Any:
