@@ -6,6 +6,7 @@ running), so a test that cuts a host cannot leak the fault into the next one.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fleet_hosts import Fleet, FleetUnavailable
 
 FLEET_SIZE = 4
+LOOPBACK_ENV = "BENCHLAB_FLEET_LOOPBACK"
+"""Set to 1 to build the loopback fleet even where namespaces work (checks the fallback)."""
 
 
 @pytest.fixture(scope="session")
 def fleet_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    fleet = Fleet(FLEET_SIZE)
+    fleet = Fleet(FLEET_SIZE, force_loopback=os.environ.get(LOOPBACK_ENV) == "1")
     try:
         try:
             fleet.start()
