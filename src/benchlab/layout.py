@@ -12,9 +12,10 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+if TYPE_CHECKING:  # pydantic is imported where used: `bench best` start-up (query.py) avoids it
+    from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
@@ -22,7 +23,7 @@ from benchlab.ids import check_id
 STORE_ENV = "BENCHLAB_STORE"
 STORE_RELATIVE = Path("experiments") / "benchmark"
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 
 def canonical_json(obj: Any) -> str:
@@ -30,18 +31,23 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` whole. `durable=False` skips the fsyncs: for state that observers read
+    and a crash may lose (a reader still never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -90,6 +96,8 @@ def validation_message(path: Path | str, exc: ValidationError) -> str:
 
 
 def parse_model(path: Path | str, cls: type[M], data: Any) -> M:
+    from pydantic import ValidationError
+
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -163,6 +171,11 @@ class Store:
     def charts_dir(self) -> Path:
         return self.root / "charts"
 
+    @property
+    def query_cache(self) -> Path:
+        """Private, derived: catalog.json as `bench list/best/...` read it fast (query.py)."""
+        return self.runs_dir / ".cache" / "catalog-query.marshal"
+
     def require(self) -> Store:
         if not self.root.is_dir():
             raise StoreError(
@@ -207,3 +220,4 @@ SCHEDULE = "schedule.json"
 RETRIES = "retries.jsonl"
 LOCK = "lock"
 STOP_REQUEST = "stop"
+IN_FLIGHT = "in_flight.json"

@@ -18,7 +18,10 @@ error. This module imports neither pydantic nor the models at load time for that
 from __future__ import annotations
 
 import gc
+import logging
+import marshal
 import statistics
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +32,8 @@ import orjson
 
 from benchlab.errors import QueryError, SchemaError, StoreError
 from benchlab.ids import slug
+
+logger = logging.getLogger(__name__)
 
 CATALOG_SCHEMA = "benchmark/catalog.v1"
 STATUSES = ("ok", "failed")
@@ -97,29 +102,100 @@ def missing_catalog_message(path: Path) -> str:
     return f"{path}: file not found; run `bench catalog build` first"
 
 
-def load_catalog(path: Path) -> LoadedCatalog:
+def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
     """Read and check `catalog.json`; any fault is one SchemaError naming file and field.
 
-    The cycle collector is paused while the ~2 million objects of a large catalog are
+    With `cache` (the store's `query_cache`), a checked catalog is also kept there in
+    marshal form and read back while catalog.json is unchanged (same size, mtime and
+    inode; catalog builds replace the file by rename). Reading it back is several times
+    faster than parsing the JSON (see tools/perf/query.py). The cache lives in the private,
+    gitignored runs/ dir and is written only by benchlab; like a `.pyc`, marshal data is
+    trusted there. A stale, damaged or unwritable cache only costs the slow path.
+
+    The cycle collector is paused while the millions of objects of a large catalog are
     created: they hold no cycles, and collecting them repeatedly costs a third of the time.
     """
     try:
-        data = path.read_bytes()
+        stat = path.stat()
     except FileNotFoundError:
         raise StoreError(missing_catalog_message(path)) from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    key = (CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise SchemaError(f"{path}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-        return check_catalog(path, doc)
+        if cache is not None:
+            cached = _read_cache(path, cache, key)
+            if cached is not None:
+                return cached
+        loaded = _parse_catalog(path)
+        if cache is not None:
+            _write_cache(cache, key, loaded)
+        return loaded
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _parse_catalog(path: Path) -> LoadedCatalog:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return check_catalog(path, doc)
+
+
+CACHE_FORMAT = "benchlab-query-cache/1 python{}.{} {}".format(
+    *sys.version_info[:2], ",".join(f"{k}:{v}" for k, v in ENTRY_FIELDS.items())
+)
+"""Part of the cache key: a new benchlab field table or Python (marshal) version misses."""
+
+_SHARED_STRINGS = ("machine_id", "model", "model_id", "precision", "status", "backend", "mode")
+
+
+def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog | None:
+    try:
+        cached = marshal.loads(cache.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if type(cached) is not tuple or len(cached) != 4 or cached[0] != key:
+        return None
+    _, runs, machines, last_updated = cached
+    return LoadedCatalog(path, runs, machines, last_updated)
+
+
+def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> None:
+    """Keep `loaded` in marshal form. Repeated strings and tag lists become one object each
+    (marshal then writes them once), and each batch curve stays JSON bytes until a row is
+    printed in full (`full_entry`): queries never look inside curves, and decoding a
+    million curve points would cost more than everything else together."""
+    from benchlab.layout import atomic_write_bytes
+
+    shared: dict[Any, Any] = {}
+    runs = []
+    for entry in loaded.runs:
+        row = dict(entry)
+        for field_name in _SHARED_STRINGS:
+            value = row.get(field_name)
+            if value is not None:
+                row[field_name] = shared.setdefault(value, value)
+        tags = row.get("tags")
+        if tags is not None:
+            row["tags"] = shared.setdefault(("tags", *tags), tags)
+        curve = row.get("batch_curve")
+        if curve is not None:
+            row["batch_curve"] = orjson.dumps(curve)
+        runs.append(row)
+    try:
+        blob = marshal.dumps((key, runs, loaded.machines, loaded.last_updated))
+        atomic_write_bytes(cache, blob)
+    except (OSError, ValueError):
+        logger.debug("query cache %s not written", cache, exc_info=True)
 
 
 def _json_type(value: Any) -> str:
@@ -481,7 +557,14 @@ def full_entry(entry: dict[str, Any]) -> dict[str, Any]:
     row["tags"] = []
     row["status"] = "ok"
     row.update(entry)
+    row["batch_curve"] = entry_curve(entry)
     return row
+
+
+def entry_curve(entry: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """An entry's batch curve, whether loaded from JSON or kept encoded by the cache."""
+    curve = entry.get("batch_curve")
+    return orjson.loads(curve) if type(curve) is bytes else curve
 
 
 # --- show ---------------------------------------------------------------------------------
@@ -527,7 +610,7 @@ def show_run(store_root: Path, run_id: str) -> RunDetails:
     entry = None
     missing_catalog: StoreError | None = None
     try:
-        catalog = load_catalog(store.catalog_path)
+        catalog = load_catalog(store.catalog_path, cache=store.query_cache)
     except SchemaError:
         raise
     except StoreError as exc:
@@ -616,7 +699,8 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
     model = manifest.get("model", {})
     facts: list[tuple[str, Any]] = [("run_id", details.run_id), ("source", details.source)]
     if details.source == "catalog":
-        facts += [(key, entry.get(key)) for key in ENTRY_FIELDS if key != "run_id"]
+        skip = ("run_id", "batch_curve")  # the curve is a table of its own
+        facts += [(key, entry.get(key)) for key in ENTRY_FIELDS if key not in skip]
         return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
     status = record["status"] if record else entry.get("status", "ok")
     decode = kernel.get("benchmark", {}).get("decode") or {}
@@ -661,6 +745,9 @@ def _fact(value: Any) -> Any:
 
 
 def batch_curve(details: RunDetails) -> list[dict[str, Any]]:
+    """The run's batch curve: batch.json's points, else the catalog entry's compact curve."""
+    if details.source == "catalog" and details.entry is not None:
+        return list(entry_curve(details.entry) or [])
     return list((details.documents.get("batch") or {}).get("points", []))
 
 

@@ -103,7 +103,8 @@ def _store_root() -> Any:
 def _catalog() -> Any:
     from benchlab.query import load_catalog
 
-    return load_catalog(_store_root().catalog_path)
+    store = _store_root()
+    return load_catalog(store.catalog_path, cache=store.query_cache)
 
 
 def _no_match(filters: Any) -> str:

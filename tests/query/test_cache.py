@@ -1,0 +1,85 @@
+"""The query cache: reused while catalog.json is unchanged, never trusted once it changes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlab import query
+from benchlab.errors import SchemaError
+from benchlab.layout import Store
+
+from .conftest import LAPTOP_Q8
+from .helpers import bench
+
+CURVE = [{"agg_tok_per_sec": 70.6, "batch": 1}, {"agg_tok_per_sec": 862.2, "batch": 64}]
+
+
+def _no_parse(path: Path) -> Any:
+    raise AssertionError("catalog.json parsed although the cache is current")
+
+
+def test_cache_is_written_then_used(golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(golden)
+    first = query.load_catalog(store.catalog_path, cache=store.query_cache)
+    assert store.query_cache.is_file()
+    monkeypatch.setattr(query, "_parse_catalog", _no_parse)
+    again = query.load_catalog(store.catalog_path, cache=store.query_cache)
+    assert again.runs == first.runs and again.machines == first.machines
+    assert again.last_updated == first.last_updated == "2025-01-09T10:00:00Z"
+
+
+def test_a_changed_catalog_misses_the_cache(golden: Path) -> None:
+    store = Store(golden)
+    query.load_catalog(store.catalog_path, cache=store.query_cache)
+    doc = json.loads(store.catalog_path.read_text())
+    doc["runs"] = doc["runs"][:2]
+    tmp = store.catalog_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc))
+    os.replace(tmp, store.catalog_path)  # as a build does: a new file under the old name
+    assert len(query.load_catalog(store.catalog_path, cache=store.query_cache).runs) == 2
+
+
+def test_a_malformed_catalog_is_refused_even_with_a_cache(golden: Path) -> None:
+    store = Store(golden)
+    query.load_catalog(store.catalog_path, cache=store.query_cache)
+    doc = json.loads(store.catalog_path.read_text())
+    doc["runs"][0]["speedup"] = "x"
+    store.catalog_path.write_text(json.dumps(doc))
+    with pytest.raises(SchemaError, match=r"\$\.runs\[0\]\.speedup"):
+        query.load_catalog(store.catalog_path, cache=store.query_cache)
+
+
+@pytest.mark.parametrize("junk", [b"", b"\x00garbage", b"\xe9\x03\x00\x00"])
+def test_a_damaged_cache_is_ignored_and_rewritten(golden: Path, junk: bytes) -> None:
+    store = Store(golden)
+    store.query_cache.parent.mkdir(parents=True)
+    store.query_cache.write_bytes(junk)
+    assert len(query.load_catalog(store.catalog_path, cache=store.query_cache).runs) == 7
+    assert store.query_cache.read_bytes() != junk
+
+
+def test_an_unwritable_cache_only_costs_speed(golden: Path) -> None:
+    store = Store(golden)
+    store.query_cache.parent.parent.mkdir(parents=True, exist_ok=True)
+    store.query_cache.parent.write_text("a file where the cache dir should be")
+    assert len(query.load_catalog(store.catalog_path, cache=store.query_cache).runs) == 7
+
+
+def test_batch_curves_survive_the_cache(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = Store(golden)
+    doc = json.loads(store.catalog_path.read_text())
+    for entry in doc["runs"]:
+        if entry["run_id"] == LAPTOP_Q8:
+            entry["batch_curve"] = CURVE
+    store.catalog_path.write_text(json.dumps(doc))
+    argv = ["best", "--model", "smollm2-135m", "--format", "json"]
+    cold = bench(capsys, *argv)
+    assert store.query_cache.is_file()
+    warm = bench(capsys, *argv)
+    assert cold == warm
+    assert json.loads(warm[1])[0]["batch_curve"] == CURVE
