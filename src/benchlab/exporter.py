@@ -22,7 +22,7 @@ from typing import Any
 
 from benchlab.errors import StoreError
 from benchlab.exposition import CONTENT_TYPE, MetricFamily, render
-from benchlab.layout import MANIFEST, RECORD, SCHEDULE, SWEEP_STATE
+from benchlab.layout import IN_FLIGHT, MANIFEST, RECORD, SCHEDULE, SWEEP_STATE
 
 log = logging.getLogger("benchlab.exporter")
 
@@ -92,14 +92,28 @@ class SweepView:
 
 def _device_states(schedule: dict[str, Any]) -> dict[str, dict[str, Any]]:
     devices = schedule.get("devices")
-    return devices if isinstance(devices, dict) else {}
+    return (
+        {k: v for k, v in devices.items() if isinstance(v, dict)}
+        if isinstance(devices, dict)
+        else {}
+    )
+
+
+def _effective_cores(specs: Any) -> float | None:
+    """The cgroup quota in cores where one is set, else the logical cores: what a point can use."""
+    hardware = (specs or {}).get("hardware") or {}
+    quota = (hardware.get("cgroup_cpu") or {}).get("quota_cores")
+    if isinstance(quota, (int, float)):
+        return float(quota)
+    cores = (hardware.get("cpu") or {}).get("cores_logical")
+    return float(cores) if isinstance(cores, (int, float)) else None
 
 
 def collect(view: SweepView) -> list[MetricFamily]:
     """Read the sweep from disk and turn it into metric families."""
     schedule = view.schedule()
     up = MetricFamily(
-        "benchlab_device_up", "1 when the device is in service, 0 when its breaker is open."
+        "benchlab_device_up", "1 when the device is in service (breaker closed), else 0."
     )
     offset = MetricFamily(
         "benchlab_clock_offset_seconds",
@@ -112,7 +126,7 @@ def collect(view: SweepView) -> list[MetricFamily]:
         "benchlab_clock_agreeing", "1 when the offset lies inside its own uncertainty."
     )
     quota = MetricFamily(
-        "benchlab_cpu_quota_cores", "Effective CPU quota of the device (cgroups), in cores."
+        "benchlab_cpu_quota_cores", "Effective CPU quota (cgroup quota, else logical cores)."
     )
     finished = MetricFamily(
         "benchlab_runs_finished", "Points finished in this sweep, by status and failure kind."
@@ -138,20 +152,23 @@ def collect(view: SweepView) -> list[MetricFamily]:
         "benchlab_point_temperature_celsius", "Maximum temperature sampled during the point."
     )
 
+    in_flight_now = _load(view.sweep_dir / IN_FLIGHT) or {}
+    clocks = schedule.get("clocks") if isinstance(schedule.get("clocks"), dict) else {}
+    by_machine = view.store_root / "runs" / "by-machine"
     for device, info in sorted(_device_states(schedule).items()):
-        if not isinstance(info, dict):
-            continue
         labels = {"device": device}
-        state = info.get("breaker_state", info.get("state"))
-        if "up" in info:
-            up.add(labels, 1.0 if info["up"] else 0.0)
-        elif state is not None:
-            up.add(labels, 0.0 if state == "open" else 1.0)
-        in_flight.add(labels, info.get("in_flight", 0))
-        trips.add(labels, info.get("breaker_trips", info.get("trips")))
-        quota.add(labels, info.get("cpu_quota_cores"))
-        clock = info.get("clock") if isinstance(info.get("clock"), dict) else None
-        if clock:
+        breaker = info.get("breaker") if isinstance(info.get("breaker"), dict) else {}
+        state = breaker.get("state")
+        if state is not None:
+            up.add(labels, 1.0 if state == "closed" else 0.0)
+        trips.add(labels, len(breaker.get("trips") or []))
+        in_flight.add(
+            labels, in_flight_now.get(device, 0) if isinstance(in_flight_now, dict) else 0
+        )
+        machine = info.get("machine_id") or device
+        quota.add(labels, _effective_cores(_load(by_machine / str(machine) / "specs.json")))
+        clock = clocks.get(device)
+        if isinstance(clock, dict) and "error" not in clock:
             offset.add(labels, clock.get("offset_s"))
             uncertainty.add(labels, clock.get("uncertainty_s"))
             if clock.get("agreeing") is not None:

@@ -70,21 +70,19 @@ def sweep_dir(store: Path) -> Path:
         sweep / "schedule.json",
         {
             "devices": {
-                "laptop": {
-                    "up": True,
-                    "in_flight": 1,
-                    "breaker_trips": 0,
-                    "cpu_quota_cores": 2.0,
-                    "clock": {"offset_s": 0.0004, "uncertainty_s": 0.002, "agreeing": True},
-                },
-                "pi5": {
-                    "up": False,
-                    "in_flight": 0,
-                    "breaker_trips": 2,
-                    "clock": {"offset_s": 12.5, "uncertainty_s": 0.01, "agreeing": False},
-                },
-            }
+                "laptop": {"breaker": {"state": "closed", "trips": []}, "outcomes": {"ok": 2}},
+                "pi5": {"breaker": {"state": "open", "trips": [{"opened_at": "x"}] * 2}},
+            },
+            "clocks": {
+                "laptop": {"offset_s": 0.0004, "uncertainty_s": 0.002, "agreeing": True},
+                "pi5": {"offset_s": 12.5, "uncertainty_s": 0.01, "agreeing": False},
+            },
         },
+    )
+    (sweep / "in_flight.json").write_text('{"laptop": 1, "pi5": 0}\n')
+    atomic_write_json(
+        layout.private_specs("laptop"),
+        {"hardware": {"cgroup_cpu": {"quota_cores": 1.5}, "cpu": {"cores_logical": 2}}},
     )
     (sweep / "retries.jsonl").write_text(
         '{"device": "pi5", "kind": "transport", "error": "ssh: link down"}\n'
@@ -144,6 +142,11 @@ def test_device_state_clock_outcomes_and_failures(sweep_dir: Path, prom_parse) -
     failures = _samples(parsed, "benchlab_transport_failures")
     assert failures == [({"device": "pi5"}, 2.0)]
     assert _samples(parsed, "benchlab_point_power_watts")[0][1] == 7.5
+    in_flight = {s[0]["device"]: s[1] for s in _samples(parsed, "benchlab_runs_in_flight")}
+    assert in_flight == {"laptop": 1.0, "pi5": 0.0}
+    assert _samples(parsed, "benchlab_cpu_quota_cores") == [({"device": "laptop"}, 1.5)]
+    trips = {s[0]["device"]: s[1] for s in _samples(parsed, "benchlab_breaker_trips")}
+    assert trips == {"laptop": 0.0, "pi5": 2.0}
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian prometheus) absent")

@@ -25,6 +25,7 @@ The sequential runner stays the reference: both produce the same set of records.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter, deque
@@ -36,7 +37,7 @@ from typing import Any
 from benchlab.devices.base import Transport
 from benchlab.errors import DeviceError
 from benchlab.ids import utc_iso
-from benchlab.layout import Store
+from benchlab.layout import IN_FLIGHT, Store, atomic_write_bytes
 from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
 from benchlab.sweep.attempt import retry_warning
 from benchlab.sweep.breaker import Breaker
@@ -291,6 +292,7 @@ class _Sweep:
                 if transport is None:
                     transport = self._open(device, worker)
                 point = job.point
+                self._publish_in_flight()
                 started = getattr(self.progress, "point_started", None)
                 if callable(started):
                     with self._progress_lock:
@@ -311,6 +313,7 @@ class _Sweep:
                     _close_quietly(transport)
                     transport = None
                 self._finish(device, worker, job, outcome.record, outcome.failure_kind)
+                self._publish_in_flight()
         except BaseException as exc:
             with self.lock:
                 self.crash = self.crash or exc
@@ -318,6 +321,16 @@ class _Sweep:
         finally:
             if transport is not None:
                 _close_quietly(transport)
+
+    def _publish_in_flight(self) -> None:
+        """in_flight.json: points running now per device, for observers such as the exporter.
+
+        Not fsynced: it is a window on the present, and a crash makes it stale, never torn.
+        """
+        with self.lock:
+            counts = {device.id: device.busy for device in self.devices.values()}
+        text = json.dumps(counts, sort_keys=True) + "\n"
+        atomic_write_bytes(self.log.schedule_path.parent / IN_FLIGHT, text.encode(), durable=False)
 
     def _ready(self, device: _Device) -> bool:
         return (
