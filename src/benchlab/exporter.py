@@ -22,14 +22,15 @@ from typing import Any
 
 from benchlab.errors import StoreError
 from benchlab.exposition import CONTENT_TYPE, MetricFamily, render
-from benchlab.layout import IN_FLIGHT, MANIFEST, RECORD, SCHEDULE, SWEEP_STATE
+from benchlab.layout import IN_FLIGHT, MANIFEST, RECORD, RETRIES, SCHEDULE, SWEEP_STATE
+from benchlab.sweep.schedule_log import read_retries
 
 log = logging.getLogger("benchlab.exporter")
 
 POINT_LABELS = ("device", "backend", "model", "quantisation", "mode", "threads", "shape")
 
 
-def _load(path: Path) -> Any:
+def load_if_present(path: Path) -> Any:
     """A file another process may be replacing right now: absent or unreadable reads as None."""
     try:
         return json.loads(path.read_bytes())
@@ -73,10 +74,10 @@ class SweepView:
         self.store_root = sweep_dir.parent.parent.parent
 
     def state(self) -> dict[str, Any]:
-        return _load(self.sweep_dir / SWEEP_STATE) or {}
+        return load_if_present(self.sweep_dir / SWEEP_STATE) or {}
 
     def schedule(self) -> dict[str, Any]:
-        return _load(self.sweep_dir / SCHEDULE) or {}
+        return load_if_present(self.sweep_dir / SCHEDULE) or {}
 
     def records(self) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Records of this sweep (same experiment, run id ending in the sweep's stamp)."""
@@ -84,10 +85,10 @@ class SweepView:
         experiment, stamp = state.get("experiment"), state.get("stamp")
         by_machine = self.store_root / "runs" / "by-machine"
         for record_path in sorted(by_machine.glob(f"*/*-{stamp}/{RECORD}")):
-            record = _load(record_path)
+            record = load_if_present(record_path)
             if not isinstance(record, dict) or record.get("experiment") != experiment:
                 continue
-            yield record, _load(record_path.parent / MANIFEST)
+            yield record, load_if_present(record_path.parent / MANIFEST)
 
 
 def _device_states(schedule: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -152,7 +153,7 @@ def collect(view: SweepView) -> list[MetricFamily]:
         "benchlab_point_temperature_celsius", "Maximum temperature sampled during the point."
     )
 
-    in_flight_now = _load(view.sweep_dir / IN_FLIGHT) or {}
+    in_flight_now = load_if_present(view.sweep_dir / IN_FLIGHT) or {}
     clocks = schedule.get("clocks") if isinstance(schedule.get("clocks"), dict) else {}
     by_machine = view.store_root / "runs" / "by-machine"
     for device, info in sorted(_device_states(schedule).items()):
@@ -166,7 +167,9 @@ def collect(view: SweepView) -> list[MetricFamily]:
             labels, in_flight_now.get(device, 0) if isinstance(in_flight_now, dict) else 0
         )
         machine = info.get("machine_id") or device
-        quota.add(labels, _effective_cores(_load(by_machine / str(machine) / "specs.json")))
+        quota.add(
+            labels, _effective_cores(load_if_present(by_machine / str(machine) / "specs.json"))
+        )
         clock = clocks.get(device)
         if isinstance(clock, dict) and "error" not in clock:
             offset.add(labels, clock.get("offset_s"))
@@ -174,16 +177,11 @@ def collect(view: SweepView) -> list[MetricFamily]:
             if clock.get("agreeing") is not None:
                 agreeing.add(labels, 1.0 if clock["agreeing"] else 0.0)
 
-    failure_counts: Counter[str] = Counter()
-    retries_path = view.sweep_dir / "retries.jsonl"
-    if retries_path.is_file():
-        for line in retries_path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a line being appended right now
-            if isinstance(entry, dict) and entry.get("kind", "transport") == "transport":
-                failure_counts[str(entry.get("device", ""))] += 1
+    failure_counts: Counter[str] = Counter(
+        str(line.get("device", ""))
+        for line in read_retries(view.sweep_dir / RETRIES)
+        if line.get("kind") == "transport"
+    )
     for device, count in sorted(failure_counts.items()):
         retries.add({"device": device}, count)
 

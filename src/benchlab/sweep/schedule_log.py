@@ -46,7 +46,19 @@ class ScheduleLog:
 
 
 def read_retries(path: Path) -> list[dict[str, Any]]:
-    """Every line of a retries.jsonl (tests and `bench` readers)."""
+    """Every whole line of a retries.jsonl; one being appended right now is skipped.
+
+    Readers (the exporter, `bench devices report`) run beside a live sweep, so a last line
+    without its newline yet is normal, not corruption.
+    """
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    lines = []
+    for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines
