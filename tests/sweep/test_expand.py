@@ -83,11 +83,17 @@ def test_order_policies_are_deterministic() -> None:
     specs = expand(make_config(matrix={"threads": [1, 2, 4]}))
     assert order_specs(specs, Policies()) == specs
     inter = order_specs(specs, Policies(order="interleave"))
-    assert [s.device for s in inter[:4]] == ["laptop", "pi5", "laptop", "pi5"]
+    assert [(s.device, s.precision, s.threads) for s in inter[:4]] == [
+        ("laptop", "f32", 1),
+        ("laptop", "q8", 1),
+        ("laptop", "f32", 2),
+        ("laptop", "q8", 2),
+    ]
     shuffled = order_specs(specs, Policies(order="shuffle", order_seed=7))
     assert shuffled == order_specs(specs, Policies(order="shuffle", order_seed=7))
     assert sorted(s.spec_id for s in shuffled) == sorted(s.spec_id for s in specs)
     assert shuffled != specs
+    assert [s.device for s in shuffled] == [s.device for s in specs]  # devices stay in order
 
 
 def test_placeholders_per_worker() -> None:

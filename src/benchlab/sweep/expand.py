@@ -14,7 +14,6 @@ in every experiment and `bench regression` can line runs up across sweeps.
 from __future__ import annotations
 
 import itertools
-import random
 from typing import Any
 
 from benchlab.errors import BenchlabError, ConfigError
@@ -118,21 +117,18 @@ def failover_spec(config: SweepConfig, spec: RunSpec, to_device: str) -> RunSpec
 
 
 def order_specs(specs: list[RunSpec], policies: Policies) -> list[RunSpec]:
-    """Apply `policies.order`: spec (as expanded), interleave (round robin over devices),
-    or shuffle (seeded by `policies.order_seed`, so a re-run shuffles the same way)."""
-    if policies.order == "shuffle":
-        shuffled = list(specs)
-        random.Random(policies.order_seed).shuffle(shuffled)
-        return shuffled
-    if policies.order == "interleave":
-        queues: dict[str, list[RunSpec]] = {}
-        for spec in specs:
-            queues.setdefault(spec.device, []).append(spec)
-        out: list[RunSpec] = []
-        for row in itertools.zip_longest(*queues.values()):
-            out.extend(spec for spec in row if spec is not None)
-        return out
-    return list(specs)
+    """Apply `policies.order` to each device's points, exactly as the concurrent scheduler
+    does (`benchlab.sweep.order`), keeping devices in the order the matrix lists them:
+    spec (as expanded), interleave (rotate configurations) or shuffle (seeded per device)."""
+    from benchlab.sweep.order import order_points
+
+    by_device: dict[str, list[RunSpec]] = {}
+    for spec in specs:
+        by_device.setdefault(spec.device, []).append(spec)
+    out: list[RunSpec] = []
+    for device, points in by_device.items():
+        out.extend(order_points(points, policies.order, seed=policies.order_seed, device=device))
+    return out
 
 
 def matrix_axes(config: SweepConfig, where: str) -> dict[str, list[Any]]:
