@@ -254,17 +254,26 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("scrape: " + format, *args)
 
 
-def make_server(sweep_dir: Path, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
-    """A metrics server for one sweep dir; port 0 picks a free port (server.server_address)."""
-    SweepView(sweep_dir)  # refuse a wrong directory before binding
+def make_server(
+    sweep_dir: Path, port: int, host: str = "127.0.0.1", *, live: bool = False
+) -> ThreadingHTTPServer:
+    """A metrics server for one sweep dir; port 0 picks a free port (server.server_address).
+
+    `live`: the sweep is about to start, so its directory may not exist yet (503 until it
+    does); otherwise a directory that is not a sweep is refused before binding.
+    """
+    if not live:
+        SweepView(sweep_dir)
     handler = type("SweepHandler", (_Handler,), {"sweep_dir": sweep_dir})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     return server
 
 
-def serve_in_background(sweep_dir: Path, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+def serve_in_background(
+    sweep_dir: Path, port: int, host: str = "127.0.0.1", *, live: bool = False
+) -> ThreadingHTTPServer:
     """Start serving on a daemon thread; call `.shutdown()` and `.server_close()` to stop."""
-    server = make_server(sweep_dir, port, host)
+    server = make_server(sweep_dir, port, host, live=live)
     threading.Thread(target=server.serve_forever, name="benchlab-exporter", daemon=True).start()
     return server

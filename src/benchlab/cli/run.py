@@ -37,6 +37,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "-q", "--quiet", action="store_true", help="no per-point lines, only the closing line"
     )
     parser.add_argument(
+        "--prometheus-port",
+        type=int,
+        metavar="N",
+        help="serve Prometheus metrics of this sweep on 127.0.0.1:N/metrics while it runs "
+        "(read from disk at every scrape; see grafana/benchlab-sweep.json)",
+    )
+    parser.add_argument(
         "--format",
         choices=("table", "json"),
         default="table",
@@ -64,10 +71,14 @@ def run(args: argparse.Namespace) -> int:
     progress = make_progress(chatter, quiet=args.quiet)
     for note in notes:
         progress.event(f"WARNING {note}")
+    server = _metrics_server(store, config, args.prometheus_port, progress)
     try:
         result = runner(store, config, args.config, fresh=args.fresh, progress=progress)
     finally:
         progress.close()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
 
     failed = len(result.failed)
     if args.format == "json":
@@ -90,6 +101,21 @@ def run(args: argparse.Namespace) -> int:
         file=chatter,
     )
     return 0 if result.ok else 1
+
+
+def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) -> Any:
+    if port is None:
+        return None
+    from benchlab.errors import ConfigError
+    from benchlab.exporter import serve_in_background
+
+    try:
+        server = serve_in_background(store.sweep_dir(config.experiment), port, live=True)
+    except OSError as exc:
+        raise ConfigError(f"--prometheus-port {port}: cannot listen: {exc.strerror}") from None
+    host, bound = server.server_address[:2]
+    progress.event(f"metrics at http://{host}:{bound}/metrics")
+    return server
 
 
 def _runner(concurrent: bool) -> Any:

@@ -1,0 +1,119 @@
+"""Scrape a live `bench run --concurrent --prometheus-port` over HTTP on loopback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+CONFIG = """
+experiment: live
+devices:
+  box-a: {transport: local, machine_id: box-a}
+  box-b: {transport: local, machine_id: box-b}
+matrix:
+  device: [box-a, box-b]
+  backend: command
+  model: tiny
+  precision: f32
+  threads: [1, 2]
+  prompt_tokens: 8
+  gen_tokens: 4
+  params:
+    argv: ["{python}", "-c", "import time; time.sleep(0.6); print('{\\"d\\": {threads}5.0}')"]
+    fields: {decode: d}
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _scrape(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.read().decode()
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
+def test_metrics_of_a_running_sweep(store: Path, tmp_path: Path, prom_parse) -> None:
+    config = tmp_path / "live.yaml"
+    config.write_text(CONFIG)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    env = {**os.environ, "BENCHLAB_STORE": str(store)}
+    sweep = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchlab",
+            "run",
+            str(config),
+            "--concurrent",
+            "--prometheus-port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    mid_sweep = None
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sweep.poll() is None:
+            text = _scrape(url)
+            if text and "benchlab_point_decode_tokens_per_second{" in text:
+                mid_sweep = text
+                break
+            time.sleep(0.1)
+        output, _ = sweep.communicate(timeout=120)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait(timeout=10)
+    assert sweep.returncode == 0, output
+    assert mid_sweep is not None, f"no point was scraped while the sweep ran:\n{output}"
+    parsed = prom_parse(mid_sweep)
+    assert "benchlab_device_up" in parsed and "benchlab_runs_in_flight" in parsed
+    assert _scrape(url) is None, "the server stops with the sweep"
+
+    final = subprocess.run(
+        [sys.executable, "-m", "benchlab", "export", str(store / "runs" / "sweeps" / "live")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    decode = prom_parse(final)["benchlab_point_decode_tokens_per_second"]["samples"]
+    series = sorted((labels["device"], labels["threads"], value) for labels, value in decode)
+    assert series == [
+        ("box-a", "1", 15.0),
+        ("box-a", "2", 25.0),
+        ("box-b", "1", 15.0),
+        ("box-b", "2", 25.0),
+    ]
+    if shutil.which("promtool"):
+        check = subprocess.run(
+            ["promtool", "check", "metrics"],
+            input=final,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
