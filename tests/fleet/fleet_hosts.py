@@ -43,6 +43,9 @@ NS_PREFIX = "benchlab-fleet-"
 VETH_PREFIX = "blfleet"
 USER = "benchfleet"
 LOCK_PATH = Path(tempfile.gettempdir()) / "benchlab-fleet.lock"
+DIR_PREFIX = "benchlab-sshfleet-"
+DIR_MARKER = ".benchlab-ssh-fleet"
+"""Only a dir with this prefix AND this marker file is ever treated as a leftover."""
 SSHD = "/usr/sbin/sshd"
 WAIT_S = 10.0
 
@@ -87,8 +90,9 @@ class Fleet:
 
     def __init__(self, count: int, *, base: Path | None = None, force_loopback: bool = False):
         self.count = count
-        self.dir = Path(tempfile.mkdtemp(prefix="benchlab-fleet-", dir=base))
+        self.dir = Path(tempfile.mkdtemp(prefix=DIR_PREFIX, dir=base))
         self.dir.chmod(0o755)  # sshd reads authorized_keys as the test user
+        (self.dir / DIR_MARKER).write_text("a benchlab ssh test fleet; removed by the next one\n")
         self.hosts: list[FleetHost] = []
         self.mode = "loopback" if force_loopback else "netns"
         self.skip_reason: str | None = "" if not force_loopback else "loopback fleet forced"
@@ -102,6 +106,7 @@ class Fleet:
 
     def start(self) -> Fleet:
         self._take_lock()
+        self._remove_stale_dirs()
         self._ensure_user()
         self._keys()
         if self.mode == "netns":
@@ -287,6 +292,22 @@ class Fleet:
             if "10.213.7." in line and "metric 4000" not in line and VETH_PREFIX not in line:
                 return f"the test subnet {SUBNET} is in use here: {line}"
         return None
+
+    def _remove_stale_dirs(self) -> None:
+        """A killed earlier run's sshd processes (found by their config path) and its dir.
+
+        Safe under the lock: no live fleet can own them.
+        """
+        for stale in Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}*"):
+            if stale == self.dir or not (stale / DIR_MARKER).is_file():
+                continue
+            marker = f"{stale}/".encode()
+            for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+                with contextlib.suppress(OSError, ValueError):
+                    text = Path(cmdline).read_bytes()
+                    if marker in text and b"sshd" in text:
+                        os.kill(int(cmdline.split("/")[2]), signal.SIGKILL)
+            shutil.rmtree(stale, ignore_errors=True)
 
     def _remove_leftovers(self) -> None:
         for line in _run("ip", "netns", "list").stdout.splitlines():
