@@ -18,14 +18,18 @@ files are unchanged and whose run id is already in the catalog is not read again
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +42,7 @@ from benchlab.layout import (
     RECORD,
     REQUIRED_RUN_FILES,
     Store,
+    atomic_write_bytes,
     atomic_write_text,
     canonical_json,
     parse_model,
@@ -55,6 +60,7 @@ SUMMARY_STATIC = ("os", "arch", "cpu_cores", "gpu")
 """Machine summary fields that come from specs (the rest is counted from the entries)."""
 
 Progress = Callable[[int], None]
+_PLAIN_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 # --- reading one run dir ------------------------------------------------------------------
@@ -168,6 +174,8 @@ def _time_key(timestamp: Any) -> tuple[int, str]:
     """A sortable UTC key for an ISO 8601 stamp; unparsable stamps sort below every real one."""
     if not isinstance(timestamp, str):
         return (0, "")
+    if len(timestamp) == 20 and timestamp[19] == "Z" and _PLAIN_UTC.match(timestamp):
+        return (1, timestamp[:19] + ".000000Z")  # the common case, without datetime
     try:
         moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     except ValueError:
@@ -323,13 +331,26 @@ def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
     return entries
 
 
-def load_catalog(path: Path) -> tuple[dict[str, Any], dict[str, dict]]:
-    """(document, entries by run id); an absent catalog is empty."""
-    if not path.exists():
-        return {}, {}
-    data = read_json(path)
+def load_catalog(
+    path: Path, raw: bytes | None = None, *, trusted: bool = False
+) -> tuple[dict[str, Any], dict[str, dict]]:
+    """(document, entries by run id); an absent catalog is empty.
+
+    `trusted` skips schema validation: only for bytes this store's last build wrote itself
+    (the build cache holds their digest), which were validated when they were made.
+    """
+    if raw is None:
+        if not path.exists():
+            return {}, {}
+        raw = path.read_bytes()
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise SchemaError(f"{path}: $: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise SchemaError(f"{path}: $: expected a JSON object")
+    if trusted:
+        return data, {entry["run_id"]: entry for entry in data.get("runs", [])}
     return data, parse_catalog(path, data)
 
 
@@ -343,9 +364,115 @@ def load_inventory(path: Path) -> dict[str, Any]:
     return data
 
 
-def catalog_text(doc: dict[str, Any]) -> str:
-    """The bytes written for a document: `layout.canonical_json`, the one serialisation."""
-    return canonical_json(doc)
+# --- serialisation ------------------------------------------------------------------------
+#
+# Every file is `layout.canonical_json` (sorted keys, indent 2, newline). The standard
+# library only has a C encoder for compact output; with an indent it falls back to pure
+# Python, which takes about 10 s for a 100,000-run catalog. `dumps` below produces the same
+# bytes (a property test holds it to that) with string and number leaves done in C, and
+# `render_catalog` reuses the text of entries that did not change since the last build.
+
+_RUNS_SENTINEL = "\x00benchlab-runs\x00"
+_RUNS_OPEN = '\n  "runs": [\n'
+_ITEM_SEPARATOR = ",\n    {\n"
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+def dumps(value: Any, indent: str = "") -> str:
+    """`canonical_json(value)` without the trailing newline, at nesting `indent`."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float(value)
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if not all(isinstance(k, str) for k in value):
+            return canonical_json(value).rstrip("\n").replace("\n", "\n" + indent)
+        parts = [
+            f"{inner}{encode_basestring(k)}: {dumps(v, inner)}" for k, v in sorted(value.items())
+        ]
+        return "{\n" + ",\n".join(parts) + "\n" + indent + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        if all(type(item) is str for item in value):
+            body = (",\n" + inner).join(map(encode_basestring, value))
+            return "[\n" + inner + body + "\n" + indent + "]"
+        return (
+            "[\n" + ",\n".join(inner + dumps(item, inner) for item in value) + "\n" + indent + "]"
+        )
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def render(value: Any) -> str:
+    """The canonical text of any document (what `canonical_json` returns, faster)."""
+    return dumps(value) + "\n"
+
+
+def _item_text(entry: dict) -> str:
+    return "    " + dumps(entry, "    ")
+
+
+def reusable_items(text: str, runs: list[dict]) -> dict[str, str]:
+    """The text of each entry in a catalog this module wrote, by run id.
+
+    JSON strings hold no raw newline, so a line `    {` (four spaces) can only open an
+    entry of the runs list; splitting there is exact. Anything unexpected gives {}.
+    """
+    start = text.find(_RUNS_OPEN)
+    if start < 0 or not runs:
+        return {}
+    start += len(_RUNS_OPEN)
+    end = text.find("\n  ]", start)
+    if end < 0:
+        return {}
+    pieces = text[start:end].split(_ITEM_SEPARATOR)
+    if len(pieces) != len(runs) or not pieces[0].startswith("    {\n"):
+        return {}
+    items = [pieces[0]] + ["    {\n" + piece for piece in pieces[1:]]
+    out = {}
+    for entry, item in zip(runs, items, strict=True):
+        run_id = entry["run_id"]
+        if f'"run_id": {encode_basestring(run_id)}' not in item:
+            return {}
+        out[run_id] = item
+    return out
+
+
+def render_catalog(doc: dict[str, Any], reuse: dict[str, str] | None = None) -> str:
+    """The canonical text of a catalog; `reuse` maps run ids to entry text known current."""
+    runs = doc.get("runs", [])
+    reuse = reuse or {}
+    items = [reuse.get(entry["run_id"]) or _item_text(entry) for entry in runs]
+    head = dict(doc)
+    head["runs"] = _RUNS_SENTINEL
+    text = render(head)
+    marker = encode_basestring(_RUNS_SENTINEL)
+    if text.count(marker) != 1:
+        return render(doc)
+    runs_text = "[\n" + ",\n".join(items) + "\n  ]" if items else "[]"
+    return text.replace(marker, runs_text, 1)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 # --- specs --------------------------------------------------------------------------------
@@ -443,40 +570,30 @@ def build_inventory(
 # --- scanning -----------------------------------------------------------------------------
 
 
-def iter_run_dirs(store: Store) -> Iterator[tuple[str, str, list[os.DirEntry]]]:
-    """(relative dir, absolute dir, run files present) for every candidate run dir."""
+def iter_run_dirs(store: Store) -> Iterator[tuple[str, os.DirEntry]]:
+    """(path relative to the store, dir entry) of every candidate run dir, in sorted order."""
     for base in (store.by_machine, store.public_runs):
         if not base.is_dir():
             continue
         for machine in sorted(os.scandir(base), key=lambda d: d.name):
             if machine.name.startswith(".") or not machine.is_dir():
                 continue
+            prefix = f"{store.runs_dir.name}/{base.name}/{machine.name}/"
             for run in sorted(os.scandir(machine.path), key=lambda d: d.name):
-                if run.name.startswith(".") or not run.is_dir():
-                    continue
-                files = [f for f in os.scandir(run.path) if f.name in RUN_FILES]
-                if files:
-                    rel = f"{base.name}/{machine.name}/{run.name}"
-                    yield rel, run.path, files
+                if not run.name.startswith(".") and run.is_dir():
+                    yield prefix + run.name, run
 
 
-def _signature(files: list[os.DirEntry]) -> str:
-    parts = []
-    for item in sorted(files, key=lambda f: f.name):
-        stat = item.stat()
-        parts.append(f"{item.name}:{stat.st_size}:{stat.st_mtime_ns}")
-    return "|".join(parts)
-
-
-def _load_cache(path: Path) -> dict[str, list[str]]:
+def _load_cache(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
         return {}
-    dirs = data.get("dirs")
-    return dirs if isinstance(dirs, dict) else {}
+    if not isinstance(data.get("dirs"), dict):
+        return {}
+    return data
 
 
 @dataclass
@@ -489,7 +606,6 @@ class BuildResult:
     total: int = 0
     dirs_read: int = 0
     dirs_unchanged: int = 0
-    absent: int = 0
     views_written: int = 0
     views_removed: int = 0
     catalog_written: bool = False
@@ -498,7 +614,7 @@ class BuildResult:
     def summary(self) -> str:
         return (
             f"catalog: {self.new} new, {self.changed} changed, {self.kept} kept, "
-            f"{self.total} runs ({self.dirs_read} dirs read, {self.dirs_unchanged} unchanged)"
+            f"{self.total} runs ({self.dirs_read} run dirs read, {self.dirs_unchanged} unchanged)"
         )
 
 
@@ -506,53 +622,56 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     """Scan run dirs, union-merge them into catalog.json, write inventory and views.
 
     Everything is read and checked before anything is written, so bad input leaves every
-    tracked file as it was.
+    tracked file as it was. A run dir is re-read when its directory's mtime moved (every
+    benchlab write is a rename into it) or its run id is missing from the catalog.
     """
     store.require()
     result = BuildResult()
-    old_doc, old_entries = load_catalog(store.catalog_path)
-    old_inventory = load_inventory(store.inventory_path)
-    specs = _machine_specs(store)
     cache_path = store.runs_dir / CACHE_NAME
     cache = {} if full else _load_cache(cache_path)
-    new_cache: dict[str, list[str]] = {}
+    cached_dirs: dict[str, list[Any]] = cache.get("dirs", {})
+    raw = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
+    trusted = raw is not None and cache.get("catalog") == _digest(raw)
+    old_doc, old_entries = load_catalog(store.catalog_path, raw, trusted=trusted)
+    old_inventory = load_inventory(store.inventory_path)
+    specs = _machine_specs(store)
+
+    new_cache: dict[str, list[Any]] = {}
     scanned: dict[str, dict] = {}
-    seen_dirs = 0
-    for rel, abs_dir, files in iter_run_dirs(store):
-        seen_dirs += 1
-        if progress is not None and seen_dirs % 1000 == 0:
-            progress(seen_dirs)
-        signature = _signature(files)
-        cached = cache.get(rel)
-        if cached is not None and cached[1] == signature and cached[0] in old_entries:
+    for seen, (rel, run) in enumerate(iter_run_dirs(store), start=1):
+        if progress is not None and seen % 1000 == 0:
+            progress(seen)
+        mtime = run.stat().st_mtime_ns
+        cached = cached_dirs.get(rel)
+        if cached is not None and cached[1] == mtime and cached[0] in old_entries:
             new_cache[rel] = cached
             result.dirs_unchanged += 1
             continue
-        names = {f.name for f in files}
-        run_dir = Path(abs_dir)
-        if any(name not in names for name in REQUIRED_RUN_FILES) and RECORD not in names:
+        names = {f.name for f in os.scandir(run.path) if f.name in RUN_FILES}
+        if not names:
+            continue
+        run_dir = Path(run.path)
+        if RECORD not in names and any(name not in names for name in REQUIRED_RUN_FILES):
             result.warnings.append(f"{run_dir}: incomplete run dir skipped")
             continue
         entry = extract_entry(store.root, run_dir, names)
         result.dirs_read += 1
         held = scanned.get(entry["run_id"])
         scanned[entry["run_id"]] = entry if held is None else winner(held, entry)
-        new_cache[rel] = [entry["run_id"], signature]
+        new_cache[rel] = [entry["run_id"], mtime]
 
     merged = dict(old_entries)
     touched: set[str] = set()
     for run_id, entry in scanned.items():
         held = old_entries.get(run_id)
-        if held is None:
-            merged[run_id] = entry
-            result.new += 1
+        chosen = entry if held is None else winner(held, entry)
+        if chosen is not held:
+            merged[run_id] = chosen
             touched.add(run_id)
-        else:
-            chosen = winner(held, entry)
-            if chosen != held:
-                merged[run_id] = chosen
+            if held is None:
+                result.new += 1
+            else:
                 result.changed += 1
-                touched.add(run_id)
     result.total = len(merged)
     result.kept = result.total - result.new - result.changed
 
@@ -560,23 +679,25 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     for machine, parsed in specs.items():
         static[machine] = summary_from_specs(parsed)
     doc = finalize(merged, static)
-    text = catalog_text(doc)
-    old_text = (
-        store.catalog_path.read_text(encoding="utf-8") if store.catalog_path.exists() else None
-    )
-    if text != old_text:
-        atomic_write_text(store.catalog_path, text)
+    reuse = {}
+    if trusted and raw is not None:
+        reuse = reusable_items(raw.decode("utf-8"), old_doc.get("runs", []))
+        for run_id in touched:
+            reuse.pop(run_id, None)
+    data = render_catalog(doc, reuse).encode("utf-8")
+    if data != raw:
+        atomic_write_bytes(store.catalog_path, data)
         result.catalog_written = True
-    inventory_text = canonical_json(build_inventory(old_inventory, specs, merged))
-    if not store.inventory_path.exists() or (
-        store.inventory_path.read_text(encoding="utf-8") != inventory_text
-    ):
-        atomic_write_text(store.inventory_path, inventory_text)
+    inventory = render(build_inventory(old_inventory, specs, merged)).encode("utf-8")
+    if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
+        atomic_write_bytes(store.inventory_path, inventory)
 
-    written, removed = update_views(store, merged, touched, rewrite_all=full)
+    if trusted and not full and store.by_model.is_dir() and store.by_date.is_dir():
+        written, removed = refresh_views(store, {k: merged[k] for k in touched}, old_entries)
+    else:
+        written, removed = rebuild_views(store, merged, touched, rewrite_all=full)
     result.views_written, result.views_removed = written, removed
-    store.runs_dir.mkdir(parents=True, exist_ok=True)
-    cache_doc = {"version": CACHE_VERSION, "dirs": new_cache}
+    cache_doc = {"version": CACHE_VERSION, "catalog": _digest(data), "dirs": new_cache}
     atomic_write_text(cache_path, json.dumps(cache_doc, sort_keys=True, separators=(",", ":")))
     return result
 
@@ -610,43 +731,65 @@ def _existing_views(store: Store) -> set[str]:
     return found
 
 
-def update_views(
-    store: Store, entries: dict[str, dict], touched: set[str], *, rewrite_all: bool = False
-) -> tuple[int, int]:
-    """Make runs/by-model and runs/by-date hold exactly one small copy per entry.
-
-    Views are derived and private (under runs/), so they are written without fsync: a crash
-    leaves at worst a view that the next build rewrites. Only views of new or changed
-    entries, or missing files, are written; stale ones are removed.
-    """
-    existing = _existing_views(store)
-    wanted: dict[str, str] = {}
+def _write_views(store: Store, entries: Iterable[dict]) -> int:
+    """Views are derived and private (under runs/): written by rename but without fsync,
+    since a crash leaves at worst a view that the next build rewrites."""
     written = 0
-    made_dirs: set[Path] = set()
-    for run_id, entry in entries.items():
-        names = view_names(entry)
-        for name in names:
-            wanted[name] = run_id
-        if not (rewrite_all or run_id in touched or any(n not in existing for n in names)):
-            continue
-        text = canonical_json(entry)
-        for name in names:
+    made: set[Path] = set()
+    for entry in entries:
+        text = render(entry)
+        for name in view_names(entry):
             path = store.runs_dir / name
-            if path.parent not in made_dirs:
+            if path.parent not in made:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                made_dirs.add(path.parent)
+                made.add(path.parent)
             tmp = path.with_name(f".{path.name}.tmp")
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, path)
             written += 1
+    return written
+
+
+def _remove_views(store: Store, names: Iterable[str]) -> int:
     removed = 0
-    for name in sorted(existing - wanted.keys()):
-        (store.runs_dir / name).unlink(missing_ok=True)
+    for name in sorted(names):
+        path = store.runs_dir / name
+        path.unlink(missing_ok=True)
         removed += 1
-        parent = (store.runs_dir / name).parent
-        if not any(parent.iterdir()):
-            parent.rmdir()
-    return written, removed
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # only succeeds once the group is empty
+    return removed
+
+
+def refresh_views(
+    store: Store, touched: dict[str, dict], before: dict[str, dict]
+) -> tuple[int, int]:
+    """Incremental: write the views of new or changed entries, drop their old names."""
+    stale: set[str] = set()
+    for run_id, entry in touched.items():
+        if run_id in before:
+            stale.update(set(view_names(before[run_id])) - set(view_names(entry)))
+    return _write_views(store, touched.values()), _remove_views(store, stale)
+
+
+def rebuild_views(
+    store: Store, entries: dict[str, dict], touched: set[str], *, rewrite_all: bool = False
+) -> tuple[int, int]:
+    """Reconcile: every entry has its two views, nothing else is there.
+
+    Writes the views of touched entries and any missing ones (all of them with
+    `rewrite_all`); removes files no entry names.
+    """
+    existing = _existing_views(store)
+    wanted: set[str] = set()
+    to_write = []
+    for run_id, entry in entries.items():
+        names = view_names(entry)
+        wanted.update(names)
+        if rewrite_all or run_id in touched or any(n not in existing for n in names):
+            to_write.append(entry)
+    written = _write_views(store, to_write)
+    return written, _remove_views(store, existing - wanted)
 
 
 # --- validate -----------------------------------------------------------------------------
@@ -751,7 +894,7 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
             f"{label}: $.$schema: cannot merge {sorted(map(str, kinds))}; expected both sides "
             f"to be {CATALOG_SCHEMA!r} or {INVENTORY_SCHEMA!r}"
         )
-    atomic_write_text(ours, canonical_json(merged))
+    atomic_write_text(ours, render_catalog(merged))
     return str(merged["$schema"])
 
 

@@ -1,0 +1,205 @@
+"""`bench catalog build` and `validate` on a small synthetic fleet."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from benchlab.catalog import build, reusable_items, validate
+from benchlab.layout import Store, canonical_json
+
+Bench = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def fleet(store: Path, make_fleet: Callable[..., list[str]]) -> Path:
+    make_fleet(store, 40, seed=7)
+    return store
+
+
+def views(root: Path) -> list[str]:
+    runs = root / "runs"
+    return sorted(
+        p.relative_to(runs).as_posix()
+        for base in ("by-model", "by-date")
+        for p in (runs / base).rglob("*.json")
+    )
+
+
+def test_build_writes_a_valid_redacted_catalog(fleet: Path, bench: Bench) -> None:
+    code, out, err = bench("--store", str(fleet), "catalog", "build")
+    assert (code, err) == (0, "")
+    assert out.startswith("catalog: 40 new, 0 changed, 0 kept, 40 runs")
+    text = (fleet / "catalog.json").read_text()
+    doc = json.loads(text)
+    assert text == canonical_json(doc)
+    assert [e["run_id"] for e in doc["runs"]] == sorted(e["run_id"] for e in doc["runs"])
+    assert doc["last_updated"] == max(e["timestamp"] for e in doc["runs"])
+    assert sum(m["runs"] for m in doc["machines"].values()) == 40
+    assert {e["status"] for e in doc["runs"]} <= {"ok", "failed"}
+    everything = text + (fleet / "machines" / "catalog.json").read_text()
+    assert "hostname" not in everything
+    assert "ANTHONY-WIN" not in everything and "raspberrypi" not in everything
+    assert str(fleet) not in everything
+    assert bench("--store", str(fleet), "catalog", "validate")[0] == 0
+
+
+def test_two_builds_from_the_same_runs_are_byte_identical(
+    tmp_path: Path, make_fleet: Callable[..., list[str]]
+) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    make_fleet(one, 30, seed=3)
+    shutil.copytree(one, two)
+    build(Store(one))
+    build(Store(two), full=True)
+    build(Store(two))  # and a no-op rebuild changes nothing
+    for name in ("catalog.json", "machines/catalog.json"):
+        assert (one / name).read_bytes() == (two / name).read_bytes()
+    assert views(one) == views(two)
+
+
+def test_incremental_build_reads_only_new_dirs(
+    fleet: Path, make_fleet: Callable[..., list[str]]
+) -> None:
+    first = build(Store(fleet))
+    assert first.dirs_read == 40
+    make_fleet(fleet, 5, seed=7, first=40, step_s=388800)
+    second = build(Store(fleet))
+    assert (second.new, second.dirs_read, second.dirs_unchanged) == (5, 5, 40)
+    assert second.total == 45 and second.kept == 40
+    incremental = (fleet / "catalog.json").read_bytes()
+    build(Store(fleet), full=True)
+    assert (fleet / "catalog.json").read_bytes() == incremental
+    assert len(views(fleet)) == 90
+
+
+def test_a_rewritten_record_is_read_again_and_wins(fleet: Path) -> None:
+    build(Store(fleet))
+    record_path = next(fleet.glob("runs/by-machine/*/*/record.json"))
+    record = json.loads(record_path.read_text())
+    if record["status"] == "ok":
+        record.update(status="failed", failure_kind="parse", error="bad")
+    else:
+        record.update(status="ok", failure_kind=None, error=None)
+    tmp = record_path.with_name("record.tmp")
+    tmp.write_text(json.dumps(record))
+    tmp.replace(record_path)  # how the runner writes: a rename into the dir
+    result = build(Store(fleet))
+    assert result.dirs_read == 1
+    entry = next(
+        e
+        for e in json.loads((fleet / "catalog.json").read_text())["runs"]
+        if e["run_id"] == record["run_id"]
+    )
+    # ok beats failed whichever came later; a failed -> ok retry replaces the entry.
+    assert entry["status"] == "ok"
+    assert result.changed == (1 if record["status"] == "ok" else 0)
+
+
+def test_entries_whose_run_dirs_vanished_are_kept(fleet: Path, bench: Bench) -> None:
+    build(Store(fleet))
+    before = json.loads((fleet / "catalog.json").read_text())
+    gone = sorted((fleet / "runs" / "by-machine").glob("*/*-20*Z"))[:3]
+    for run_dir in gone:
+        shutil.rmtree(run_dir)
+    result = build(Store(fleet), full=True)
+    assert result.total == 40 and result.kept == 40
+    after = json.loads((fleet / "catalog.json").read_text())
+    assert after == before
+    code, out, err = bench("--store", str(fleet), "catalog", "validate")
+    assert code == 0
+    assert "40 runs valid, 3 run dirs absent here" in out
+    warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 3
+    assert all("run dir absent" in line for line in warned)
+
+
+def test_views_follow_the_catalog(fleet: Path) -> None:
+    build(Store(fleet))
+    doc = json.loads((fleet / "catalog.json").read_text())
+    names = views(fleet)
+    assert len(names) == 80
+    entry = doc["runs"][0]
+    by_date = fleet / "runs" / "by-date" / entry["timestamp"][:10] / f"{entry['run_id']}.json"
+    assert json.loads(by_date.read_text()) == entry
+    stale = fleet / "runs" / "by-model" / "gone-model" / "x.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}")
+    by_date.unlink()
+    build(Store(fleet), full=True)
+    assert not stale.exists() and not stale.parent.exists()
+    assert by_date.exists()
+    assert views(fleet) == names
+
+
+def test_a_pulled_catalog_is_revalidated_and_its_new_entries_get_views(
+    fleet: Path, tmp_path: Path, make_fleet: Callable[..., list[str]]
+) -> None:
+    build(Store(fleet))
+    other = tmp_path / "other"
+    make_fleet(other, 3, seed=99)
+    build(Store(other))
+    # What `git merge` with the driver leaves: the union of both catalogs.
+    from benchlab.catalog import merge_catalogs, render_catalog
+
+    mine = json.loads((fleet / "catalog.json").read_text())
+    theirs = json.loads((other / "catalog.json").read_text())
+    (fleet / "catalog.json").write_text(render_catalog(merge_catalogs(mine, theirs)))
+    result = build(Store(fleet))
+    assert (result.total, result.dirs_read) == (43, 0)
+    assert len(views(fleet)) == 86
+
+
+def test_machine_summaries_come_from_specs_without_hostnames(fleet: Path) -> None:
+    build(Store(fleet))
+    doc = json.loads((fleet / "catalog.json").read_text())
+    pi5 = doc["machines"].get("pi5") or next(iter(doc["machines"].values()))
+    assert set(pi5) >= {"id", "os", "arch", "cpu_cores", "runs", "last_run"}
+    inventory = json.loads((fleet / "machines" / "catalog.json").read_text())
+    assert inventory["$schema"] == "benchmark/machine-inventory.v1"
+    assert set(inventory["machines"]) >= set(doc["machines"])
+
+
+def test_reusable_items_split_exactly(fleet: Path) -> None:
+    build(Store(fleet))
+    text = (fleet / "catalog.json").read_text()
+    runs = json.loads(text)["runs"]
+    items = reusable_items(text, runs)
+    assert list(items) == [e["run_id"] for e in runs]
+    for entry in runs:
+        assert json.loads(items[entry["run_id"]]) == entry
+
+
+def test_validate_rejects_an_index_that_disagrees(fleet: Path, bench: Bench) -> None:
+    build(Store(fleet))
+    path = fleet / "catalog.json"
+    doc = json.loads(path.read_text())
+    model = sorted(doc["index"]["by_model"])[0]
+    doc["index"]["by_model"][model].pop()
+    path.write_text(canonical_json(doc))
+    code, out, err = bench("--store", str(fleet), "catalog", "validate")
+    assert code == 2
+    assert err.strip().endswith("rebuild with `bench catalog build`")
+    assert f"$.index.by_model.{model}" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_validate_rejects_machine_counts_that_disagree(fleet: Path) -> None:
+    build(Store(fleet))
+    path = fleet / "catalog.json"
+    doc = json.loads(path.read_text())
+    machine = sorted(doc["machines"])[0]
+    doc["machines"][machine]["runs"] += 1
+    path.write_text(canonical_json(doc))
+    with pytest.raises(Exception, match=rf"\$\.machines\.{machine}\.runs"):
+        validate(Store(fleet))
+
+
+def test_json_summary(fleet: Path, bench: Bench) -> None:
+    code, out, _ = bench("--store", str(fleet), "catalog", "build", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["new"] == 40

@@ -1,0 +1,217 @@
+"""Entry extraction from one run dir, and the winner rule for two entries with one id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlab.catalog import extract_entry, winner
+from benchlab.errors import SchemaError, StoreError
+
+RUN_ID = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
+
+
+def seed_run(root: Path, *, record: dict[str, Any] | None = None) -> Path:
+    """The seed 002 example run (manifest, kernel, batch), optionally with a record."""
+    run_dir = root / "runs" / "by-machine" / "anthony-laptop" / RUN_ID
+    run_dir.mkdir(parents=True)
+    docs = {
+        "manifest.json": {
+            "$schema": "benchmark/run-manifest.v1",
+            "run_id": RUN_ID,
+            "machine_id": "anthony-laptop",
+            "timestamp": "2025-01-06T12:00:00Z",
+            "git": {"rev": "9a0135c", "branch": "master", "dirty": False},
+            "harness": {"name": "fak", "version": "0.24.0"},
+            "model": {
+                "name": "SmolLM2-135M",
+                "family": "smollm2",
+                "precision": "q8",
+                "quantization": "Q8_0",
+            },
+            "tags": ["kernel", "batch", "smoke"],
+            "backend": "llama-bench",
+            "mode": "batch",
+            "config": {"workload_file": "/home/anthony/fak/workload.json"},
+        },
+        "kernel.json": {
+            "$schema": "benchmark/kernel-results.v1",
+            "run_id": RUN_ID,
+            "engine": "fak Q8_0 (all-core)",
+            "precision": "Q8_0",
+            "model": "SmolLM2-135M",
+            "benchmark": {
+                "prefill": [
+                    {"tokens": 16, "median_ms": 8.2, "tok_per_sec": 1951.2},
+                    {"tokens": 64, "median_ms": 28.5, "tok_per_sec": 2245.6},
+                    {"tokens": 256, "median_ms": 145.8, "tok_per_sec": 1756.0},
+                ],
+                "decode": {"prompt_tokens": 16, "tok_per_sec": 128.2},
+            },
+        },
+        "batch.json": {
+            "$schema": "benchmark/batch-results.v1",
+            "run_id": RUN_ID,
+            "engine": "fak multi-user batched decode Q8_0",
+            "model": "SmolLM2-135M",
+            "precision": "Q8_0",
+            "baseline": {"batch": 1, "tok_per_sec": 70.6},
+            "peak": {"batch": 512, "agg_tok_per_sec": 862.2, "speedup_vs_baseline": 12.21},
+            "points": [
+                {"batch": 512, "per_user_ms_per_tok": 1.16, "agg_tok_per_sec": 862.19},
+                {"batch": 1, "per_user_ms_per_tok": 83.39, "agg_tok_per_sec": 11.99},
+            ],
+        },
+    }
+    if record is not None:
+        docs["record.json"] = record
+    for name, doc in docs.items():
+        (run_dir / name).write_text(json.dumps(doc), encoding="utf-8")
+    return run_dir
+
+
+def failed_record(**overrides: Any) -> dict[str, Any]:
+    record = {
+        "$schema": "benchmark/run-record.v1",
+        "run_id": RUN_ID,
+        "spec_id": RUN_ID[: -len("-20250106T120000Z")],
+        "machine_id": "anthony-laptop",
+        "device": "anthony-laptop",
+        "status": "failed",
+        "failure_kind": "measurement",
+        "error": "model does not fit",
+        "tags": ["retry"],
+        "timings": {"started_at": "2025-01-06T12:00:05Z"},
+        "spec": {
+            "spec_id": "s",
+            "experiment": "e",
+            "device": "anthony-laptop",
+            "machine_id": "anthony-laptop",
+            "backend": "llama-bench",
+            "model": "SmolLM2-135M",
+            "precision": "q8",
+            "mode": "batch",
+        },
+    }
+    record.update(overrides)
+    return record
+
+
+def test_seed_run_becomes_the_seed_entry(tmp_path: Path) -> None:
+    entry = extract_entry(tmp_path, seed_run(tmp_path))
+    assert entry == {
+        "run_id": RUN_ID,
+        "machine_id": "anthony-laptop",
+        "timestamp": "2025-01-06T12:00:00Z",
+        "model": "SmolLM2-135M",
+        "model_id": "smollm2-135m",
+        "precision": "q8",
+        "tags": ["batch", "kernel", "smoke"],
+        "status": "ok",
+        "backend": "llama-bench",
+        "mode": "batch",
+        "peak_tok_per_sec": 862.2,
+        "baseline_tok_per_sec": 70.6,
+        "speedup": 12.21,
+        "prefill_tok_per_sec": 2245.6,
+        "decode_tok_per_sec": 128.2,
+        "batch_curve": [
+            {"batch": 1, "agg_tok_per_sec": 11.99},
+            {"batch": 512, "agg_tok_per_sec": 862.19},
+        ],
+        "path": f"runs/by-machine/anthony-laptop/{RUN_ID}/",
+    }
+
+
+def test_record_sets_status_and_tags(tmp_path: Path) -> None:
+    run_dir = seed_run(tmp_path, record=failed_record())
+    entry = extract_entry(tmp_path, run_dir)
+    assert entry["status"] == "failed"
+    assert entry["failure_kind"] == "measurement"
+    assert entry["tags"] == ["batch", "kernel", "retry", "smoke"]
+
+
+def test_failed_record_without_results_is_still_a_run(tmp_path: Path) -> None:
+    run_dir = seed_run(tmp_path, record=failed_record())
+    for name in ("manifest.json", "kernel.json", "batch.json"):
+        (run_dir / name).unlink()
+    entry = extract_entry(tmp_path, run_dir)
+    assert entry["status"] == "failed"
+    assert entry["timestamp"] == "2025-01-06T12:00:05Z"
+    assert entry["model_id"] == "smollm2-135m"
+    assert "peak_tok_per_sec" not in entry
+
+
+def test_ok_record_without_results_is_refused(tmp_path: Path) -> None:
+    run_dir = seed_run(tmp_path, record=failed_record(status="ok", failure_kind=None))
+    (run_dir / "batch.json").unlink()
+    with pytest.raises(StoreError, match="missing batch.json"):
+        extract_entry(tmp_path, run_dir)
+
+
+def test_files_of_another_run_are_refused(tmp_path: Path) -> None:
+    run_dir = seed_run(tmp_path)
+    kernel = json.loads((run_dir / "kernel.json").read_text())
+    kernel["run_id"] = "someone-else"
+    (run_dir / "kernel.json").write_text(json.dumps(kernel))
+    with pytest.raises(SchemaError, match=r"kernel.json: \$.run_id: 'someone-else' differs"):
+        extract_entry(tmp_path, run_dir)
+
+
+def test_schema_violation_names_file_and_json_path(tmp_path: Path) -> None:
+    run_dir = seed_run(tmp_path)
+    batch = json.loads((run_dir / "batch.json").read_text())
+    batch["points"][1]["agg_tok_per_sec"] = "fast"
+    (run_dir / "batch.json").write_text(json.dumps(batch))
+    with pytest.raises(SchemaError, match=r"batch.json: \$.points\[1\].agg_tok_per_sec: "):
+        extract_entry(tmp_path, run_dir)
+
+
+def test_peak_falls_back_to_the_best_point(tmp_path: Path) -> None:
+    run_dir = seed_run(tmp_path)
+    batch = json.loads((run_dir / "batch.json").read_text())
+    del batch["peak"]
+    (run_dir / "batch.json").write_text(json.dumps(batch))
+    entry = extract_entry(tmp_path, run_dir)
+    assert entry["peak_tok_per_sec"] == 862.19
+    assert entry["speedup"] == round(862.19 / 70.6, 2)
+
+
+def entry(**overrides: Any) -> dict[str, Any]:
+    base = {
+        "run_id": "r1",
+        "machine_id": "m",
+        "timestamp": "2025-01-06T12:00:00Z",
+        "model": "M",
+        "precision": "q8",
+        "status": "ok",
+        "tags": [],
+    }
+    base.update(overrides)
+    return base
+
+
+def test_winner_prefers_ok_over_failed_even_if_older() -> None:
+    ok = entry(timestamp="2025-01-01T00:00:00Z")
+    failed = entry(status="failed", timestamp="2025-02-01T00:00:00Z")
+    assert winner(ok, failed) is ok
+    assert winner(failed, ok) is ok
+
+
+def test_winner_prefers_newer_then_canonical_order() -> None:
+    old, new = entry(), entry(timestamp="2025-01-06T13:00:00+01:00")
+    assert winner(old, new) == winner(new, old)
+    later = entry(timestamp="2025-01-06T12:00:01Z")
+    assert winner(old, later) is later and winner(later, old) is later
+    low, high = entry(peak_tok_per_sec=1.0), entry(peak_tok_per_sec=2.0)
+    assert winner(low, high) is high and winner(high, low) is high
+
+
+def test_winner_compares_instants_not_strings() -> None:
+    utc = entry(timestamp="2025-01-06T12:00:00Z")
+    earlier_offset = entry(timestamp="2025-01-06T12:30:00+01:00")  # 11:30 UTC
+    assert winner(utc, earlier_offset) is utc
+    assert winner(earlier_offset, utc) is utc
