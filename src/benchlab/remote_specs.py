@@ -25,7 +25,7 @@ from benchlab.models import MachineSpecs
 if TYPE_CHECKING:
     from benchlab.devices.base import Transport
     from benchlab.layout import Store
-    from benchlab.models import DeviceConfig
+    from benchlab.models import DeviceConfig, SweepConfig
 
 SYSINFO_TIMEOUT_S = 60.0
 
@@ -129,3 +129,32 @@ def onboard_remote(
     )
     write_model(path, specs)
     return specs
+
+
+def record_missing_specs(store: Store, config: SweepConfig) -> list[str]:
+    """Before a sweep: ask each device whose machine has no private specs yet for them.
+
+    A sweep talks to its devices anyway, and the catalog, charts and site describe a machine
+    only from its specs, so the first sweep on a machine records what it is. A device that
+    cannot be asked is noted, never fatal: its points will say so themselves.
+    """
+    from benchlab.sweep.placeholders import resolve_device, worker_instance_id
+
+    notes = []
+    seen: set[str] = set()
+    for device_id, device in sorted(config.devices.items()):
+        machine_id = device.machine_id or device_id
+        if machine_id in seen or store.private_specs(machine_id).is_file():
+            continue
+        seen.add(machine_id)
+        resolved = resolve_device(
+            device,
+            device=device_id,
+            experiment=config.experiment,
+            worker=worker_instance_id(device_id, 0),
+        )
+        try:
+            onboard_remote(store, device_id, resolved)
+        except DeviceError as exc:
+            notes.append(f"could not record the specs of {machine_id!r}: {exc}")
+    return notes

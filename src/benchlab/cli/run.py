@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     runner = _runner(args.concurrent)
     out = sys.stdout
     chatter = sys.stderr if args.format == "json" else sys.stdout
-    notes = preflight(config, str(args.config))
+    from benchlab.remote_specs import record_missing_specs
+
+    notes = preflight(config, str(args.config)) + record_missing_specs(store, config)
     progress = make_progress(chatter, quiet=args.quiet)
     for note in notes:
         progress.event(f"WARNING {note}")
