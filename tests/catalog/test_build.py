@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchlab.catalog import build, reusable_items, validate
+from benchlab.errors import SchemaError
 from benchlab.layout import Store, canonical_json
 
 Bench = Callable[..., tuple[int, str, str]]
@@ -181,7 +183,7 @@ def test_validate_rejects_an_index_that_disagrees(fleet: Path, bench: Bench) -> 
     model = sorted(doc["index"]["by_model"])[0]
     doc["index"]["by_model"][model].pop()
     path.write_text(canonical_json(doc))
-    code, out, err = bench("--store", str(fleet), "catalog", "validate")
+    code, _, err = bench("--store", str(fleet), "catalog", "validate")
     assert code == 2
     assert err.strip().endswith("rebuild with `bench catalog build`")
     assert f"$.index.by_model.{model}" in err
@@ -195,7 +197,7 @@ def test_validate_rejects_machine_counts_that_disagree(fleet: Path) -> None:
     machine = sorted(doc["machines"])[0]
     doc["machines"][machine]["runs"] += 1
     path.write_text(canonical_json(doc))
-    with pytest.raises(Exception, match=rf"\$\.machines\.{machine}\.runs"):
+    with pytest.raises(SchemaError, match=rf"\$\.machines\.{re.escape(machine)}\.runs"):
         validate(Store(fleet))
 
 

@@ -148,7 +148,7 @@ def test_failed_record_without_results_is_still_a_run(tmp_path: Path) -> None:
 def test_ok_record_without_results_is_refused(tmp_path: Path) -> None:
     run_dir = seed_run(tmp_path, record=failed_record(status="ok", failure_kind=None))
     (run_dir / "batch.json").unlink()
-    with pytest.raises(StoreError, match="missing batch.json"):
+    with pytest.raises(StoreError, match=r"missing batch\.json"):
         extract_entry(tmp_path, run_dir)
 
 

@@ -1,0 +1,163 @@
+"""Bad input: one line naming the file and the JSON path, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from benchlab.layout import canonical_json
+
+Bench = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def built(store: Path, make_fleet: Callable[..., list[str]], bench: Bench) -> Path:
+    make_fleet(store, 12, seed=5)
+    assert bench("--store", str(store), "catalog", "build")[0] == 0
+    make_fleet(store, 3, seed=5, first=12, step_s=1296000)  # new runs the next build reads
+    return store
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        name: (root / name).read_bytes()
+        for name in ("catalog.json", "machines/catalog.json", "runs/.catalog-cache.json")
+    }
+
+
+def new_run_file(root: Path, name: str) -> Path:
+    """A file of one of the runs the last build has not read yet."""
+    catalog = json.loads((root / "catalog.json").read_text())
+    known = {e["run_id"] for e in catalog["runs"]}
+    for run_dir in sorted((root / "runs" / "by-machine").glob("*/*-20*Z")):
+        if run_dir.name not in known and (run_dir / name).exists():
+            return run_dir / name
+    raise AssertionError(f"no new run with {name}")
+
+
+def one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("bench: error: ")
+    return lines[0]
+
+
+def test_malformed_run_file(built: Path, bench: Bench) -> None:
+    before = snapshot(built)
+    path = new_run_file(built, "kernel.json")
+    path.write_text('{"$schema": "benchmark/kernel-results.v1", "run_id": ')
+    code, out, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2 and out == ""
+    line = one_error_line(err)
+    assert f"{path}: line 1 column" in line
+    assert snapshot(built) == before
+
+
+def test_schema_violating_run_file(built: Path, bench: Bench) -> None:
+    before = snapshot(built)
+    path = new_run_file(built, "batch.json")
+    doc = json.loads(path.read_text())
+    doc["peak"]["agg_tok_per_sec"] = "lots"
+    path.write_text(json.dumps(doc))
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    assert f"{path}: $.peak.agg_tok_per_sec: " in one_error_line(err)
+    assert snapshot(built) == before
+
+
+def test_run_id_that_escapes_the_store(built: Path, bench: Bench) -> None:
+    before = snapshot(built)
+    path = new_run_file(built, "manifest.json")
+    for name in ("manifest.json", "kernel.json", "batch.json", "record.json"):
+        doc_path = path.parent / name
+        if doc_path.exists():
+            doc = json.loads(doc_path.read_text())
+            doc["run_id"] = "../../etc"
+            doc_path.write_text(json.dumps(doc))
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    assert "unsafe run id '../../etc'" in one_error_line(err)
+    assert snapshot(built) == before
+
+
+def test_catalog_with_duplicate_ids(built: Path, bench: Bench) -> None:
+    path = built / "catalog.json"
+    doc = json.loads(path.read_text())
+    doc["runs"].insert(2, doc["runs"][0])
+    path.write_text(canonical_json(doc))
+    before = snapshot(built)
+    for verb in ("build", "validate"):
+        code, _, err = bench("--store", str(built), "catalog", verb)
+        assert code == 2
+        line = one_error_line(err)
+        assert f"{path}: $.runs[2].run_id: duplicate id" in line
+        assert "(also at $.runs[0])" in line
+        assert snapshot(built) == before
+
+
+def test_schema_violating_catalog(built: Path, bench: Bench) -> None:
+    path = built / "catalog.json"
+    doc = json.loads(path.read_text())
+    doc["runs"][1]["peak_tok_per_sec"] = "fast"
+    path.write_text(canonical_json(doc))
+    before = snapshot(built)
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    assert f"{path}: $.runs[1].peak_tok_per_sec: " in one_error_line(err)
+    assert snapshot(built) == before
+
+
+def test_bad_machine_specs(built: Path, bench: Bench) -> None:
+    specs = next((built / "runs" / "by-machine").glob("*/specs.json"))
+    doc = json.loads(specs.read_text())
+    del doc["hardware"]["cpu"]["model"]
+    specs.write_text(json.dumps(doc))
+    before = snapshot(built)
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    assert f"{specs}: $.hardware.cpu.model: " in one_error_line(err)
+    assert snapshot(built) == before
+
+
+def test_missing_store(tmp_path: Path, bench: Bench) -> None:
+    missing = tmp_path / "nowhere"
+    for verb in ("build", "validate"):
+        code, _, err = bench("--store", str(missing), "catalog", verb)
+        assert code == 2
+        assert f"{missing}: no store here" in one_error_line(err)
+    assert not missing.exists()
+
+
+def test_validate_without_a_catalog(store: Path, bench: Bench) -> None:
+    code, _, err = bench("--store", str(store), "catalog", "validate")
+    assert code == 2
+    assert "run `bench catalog build` first" in one_error_line(err)
+
+
+def test_merge_driver_refuses_a_malformed_side(built: Path, tmp_path: Path, bench: Bench) -> None:
+    ours = tmp_path / "ours.json"
+    theirs = tmp_path / "theirs.json"
+    base = tmp_path / "base.json"
+    ours.write_bytes((built / "catalog.json").read_bytes())
+    theirs.write_text("<<<<<<< HEAD\n{}\n")
+    base.write_text("")
+    before = ours.read_bytes()
+    code, _, err = bench(
+        "catalog", "merge-driver", str(base), str(ours), str(theirs), "experiments/x.json"
+    )
+    assert code == 2
+    assert "experiments/x.json (theirs): $: not valid JSON" in one_error_line(err)
+    assert ours.read_bytes() == before
+
+
+def test_merge_driver_refuses_mixed_documents(built: Path, tmp_path: Path, bench: Bench) -> None:
+    ours, theirs = tmp_path / "ours.json", tmp_path / "theirs.json"
+    ours.write_bytes((built / "catalog.json").read_bytes())
+    theirs.write_bytes((built / "machines" / "catalog.json").read_bytes())
+    code, _, err = bench("catalog", "merge-driver", str(ours), str(ours), str(theirs))
+    assert code == 2
+    assert "$.$schema: cannot merge" in one_error_line(err)
