@@ -124,8 +124,9 @@ json_values = st.recursive(
     | st.integers()
     | st.floats()
     | st.text(alphabet=st.characters(codec="utf-8"), max_size=8),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=30,
 )
 
