@@ -471,6 +471,11 @@ def render_catalog(doc: dict[str, Any], reuse: dict[str, str] | None = None) -> 
     return text.replace(marker, runs_text, 1)
 
 
+def catalog_text(doc: dict[str, Any]) -> str:
+    """The bytes written for a catalog document: exactly `layout.canonical_json(doc)`."""
+    return render_catalog(doc)
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
