@@ -87,6 +87,8 @@ def _collect(
     out: list[tuple[int, int, int, int, Detector]],
     home_users: set[str],
 ) -> None:
+    if detector.gate is not None and detector.gate.search(blob) is None:
+        return
     for match in detector.regex.finditer(blob):
         start, end = _span(match, detector.group)
         if detector.tell_class == tells.SECRET:

@@ -80,6 +80,8 @@ class Detector:
     `group` picks the part of the match that is the tell (-1: the first group that
     matched, for detect-secrets' patterns with alternative groups). `redact=False` marks a detector
     that only reports: a human must edit the file (promote refuses until then).
+    `gate` is a cheap literal search that must succeed before the full regex runs: most
+    text has no `.ssh` in it, and the full pattern is far slower than the literal.
     """
 
     name: str
@@ -90,6 +92,7 @@ class Detector:
     group: int = 0
     check: Callable[[str], bool] | None = field(default=None, compare=False)
     redact: bool = True
+    gate: re.Pattern[str] | None = None
 
     def replacement(self, number: int) -> str:
         return f"<{self.placeholder}:{number}>" if self.numbered else self.placeholder
@@ -97,6 +100,9 @@ class Detector:
 
 def _c(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
+
+
+_gate = _c
 
 
 # --- addresses ------------------------------------------------------------------------------
@@ -192,7 +198,7 @@ _MACHINE_TYPE = _c(
 
 # --- paths ----------------------------------------------------------------------------------
 
-_PATH_PREFIX = r"(?:[~\w.$%{}:-]*[/\\]+)*"
+_PATH_PREFIX = r"(?:[~\w.$%{}:-]*[/\\])*"
 _CREDENTIAL_PATH = _c(
     rf"(?<![\w.-]){_PATH_PREFIX}(?:"
     r"\.ssh[/\\]+(?:id_[\w.-]+|[\w.-]+\.pem)"
@@ -268,8 +274,20 @@ def builtin_detectors() -> tuple[Detector, ...]:
             numbered=False,
         ),
         Detector("email", EMAIL, _EMAIL, "email"),
-        Detector("vm-hostname", HOST, _VM_HOST, "host"),
-        Detector("internal-fqdn", HOST, _INTERNAL_FQDN, "host"),
+        Detector(
+            "vm-hostname",
+            HOST,
+            _VM_HOST,
+            "host",
+            gate=_gate(r"(?i)ip-\d|ec2-|\.internal|cloudapp|\.svc\."),
+        ),
+        Detector(
+            "internal-fqdn",
+            HOST,
+            _INTERNAL_FQDN,
+            "host",
+            gate=_gate(r"(?i)\.(?:local|lan|internal|intranet|corp|home\.arpa|ts\.net)"),
+        ),
         Detector("cloud-instance", INSTANCE, _INSTANCE, "instance"),
         Detector("cloud-zone", ZONE, _ZONE, "zone"),
         Detector("machine-type", MACHINE_TYPE, _MACHINE_TYPE, "machine-type"),
@@ -285,6 +303,12 @@ def builtin_detectors() -> tuple[Detector, ...]:
 _SKIPPED_PLUGINS = frozenset(
     {
         "IPPublicDetector",  # the ip tell class covers every address, public or not
+        # Keyword-assignment patterns for four niche services (cl_password=..., sl_key=...):
+        # each costs more than all the other secret plugins together on large files.
+        "CloudantDetector",
+        "IbmCloudIamDetector",
+        "IbmCosHmacDetector",
+        "SoftlayerDetector",
         "KeywordDetector",  # "password" in prose; not a key
         "Base64HighEntropyString",  # run ids, hashes and sha256 sums are high-entropy
         "HexHighEntropyString",
