@@ -28,7 +28,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,9 @@ SUMMARY_STATIC = ("os", "arch", "cpu_cores", "gpu")
 """Machine summary fields that come from specs (the rest is counted from the entries)."""
 
 Progress = Callable[[int], None]
-_PLAIN_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_ISO_TIME = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\Z"
+)
 
 
 # --- reading one run dir ------------------------------------------------------------------
@@ -171,18 +173,27 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
 
 
 def _time_key(timestamp: Any) -> tuple[int, str]:
-    """A sortable UTC key for an ISO 8601 stamp; unparsable stamps sort below every real one."""
+    """A sortable UTC key for an ISO 8601 stamp; unparsable stamps sort below every real one.
+
+    Parsed here rather than with `datetime.fromisoformat`, whose accepted forms differ
+    between Python versions: every clone must rank and date entries the same way.
+    """
     if not isinstance(timestamp, str):
         return (0, "")
-    if len(timestamp) == 20 and timestamp[19] == "Z" and _PLAIN_UTC.match(timestamp):
-        return (1, timestamp[:19] + ".000000Z")  # the common case, without datetime
+    match = _ISO_TIME.match(timestamp)
+    if match is None:
+        return (0, timestamp)
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
     try:
-        moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
     except ValueError:
         return (0, timestamp)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return (1, moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    micros = (fraction or "").ljust(6, "0")[:6]
+    if zone is None or zone == "Z":
+        return (1, f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micros}Z")
+    sign = -1 if zone[0] == "+" else 1
+    moment += sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[-2:]))
+    return (1, f"{moment:%Y-%m-%dT%H:%M:%S}.{micros}Z")
 
 
 def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], str]:
@@ -259,10 +270,12 @@ def finalize(entries: dict[str, dict], static: dict[str, dict]) -> dict[str, Any
         model_id = entry.get("model_id") or slug(entry["model"])
         by_model.setdefault(model_id, []).append(run_id)
         by_precision.setdefault(entry["precision"], []).append(run_id)
-        by_date.setdefault(_date_of(entry["timestamp"]), []).append(run_id)
+        key = _time_key(entry["timestamp"])
+        date = key[1][:10] if key[0] else str(entry["timestamp"])[:10] or "unknown"
+        by_date.setdefault(date, []).append(run_id)
         machine = entry["machine_id"]
         counts[machine] = counts.get(machine, 0) + 1
-        stamp = (_time_key(entry["timestamp"]), entry["timestamp"])
+        stamp = (key, entry["timestamp"])
         if machine not in last or stamp > last[machine]:
             last[machine] = stamp
         if newest is None or stamp > newest:
