@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from benchlab.redact import tells
 from benchlab.redact.policy import Policy
@@ -46,7 +46,27 @@ def _span(match: re.Match[str], group: int) -> tuple[int, int]:
 
 
 def find(policy: Policy, strings: Sequence[str]) -> list[Hit]:
-    """Every tell in `strings`, sorted by (index, start), never overlapping."""
+    """Every tell in `strings`, sorted by (index, start), never overlapping.
+
+    Each distinct string is scanned once: run files repeat the same keys, model names and
+    engine names thousands of times.
+    """
+    unique = list(dict.fromkeys(strings))
+    if len(unique) == len(strings):
+        return _find(policy, strings)
+    positions: dict[str, list[int]] = {}
+    for index, text in enumerate(strings):
+        positions.setdefault(text, []).append(index)
+    hits = [
+        replace(hit, index=index)
+        for hit in _find(policy, unique)
+        for index in positions[unique[hit.index]]
+    ]
+    hits.sort(key=lambda h: (h.index, h.start))
+    return hits
+
+
+def _find(policy: Policy, strings: Sequence[str]) -> list[Hit]:
     if not strings:
         return []
     blob = "\n".join(strings)

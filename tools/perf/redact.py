@@ -1,0 +1,100 @@
+"""Redaction figures: recall and false positives on the labelled corpus, and scan speed.
+
+    python tools/perf/redact.py [--runs 10000] [--repeat 3] [--keep DIR]
+
+1. Scores the policy on tests/data/redact/corpus.json (per class recall, false positives on
+   the clean part) and prints both with the corpus sizes. Target: recall >= 99%, 0 FP.
+2. Writes a synthetic fleet of `--runs` run dirs (tools/perf/make_fleet.py) with tells
+   injected into every tenth manifest, then times `scan_sources` over all of it (the work
+   `bench scan runs/` does) and prints the median of `--repeat` passes. Target: 10,000 run
+   dirs in <= 30 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "data" / "redact" / "corpus.json"
+INJECTED = "cwd /home/qzhang/bench on ip-10-0-0-7.ec2.internal (us-east-1a, p4d.24xlarge)"
+
+
+def _make_fleet() -> object:
+    spec = importlib.util.spec_from_file_location("make_fleet", REPO / "tools/perf/make_fleet.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_fleet"] = module
+    spec.loader.exec_module(module)
+    return module.make_fleet
+
+
+def corpus_figures() -> None:
+    from benchlab.redact.corpus import evaluate
+
+    score = evaluate(CORPUS)
+    print(f"corpus: {score.tells} tells in {len(score.per_class)} classes, {score.clean} clean")
+    for tell_class, (found, total) in sorted(score.per_class.items()):
+        print(f"  {tell_class:<16} {found}/{total}")
+    print(f"recall: {score.recall:.2%} (target >= 99%)")
+    print(f"false positives on clean: {len(score.false_positives)} (target 0)")
+    for line in score.false_positives + [f"missed {c}: {t!r}" for c, t in score.missed]:
+        print(f"  {line}")
+
+
+def scan_figures(runs: int, repeat: int, keep: Path | None) -> None:
+    from benchlab.redact.policy import load_policy
+    from benchlab.redact.scan import path_sources, scan_sources
+
+    with tempfile.TemporaryDirectory(prefix="redact-perf-") as tmp:
+        store = (keep or Path(tmp)) / "experiments" / "benchmark"
+        store.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        run_ids = _make_fleet()(store, runs)  # type: ignore[operator]
+        manifests = sorted(store.glob("runs/by-machine/*/*/manifest.json"))
+        for manifest in manifests[::10]:
+            doc = json.loads(manifest.read_text())
+            doc["notes"] = INJECTED
+            manifest.write_text(json.dumps(doc))
+        files = sum(1 for p in store.joinpath("runs").rglob("*") if p.is_file())
+        size = sum(p.stat().st_size for p in store.joinpath("runs").rglob("*") if p.is_file())
+        print(
+            f"fleet: {len(run_ids)} run dirs, {files} files, {size / 1e6:.1f} MB "
+            f"(written in {time.perf_counter() - started:.1f} s)"
+        )
+        policy = load_policy(store)
+        times = []
+        for _ in range(repeat):
+            began = time.perf_counter()
+            report = scan_sources(policy, path_sources([store / "runs"], store))
+            times.append(time.perf_counter() - began)
+        dirty = len({f.path.rsplit("/", 1)[0] for f in report.findings})
+        print(
+            f"scan: median {statistics.median(times):.2f} s over {repeat} passes "
+            f"(min {min(times):.2f}, max {max(times):.2f}) for {len(run_ids)} run dirs, "
+            f"{report.files_scanned} files; target <= 30 s"
+        )
+        print(f"  {len(report.findings)} findings in {dirty} places (tells injected on purpose)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="write the fleet here and keep it")
+    parser.add_argument("--corpus-only", action="store_true")
+    args = parser.parse_args(argv)
+    corpus_figures()
+    if not args.corpus_only:
+        scan_figures(args.runs, args.repeat, args.keep)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
