@@ -6,4 +6,5 @@ export NO_MKDOCS_2_WARNING=1 DVC_NO_ANALYTICS=1
 ruff check .
 ruff format --check .
 bench schemas
+bench scan --tracked
 python3 -m pytest -q "$@"
