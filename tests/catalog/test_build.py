@@ -205,3 +205,11 @@ def test_json_summary(fleet: Path, bench: Bench) -> None:
     code, out, _ = bench("--store", str(fleet), "catalog", "build", "--format", "json")
     assert code == 0
     assert json.loads(out)["new"] == 40
+
+
+def test_an_empty_store_builds_an_empty_catalog(store: Path, bench: Bench) -> None:
+    code, out, _ = bench("--store", str(store), "catalog", "build")
+    assert code == 0 and out.startswith("catalog: 0 new, 0 changed, 0 kept, 0 runs")
+    doc = json.loads((store / "catalog.json").read_text())
+    assert doc["runs"] == [] and "last_updated" not in doc
+    assert bench("--store", str(store), "catalog", "validate")[0] == 0

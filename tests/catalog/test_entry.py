@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchlab.catalog import extract_entry, winner
+from benchlab.catalog import _time_key, extract_entry, winner
 from benchlab.errors import SchemaError, StoreError
 
 RUN_ID = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
@@ -215,3 +215,19 @@ def test_winner_compares_instants_not_strings() -> None:
     earlier_offset = entry(timestamp="2025-01-06T12:30:00+01:00")  # 11:30 UTC
     assert winner(utc, earlier_offset) is utc
     assert winner(earlier_offset, utc) is utc
+
+
+@pytest.mark.parametrize(
+    ("stamp", "key"),
+    [
+        ("2025-01-06T12:00:00Z", (1, "2025-01-06T12:00:00.000000Z")),
+        ("2025-01-06T13:00:00+01:00", (1, "2025-01-06T12:00:00.000000Z")),
+        ("2025-01-06T00:30:00-0130", (1, "2025-01-06T02:00:00.000000Z")),
+        ("2025-01-06T12:00:00.5Z", (1, "2025-01-06T12:00:00.500000Z")),
+        ("2025-01-06 12:00:00", (1, "2025-01-06T12:00:00.000000Z")),
+        ("2025-13-06T12:00:00Z", (0, "2025-13-06T12:00:00Z")),
+        ("yesterday", (0, "yesterday")),
+    ],
+)
+def test_time_key_is_the_same_on_every_python(stamp: str, key: tuple[int, str]) -> None:
+    assert _time_key(stamp) == key
