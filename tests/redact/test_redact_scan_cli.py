@@ -131,3 +131,30 @@ def test_this_repository_scans_clean(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.chdir(REPO)
     assert main(["scan", "--tracked"]) == 0
+
+
+def test_pre_commit_hook_blocks_a_commit_with_a_tell(git_repo: Path) -> None:
+    import shutil
+    import subprocess
+
+    from .conftest import REPO
+
+    hook = git_repo / ".git" / "hooks" / "pre-commit"
+    shutil.copy(REPO / "tools" / "hooks" / "pre-commit", hook)
+    (git_repo / "ok.md").write_text("SmolLM2-135M Q4_K_M on RTX 4070: 128.2 tok/s\n")
+    git(git_repo, "add", "ok.md")
+    git(git_repo, "commit", "-q", "-m", "clean")
+    (git_repo / "leak.md").write_text("ran on ip-10-0-0-1.ec2.internal\n")
+    git(git_repo, "add", "leak.md")
+    done = subprocess.run(
+        ["git", "commit", "-q", "-m", "leak"],
+        cwd=git_repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    output = done.stdout + done.stderr  # git sends a hook's output to stderr
+    assert "leak.md" in output and "[host]" in output
+    assert "ip-10-0-0-1" not in output
+    assert git(git_repo, "log", "--format=%s").split() == ["clean"]
