@@ -345,7 +345,7 @@ def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
 
 
 def load_catalog(
-    path: Path, raw: bytes | None = None, *, trusted: bool = False
+    path: Path, raw: bytes | str | None = None, *, trusted: bool = False
 ) -> tuple[dict[str, Any], dict[str, dict]]:
     """(document, entries by run id); an absent catalog is empty.
 
@@ -487,6 +487,13 @@ def render_catalog(doc: dict[str, Any], reuse: dict[str, str] | None = None) -> 
 def catalog_text(doc: dict[str, Any]) -> str:
     """The bytes written for a catalog document: exactly `layout.canonical_json(doc)`."""
     return render_catalog(doc)
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"{path}: $: not UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
 def _digest(data: bytes) -> str:
@@ -650,7 +657,8 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     cached_dirs: dict[str, list[Any]] = cache.get("dirs", {})
     raw = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
     trusted = raw is not None and cache.get("catalog") == _digest(raw)
-    old_doc, old_entries = load_catalog(store.catalog_path, raw, trusted=trusted)
+    text = _decode(store.catalog_path, raw) if raw is not None else None
+    old_doc, old_entries = load_catalog(store.catalog_path, text, trusted=trusted)
     old_inventory = load_inventory(store.inventory_path)
     specs = _machine_specs(store)
 
@@ -698,8 +706,8 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
         static[machine] = summary_from_specs(parsed)
     doc = finalize(merged, static)
     reuse = {}
-    if trusted and raw is not None:
-        reuse = reusable_items(raw.decode("utf-8"), old_doc.get("runs", []))
+    if trusted and text is not None:
+        reuse = reusable_items(text, old_doc.get("runs", []))
         for run_id in touched:
             reuse.pop(run_id, None)
     data = render_catalog(doc, reuse).encode("utf-8")

@@ -100,6 +100,9 @@ def test_a_rewritten_record_is_read_again_and_wins(fleet: Path) -> None:
     # ok beats failed whichever came later; a failed -> ok retry replaces the entry.
     assert entry["status"] == "ok"
     assert result.changed == (1 if record["status"] == "ok" else 0)
+    incremental = (fleet / "catalog.json").read_bytes()
+    build(Store(fleet), full=True)
+    assert (fleet / "catalog.json").read_bytes() == incremental
 
 
 def test_entries_whose_run_dirs_vanished_are_kept(fleet: Path, bench: Bench) -> None:
