@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shlex
@@ -33,7 +34,7 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import SchemaError, StoreError
+from benchlab.errors import BenchlabError, SchemaError, StoreError
 from benchlab.ids import check_id, slug
 from benchlab.layout import (
     BATCH,
@@ -48,7 +49,11 @@ from benchlab.layout import (
     parse_model,
     read_json,
 )
+from benchlab.models import HOLE_ERROR_PREFIX
 from benchlab.redact import scrub_public
+
+log = logging.getLogger("benchlab.catalog")
+HOLE_TAG = "hole"
 
 CATALOG_SCHEMA = "benchmark/catalog.v1"
 INVENTORY_SCHEMA = "benchmark/machine-inventory.v1"
@@ -137,6 +142,8 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
         tags = list(spec.tags) if spec else []
     if record is not None:
         tags.extend(record.tags)
+        if (record.error or "").startswith(HOLE_ERROR_PREFIX):
+            tags.append(HOLE_TAG)  # never measured: the site's fleet health counts these
         entry["status"] = record.status
         entry["failure_kind"] = record.failure_kind
     else:
@@ -504,11 +511,11 @@ def _digest(data: bytes) -> str:
 
 
 def _machine_specs(store: Store) -> dict[str, Any]:
-    """Machine specs by id: public `machines/<id>/specs.json`, else the private copy."""
+    """Machine specs by id: this clone's private copy, else the public one from git."""
     from benchlab.models import MachineSpecs
 
     found: dict[str, Path] = {}
-    for base in (store.by_machine, store.machines_dir):
+    for base in (store.machines_dir, store.by_machine):
         if not base.is_dir():
             continue
         for child in sorted(os.scandir(base), key=lambda d: d.name):
@@ -634,6 +641,7 @@ class BuildResult:
     views_written: int = 0
     views_removed: int = 0
     catalog_written: bool = False
+    specs_published: int = 0
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -717,6 +725,7 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     inventory = render(build_inventory(old_inventory, specs, merged)).encode("utf-8")
     if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
         atomic_write_bytes(store.inventory_path, inventory)
+    result.specs_published = publish_specs(store, specs)
 
     if trusted and not full and store.by_model.is_dir() and store.by_date.is_dir():
         written, removed = refresh_views(store, {k: merged[k] for k in touched}, old_entries)
@@ -725,7 +734,40 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     result.views_written, result.views_removed = written, removed
     cache_doc = {"version": CACHE_VERSION, "catalog": _digest(data), "dirs": new_cache}
     atomic_write_text(cache_path, json.dumps(cache_doc, sort_keys=True, separators=(",", ":")))
+    if result.catalog_written:
+        _warm_query_cache(store)
     return result
+
+
+def publish_specs(store: Store, specs: dict[str, Any]) -> int:
+    """Redacted public copies (machines/<id>/specs.json) of the specs this clone holds.
+
+    The hostname goes, and every value passes the redaction policy; a copy is rewritten only
+    when its text changes, so builds stay quiet in git.
+    """
+    from benchlab.layout import dump_model
+    from benchlab.models import MachineSpecs
+
+    written = 0
+    for machine, parsed in sorted(specs.items()):
+        public = scrub_public(dump_model(parsed))
+        public.pop("hostname", None)
+        text = render(dump_model(MachineSpecs.model_validate(public)))
+        target = store.public_specs(machine)
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            atomic_write_text(target, text)
+            written += 1
+    return written
+
+
+def _warm_query_cache(store: Store) -> None:
+    """Load the new catalog once through the query loader, so the first question is fast."""
+    from benchlab.query import load_catalog as load_for_queries
+
+    try:
+        load_for_queries(store.catalog_path, cache=store.query_cache)
+    except BenchlabError as exc:  # a cache is an optimisation: never fail the build for it
+        log.warning("query cache not warmed: %s", exc)
 
 
 # --- views --------------------------------------------------------------------------------

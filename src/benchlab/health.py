@@ -15,9 +15,9 @@ from typing import Any
 
 from benchlab.exporter import SweepView, load_if_present
 from benchlab.layout import IN_FLIGHT, RAW_DIR, RETRIES, Store
+from benchlab.models import HOLE_ERROR_PREFIX
 from benchlab.sweep.schedule_log import read_retries
 
-HOLE_PREFIX = "not attempted"
 TAIL_LINES = 20
 
 
@@ -28,6 +28,10 @@ def _time(text: Any) -> float | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def _is_hole(record: dict[str, Any]) -> bool:
+    return str(record.get("error") or "").startswith(HOLE_ERROR_PREFIX)
 
 
 def _tail(path: Path, lines: int = TAIL_LINES) -> str | None:
@@ -127,7 +131,9 @@ def report(store: Store, experiment: str, *, window: int | None = None) -> Sweep
                 mtbf_s=(up_time / failures) if failures and span else None,
                 ok=sum(1 for r in mine if r.get("status") == "ok"),
                 failed=sum(1 for r in mine if r.get("status") != "ok"),
-                holes=sum(1 for r in mine if str(r.get("error") or "").startswith(HOLE_PREFIX)),
+                holes=sum(
+                    1 for r in mine if str(r.get("error") or "").startswith(HOLE_ERROR_PREFIX)
+                ),
                 in_flight=running,
                 breaker=breaker.get("state"),
                 trips=len(breaker.get("trips") or []),
@@ -143,7 +149,9 @@ def report(store: Store, experiment: str, *, window: int | None = None) -> Sweep
             )
         )
     for record, _ in records:
-        if record.get("status") == "ok" or str(record.get("error") or "").startswith(HOLE_PREFIX):
+        if record.get("status") == "ok" or str(record.get("error") or "").startswith(
+            HOLE_ERROR_PREFIX
+        ):
             continue
         raw = store.run_dir(str(record["machine_id"]), str(record["run_id"])) / RAW_DIR
         out, err = raw / "stdout.txt", raw / "stderr.txt"

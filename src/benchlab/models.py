@@ -281,6 +281,10 @@ class Timings(_Open):
     duration_s: float | None = None
 
 
+HOLE_ERROR_PREFIX = "not attempted"
+"""How a hole's record error begins: the point was never measured (seed 000)."""
+
+
 class RunRecord(_Document):
     """`record.json`: what the sweep runner says about one attempt at one point.
 

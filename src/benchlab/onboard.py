@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import BenchlabError
 from benchlab.ids import check_id
-from benchlab.layout import dump_model, read_json, read_model, write_model
+from benchlab.layout import read_json, read_model, write_model
 from benchlab.models import DeviceConfig, MachineSpecs, RunRecord, SweepConfig
 
 if TYPE_CHECKING:
@@ -66,15 +66,6 @@ def smoke_config(machine_id: str, device_id: str, device: DeviceConfig) -> Sweep
     )
 
 
-def write_public_specs(store: Store, specs: MachineSpecs) -> None:
-    """The redacted copy under machines/<id>/specs.json (no hostname, no private paths)."""
-    from benchlab.redact import scrub_public
-
-    public = scrub_public(dump_model(specs))
-    public.pop("hostname", None)
-    write_model(store.public_specs(specs.machine_id), MachineSpecs.model_validate(public))
-
-
 def onboard(
     store: Store,
     machine_id: str,
@@ -86,7 +77,10 @@ def onboard(
     smoke: bool = True,
     progress: Any = None,
 ) -> OnboardResult:
-    """Detect, record, smoke-test and check one machine; the catalog is rebuilt at the end."""
+    """Detect, record, smoke-test and check one machine.
+
+    The catalog build at the end publishes the redacted specs and updates the inventory.
+    """
     from benchlab.catalog import build
     from benchlab.remote_specs import onboard_remote
 
@@ -102,7 +96,6 @@ def onboard(
     if updates:
         specs = specs.model_copy(update=updates)
         write_model(store.private_specs(machine_id), specs)
-    write_public_specs(store, specs)
     result = OnboardResult(specs=specs, checks=[])
     if smoke:
         from benchlab.sweep.sequential import run_sweep

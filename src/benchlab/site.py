@@ -50,12 +50,11 @@ from benchlab.charts import (
 from benchlab.errors import ConfigError, StoreError
 from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
-from benchlab.models import CatalogEntry
+from benchlab.models import HOLE_ERROR_PREFIX, CatalogEntry
 from benchlab.redact import scrub_public
 
 RECENT_RUNS = 25
 HISTORY_RUNS = 50
-HOLE_PREFIX = "not attempted"
 ASSETS = ("benchlab.js", "benchlab.css", "iframe-worker.js", "iframe-worker.LICENSE")
 
 # --- escaping -------------------------------------------------------------------------------
@@ -103,7 +102,7 @@ def _time(stamp: str | None) -> str:
 def _is_hole(run: CatalogEntry) -> bool:
     error = (run.model_extra or {}).get("error")
     return run.status == "failed" and (
-        (isinstance(error, str) and error.startswith(HOLE_PREFIX)) or "hole" in run.tags
+        (isinstance(error, str) and error.startswith(HOLE_ERROR_PREFIX)) or "hole" in run.tags
     )
 
 

@@ -54,7 +54,7 @@ def clone_and_build(
         assert bench(repo, "catalog", "install-merge-driver") == 0
     [run_id] = make_fleet(repo / STORE, 1, seed=1, first=index, step_s=STEP)
     assert bench(repo, "catalog", "build") == 0
-    git(repo, "add", str(STORE / "catalog.json"), str(STORE / "machines" / "catalog.json"))
+    git(repo, "add", str(STORE / "catalog.json"), str(STORE / "machines"))
     git(repo, "commit", "-q", "-m", f"{name}: one more run")
     return repo, run_id
 

@@ -56,6 +56,7 @@ from benchlab.layout import (
     write_model,
 )
 from benchlab.models import (
+    HOLE_ERROR_PREFIX,
     AgentEnvelope,
     AgentTask,
     FailureKind,
@@ -489,7 +490,8 @@ class Runner:
             experiment=self.experiment,
             status="failed",
             failure_kind=failure_kind,
-            error=f"not attempted: {reason.rstrip().rstrip('.')}. Re-run to retry this point.",
+            error=f"{HOLE_ERROR_PREFIX}: {reason.rstrip().rstrip('.')}. "
+            "Re-run to retry this point.",
             warnings=[HOLE_WARNING],
             attempt=0,
             attempts=self.config.policies.retries.attempts,
