@@ -70,7 +70,7 @@ def test_run_then_resume_then_dry_run_shows_done(tmp_path: Path, env: Path, caps
     assert out[3].startswith("[  4/4] local command tiny q8 t2: decode 12.00 t/s")
     assert out[4].startswith("4 run(s) in ") and out[4].endswith(", 0 failed")
     assert "bench catalog build" in out[-1]
-    runs = sorted((env / "runs" / "by-machine" / "local").iterdir())
+    runs = sorted(p for p in (env / "runs" / "by-machine" / "local").iterdir() if p.is_dir())
     assert len(runs) == 4
     before = files(env)
     assert main(["run", str(path)]) == 0
@@ -138,7 +138,7 @@ matrix:
     assert main(["run", str(config(tmp_path, text=text))]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith("[  1/1] local reference tiny q8 t1 p16/n4: prefill ")
-    (run,) = (env / "runs" / "by-machine" / "local").iterdir()
+    (run,) = [p for p in (env / "runs" / "by-machine" / "local").iterdir() if p.is_dir()]
     manifest = json.loads((run / "manifest.json").read_text())
     record = json.loads((run / "record.json").read_text())
     assert record["status"] == "ok" and record["metrics"]["decode_tok_per_sec"] > 0

@@ -67,9 +67,7 @@ def run(args: argparse.Namespace) -> int:
     runner = _runner(args.concurrent)
     out = sys.stdout
     chatter = sys.stderr if args.format == "json" else sys.stdout
-    from benchlab.remote_specs import record_missing_specs
-
-    notes = preflight(config, str(args.config)) + record_missing_specs(store, config)
+    notes = preflight(config, str(args.config))
     progress = make_progress(chatter, quiet=args.quiet)
     for note in notes:
         progress.event(f"WARNING {note}")
@@ -82,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
             server.shutdown()
             server.server_close()
 
+    from benchlab.remote_specs import record_missing_specs
+
+    for note in record_missing_specs(
+        store, config
+    ):  # after the sweep: a refused one writes nothing
+        print(f"WARNING {note}", file=chatter)
     failed = len(result.failed)
     if args.format == "json":
         out.write(_result_json(result))
