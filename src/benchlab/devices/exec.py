@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import signal
-import subprocess
 from typing import Any
 
 from benchlab.devices.base import Transport
+from benchlab.devices.process import run_agent_process, tail
 from benchlab.errors import ConfigError, DeviceError
 from benchlab.models import DeviceConfig
 
@@ -89,11 +87,6 @@ PREFIX_FAILURE_TEXT = (
 )
 
 
-def _tail(text: str, limit: int = 300) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return (lines[-1] if lines else "")[:limit]
-
-
 class ExecTransport(Transport):
     """Runs agent verbs through `config.command`; prefix-tool failures -> DeviceError."""
 
@@ -146,45 +139,21 @@ class ExecTransport(Transport):
         if payload is not None:
             data += json.dumps(payload).encode()
         argv = [*self.prefix, self.config.python, "-c", BOOTSTRAP, verb]
-        try:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise DeviceError(
-                f"{where}: cannot start {self.prefix[0]!r}: {exc.strerror or exc}", self.device_id
-            ) from exc
-        try:
-            out_bytes, err_bytes = process.communicate(data, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                process.kill()
-            process.communicate()
-            raise DeviceError(
-                f"{where}: no answer within {timeout:g} s (killed)", self.device_id
-            ) from exc
-        out = out_bytes.decode("utf-8", "replace")
-        err = err_bytes.decode("utf-8", "replace")
+        done = run_agent_process(argv, data, timeout=timeout, where=where, device_id=self.device_id)
+        out, err, code = done.out, done.err, done.returncode
         try:
             answer = json.loads(out)
         except ValueError:
             answer = None
-        code = process.returncode
         if code in PREFIX_FAILURE_CODES or (code < 0):
             raise DeviceError(
-                f"{where} failed (exit {code}): {_tail(err) or _tail(out) or 'no output'}",
+                f"{where} failed (exit {code}): {tail(err) or tail(out) or 'no output'}",
                 self.device_id,
             )
         if answer is None:
             lowered = err.lower()
             hint = next((text for text in PREFIX_FAILURE_TEXT if text in lowered), None)
-            reason = _tail(err) or _tail(out) or "no output"
+            reason = tail(err) or tail(out) or "no output"
             raise DeviceError(
                 f"{where}: no JSON answer (exit {code}"
                 + (f", {hint}" if hint else "")
@@ -194,7 +163,7 @@ class ExecTransport(Transport):
         if code != 0:
             reason = answer.get("error") if isinstance(answer, dict) else None
             raise DeviceError(
-                f"{where} failed (exit {code}): {reason or _tail(err) or 'no output'}",
+                f"{where} failed (exit {code}): {reason or tail(err) or 'no output'}",
                 self.device_id,
             )
         return answer

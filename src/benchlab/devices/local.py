@@ -13,20 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Literal
 
 from benchlab.devices.base import Transport
+from benchlab.devices.process import run_agent_process, tail
 from benchlab.errors import DeviceError
 from benchlab.models import DeviceConfig
-
-
-def _tail(text: str, limit: int = 300) -> str:
-    lines = text.strip().splitlines()
-    return (lines[-1] if lines else "")[:limit]
 
 
 class LocalTransport(Transport):
@@ -81,46 +75,27 @@ class LocalTransport(Transport):
     def call(self, verb: str, payload: dict[str, Any] | None = None, *, timeout: float) -> Any:
         where = f"device {self.device_id!r}: agent {verb}"
         argv = self._argv(verb)
-        data = json.dumps(payload) if payload is not None else ""
-        try:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self._env(),
-                cwd=self._cwd(),
-                text=True,
-                errors="replace",
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise DeviceError(
-                f"{where}: cannot start interpreter {self.python!r}: {exc.strerror or exc}",
-                self.device_id,
-            ) from exc
-        try:
-            out, err = process.communicate(data, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                process.kill()
-            process.communicate()
-            raise DeviceError(
-                f"{where}: no answer within {timeout:g} s (killed)", self.device_id
-            ) from exc
+        data = json.dumps(payload).encode() if payload is not None else b""
+        done = run_agent_process(
+            argv,
+            data,
+            timeout=timeout,
+            where=where,
+            device_id=self.device_id,
+            env=self._env(),
+            cwd=self._cwd(),
+            what="interpreter ",
+        )
+        out, err = done.out, done.err
         answer: Any = None
         try:
             answer = json.loads(out)
         except ValueError:
             answer = None
-        if process.returncode != 0:
+        if done.returncode != 0:
             reason = answer.get("error") if isinstance(answer, dict) else None
-            reason = reason or _tail(err) or _tail(out) or "no output"
-            raise DeviceError(
-                f"{where} failed (exit {process.returncode}): {reason}", self.device_id
-            )
+            reason = reason or tail(err) or tail(out) or "no output"
+            raise DeviceError(f"{where} failed (exit {done.returncode}): {reason}", self.device_id)
         if not isinstance(answer, dict):
             raise DeviceError(
                 f"{where} answered something that is not one JSON object: {out[:200]!r}",
