@@ -237,6 +237,7 @@ def _import_asv_file(
     store: Store, path: Path, machine: str, units: dict[str, Any], report: ImportReport
 ) -> None:
     data = read_json(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise SchemaError(f"{path}: $.results: expected an object of benchmark results")
     columns = data.get("result_columns")
@@ -301,7 +302,7 @@ def _import_asv_file(
                 "source": "asv",
                 "file": path.name,
                 "benchmark": name,
-                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "sha256": digest,
             },
         )
         _write_run(store, manifest, kernel, batch, raw)
