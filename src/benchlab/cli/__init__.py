@@ -51,13 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
     for name in VERB_MODULES:
-        try:
-            module = importlib.import_module(f"benchlab.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"benchlab.cli.{name}":
-                continue  # a verb not built yet
-            raise
-        module.register(subparsers)
+        importlib.import_module(f"benchlab.cli.{name}").register(subparsers)
     return parser
 
 
