@@ -735,7 +735,7 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     cache_doc = {"version": CACHE_VERSION, "catalog": _digest(data), "dirs": new_cache}
     atomic_write_text(cache_path, json.dumps(cache_doc, sort_keys=True, separators=(",", ":")))
     if result.catalog_written:
-        _warm_query_cache(store)
+        _warm_query_cache(store, doc)
     return result
 
 
@@ -760,13 +760,13 @@ def publish_specs(store: Store, specs: dict[str, Any]) -> int:
     return written
 
 
-def _warm_query_cache(store: Store) -> None:
-    """Load the new catalog once through the query loader, so the first question is fast."""
-    from benchlab.query import load_catalog as load_for_queries
+def _warm_query_cache(store: Store, doc: dict[str, Any]) -> None:
+    """Hand the new catalog to the query cache, so the first question after a build is fast."""
+    from benchlab.query import prime_cache
 
     try:
-        load_for_queries(store.catalog_path, cache=store.query_cache)
-    except BenchlabError as exc:  # a cache is an optimisation: never fail the build for it
+        prime_cache(store.catalog_path, store.query_cache, doc)
+    except (BenchlabError, OSError) as exc:  # an optimisation: never fail the build for it
         log.warning("query cache not warmed: %s", exc)
 
 
