@@ -168,6 +168,7 @@ class _Sweep:
         self.clocks: dict[str, dict[str, Any]] = {}
         self._progress_lock = threading.Lock()
         self._wall_minus_mono = time.time() - clock()
+        self._in_flight_written: dict[str, int] | None = None
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -262,12 +263,15 @@ class _Sweep:
                         "finish, the rest stay pending for resume"
                     )
                     self.stop(requested=True)
+                self._publish_in_flight()
                 alive[0].join(STOP_POLL_S)
         except BaseException:
             self.stop(requested=False)
             for thread in threads:
                 thread.join()
             raise
+        finally:
+            self._publish_in_flight()
         if self.crash is not None:
             raise self.crash
 
@@ -292,7 +296,6 @@ class _Sweep:
                 if transport is None:
                     transport = self._open(device, worker)
                 point = job.point
-                self._publish_in_flight()
                 started = getattr(self.progress, "point_started", None)
                 if callable(started):
                     with self._progress_lock:
@@ -313,7 +316,6 @@ class _Sweep:
                     _close_quietly(transport)
                     transport = None
                 self._finish(device, worker, job, outcome.record, outcome.failure_kind)
-                self._publish_in_flight()
         except BaseException as exc:
             with self.lock:
                 self.crash = self.crash or exc
@@ -325,12 +327,16 @@ class _Sweep:
     def _publish_in_flight(self) -> None:
         """in_flight.json: points running now per device, for observers such as the exporter.
 
-        Not fsynced: it is a window on the present, and a crash makes it stale, never torn.
+        Written by the main thread as it polls for a stop request, and only on change, so
+        workers never wait on it; not fsynced: a crash makes it stale, never torn.
         """
         with self.lock:
             counts = {device.id: device.busy for device in self.devices.values()}
+        if counts == self._in_flight_written:
+            return
         text = json.dumps(counts, sort_keys=True) + "\n"
         atomic_write_bytes(self.log.schedule_path.parent / IN_FLIGHT, text.encode(), durable=False)
+        self._in_flight_written = counts
 
     def _ready(self, device: _Device) -> bool:
         return (
