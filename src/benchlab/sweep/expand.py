@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from benchlab.benchmarks import BACKENDS
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import spec_id
 from benchlab.models import Policies, RunSpec, SweepConfig
@@ -36,21 +37,8 @@ AXES = (
 
 DEFAULT_MODE = "batch"
 REQUIRED = ("backend", "model", "precision")
-KNOWN_BACKENDS = ("command", "llama-bench", "reference")
-_HASHED = (
-    "device",
-    "machine_id",
-    "backend",
-    "model",
-    "precision",
-    "mode",
-    "threads",
-    "prompt_tokens",
-    "gen_tokens",
-    "batch_sizes",
-    "params",
-    "failover_from",
-)
+_HASHED = (*AXES, "machine_id", "failover_from")
+"""What a spec id hashes: what is measured (config_hash sorts keys, so order is free)."""
 
 
 def expand(config: SweepConfig, *, where: str = "sweep config") -> list[RunSpec]:
@@ -179,9 +167,9 @@ def _check_backend(name: str, where: str, key: str) -> None:
     try:
         from benchlab.benchmarks import get_backend
     except ImportError:
-        if name not in KNOWN_BACKENDS:
+        if name not in BACKENDS:
             raise ConfigError(
-                f"{where}: {key}: unknown backend {name!r} (known: {', '.join(KNOWN_BACKENDS)})"
+                f"{where}: {key}: unknown backend {name!r} (known: {', '.join(BACKENDS)})"
             ) from None
         return
     try:
