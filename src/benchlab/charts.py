@@ -372,6 +372,17 @@ def throughput_chart(runs: Sequence[CatalogEntry], slug: str = "throughput") -> 
     )
 
 
+WIDE_RANGE = 20.0
+"""A y range wider than this ratio is drawn on a log axis, or the slow series lie flat at 0."""
+
+
+def _log_y_if_wide(layout: dict[str, Any], values: Sequence[float | None]) -> None:
+    positive = [v for v in values if v is not None and v > 0]
+    if positive and max(positive) / min(positive) > WIDE_RANGE:
+        layout["yaxis"]["type"] = "log"
+        layout["yaxis"].pop("rangemode", None)
+
+
 def scaling_chart(
     runs: Sequence[CatalogEntry], store_root: Path | None = None, slug: str = "scaling"
 ) -> Chart:
@@ -406,6 +417,7 @@ def scaling_chart(
             for p in points
         )
     layout = _layout("Scaling with batch size", "Batch size", "Aggregate tokens/s")
+    _log_y_if_wide(layout, [row["agg_tok_per_sec"] for row in rows])
     layout["xaxis"]["type"] = "log"
     layout["xaxis"]["dtick"] = 0.30102999566398120  # log10(2): ticks at powers of two
     return Chart(
@@ -619,6 +631,7 @@ def trend_chart(
             }
         )
     layout = _layout("Throughput over time", "Run time (UTC)", "Tokens/s")
+    _log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
     layout["xaxis"]["type"] = "date"
     return Chart(
         slug,

@@ -18,7 +18,9 @@ from benchlab.charts import (
     latest_by_series,
     load_public,
     median_drops,
+    scaling_chart,
     select,
+    trend_chart,
 )
 from benchlab.cli import main
 from benchlab.layout import Store
@@ -184,3 +186,11 @@ def test_png_and_svg_through_kaleido(public_store):
     target = out / "t.png"
     assert main([*argv[:5], "--format", "png", "--output", str(target)]) == 0
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_wide_throughput_range_gets_a_log_axis():
+    slow_and_fast = [entry("pi5", "tiny", "f32", 0, 2.0), entry("gpu", "tiny", "f32", 0, 900.0)]
+    similar = [entry("a", "tiny", "f32", 0, 100.0), entry("b", "tiny", "f32", 0, 150.0)]
+    for runs, axis in ((slow_and_fast, "log"), (similar, None)):
+        for chart in (scaling_chart(runs), trend_chart(runs)):
+            assert chart.figure["layout"]["yaxis"].get("type") == axis, chart.slug
