@@ -24,9 +24,6 @@ import json
 import logging
 import os
 import re
-import shlex
-import subprocess
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -919,95 +916,3 @@ def validate(store: Store) -> ValidationReport:
     ]
     warnings = [f"{run_id}: run dir absent on this clone" for run_id in sorted(absent)]
     return ValidationReport(runs=len(entries), absent=sorted(absent), warnings=warnings)
-
-
-# --- the git merge driver -----------------------------------------------------------------
-
-
-def _read_side(path: Path, label: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise StoreError(f"{label}: cannot read: {exc.strerror}") from None
-    except ValueError as exc:
-        raise SchemaError(f"{label}: $: not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise SchemaError(f"{label}: $: expected a JSON object")
-    return data
-
-
-def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -> str:
-    """Union-merge two versions of catalog.json (or machines/catalog.json) into `ours`.
-
-    The base is not needed: the union of both sides already holds everything the base held
-    (entries are never deleted). Returns the kind of document merged.
-    """
-    label = name or str(ours)
-    sides = []
-    for path, side in ((ours, "ours"), (theirs, "theirs")):
-        sides.append(_read_side(path, f"{label} ({side})"))
-    kinds = {side.get("$schema") for side in sides}
-    if kinds == {CATALOG_SCHEMA}:
-        for data, side in zip(sides, ("ours", "theirs"), strict=True):
-            parse_catalog(f"{label} ({side})", data)
-        merged = merge_catalogs(*sides)
-    elif kinds == {INVENTORY_SCHEMA}:
-        from benchlab.models import MachineInventory
-
-        for data, side in zip(sides, ("ours", "theirs"), strict=True):
-            parse_model(f"{label} ({side})", MachineInventory, data)
-        merged = merge_inventories(*sides)
-    else:
-        raise SchemaError(
-            f"{label}: $.$schema: cannot merge {sorted(map(str, kinds))}; expected both sides "
-            f"to be {CATALOG_SCHEMA!r} or {INVENTORY_SCHEMA!r}"
-        )
-    atomic_write_text(ours, render_catalog(merged))
-    return str(merged["$schema"])
-
-
-def default_driver_command() -> str:
-    """This interpreter running benchlab: works even where `bench` is not on git's PATH."""
-    return f"{shlex.quote(sys.executable)} -m benchlab"
-
-
-def _git(repo: Path, *args: str) -> str:
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60
-        )
-    except FileNotFoundError:
-        raise StoreError("git: not found on PATH") from None
-    except subprocess.CalledProcessError as exc:
-        message = (exc.stderr or "").strip().splitlines()
-        raise StoreError(f"git {' '.join(args)}: {message[-1] if message else exc}") from None
-    return done.stdout.strip()
-
-
-def install_merge_driver(store: Store, command: str | None = None) -> list[str]:
-    """Wire the union merge into this clone: `.gitattributes` lines and `.git/config`.
-
-    Returns the .gitattributes lines written. Both are idempotent.
-    """
-    start = store.root if store.root.is_dir() else Path.cwd()
-    top = Path(_git(start, "rev-parse", "--show-toplevel"))
-    root = store.root.resolve()
-    try:
-        rel_root = root.relative_to(top.resolve())
-    except ValueError:
-        raise StoreError(f"{store.root}: the store is not inside the git repo {top}") from None
-    targets = [
-        (rel_root / "catalog.json").as_posix(),
-        (rel_root / "machines" / "catalog.json").as_posix(),
-    ]
-    wanted = [f"{target} merge={MERGE_DRIVER}" for target in targets]
-    attributes = top / ".gitattributes"
-    lines = attributes.read_text(encoding="utf-8").splitlines() if attributes.exists() else []
-    kept = [line for line in lines if not line.split() or line.split()[0] not in targets]
-    text = "\n".join([*kept, *wanted]) + "\n"
-    if not attributes.exists() or attributes.read_text(encoding="utf-8") != text:
-        atomic_write_text(attributes, text)
-    driver = f"{command or default_driver_command()} catalog merge-driver %O %A %B %P"
-    _git(top, "config", f"merge.{MERGE_DRIVER}.name", "benchlab catalog union merge")
-    _git(top, "config", f"merge.{MERGE_DRIVER}.driver", driver)
-    return wanted

@@ -112,14 +112,14 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_merge_driver(args: argparse.Namespace) -> int:
-    from benchlab.catalog import merge_files
+    from benchlab.merge_driver import merge_files
 
     merge_files(args.base, args.ours, args.theirs, args.path)
     return 0
 
 
 def run_install(args: argparse.Namespace) -> int:
-    from benchlab.catalog import install_merge_driver
+    from benchlab.merge_driver import install_merge_driver
 
     for line in install_merge_driver(_store(), args.command):
         print(f".gitattributes: {line}")
