@@ -122,14 +122,17 @@ def memory_info() -> dict[str, Any]:
 def os_info() -> dict[str, Any]:
     name = platform.system()
     version = platform.release()
-    pretty = None
+    release: dict[str, str] = {}
     for line in (_read("/etc/os-release") or "").splitlines():
-        if line.startswith("PRETTY_NAME="):
-            pretty = line.split("=", 1)[1].strip().strip('"')
+        key, sep, value = line.partition("=")
+        if sep:
+            release[key] = value.strip().strip('"')
     return {
-        "name": pretty or name,
+        "name": release.get("PRETTY_NAME") or name,
         "system": name,
-        "version": platform.version() if name != "Linux" else version,
+        # The distribution's own version where it says one; the kernel has its own field.
+        "version": release.get("VERSION_ID")
+        or (platform.version() if name != "Linux" else version),
         "kernel": f"{name} {version}".strip(),
         "in_wsl": "microsoft" in version.lower(),
     }
