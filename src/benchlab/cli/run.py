@@ -21,7 +21,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "not yet done. Results land in runs/by-machine/<machine>/<run-id>/ (private); "
         "`bench catalog build` publishes them.",
     )
-    parser.add_argument("config", metavar="CONFIG", type=Path, help="the sweep config (YAML)")
+    parser.add_argument(
+        "config", metavar="CONFIG", type=Path, nargs="?", help="the sweep config (YAML)"
+    )
+    single = parser.add_argument_group(
+        "one point without a config (seed 002's first-run template)",
+        "bench run --machine-id ID --model smollm2-135m --precision q8 --config batch "
+        "runs the reference benchmark once on this machine as experiment first-run-ID.",
+    )
+    single.add_argument("--machine-id", help="this machine's id (see `bench onboard`)")
+    single.add_argument("--model", help="reference model: tiny, smollm2-135m, smollm2-360m")
+    single.add_argument("--precision", default="q8", help="f32 or q8 (default: q8)")
+    single.add_argument(
+        "--config", dest="mode", default="batch", metavar="MODE", help="run mode (default: batch)"
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="list the points and which are done; write nothing"
     )
@@ -54,9 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
-    from benchlab.sweep.config import load_sweep_config
 
-    config = load_sweep_config(args.config)
+    config = _config(args)
     store = Store(find_store())
     if args.dry_run:
         return _dry_run(store, config, args)
@@ -107,6 +119,36 @@ def run(args: argparse.Namespace) -> int:
         file=chatter,
     )
     return 0 if result.ok else 1
+
+
+def _config(args: argparse.Namespace) -> Any:
+    """The sweep config named on the command line, or the one point the flags describe."""
+    from benchlab.errors import ConfigError
+    from benchlab.models import SweepConfig
+    from benchlab.sweep.config import load_sweep_config, parse_sweep_config
+
+    if args.config is not None:
+        if args.model or args.machine_id:
+            raise ConfigError("give either CONFIG or --machine-id/--model, not both")
+        return load_sweep_config(args.config)
+    if not (args.model and args.machine_id):
+        raise ConfigError("give a sweep CONFIG, or --machine-id and --model for one point")
+    machine = args.machine_id
+    config: SweepConfig = parse_sweep_config(
+        {
+            "experiment": f"first-run-{machine}",
+            "devices": {machine: {"transport": "local"}},
+            "matrix": {
+                "backend": "reference",
+                "model": args.model,
+                "precision": args.precision,
+                "mode": args.mode,
+            },
+        },
+        "command line",
+    )
+    args.config = Path(f"<{config.experiment}>")
+    return config
 
 
 def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) -> Any:
