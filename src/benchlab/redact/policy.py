@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchlab.errors import ConfigError
+from benchlab.layout import Store, find_store
 from benchlab.redact import tells
 from benchlab.redact.tells import Detector
 
@@ -312,7 +313,7 @@ def load_policy(store_root: Path | None) -> Policy:
     """The policy of a store (built-in classes alone when there is no store)."""
     if store_root is None or not store_root.is_dir():
         return build_policy(RedactionConfig())
-    config = read_config(store_root / "redaction.yaml")
+    config = read_config(Store(store_root).redaction_path)
     return build_policy(config, collect_store_names(store_root))
 
 
@@ -321,14 +322,12 @@ _CACHE: dict[tuple[Any, ...], Policy] = {}
 
 def default_policy() -> Policy:
     """The policy of the store found from here, cached while its sources are unchanged."""
-    from benchlab.layout import find_store
-
     root = find_store()
     key = (
         str(root),
         *(
             _mtime(p)
-            for p in (root / "redaction.yaml", root.parent / "sweeps", root / "runs" / "by-machine")
+            for p in (Store(root).redaction_path, root.parent / "sweeps", Store(root).by_machine)
         ),
     )
     policy = _CACHE.get(key)

@@ -141,10 +141,6 @@ def _json_slots(value: Any) -> tuple[list[str], list[str], list[str | None]]:
     return strings, pointers, keys
 
 
-def scan_json(policy: Policy, value: Any, path: str) -> list[Finding]:
-    return _scan_slots(policy, _json_slots(value), path)
-
-
 Slots = tuple[list[str], list[str], list[str | None]]
 
 
@@ -190,12 +186,6 @@ def _scan_slots(
 
 def is_binary(data: bytes) -> bool:
     return b"\0" in data[:_SNIFF]
-
-
-def scan_bytes(policy: Policy, data: bytes, path: str) -> list[Finding] | None:
-    """Findings in one file's content; None for a binary file (not scanned)."""
-    unit = _unit(data, path)
-    return None if unit is None else _scan_batch(policy, [unit])
 
 
 def scan_name(policy: Policy, relative: str, hits: list[Hit] | None = None) -> list[Finding]:

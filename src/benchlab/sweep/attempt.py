@@ -51,7 +51,6 @@ from benchlab.layout import (
     RECORD,
     atomic_write_json,
     atomic_write_text,
-    dump_model,
     read_json,
     write_model,
 )
@@ -512,8 +511,3 @@ def _tags(spec: RunSpec) -> list[str]:
 
 def _iso(stamp: float) -> str:
     return utc_iso(datetime.fromtimestamp(stamp, tz=timezone.utc))
-
-
-def dump_record(record: RunRecord) -> dict[str, Any]:
-    """A record as written to disk (for JSON output of the CLI)."""
-    return dump_model(record)

@@ -29,9 +29,5 @@ class SweepResult:
         return [record for record in self.records if record.status != "ok"]
 
     @property
-    def succeeded(self) -> list[RunRecord]:
-        return [record for record in self.records if record.status == "ok"]
-
-    @property
     def ok(self) -> bool:
         return not self.failed and not self.stopped
