@@ -22,7 +22,15 @@ from typing import Any
 
 from benchlab.errors import StoreError
 from benchlab.exposition import CONTENT_TYPE, MetricFamily, render
-from benchlab.layout import IN_FLIGHT, MANIFEST, RECORD, RETRIES, SCHEDULE, SWEEP_STATE
+from benchlab.layout import (
+    IN_FLIGHT,
+    MANIFEST,
+    RECORD,
+    RETRIES,
+    SCHEDULE,
+    SWEEP_STATE,
+    Store,
+)
 from benchlab.sweep.schedule_log import read_retries
 
 log = logging.getLogger("benchlab.exporter")
@@ -71,7 +79,7 @@ class SweepView:
         self.sweep_dir = sweep_dir
         if not (sweep_dir / SWEEP_STATE).is_file():
             raise StoreError(f"{sweep_dir}: not a sweep directory (no {SWEEP_STATE})")
-        self.store_root = sweep_dir.parent.parent.parent
+        self.store = Store(sweep_dir.parent.parent.parent)
 
     def state(self) -> dict[str, Any]:
         return load_if_present(self.sweep_dir / SWEEP_STATE) or {}
@@ -83,7 +91,7 @@ class SweepView:
         """Records of this sweep (same experiment, run id ending in the sweep's stamp)."""
         state = self.state()
         experiment, stamp = state.get("experiment"), state.get("stamp")
-        by_machine = self.store_root / "runs" / "by-machine"
+        by_machine = self.store.by_machine
         for record_path in sorted(by_machine.glob(f"*/*-{stamp}/{RECORD}")):
             record = load_if_present(record_path)
             if not isinstance(record, dict) or record.get("experiment") != experiment:
@@ -153,9 +161,10 @@ def collect(view: SweepView) -> list[MetricFamily]:
         "benchlab_point_temperature_celsius", "Maximum temperature sampled during the point."
     )
 
+    records = list(view.records())
+    machine_of = {str(r.get("device")): str(r.get("machine_id")) for r, _ in records}
     in_flight_now = load_if_present(view.sweep_dir / IN_FLIGHT) or {}
     clocks = schedule.get("clocks") if isinstance(schedule.get("clocks"), dict) else {}
-    by_machine = view.store_root / "runs" / "by-machine"
     for device, info in sorted(_device_states(schedule).items()):
         labels = {"device": device}
         breaker = info.get("breaker") if isinstance(info.get("breaker"), dict) else {}
@@ -166,10 +175,8 @@ def collect(view: SweepView) -> list[MetricFamily]:
         in_flight.add(
             labels, in_flight_now.get(device, 0) if isinstance(in_flight_now, dict) else 0
         )
-        machine = info.get("machine_id") or device
-        quota.add(
-            labels, _effective_cores(load_if_present(by_machine / str(machine) / "specs.json"))
-        )
+        specs = view.store.private_specs(machine_of.get(device, device))
+        quota.add(labels, _effective_cores(load_if_present(specs)))
         clock = clocks.get(device)
         if isinstance(clock, dict) and "error" not in clock:
             offset.add(labels, clock.get("offset_s"))
@@ -186,7 +193,7 @@ def collect(view: SweepView) -> list[MetricFamily]:
         retries.add({"device": device}, count)
 
     outcome_counts: Counter[tuple[str, str, str]] = Counter()
-    for record, manifest in view.records():
+    for record, manifest in records:
         labels = point_labels(record, manifest)
         kind = record.get("failure_kind") or ""
         outcome_counts[(labels["device"], str(record.get("status", "")), kind)] += 1

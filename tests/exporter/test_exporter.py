@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import urllib.error
@@ -193,3 +194,19 @@ def test_cli_refuses_a_directory_that_is_not_a_sweep(
     assert main(["export", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a sweep directory" in err
+
+
+def test_cpu_quota_comes_from_the_devices_machine(sweep_dir: Path, prom_parse) -> None:
+    """A device id is not a machine id: the pod `pi5` runs on machine `rack-3` here."""
+    layout = Store(sweep_dir.parents[2])
+    for record_path in layout.by_machine.glob(f"pi5/*-{STAMP}/record.json"):
+        record = json.loads(record_path.read_text())
+        record["machine_id"] = "rack-3"
+        atomic_write_json(layout.run_dir("rack-3", record["run_id"]) / "record.json", record)
+        record_path.unlink()
+    atomic_write_json(layout.private_specs("rack-3"), {"hardware": {"cpu": {"cores_logical": 4}}})
+    quota = dict(
+        (labels["device"], value)
+        for labels, value in _samples(prom_parse(scrape(sweep_dir)), "benchlab_cpu_quota_cores")
+    )
+    assert quota == {"laptop": 1.5, "pi5": 4.0}
