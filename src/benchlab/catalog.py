@@ -46,11 +46,10 @@ from benchlab.layout import (
     parse_model,
     read_json,
 )
-from benchlab.models import HOLE_ERROR_PREFIX
+from benchlab.models import HOLE_ERROR_PREFIX, HOLE_TAG
 from benchlab.redact import scrub_public
 
 log = logging.getLogger("benchlab.catalog")
-HOLE_TAG = "hole"
 
 CATALOG_SCHEMA = "benchmark/catalog.v1"
 INVENTORY_SCHEMA = "benchmark/machine-inventory.v1"

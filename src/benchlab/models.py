@@ -283,6 +283,8 @@ class Timings(_Open):
 
 HOLE_ERROR_PREFIX = "not attempted"
 """How a hole's record error begins: the point was never measured (seed 000)."""
+HOLE_TAG = "hole"
+"""The tag a hole's catalog entry carries (the catalog keeps no error text)."""
 
 
 class RunRecord(_Document):

@@ -50,7 +50,7 @@ from benchlab.charts import (
 from benchlab.errors import ConfigError, StoreError
 from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
-from benchlab.models import HOLE_ERROR_PREFIX, CatalogEntry
+from benchlab.models import HOLE_TAG, CatalogEntry
 from benchlab.redact import scrub_public
 
 RECENT_RUNS = 25
@@ -100,10 +100,7 @@ def _time(stamp: str | None) -> str:
 
 
 def _is_hole(run: CatalogEntry) -> bool:
-    error = (run.model_extra or {}).get("error")
-    return run.status == "failed" and (
-        (isinstance(error, str) and error.startswith(HOLE_ERROR_PREFIX)) or "hole" in run.tags
-    )
+    return run.status == "failed" and HOLE_TAG in run.tags
 
 
 @dataclass(frozen=True)
