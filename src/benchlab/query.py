@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import logging
 import marshal
+import os
 import statistics
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -121,7 +122,7 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
         raise StoreError(missing_catalog_message(path)) from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
-    key = (CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    key = cache_key(stat)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -138,6 +139,11 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
             gc.enable()
 
 
+def cache_key(stat: os.stat_result) -> tuple[Any, ...]:
+    """The cached copy is valid while catalog.json keeps its size, mtime and inode."""
+    return (CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
 def prime_cache(path: Path, cache: Path, doc: dict[str, Any]) -> None:
     """Cache the catalog a build has just written from `doc`, without reading it back.
 
@@ -149,7 +155,7 @@ def prime_cache(path: Path, cache: Path, doc: dict[str, Any]) -> None:
     gc.disable()
     try:
         loaded = check_catalog(path, doc)
-        _write_cache(cache, (CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino), loaded)
+        _write_cache(cache, cache_key(stat), loaded)
     finally:
         if gc_was_enabled:
             gc.enable()

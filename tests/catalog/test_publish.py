@@ -74,8 +74,7 @@ def test_a_build_leaves_the_query_cache_warm(
     make_fleet(store, 3, seed=4)
     assert bench("--store", str(store), "catalog", "build")[0] == 0
     layout = Store(store)
-    stat = layout.catalog_path.stat()
-    key = (query.CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    key = query.cache_key(layout.catalog_path.stat())
     cached = query._read_cache(layout.catalog_path, layout.query_cache, key)
     assert cached is not None, "the build left a cache matching the catalog it wrote"
     parsed = query.load_catalog(layout.catalog_path)
