@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.catalog import build, reusable_items, validate
+from benchlab.catalog.build import build
+from benchlab.catalog.text import reusable_items
+from benchlab.catalog.validate import validate
 from benchlab.errors import SchemaError
 from benchlab.layout import Store, canonical_json
 
@@ -149,7 +151,8 @@ def test_a_pulled_catalog_is_revalidated_and_its_new_entries_get_views(
     make_fleet(other, 3, seed=99)
     build(Store(other))
     # What `git merge` with the driver leaves: the union of both catalogs.
-    from benchlab.catalog import merge_catalogs, render_catalog
+    from benchlab.catalog.merge import merge_catalogs
+    from benchlab.catalog.text import render_catalog
 
     mine = json.loads((fleet / "catalog.json").read_text())
     theirs = json.loads((other / "catalog.json").read_text())

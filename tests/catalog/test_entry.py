@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from benchlab.catalog import _time_key, extract_entry, winner
+from benchlab.catalog.extract import extract_entry
+from benchlab.catalog.merge import _time_key, winner
 from benchlab.errors import SchemaError, StoreError
 
 RUN_ID = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"

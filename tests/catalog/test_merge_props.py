@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlab.catalog import finalize, merge_catalogs, merge_inventories, render, render_catalog
+from benchlab.catalog.merge import finalize, merge_catalogs, merge_inventories
+from benchlab.catalog.text import render, render_catalog
 from benchlab.layout import canonical_json
 
 RUN_IDS = [f"m{m}-model-q8-batch-abcdef01-2025010{d}T120000Z" for m in range(3) for d in range(3)]

@@ -69,15 +69,15 @@ def test_holes_are_tagged_in_the_catalog(
 def test_a_build_leaves_the_query_cache_warm(
     store: Path, make_fleet: Callable, bench: Callable
 ) -> None:
-    from benchlab import query
+    from benchlab.catalog.read import _read_cache, cache_key, load_catalog
 
     make_fleet(store, 3, seed=4)
     assert bench("--store", str(store), "catalog", "build")[0] == 0
     layout = Store(store)
-    key = query.cache_key(layout.catalog_path.stat())
-    cached = query._read_cache(layout.catalog_path, layout.query_cache, key)
+    key = cache_key(layout.catalog_path.stat())
+    cached = _read_cache(layout.catalog_path, layout.query_cache, key)
     assert cached is not None, "the build left a cache matching the catalog it wrote"
-    parsed = query.load_catalog(layout.catalog_path)
+    parsed = load_catalog(layout.catalog_path)
     strip = ("batch_curve",)  # kept encoded in the cache until a row is printed in full
     assert [{k: v for k, v in e.items() if k not in strip} for e in cached.runs] == [
         {k: v for k, v in e.items() if k not in strip} for e in parsed.runs

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from benchlab.cli import main
-from benchlab.exporter import scrape, serve_in_background
 from benchlab.layout import Store, atomic_write_json
+from benchlab.observe.exporter import scrape, serve_in_background
 
 STAMP = "20261201T000000Z"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchlab.exposition import MetricFamily, escape_label_value, format_value, render
+from benchlab.observe.exposition import MetricFamily, escape_label_value, format_value, render
 
 
 def test_label_values_escape_backslash_quote_and_newline() -> None:

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from benchlab.exporter import POINT_LABELS
+from benchlab.observe.exporter import POINT_LABELS
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "grafana" / "benchlab-sweep.json"
 EXPORTED = {

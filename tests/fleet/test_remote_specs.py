@@ -11,8 +11,8 @@ from fleet_hosts import Fleet
 
 from benchlab.errors import DeviceError
 from benchlab.layout import Store, read_model
+from benchlab.machines.remote_specs import onboard_remote
 from benchlab.models import DeviceConfig, MachineSpecs
-from benchlab.remote_specs import onboard_remote
 
 pytestmark = pytest.mark.integration
 

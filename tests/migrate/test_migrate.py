@@ -10,7 +10,7 @@ import pytest
 
 from benchlab.cli import main
 from benchlab.layout import read_model
-from benchlab.llama_rows import model_of, precision_of, read_rows
+from benchlab.machines.llama_rows import model_of, precision_of, read_rows
 from benchlab.models import BatchResults, KernelResults, RunManifest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "migrate"

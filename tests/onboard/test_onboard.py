@@ -110,7 +110,7 @@ def test_checklist_lines_and_machines_listing(
 
 
 def test_a_gpu_probe_that_failed_fails_the_fields_check(onboarded: Path) -> None:
-    from benchlab.onboard import checklist
+    from benchlab.machines.onboard import checklist
 
     layout = Store(onboarded)
     specs = read_json(layout.private_specs("box1"))

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from benchlab import query
+from benchlab.catalog import read
+from benchlab.catalog.read import load_catalog
 from benchlab.errors import SchemaError
 from benchlab.layout import Store
 
@@ -25,33 +26,33 @@ def _no_parse(path: Path) -> Any:
 
 def test_cache_is_written_then_used(golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = Store(golden)
-    first = query.load_catalog(store.catalog_path, cache=store.query_cache)
+    first = load_catalog(store.catalog_path, cache=store.query_cache)
     assert store.query_cache.is_file()
-    monkeypatch.setattr(query, "_parse_catalog", _no_parse)
-    again = query.load_catalog(store.catalog_path, cache=store.query_cache)
+    monkeypatch.setattr(read, "_parse_catalog", _no_parse)
+    again = load_catalog(store.catalog_path, cache=store.query_cache)
     assert again.runs == first.runs and again.machines == first.machines
     assert again.last_updated == first.last_updated == "2025-01-09T10:00:00Z"
 
 
 def test_a_changed_catalog_misses_the_cache(golden: Path) -> None:
     store = Store(golden)
-    query.load_catalog(store.catalog_path, cache=store.query_cache)
+    load_catalog(store.catalog_path, cache=store.query_cache)
     doc = json.loads(store.catalog_path.read_text())
     doc["runs"] = doc["runs"][:2]
     tmp = store.catalog_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc))
     os.replace(tmp, store.catalog_path)  # as a build does: a new file under the old name
-    assert len(query.load_catalog(store.catalog_path, cache=store.query_cache).runs) == 2
+    assert len(load_catalog(store.catalog_path, cache=store.query_cache).runs) == 2
 
 
 def test_a_malformed_catalog_is_refused_even_with_a_cache(golden: Path) -> None:
     store = Store(golden)
-    query.load_catalog(store.catalog_path, cache=store.query_cache)
+    load_catalog(store.catalog_path, cache=store.query_cache)
     doc = json.loads(store.catalog_path.read_text())
     doc["runs"][0]["speedup"] = "x"
     store.catalog_path.write_text(json.dumps(doc))
     with pytest.raises(SchemaError, match=r"\$\.runs\[0\]\.speedup"):
-        query.load_catalog(store.catalog_path, cache=store.query_cache)
+        load_catalog(store.catalog_path, cache=store.query_cache)
 
 
 @pytest.mark.parametrize("junk", [b"", b"\x00garbage", b"\xe9\x03\x00\x00"])
@@ -59,7 +60,7 @@ def test_a_damaged_cache_is_ignored_and_rewritten(golden: Path, junk: bytes) -> 
     store = Store(golden)
     store.query_cache.parent.mkdir(parents=True)
     store.query_cache.write_bytes(junk)
-    assert len(query.load_catalog(store.catalog_path, cache=store.query_cache).runs) == 7
+    assert len(load_catalog(store.catalog_path, cache=store.query_cache).runs) == 7
     assert store.query_cache.read_bytes() != junk
 
 
@@ -67,7 +68,7 @@ def test_an_unwritable_cache_only_costs_speed(golden: Path) -> None:
     store = Store(golden)
     store.query_cache.parent.parent.mkdir(parents=True, exist_ok=True)
     store.query_cache.parent.write_text("a file where the cache dir should be")
-    assert len(query.load_catalog(store.catalog_path, cache=store.query_cache).runs) == 7
+    assert len(load_catalog(store.catalog_path, cache=store.query_cache).runs) == 7
 
 
 def test_batch_curves_survive_the_cache(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from benchlab import models, query
+from benchlab import models
+from benchlab.catalog.read import ENTRY_FIELDS, FAILURE_KINDS, STATUSES, check_catalog, load_catalog
 from benchlab.errors import SchemaError, StoreError
 
 from .conftest import LAPTOP_Q8
@@ -56,9 +57,9 @@ def test_entry_fields_match_the_model() -> None:
         name: _kind(info.annotation, info.is_required())
         for name, info in models.CatalogEntry.model_fields.items()
     }
-    assert query.ENTRY_FIELDS == expected
-    assert query.STATUSES == typing.get_args(models.Status)
-    assert query.FAILURE_KINDS == typing.get_args(models.FailureKind)
+    assert ENTRY_FIELDS == expected
+    assert STATUSES == typing.get_args(models.Status)
+    assert FAILURE_KINDS == typing.get_args(models.FailureKind)
 
 
 def _write(store: Path, doc: Any) -> Path:
@@ -107,7 +108,7 @@ def test_bad_field_names_file_and_json_path(
     other = {**GOOD_ENTRY, "run_id": "other-run"}
     path = _write(store, _catalog(other, {**GOOD_ENTRY, **change}))
     with pytest.raises(SchemaError) as caught:
-        query.load_catalog(path)
+        load_catalog(path)
     assert str(caught.value) == f"{path}: {message}"
 
 
@@ -116,7 +117,7 @@ def test_missing_required_field(store: Path) -> None:
     del entry["timestamp"]
     path = _write(store, _catalog(entry))
     with pytest.raises(SchemaError, match=r"\$\.runs\[0\]\.timestamp: field required$"):
-        query.load_catalog(path)
+        load_catalog(path)
 
 
 @pytest.mark.parametrize(
@@ -137,14 +138,14 @@ def test_missing_required_field(store: Path) -> None:
 def test_bad_document_shape(store: Path, doc: Any, message: str) -> None:
     path = _write(store, doc)
     with pytest.raises(SchemaError) as caught:
-        query.load_catalog(path)
+        load_catalog(path)
     assert str(caught.value) == f"{path}: {message}"
 
 
 def test_duplicate_run_ids(store: Path) -> None:
     path = _write(store, _catalog(GOOD_ENTRY, {**GOOD_ENTRY, "run_id": "x"}, GOOD_ENTRY))
     with pytest.raises(SchemaError) as caught:
-        query.load_catalog(path)
+        load_catalog(path)
     assert str(caught.value) == (
         f"{path}: $.runs[2].run_id: duplicate id {LAPTOP_Q8!r} (also at $.runs[0])"
     )
@@ -154,7 +155,7 @@ def test_malformed_json_names_line_and_column(store: Path) -> None:
     path = store / "catalog.json"
     path.write_text('{"runs": [\n  {"run_id": }\n]}')
     with pytest.raises(SchemaError, match=r"catalog\.json: line 2 column \d+: "):
-        query.load_catalog(path)
+        load_catalog(path)
 
 
 def test_cli_errors_are_one_line_exit_2(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,14 +179,14 @@ def test_missing_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_empty_catalog_loads(store: Path) -> None:
-    loaded = query.load_catalog(_write(store, {}))
+    loaded = load_catalog(_write(store, {}))
     assert loaded.runs == [] and loaded.machines == {}
 
 
 def test_unreadable_catalog_is_a_store_error(store: Path) -> None:
     (store / "catalog.json").mkdir()
     with pytest.raises(StoreError, match=r"catalog\.json: cannot read"):
-        query.load_catalog(store / "catalog.json")
+        load_catalog(store / "catalog.json")
 
 
 # Values a field may hold in a hand-edited or corrupted catalog.
@@ -212,8 +213,8 @@ _values = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(
-    changes=st.dictionaries(st.sampled_from(sorted(query.ENTRY_FIELDS)), _values, max_size=3),
-    drop=st.sets(st.sampled_from(sorted(query.ENTRY_FIELDS)), max_size=2),
+    changes=st.dictionaries(st.sampled_from(sorted(ENTRY_FIELDS)), _values, max_size=3),
+    drop=st.sets(st.sampled_from(sorted(ENTRY_FIELDS)), max_size=2),
 )
 def test_fast_check_never_accepts_what_the_model_refuses(
     changes: dict[str, Any], drop: set[str]
@@ -228,7 +229,7 @@ def test_fast_check_never_accepts_what_the_model_refuses(
         entry.pop(key, None)
     doc = _catalog(entry)
     try:
-        query.check_catalog(Path("catalog.json"), doc)
+        check_catalog(Path("catalog.json"), doc)
     except SchemaError:
         return
     try:
@@ -238,7 +239,7 @@ def test_fast_check_never_accepts_what_the_model_refuses(
 
 
 @settings(max_examples=200, deadline=None)
-@given(field=st.sampled_from(sorted(query.ENTRY_FIELDS)), value=_values)
+@given(field=st.sampled_from(sorted(ENTRY_FIELDS)), value=_values)
 def test_model_refusals_are_caught_by_the_fast_check(field: str, value: Any) -> None:
     """Completeness for single-field faults: what the model refuses, the fast check does."""
     doc = _catalog({**GOOD_ENTRY, field: value})
@@ -246,4 +247,4 @@ def test_model_refusals_are_caught_by_the_fast_check(field: str, value: Any) -> 
         models.Catalog.model_validate(doc)
     except ValidationError:
         with pytest.raises(SchemaError, match=rf"\$\.runs\[0\]\.{field}"):
-            query.check_catalog(Path("catalog.json"), doc)
+            check_catalog(Path("catalog.json"), doc)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import query
+from benchlab.catalog.read import ENTRY_FIELDS
 
 from .conftest import LAPTOP_Q8, MAC_Q8
 from .helpers import bench
@@ -61,7 +61,7 @@ def test_list_json_is_full_entries_in_order(
     ]
     # Every field is present, null where the catalog omits it: stable keys for scripts.
     assert rows[4]["model_id"] is None and rows[4]["prefill_tok_per_sec"] is None
-    assert all(len(r) == len(query.ENTRY_FIELDS) for r in rows)
+    assert all(len(r) == len(ENTRY_FIELDS) for r in rows)
     assert out == json.dumps(rows, indent=2, sort_keys=True) + "\n"
 
 

@@ -7,9 +7,9 @@ import io
 
 import pytest
 
-from benchlab import render
 from benchlab.cli import query as cli_query
 from benchlab.errors import QueryError
+from benchlab.query import render
 
 COLUMNS = [
     render.Column("name", "name"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab import query
+from benchlab.query.show import ABSENT_NOTE, UNCATALOGUED_NOTE, show_run
 
 from .conftest import LAPTOP_Q8, MAC_Q8, write_run_dir
 from .helpers import bench
@@ -100,7 +100,7 @@ def test_show_degrades_to_the_catalog_entry_and_says_so(
     code, out, err = bench(capsys, "show", MAC_Q8, "--format", "json")
     data = json.loads(out)
     assert data["source"] == "catalog"
-    assert data["note"] == query.ABSENT_NOTE
+    assert data["note"] == ABSENT_NOTE
     assert data["manifest"] is None and data["entry"]["peak_tok_per_sec"] == 640.5
     assert "run dir absent" in err
 
@@ -110,7 +110,7 @@ def test_show_finds_a_promoted_public_dir(golden: Path, capsys: pytest.CaptureFi
     public = golden / "runs" / "public" / "anthony-laptop" / LAPTOP_Q8
     public.parent.mkdir(parents=True)
     shutil.move(private, public)
-    details = query.show_run(golden, LAPTOP_Q8)
+    details = show_run(golden, LAPTOP_Q8)
     assert details.source == "run_dir"
     assert details.path == f"runs/public/anthony-laptop/{LAPTOP_Q8}/"
 
@@ -123,7 +123,7 @@ def test_show_a_run_not_yet_in_the_catalog(
     (golden / "runs" / "by-machine" / "anthony-laptop" / run_id / "batch.json").unlink()
     code, out, err = bench(capsys, "show", run_id)
     assert code == 0
-    assert err == f"bench: note: {query.UNCATALOGUED_NOTE}; run dir lacks batch.json\n"
+    assert err == f"bench: note: {UNCATALOGUED_NOTE}; run dir lacks batch.json\n"
     assert re.search(r"^status +ok \(no record\.json\)$", out, re.MULTILINE)
     assert "batch curve" not in out
 
@@ -132,7 +132,7 @@ def test_show_without_catalog_still_reads_a_run_dir(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (golden / "catalog.json").unlink()
-    assert query.show_run(golden, LAPTOP_Q8).source == "run_dir"
+    assert show_run(golden, LAPTOP_Q8).source == "run_dir"
     code, _, err = bench(capsys, "show", MAC_Q8)
     assert code == 2
     assert err.endswith("catalog.json: file not found; run `bench catalog build` first\n")
@@ -148,7 +148,7 @@ def test_show_never_follows_a_path_out_of_the_store(
         if entry["run_id"] == LAPTOP_Q8:
             entry["path"] = str(Path("..") / ".." / ".." / outside.relative_to(tmp_path))
     (golden / "catalog.json").write_text(json.dumps(catalog))
-    details = query.show_run(golden, LAPTOP_Q8)
+    details = show_run(golden, LAPTOP_Q8)
     assert details.source == "catalog"
 
 

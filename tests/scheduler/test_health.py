@@ -9,8 +9,8 @@ import pytest
 
 from benchlab.cli import main
 from benchlab.devices.fake import FakeBehaviour
-from benchlab.health import report
 from benchlab.layout import Store
+from benchlab.observe.health import report
 from benchlab.sweep.scheduler import run_sweep_concurrent
 
 from .fakes import Events, fleet_factory, make_config, real_runner

@@ -18,8 +18,8 @@ from urllib.parse import urlparse
 import pytest
 from site_factory import XSS_MODEL, write_store
 
-from benchlab.charts import load_public
-from benchlab.site import build_dashboard, build_site, tree_digest
+from benchlab.publish.charts import load_public
+from benchlab.publish.site import build_dashboard, build_site, tree_digest
 
 pytestmark = pytest.mark.integration
 

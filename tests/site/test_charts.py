@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from site_factory import XSS_MODEL, entry
 
-from benchlab.charts import (
+from benchlab.cli import main
+from benchlab.layout import Store
+from benchlab.publish.charts import (
     Selection,
     build_charts,
     chart_json,
@@ -22,8 +24,6 @@ from benchlab.charts import (
     select,
     trend_chart,
 )
-from benchlab.cli import main
-from benchlab.layout import Store
 
 
 def test_throughput_chart_shows_newest_run_per_series(public_store):

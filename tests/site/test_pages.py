@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from site_factory import XSS_MODEL
 
-from benchlab.charts import load_public
 from benchlab.cli import main
 from benchlab.layout import Store
-from benchlab.site import md_escape, render_pages
+from benchlab.publish.charts import load_public
+from benchlab.publish.site import md_escape, render_pages
 
 
 @settings(max_examples=300, deadline=None)

@@ -92,7 +92,7 @@ def full_build(store: Path, baseline: Path, again: bool) -> tuple[float, bool]:
 
 def restore(store: Path, baseline: Path, added: list[str], fleet) -> None:
     """Back to the 100,000-run baseline: drop added run dirs and views, restore files."""
-    from benchlab.catalog import view_names
+    from benchlab.catalog.views import view_names
 
     catalog = json.loads((store / "catalog.json").read_text())
     wanted = set(added)

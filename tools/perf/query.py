@@ -11,7 +11,7 @@ run dirs takes many minutes, so by default those built entries are then repeated
 ids, timestamps and jittered metrics, up to `--runs`, and the document is finished by
 `catalog.merge_catalogs` (the same index, machines and bytes a build writes). `--full-fleet`
 builds all `--runs` dirs instead. `--loaders` also times, in-process, the ways to read the file:
-json.loads, orjson.loads, query.load_catalog (orjson plus the field check), and pydantic's
+json.loads, orjson.loads, load_catalog (orjson plus the field check), and pydantic's
 Catalog.model_validate_json.
 """
 
@@ -76,7 +76,8 @@ def build_catalog(store: Path, runs: int, seed_runs: int, full_fleet: bool, seed
 
 def _replicate(path: Path, runs: int, seed: int) -> None:
     """Grow a built catalog to `runs` entries: same shape, new ids, times and metrics."""
-    from benchlab.catalog import catalog_text, merge_catalogs
+    from benchlab.catalog.merge import merge_catalogs
+    from benchlab.catalog.text import catalog_text
 
     doc = json.loads(path.read_text())
     built = doc["runs"]
@@ -158,21 +159,20 @@ def time_loaders(path: Path, repeat: int) -> dict[str, list[float]]:
 
     import orjson
 
-    from benchlab import query
+    from benchlab.catalog.read import load_catalog
     from benchlab.layout import Store
     from benchlab.models import Catalog
+    from benchlab.query.filters import Filters, select
 
     raw = path.read_bytes()
     cache = Store(path.parent).query_cache
-    query.load_catalog(path, cache=cache)  # make sure the cache is current
-    rows = query.select(query.load_catalog(path).runs, query.Filters(model=MODEL))
+    load_catalog(path, cache=cache)  # make sure the cache is current
+    rows = select(load_catalog(path).runs, Filters(model=MODEL))
     loaders: dict[str, Callable[[], Any]] = {
         "json.loads": lambda: json.loads(raw),
         "orjson.loads": lambda: orjson.loads(raw),
-        "query.load_catalog, no cache (orjson+check)": lambda: query.load_catalog(path),
-        "query.load_catalog, cache current (marshal)": lambda: query.load_catalog(
-            path, cache=cache
-        ),
+        "load_catalog, no cache (orjson+check)": lambda: load_catalog(path),
+        "load_catalog, cache current (marshal)": lambda: load_catalog(path, cache=cache),
         "Catalog.model_validate_json (pydantic)": lambda: Catalog.model_validate_json(raw),
         f"json.dumps {len(rows)} rows, indent 2": lambda: json.dumps(
             rows, indent=2, sort_keys=True

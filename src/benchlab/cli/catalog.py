@@ -76,7 +76,7 @@ def _store():
 def run_build(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from benchlab.catalog import build
+    from benchlab.catalog.build import build
 
     store = _store()
     if not sys.stderr.isatty():
@@ -99,7 +99,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from benchlab.catalog import validate
+    from benchlab.catalog.validate import validate
 
     report = validate(_store())
     for line in report.warnings[:WARNINGS_SHOWN]:
@@ -112,14 +112,14 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_merge_driver(args: argparse.Namespace) -> int:
-    from benchlab.merge_driver import merge_files
+    from benchlab.catalog.merge_driver import merge_files
 
     merge_files(args.base, args.ours, args.theirs, args.path)
     return 0
 
 
 def run_install(args: argparse.Namespace) -> int:
-    from benchlab.merge_driver import install_merge_driver
+    from benchlab.catalog.merge_driver import install_merge_driver
 
     for line in install_merge_driver(_store(), args.command):
         print(f".gitattributes: {line}")

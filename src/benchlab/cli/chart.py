@@ -55,8 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlab.charts import Selection, load_public, write_charts
     from benchlab.layout import Store, find_store
+    from benchlab.publish.charts import Selection, load_public, write_charts
 
     store = Store(find_store()).require()
     machines = tuple(sorted(m.strip() for m in (args.machines or "").split(",") if m.strip()))
@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
-    from benchlab.charts import load_public
     from benchlab.layout import Store, find_store
-    from benchlab.site import build_dashboard
+    from benchlab.publish.charts import load_public
+    from benchlab.publish.site import build_dashboard
 
     store = Store(find_store()).require()
     output = args.output or store.root / "dashboard" / "index.html"

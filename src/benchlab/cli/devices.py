@@ -31,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_report(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from benchlab.health import report
     from benchlab.layout import Store, find_store
-    from benchlab.render import Column, Section, emit
+    from benchlab.observe.health import report
+    from benchlab.query.render import Column, Section, emit
 
     health = report(Store(find_store()).require(), args.experiment)
     devices = [asdict(d) for d in health.devices]

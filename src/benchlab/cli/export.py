@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from benchlab.exporter import make_server, scrape
+    from benchlab.observe.exporter import make_server, scrape
 
     if not args.serve:
         sys.stdout.write(scrape(args.sweep_dir))

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     from benchlab.errors import ConfigError
     from benchlab.layout import Store, find_store
-    from benchlab.migrate import ImportReport, import_asv, import_llama_bench
+    from benchlab.machines.migrate import ImportReport, import_asv, import_llama_bench
 
     store = Store(find_store()).require()
     moment = None

@@ -52,8 +52,8 @@ def run_onboard(args: argparse.Namespace) -> int:
     from benchlab.errors import ConfigError
     from benchlab.ids import slug
     from benchlab.layout import Store, find_store
+    from benchlab.machines.onboard import onboard
     from benchlab.models import DeviceConfig
-    from benchlab.onboard import onboard
     from benchlab.sweep.progress import LineProgress
 
     store = Store(find_store())
@@ -130,8 +130,8 @@ def run_onboard(args: argparse.Namespace) -> int:
 
 def run_machines(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store, read_json
-    from benchlab.onboard import CHECKLIST, checklist
-    from benchlab.render import Column, Section, emit
+    from benchlab.machines.onboard import CHECKLIST, checklist
+    from benchlab.query.render import Column, Section, emit
 
     store = Store(find_store()).require()
     ids: set[str] = set()

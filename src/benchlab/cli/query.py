@@ -1,7 +1,7 @@
 """`bench list | show | compare | table | best | summary`: ask the public catalog.json.
 
 Each handler maps its flags onto a function of benchlab.query and prints the rows with
-benchlab.render. Only argparse is imported at module level: `bench best` on a 100,000-run
+benchlab.query.render. Only argparse is imported at module level: `bench best` on a 100,000-run
 catalog has one second, interpreter start included.
 """
 
@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 FORMATS = ("table", "json", "csv", "markdown")
-"""As benchlab.render.FORMATS (a test keeps them equal; importing render here costs start-up)."""
+"""As query.render.FORMATS (a test keeps them equal; importing render here costs start-up)."""
 
 METRIC_HELP = (
     "peak_tok_per_sec (default), baseline_tok_per_sec, speedup, prefill_tok_per_sec, "
@@ -80,7 +80,7 @@ def _add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> Non
 
 
 def _filters(args: argparse.Namespace) -> Any:
-    from benchlab.query import Filters, parse_date
+    from benchlab.query.filters import Filters, parse_date
 
     status = args.status or args.status_default
     return Filters(
@@ -101,7 +101,7 @@ def _store_root() -> Any:
 
 
 def _catalog() -> Any:
-    from benchlab.query import load_catalog
+    from benchlab.catalog.read import load_catalog
 
     store = _store_root()
     return load_catalog(store.catalog_path, cache=store.query_cache)
@@ -113,19 +113,19 @@ def _no_match(filters: Any) -> str:
 
 
 def _emit(sections: list[Any], fmt: str, data: Any) -> None:
-    from benchlab.render import emit
+    from benchlab.query.render import emit
 
     emit(sections, fmt, data)
 
 
 def _columns(*specs: tuple[str, str, str]) -> list[Any]:
-    from benchlab.render import Column
+    from benchlab.query.render import Column
 
     return [Column(key, header, kind) for key, header, kind in specs]
 
 
 def _entries_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from benchlab.query import full_entry
+    from benchlab.catalog.read import full_entry
 
     return [full_entry(row) for row in rows]
 
@@ -143,8 +143,8 @@ def _register_list(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from benchlab.query import list_runs
-    from benchlab.render import Section
+    from benchlab.query.render import Section
+    from benchlab.query.verbs import list_runs
 
     filters = _filters(args)
     rows = list_runs(_catalog(), filters, args.limit)
@@ -181,8 +181,8 @@ def _register_show(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from benchlab.query import batch_curve, prefill_points, run_facts, show_run
-    from benchlab.render import Section
+    from benchlab.query.render import Section
+    from benchlab.query.show import batch_curve, prefill_points, run_facts, show_run
 
     details = show_run(_store_root().root, args.run_id)
     sections = [
@@ -250,8 +250,8 @@ def _label(i: int) -> str:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from benchlab.query import compare_runs
-    from benchlab.render import Section
+    from benchlab.query.render import Section
+    from benchlab.query.verbs import compare_runs
 
     result = compare_runs(_catalog(), args.run_ids)
     labels = [_label(i) for i in range(len(result.runs))]
@@ -300,8 +300,8 @@ def _register_table(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_table(args: argparse.Namespace) -> int:
-    from benchlab.query import machine_table
-    from benchlab.render import Section
+    from benchlab.query.render import Section
+    from benchlab.query.verbs import machine_table
 
     filters = _filters(args)
     rows = machine_table(_catalog(), filters)
@@ -342,8 +342,9 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_best(args: argparse.Namespace) -> int:
-    from benchlab.query import best_runs, check_metric
-    from benchlab.render import Section
+    from benchlab.query.filters import check_metric
+    from benchlab.query.render import Section
+    from benchlab.query.verbs import best_runs
 
     metric = check_metric(args.metric)
     filters = _filters(args)
@@ -383,8 +384,8 @@ def _register_summary(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    from benchlab.query import summarize
-    from benchlab.render import Section
+    from benchlab.query.render import Section
+    from benchlab.query.verbs import summarize
 
     filters = _filters(args)
     rows = summarize(_catalog(), filters, args.group_by)

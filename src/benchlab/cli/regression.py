@@ -34,13 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchlab.catalog.read import load_catalog
     from benchlab.errors import QueryError
     from benchlab.ids import slug
     from benchlab.layout import Store, find_store
     from benchlab.models import CatalogEntry
-    from benchlab.query import check_metric, load_catalog
+    from benchlab.query.filters import check_metric
+    from benchlab.query.render import Column, Section, emit
     from benchlab.regress import compare_latest, detect, parse_threshold
-    from benchlab.render import Column, Section, emit
 
     metric = check_metric(args.metric)
     catalog = load_catalog(Store(find_store()).catalog_path)

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             server.shutdown()
             server.server_close()
 
-    from benchlab.remote_specs import record_missing_specs
+    from benchlab.machines.remote_specs import record_missing_specs
 
     for note in record_missing_specs(
         store, config
@@ -155,7 +155,7 @@ def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) ->
     if port is None:
         return None
     from benchlab.errors import ConfigError
-    from benchlab.exporter import serve_in_background
+    from benchlab.observe.exporter import serve_in_background
 
     try:
         server = serve_in_background(store.sweep_dir(config.experiment), port, live=True)

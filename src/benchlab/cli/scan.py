@@ -120,7 +120,7 @@ def _preview(original: str, tell_class: str) -> str:
 
 def run_promote(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
-    from benchlab.promote import promote
+    from benchlab.redact.promote import promote
 
     store = Store(find_store()).require()
     result = promote(store, args.run_id, dry_run=args.dry_run)

@@ -32,13 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from benchlab.charts import load_public
     from benchlab.layout import Store, find_store
-    from benchlab.site import build_site, default_source
+    from benchlab.publish.charts import load_public
+    from benchlab.publish.site import build_site, default_source
 
     store = Store(find_store()).require()
     data = load_public(store)
-    source = args.source or default_source()
+    source = args.source or default_source(store.root)
     output = args.output or source / "build"
     result = build_site(data, output, source, args.docs, run_build=not args.no_mkdocs)
     print(result)

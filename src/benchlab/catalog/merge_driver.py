@@ -14,17 +14,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog import (
+from benchlab.catalog.document import parse_catalog
+from benchlab.catalog.merge import (
     CATALOG_SCHEMA,
     INVENTORY_SCHEMA,
-    MERGE_DRIVER,
     merge_catalogs,
     merge_inventories,
-    parse_catalog,
-    render_catalog,
 )
+from benchlab.catalog.text import render_catalog
 from benchlab.errors import SchemaError, StoreError
 from benchlab.layout import Store, atomic_write_text, parse_model
+
+MERGE_DRIVER = "benchlab-catalog"
 
 
 def _read_side(path: Path, label: str) -> dict[str, Any]:

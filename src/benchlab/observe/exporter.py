@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import StoreError
-from benchlab.exposition import CONTENT_TYPE, MetricFamily, render
 from benchlab.layout import (
     IN_FLIGHT,
     MANIFEST,
@@ -31,9 +30,10 @@ from benchlab.layout import (
     SWEEP_STATE,
     Store,
 )
+from benchlab.observe.exposition import CONTENT_TYPE, MetricFamily, render
 from benchlab.sweep.schedule_log import read_retries
 
-log = logging.getLogger("benchlab.exporter")
+log = logging.getLogger("benchlab.observe.exporter")
 
 POINT_LABELS = ("device", "backend", "model", "quantisation", "mode", "threads", "shape")
 

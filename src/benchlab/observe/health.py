@@ -13,9 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchlab.exporter import SweepView, load_if_present
 from benchlab.layout import IN_FLIGHT, RAW_DIR, RETRIES, Store
 from benchlab.models import HOLE_ERROR_PREFIX
+from benchlab.observe.exporter import SweepView, load_if_present
 from benchlab.sweep.schedule_log import read_retries
 
 TAIL_LINES = 20

@@ -29,7 +29,7 @@ from benchlab.layout import (
     read_json,
     write_model,
 )
-from benchlab.llama_rows import model_of, precision_of, read_rows
+from benchlab.machines.llama_rows import model_of, precision_of, read_rows
 from benchlab.models import (
     BatchBaseline,
     BatchPeak,

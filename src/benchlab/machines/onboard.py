@@ -81,8 +81,8 @@ def onboard(
 
     The catalog build at the end publishes the redacted specs and updates the inventory.
     """
-    from benchlab.catalog import build
-    from benchlab.remote_specs import onboard_remote
+    from benchlab.catalog.build import build
+    from benchlab.machines.remote_specs import onboard_remote
 
     check_id(machine_id, "machine id")
     device_id = device_id or machine_id

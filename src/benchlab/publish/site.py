@@ -31,11 +31,16 @@ import yaml
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from benchlab.charts import (
+from benchlab.errors import ConfigError, StoreError
+from benchlab.ids import check_id, slug
+from benchlab.layout import atomic_write_text
+from benchlab.models import HOLE_TAG, CatalogEntry
+from benchlab.publish.charts import (
     Chart,
     PublicData,
     Regression,
     Selection,
+    asset_path,
     build_charts,
     chart_json,
     cost_per_million,
@@ -47,10 +52,6 @@ from benchlab.charts import (
     throughput,
     trend_chart,
 )
-from benchlab.errors import ConfigError, StoreError
-from benchlab.ids import check_id, slug
-from benchlab.layout import atomic_write_text
-from benchlab.models import HOLE_TAG, CatalogEntry
 from benchlab.redact import scrub_public
 
 RECENT_RUNS = 25
@@ -77,7 +78,7 @@ def yaml_title(value: Any) -> Markup:
 
 def environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("benchlab", "templates"),
+        loader=PackageLoader("benchlab.publish", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
         keep_trailing_newline=True,
@@ -324,7 +325,7 @@ def _health(data: PublicData, pages: Pages) -> tuple[list[dict[str, Any]], Chart
                 "<extra></extra>",
             }
         )
-    from benchlab.charts import _layout
+    from benchlab.publish.charts import _layout
 
     layout = _layout("Runs by outcome", "", "Runs", barmode="stack")
     chart = Chart(
@@ -545,10 +546,14 @@ def _regression_row(g: Regression, pages: Pages) -> dict[str, Any]:
 # --- the build ------------------------------------------------------------------------------
 
 
-def default_source() -> Path:
-    """The repository's site/ folder (mkdocs.yml, overrides/, hand-written pages)."""
-    here = Path(__file__).resolve().parents[2] / "site"
-    return here if (here / "mkdocs.yml").is_file() else Path.cwd() / "site"
+def default_source(store_root: Path) -> Path:
+    """The site/ folder of the repository the store belongs to, never of wherever benchlab
+    was installed: two clones sharing one virtualenv each build their own site."""
+    root = store_root.resolve()
+    for candidate in (root, *root.parents):
+        if (candidate / "site" / "mkdocs.yml").is_file():
+            return candidate / "site"
+    return Path.cwd() / "site"
 
 
 def _copy_assets(docs: Path) -> None:
@@ -556,7 +561,7 @@ def _copy_assets(docs: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(plotly_js_path(), target / "plotly.min.js")
     for name in ASSETS:
-        shutil.copyfile(Path(__file__).parent / "assets" / name, target / name)
+        shutil.copyfile(asset_path(name), target / name)
 
 
 def write_docs(data: PublicData, docs: Path, source: Path) -> Rendered:
@@ -657,7 +662,7 @@ def build_site(
 
     Returns the generated docs dir when only rendering, else the output dir.
     """
-    source = source or default_source()
+    source = source or default_source(data.store_root or Path.cwd())
     if not (source / "mkdocs.yml").is_file():
         raise ConfigError(f"{source / 'mkdocs.yml'}: file not found (pass --source DIR)")
     if not run_build:
@@ -694,8 +699,8 @@ def build_dashboard(data: PublicData, output: Path) -> Path:
     atomic_write_text(output, text)
     for src, name in (
         (plotly_js_path(), "plotly.min.js"),
-        (Path(__file__).parent / "assets" / "benchlab.js", "benchlab.js"),
-        (Path(__file__).parent / "assets" / "benchlab.css", "benchlab.css"),
+        (asset_path("benchlab.js"), "benchlab.js"),
+        (asset_path("benchlab.css"), "benchlab.css"),
     ):
         shutil.copyfile(src, output.parent / name)
     return output

@@ -790,5 +790,5 @@ def chart_page(chart: Chart) -> str:
     from jinja2 import Environment, PackageLoader
     from markupsafe import Markup
 
-    env = Environment(loader=PackageLoader("benchlab", "templates"), autoescape=True)
+    env = Environment(loader=PackageLoader("benchlab.publish", "templates"), autoescape=True)
     return env.get_template("chart.html.j2").render(chart=chart, data=Markup(chart_json(chart)))

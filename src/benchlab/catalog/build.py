@@ -1,0 +1,303 @@
+"""`bench catalog build`: scan run dirs, union-merge them into catalog.json, write the
+inventory, public specs and views.
+
+Incremental builds: a private cache (`runs/.catalog-cache.json`, gitignored with the rest
+of `runs/`) maps each run dir to its run id and file identities. A dir whose files are
+unchanged and whose run id is already in the catalog is not read again, so adding 1,000
+runs to 100,000 reads 1,000 dirs. `--full` ignores the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlab.catalog.document import load_document, load_inventory
+from benchlab.catalog.extract import RUN_FILES, extract_entry
+from benchlab.catalog.merge import INVENTORY_SCHEMA, _static_of, finalize, winner
+from benchlab.catalog.text import _decode, _digest, render, render_catalog, reusable_items
+from benchlab.catalog.views import rebuild_views, refresh_views
+from benchlab.errors import BenchlabError, SchemaError
+from benchlab.layout import (
+    RECORD,
+    REQUIRED_RUN_FILES,
+    Store,
+    atomic_write_bytes,
+    atomic_write_text,
+    parse_model,
+    read_json,
+)
+from benchlab.redact import scrub_public
+
+log = logging.getLogger("benchlab.catalog")
+
+CACHE_NAME = ".catalog-cache.json"
+CACHE_VERSION = 1
+
+Progress = Callable[[int], None]
+# --- specs --------------------------------------------------------------------------------
+
+
+def _machine_specs(store: Store) -> dict[str, Any]:
+    """Machine specs by id: this clone's private copy, else the public one from git."""
+    from benchlab.models import MachineSpecs
+
+    found: dict[str, Path] = {}
+    for base in (store.machines_dir, store.by_machine):
+        if not base.is_dir():
+            continue
+        for child in sorted(os.scandir(base), key=lambda d: d.name):
+            path = Path(child.path) / "specs.json"
+            if child.is_dir() and not child.name.startswith(".") and path.is_file():
+                found[child.name] = path
+    specs = {}
+    for machine, path in sorted(found.items()):
+        parsed = parse_model(path, MachineSpecs, read_json(path))
+        if parsed.machine_id != machine:
+            raise SchemaError(
+                f"{path}: $.machine_id: {parsed.machine_id!r} differs from its dir {machine!r}"
+            )
+        specs[machine] = parsed
+    return specs
+
+
+def _gpu_label(specs: Any) -> str | None:
+    gpus = [g.model for g in specs.hardware.gpu]
+    if not gpus:
+        return None
+    if len(set(gpus)) == 1:
+        return gpus[0] if len(gpus) == 1 else f"{len(gpus)}x {gpus[0]}"
+    return " + ".join(gpus)
+
+
+def summary_from_specs(specs: Any) -> dict[str, Any]:
+    cpu = specs.hardware.cpu
+    out = {
+        "os": specs.os.name,
+        "arch": cpu.architecture,
+        "cpu_cores": cpu.cores_logical or cpu.cores_physical,
+        "gpu": _gpu_label(specs),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def inventory_from_specs(specs: Any) -> dict[str, Any]:
+    cpu = specs.hardware.cpu
+    out = {
+        "id": specs.machine_id,
+        "os": specs.os.name,
+        "arch": cpu.architecture,
+        "cpu_model": cpu.model,
+        "cpu_cores": cpu.cores_logical or cpu.cores_physical,
+        "gpu": _gpu_label(specs),
+        "ram_gb": specs.hardware.ram_gb,
+        "tags": sorted(set(specs.tags)),
+        "registered_at": specs.registered_at,
+        "cost_per_hour": specs.cost_per_hour,
+    }
+    return scrub_public({k: v for k, v in out.items() if v is not None})
+
+
+def build_inventory(
+    old: dict[str, Any], specs: dict[str, Any], entries: dict[str, dict]
+) -> dict[str, Any]:
+    """Inventory from specs; machines known before but without specs here are kept."""
+    machines = dict(old.get("machines", {}))
+    for machine, parsed in specs.items():
+        machines[machine] = inventory_from_specs(parsed)
+    by_machine: dict[str, list[dict]] = {}
+    ok_by_point: dict[tuple[Any, str], set[str]] = {}
+    for entry in entries.values():
+        by_machine.setdefault(entry["machine_id"], []).append(entry)
+        if entry.get("status", "ok") == "ok":
+            point = (entry.get("model_id"), entry["precision"])
+            ok_by_point.setdefault(point, set()).add(entry["machine_id"])
+    out = {}
+    for machine in sorted(machines):
+        item = dict(machines[machine])
+        mine = by_machine.get(machine, [])
+        points = {(e.get("model_id"), e["precision"]) for e in mine if e.get("status") == "ok"}
+        item["checklist"] = {
+            "specs_complete": all(item.get(k) for k in ("cpu_model", "ram_gb", "os")),
+            "in_catalog": bool(mine),
+            "ok_run": bool(points),
+            "compared": any(len(ok_by_point[p]) > 1 for p in points),
+        }
+        out[machine] = item
+    return {"$schema": INVENTORY_SCHEMA, "machines": out}
+
+
+# --- scanning -----------------------------------------------------------------------------
+
+
+def iter_run_dirs(store: Store) -> Iterator[tuple[str, os.DirEntry]]:
+    """(path relative to the store, dir entry) of every candidate run dir, in sorted order."""
+    for base in (store.by_machine, store.public_runs):
+        if not base.is_dir():
+            continue
+        for machine in sorted(os.scandir(base), key=lambda d: d.name):
+            if machine.name.startswith(".") or not machine.is_dir():
+                continue
+            prefix = f"{store.runs_dir.name}/{base.name}/{machine.name}/"
+            for run in sorted(os.scandir(machine.path), key=lambda d: d.name):
+                if not run.name.startswith(".") and run.is_dir():
+                    yield prefix + run.name, run
+
+
+def _load_cache(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+        return {}
+    if not isinstance(data.get("dirs"), dict):
+        return {}
+    return data
+
+
+@dataclass
+class BuildResult:
+    """What a build did, for the one-line summary and `--format json`."""
+
+    new: int = 0
+    changed: int = 0
+    kept: int = 0
+    total: int = 0
+    dirs_read: int = 0
+    dirs_unchanged: int = 0
+    views_written: int = 0
+    views_removed: int = 0
+    catalog_written: bool = False
+    specs_published: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"catalog: {self.new} new, {self.changed} changed, {self.kept} kept, "
+            f"{self.total} runs ({self.dirs_read} run dirs read, {self.dirs_unchanged} unchanged)"
+        )
+
+
+def build(store: Store, *, full: bool = False, progress: Progress | None = None) -> BuildResult:
+    """Scan run dirs, union-merge them into catalog.json, write inventory and views.
+
+    Everything is read and checked before anything is written, so bad input leaves every
+    tracked file as it was. A run dir is re-read when its directory's mtime moved (every
+    benchlab write is a rename into it) or its run id is missing from the catalog.
+    """
+    store.require()
+    result = BuildResult()
+    cache_path = store.runs_dir / CACHE_NAME
+    cache = {} if full else _load_cache(cache_path)
+    cached_dirs: dict[str, list[Any]] = cache.get("dirs", {})
+    raw = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
+    trusted = raw is not None and cache.get("catalog") == _digest(raw)
+    text = _decode(store.catalog_path, raw) if raw is not None else None
+    old_doc, old_entries = load_document(store.catalog_path, text, trusted=trusted)
+    old_inventory = load_inventory(store.inventory_path)
+    specs = _machine_specs(store)
+
+    new_cache: dict[str, list[Any]] = {}
+    scanned: dict[str, dict] = {}
+    for seen, (rel, run) in enumerate(iter_run_dirs(store), start=1):
+        if progress is not None and seen % 1000 == 0:
+            progress(seen)
+        mtime = run.stat().st_mtime_ns
+        cached = cached_dirs.get(rel)
+        if cached is not None and cached[1] == mtime and cached[0] in old_entries:
+            new_cache[rel] = cached
+            result.dirs_unchanged += 1
+            continue
+        names = {f.name for f in os.scandir(run.path) if f.name in RUN_FILES}
+        if not names:
+            continue
+        run_dir = Path(run.path)
+        if RECORD not in names and any(name not in names for name in REQUIRED_RUN_FILES):
+            result.warnings.append(f"{run_dir}: incomplete run dir skipped")
+            continue
+        entry = extract_entry(store.root, run_dir, names)
+        result.dirs_read += 1
+        held = scanned.get(entry["run_id"])
+        scanned[entry["run_id"]] = entry if held is None else winner(held, entry)
+        new_cache[rel] = [entry["run_id"], mtime]
+
+    merged = dict(old_entries)
+    touched: set[str] = set()
+    for run_id, entry in scanned.items():
+        held = old_entries.get(run_id)
+        chosen = entry if held is None else winner(held, entry)
+        if chosen is not held:
+            merged[run_id] = chosen
+            touched.add(run_id)
+            if held is None:
+                result.new += 1
+            else:
+                result.changed += 1
+    result.total = len(merged)
+    result.kept = result.total - result.new - result.changed
+
+    static = _static_of(old_doc.get("machines", {}))
+    for machine, parsed in specs.items():
+        static[machine] = summary_from_specs(parsed)
+    doc = finalize(merged, static)
+    reuse = {}
+    if trusted and text is not None:
+        reuse = reusable_items(text, old_doc.get("runs", []))
+        for run_id in touched:
+            reuse.pop(run_id, None)
+    data = render_catalog(doc, reuse).encode("utf-8")
+    if data != raw:
+        atomic_write_bytes(store.catalog_path, data)
+        result.catalog_written = True
+    inventory = render(build_inventory(old_inventory, specs, merged)).encode("utf-8")
+    if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
+        atomic_write_bytes(store.inventory_path, inventory)
+    result.specs_published = publish_specs(store, specs)
+
+    if trusted and not full and store.by_model.is_dir() and store.by_date.is_dir():
+        written, removed = refresh_views(store, {k: merged[k] for k in touched}, old_entries)
+    else:
+        written, removed = rebuild_views(store, merged, touched, rewrite_all=full)
+    result.views_written, result.views_removed = written, removed
+    cache_doc = {"version": CACHE_VERSION, "catalog": _digest(data), "dirs": new_cache}
+    atomic_write_text(cache_path, json.dumps(cache_doc, sort_keys=True, separators=(",", ":")))
+    if result.catalog_written:
+        _warm_query_cache(store, doc)
+    return result
+
+
+def publish_specs(store: Store, specs: dict[str, Any]) -> int:
+    """Redacted public copies (machines/<id>/specs.json) of the specs this clone holds.
+
+    The hostname goes, and every value passes the redaction policy; a copy is rewritten only
+    when its text changes, so builds stay quiet in git.
+    """
+    from benchlab.layout import dump_model
+    from benchlab.models import MachineSpecs
+
+    written = 0
+    for machine, parsed in sorted(specs.items()):
+        public = scrub_public(dump_model(parsed))
+        public.pop("hostname", None)
+        text = render(dump_model(MachineSpecs.model_validate(public)))
+        target = store.public_specs(machine)
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            atomic_write_text(target, text)
+            written += 1
+    return written
+
+
+def _warm_query_cache(store: Store, doc: dict[str, Any]) -> None:
+    """Hand the new catalog to the query cache, so the first question after a build is fast."""
+    from benchlab.catalog.read import prime_cache
+
+    try:
+        prime_cache(store.catalog_path, store.query_cache, doc)
+    except (BenchlabError, OSError) as exc:  # an optimisation: never fail the build for it
+        log.warning("query cache not warmed: %s", exc)

@@ -1,0 +1,74 @@
+"""Loading the tracked catalog and inventory documents for a build or a merge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchlab.errors import SchemaError, StoreError
+from benchlab.ids import check_id
+from benchlab.layout import (
+    parse_model,
+    read_json,
+)
+
+# --- loading the tracked files ------------------------------------------------------------
+
+
+def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
+    """Validate a catalog document; return its entries by run id. Duplicates are errors."""
+    from benchlab.models import Catalog
+
+    parse_model(path, Catalog, data)
+    entries: dict[str, dict] = {}
+    first_seen: dict[str, int] = {}
+    for position, entry in enumerate(data.get("runs", [])):
+        run_id = entry["run_id"]
+        pointer = f"$.runs[{position}]"
+        try:
+            check_id(run_id, "run id")
+            check_id(entry["machine_id"], "machine id")
+        except StoreError as exc:
+            raise SchemaError(f"{path}: {pointer}: {exc}") from None
+        if run_id in entries:
+            raise SchemaError(
+                f"{path}: {pointer}.run_id: duplicate id {run_id!r} "
+                f"(also at $.runs[{first_seen[run_id]}])"
+            )
+        entries[run_id] = entry
+        first_seen[run_id] = position
+    return entries
+
+
+def load_document(
+    path: Path, raw: bytes | str | None = None, *, trusted: bool = False
+) -> tuple[dict[str, Any], dict[str, dict]]:
+    """(document, entries by run id); an absent catalog is empty.
+
+    `trusted` skips schema validation: only for bytes this store's last build wrote itself
+    (the build cache holds their digest), which were validated when they were made.
+    """
+    if raw is None:
+        if not path.exists():
+            return {}, {}
+        raw = path.read_bytes()
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise SchemaError(f"{path}: $: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise SchemaError(f"{path}: $: expected a JSON object")
+    if trusted:
+        return data, {entry["run_id"]: entry for entry in data.get("runs", [])}
+    return data, parse_catalog(path, data)
+
+
+def load_inventory(path: Path) -> dict[str, Any]:
+    from benchlab.models import MachineInventory
+
+    if not path.exists():
+        return {}
+    data = read_json(path)
+    parse_model(path, MachineInventory, data)
+    return data

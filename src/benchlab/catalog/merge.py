@@ -1,0 +1,175 @@
+"""The union merge keyed by run id, and the derived state recomputed from its entries.
+
+Merge is commutative, associative and idempotent: when two entries share an id, a fixed
+rule picks the winner (ok over failed, then the newer timestamp, then the greater canonical
+JSON), so every clone and the git merge driver agree on the same bytes. Derived state
+(invariant 6) is never merged: the index, the machine summaries and `last_updated` are
+recomputed from the entries every time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from benchlab.ids import slug
+from benchlab.layout import (
+    canonical_json,
+)
+from benchlab.redact import scrub_public
+
+CATALOG_SCHEMA = "benchmark/catalog.v1"
+INVENTORY_SCHEMA = "benchmark/machine-inventory.v1"
+SUMMARY_STATIC = ("os", "arch", "cpu_cores", "gpu")
+"""Machine summary fields that come from specs (the rest is counted from the entries)."""
+_ISO_TIME = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\Z"
+)
+
+# --- merge --------------------------------------------------------------------------------
+
+
+def _time_key(timestamp: Any) -> tuple[int, str]:
+    """A sortable UTC key for an ISO 8601 stamp; unparsable stamps sort below every real one.
+
+    Parsed here rather than with `datetime.fromisoformat`, whose accepted forms differ
+    between Python versions: every clone must rank and date entries the same way.
+    """
+    if not isinstance(timestamp, str):
+        return (0, "")
+    match = _ISO_TIME.match(timestamp)
+    if match is None:
+        return (0, timestamp)
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+    except ValueError:
+        return (0, timestamp)
+    micros = (fraction or "").ljust(6, "0")[:6]
+    if zone is None or zone == "Z":
+        return (1, f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micros}Z")
+    sign = -1 if zone[0] == "+" else 1
+    moment += sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[-2:]))
+    return (1, f"{moment:%Y-%m-%dT%H:%M:%S}.{micros}Z")
+
+
+def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], str]:
+    return (
+        entry.get("status", "ok") == "ok",
+        _time_key(entry.get("timestamp")),
+        canonical_json(entry),
+    )
+
+
+def winner(a: dict, b: dict) -> dict:
+    """The entry every clone keeps for one run id: ok over failed, then newer, then the
+    greater canonical JSON. A total order, so the choice is commutative and associative."""
+    if a == b:
+        return a
+    return a if _entry_rank(a) >= _entry_rank(b) else b
+
+
+def merge_entries(*sides: Iterable[dict]) -> dict[str, dict]:
+    """Union of entry lists keyed by run id, ties settled by `winner`."""
+    merged: dict[str, dict] = {}
+    for side in sides:
+        for entry in side:
+            run_id = entry["run_id"]
+            held = merged.get(run_id)
+            merged[run_id] = entry if held is None else winner(held, entry)
+    return merged
+
+
+def _merge_value(a: Any, b: Any) -> Any:
+    """Field-wise union of static descriptions (machine summaries, inventory entries)."""
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k: _merge_value(a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys())}
+    if isinstance(a, list) and isinstance(b, list) and all(isinstance(x, str) for x in (*a, *b)):
+        return sorted(set(a) | set(b))
+    return max(a, b, key=canonical_json)
+
+
+def _merge_static(*sides: dict[str, dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for side in sides:
+        for key, value in side.items():
+            out[key] = _merge_value(out.get(key), value)
+    return out
+
+
+# --- derived state ------------------------------------------------------------------------
+
+
+def _date_of(timestamp: Any) -> str:
+    known, key = _time_key(timestamp)
+    return key[:10] if known else str(timestamp)[:10] or "unknown"
+
+
+def finalize(entries: dict[str, dict], static: dict[str, dict]) -> dict[str, Any]:
+    """The catalog document: entries sorted by run id, derived state recomputed from them.
+
+    `static` holds what specs say about each machine (os, arch, cores, gpu); the counts and
+    last run come from the entries. A machine appears iff it has entries.
+    """
+    runs = [entries[k] for k in sorted(entries)]
+    by_model: dict[str, list[str]] = {}
+    by_precision: dict[str, list[str]] = {}
+    by_date: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    last: dict[str, tuple[tuple[int, str], str]] = {}
+    newest: tuple[tuple[int, str], str] | None = None
+    for entry in runs:
+        run_id = entry["run_id"]
+        model_id = entry.get("model_id") or slug(entry["model"])
+        by_model.setdefault(model_id, []).append(run_id)
+        by_precision.setdefault(entry["precision"], []).append(run_id)
+        key = _time_key(entry["timestamp"])
+        date = key[1][:10] if key[0] else str(entry["timestamp"])[:10] or "unknown"
+        by_date.setdefault(date, []).append(run_id)
+        machine = entry["machine_id"]
+        counts[machine] = counts.get(machine, 0) + 1
+        stamp = (key, entry["timestamp"])
+        if machine not in last or stamp > last[machine]:
+            last[machine] = stamp
+        if newest is None or stamp > newest:
+            newest = stamp
+    machines = {}
+    for machine in sorted(counts):
+        summary = {k: v for k, v in static.get(machine, {}).items() if k in SUMMARY_STATIC}
+        summary.update(id=machine, runs=counts[machine], last_run=last[machine][1])
+        machines[machine] = scrub_public({k: v for k, v in summary.items() if v is not None})
+    doc: dict[str, Any] = {
+        "$schema": CATALOG_SCHEMA,
+        "version": "1.0",
+        "machines": machines,
+        "runs": runs,
+        "index": {"by_model": by_model, "by_precision": by_precision, "by_date": by_date},
+    }
+    if newest is not None:
+        doc["last_updated"] = newest[1]
+    return doc
+
+
+def _static_of(machines: dict[str, dict]) -> dict[str, dict]:
+    return {
+        m: {k: v for k, v in summary.items() if k in SUMMARY_STATIC}
+        for m, summary in machines.items()
+    }
+
+
+def merge_catalogs(*docs: dict[str, Any]) -> dict[str, Any]:
+    """The union of catalog documents (what the git merge driver writes)."""
+    entries = merge_entries(*(doc.get("runs", []) for doc in docs))
+    static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
+    return finalize(entries, static)
+
+
+def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:
+    machines = _merge_static(*(doc.get("machines", {}) for doc in docs))
+    return {"$schema": INVENTORY_SCHEMA, "machines": dict(sorted(machines.items()))}

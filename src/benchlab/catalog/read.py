@@ -1,0 +1,358 @@
+"""The one reader of the public catalog: every query verb, chart, page and detector loads
+through it.
+
+Why not `Catalog.model_validate_json`: on a 100,000-run catalog pydantic alone takes about
+a second, and `bench best` must answer in under one second, interpreter start included.
+The loader parses with orjson and checks every entry against `ENTRY_FIELDS`, a flat table
+of the `models.CatalogEntry` fields; a test keeps that table equal to the model, and a
+property test checks that nothing this check accepts is refused by pydantic. Errors name
+the file and the JSON path. This module imports neither pydantic nor the models at load
+time for that reason.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import marshal
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchlab.errors import QueryError, SchemaError, StoreError
+
+logger = logging.getLogger(__name__)
+
+CATALOG_SCHEMA = "benchmark/catalog.v1"
+STATUSES = ("ok", "failed")
+FAILURE_KINDS = ("transport", "measurement", "config", "parse")
+
+ENTRY_FIELDS: dict[str, str] = {
+    "run_id": "str",
+    "machine_id": "str",
+    "timestamp": "str",
+    "model": "str",
+    "model_id": "str?",
+    "precision": "str",
+    "tags": "tags",
+    "status": "status",
+    "failure_kind": "failure_kind",
+    "backend": "str?",
+    "mode": "str?",
+    "peak_tok_per_sec": "num",
+    "baseline_tok_per_sec": "num",
+    "speedup": "num",
+    "prefill_tok_per_sec": "num",
+    "decode_tok_per_sec": "num",
+    "path": "str?",
+    "batch_curve": "curve",
+}
+"""`models.CatalogEntry` as kinds: str (required), str? (optional string), num (optional
+number), tags (list of strings), status, failure_kind, curve (null or a list of
+{batch: int, agg_tok_per_sec: number}). tests/query keeps it equal to the model."""
+
+REQUIRED_FIELDS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str")
+METRICS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "num")
+"""The numeric entry fields `best --metric` and `compare` know; higher is better for each."""
+DEFAULT_METRIC = "peak_tok_per_sec"
+
+_OPTIONAL_STR = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str?")
+_NO_TAGS: list[str] = []
+
+
+# --- loading ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedCatalog:
+    """A checked catalog: `runs` are the entry dicts as stored, in file order."""
+
+    path: Path
+    runs: list[dict[str, Any]]
+    machines: dict[str, Any] = field(default_factory=dict)
+    last_updated: str | None = None
+
+    def find(self, run_id: str) -> dict[str, Any] | None:
+        for entry in self.runs:
+            if entry["run_id"] == run_id:
+                return entry
+        return None
+
+    def entry(self, run_id: str) -> dict[str, Any]:
+        found = self.find(run_id)
+        if found is not None:
+            return found
+        raise QueryError(f"{self.path}: no run {run_id!r} in the catalog")
+
+
+def missing_catalog_message(path: Path) -> str:
+    return f"{path}: file not found; run `bench catalog build` first"
+
+
+def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
+    """Read and check `catalog.json`; any fault is one SchemaError naming file and field.
+
+    With `cache` (the store's `query_cache`), a checked catalog is also kept there in
+    marshal form and read back while catalog.json is unchanged (same size, mtime and
+    inode; catalog builds replace the file by rename). Reading it back is several times
+    faster than parsing the JSON (see tools/perf/query.py). The cache lives in the private,
+    gitignored runs/ dir and is written only by benchlab; like a `.pyc`, marshal data is
+    trusted there. A stale, damaged or unwritable cache only costs the slow path.
+
+    The cycle collector is paused while the millions of objects of a large catalog are
+    created: they hold no cycles, and collecting them repeatedly costs a third of the time.
+    """
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise StoreError(missing_catalog_message(path)) from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    key = cache_key(stat)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        if cache is not None:
+            cached = _read_cache(path, cache, key)
+            if cached is not None:
+                return cached
+        loaded = _parse_catalog(path)
+        if cache is not None:
+            _write_cache(cache, key, loaded)
+        return loaded
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def cache_key(stat: os.stat_result) -> tuple[Any, ...]:
+    """The cached copy is valid while catalog.json keeps its size, mtime and inode."""
+    return (CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
+def prime_cache(path: Path, cache: Path, doc: dict[str, Any]) -> None:
+    """Cache the catalog a build has just written from `doc`, without reading it back.
+
+    `bench catalog build` calls this so that the first question after a build is as fast
+    as the next ones; the entries were validated by the build, the shape is checked here.
+    """
+    stat = path.stat()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        loaded = check_catalog(path, doc)
+        _write_cache(cache, cache_key(stat), loaded)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _parse_catalog(path: Path) -> LoadedCatalog:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return check_catalog(path, doc)
+
+
+CACHE_FORMAT = "benchlab-query-cache/1 python{}.{} {}".format(
+    *sys.version_info[:2], ",".join(f"{k}:{v}" for k, v in ENTRY_FIELDS.items())
+)
+"""Part of the cache key: a new benchlab field table or Python (marshal) version misses."""
+
+_SHARED_STRINGS = ("machine_id", "model", "model_id", "precision", "status", "backend", "mode")
+
+
+def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog | None:
+    try:
+        cached = marshal.loads(cache.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if type(cached) is not tuple or len(cached) != 4 or cached[0] != key:
+        return None
+    _, runs, machines, last_updated = cached
+    return LoadedCatalog(path, runs, machines, last_updated)
+
+
+def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> None:
+    """Keep `loaded` in marshal form. Repeated strings and tag lists become one object each
+    (marshal then writes them once), and each batch curve stays JSON bytes until a row is
+    printed in full (`full_entry`): queries never look inside curves, and decoding a
+    million curve points would cost more than everything else together."""
+    from benchlab.layout import atomic_write_bytes
+
+    shared: dict[Any, Any] = {}
+    runs = []
+    for entry in loaded.runs:
+        row = dict(entry)
+        for field_name in _SHARED_STRINGS:
+            value = row.get(field_name)
+            if value is not None:
+                row[field_name] = shared.setdefault(value, value)
+        tags = row.get("tags")
+        if tags is not None:
+            row["tags"] = shared.setdefault(("tags", *tags), tags)
+        curve = row.get("batch_curve")
+        if curve is not None:
+            row["batch_curve"] = orjson.dumps(curve)
+        runs.append(row)
+    try:
+        blob = marshal.dumps((key, runs, loaded.machines, loaded.last_updated))
+        atomic_write_bytes(cache, blob)
+    except (OSError, ValueError):
+        logger.debug("query cache %s not written", cache, exc_info=True)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _fail(path: Path, pointer: str, expected: str, value: Any) -> SchemaError:
+    return SchemaError(f"{path}: {pointer}: expected {expected}, got {_json_type(value)}")
+
+
+def check_catalog(path: Path, doc: Any) -> LoadedCatalog:
+    """Check a parsed catalog the way `models.Catalog` would, fast enough for 100k runs."""
+    if type(doc) is not dict:
+        raise _fail(path, "$", "an object", doc)
+    schema = doc.get("$schema", CATALOG_SCHEMA)
+    if schema != CATALOG_SCHEMA:
+        raise SchemaError(f"{path}: $.$schema: expected {CATALOG_SCHEMA!r}, got {schema!r}")
+    for key in ("version", "last_updated"):
+        value = doc.get(key)
+        if value is not None and type(value) is not str:
+            raise _fail(path, f"$.{key}", "a string", value)
+    machines = doc.get("machines", {})
+    if type(machines) is not dict:
+        raise _fail(path, "$.machines", "an object", machines)
+    for machine_id, summary in machines.items():
+        if type(summary) is not dict:
+            raise _fail(path, f"$.machines.{machine_id}", "an object", summary)
+        if type(summary.get("id")) is not str:
+            raise _fail(path, f"$.machines.{machine_id}.id", "a string", summary.get("id"))
+    index = doc.get("index", {})
+    if type(index) is not dict:
+        raise _fail(path, "$.index", "an object", index)
+    runs = doc.get("runs", [])
+    if type(runs) is not list:
+        raise _fail(path, "$.runs", "an array", runs)
+    _check_entries(path, runs)
+    return LoadedCatalog(path, runs, machines, doc.get("last_updated"))
+
+
+def _check_entries(path: Path, runs: list[Any]) -> None:
+    # One tight loop with plain type() tests: this is the hot path of every query.
+    required = REQUIRED_FIELDS
+    numbers = METRICS
+    optional = _OPTIONAL_STR
+    for i, entry in enumerate(runs):
+        if type(entry) is not dict:
+            raise _fail(path, f"$.runs[{i}]", "an object", entry)
+        for key in required:
+            if type(entry.get(key)) is not str:
+                if key not in entry:
+                    raise SchemaError(f"{path}: $.runs[{i}].{key}: field required")
+                raise _fail(path, f"$.runs[{i}].{key}", "a string", entry[key])
+        for key in numbers:
+            value = entry.get(key)
+            if value is not None and type(value) is not float and type(value) is not int:
+                raise _fail(path, f"$.runs[{i}].{key}", "a number or null", value)
+        for key in optional:
+            value = entry.get(key)
+            if value is not None and type(value) is not str:
+                raise _fail(path, f"$.runs[{i}].{key}", "a string or null", value)
+        status = entry.get("status", "ok")
+        if status not in STATUSES:
+            raise SchemaError(
+                f"{path}: $.runs[{i}].status: expected 'ok' or 'failed', got {status!r}"
+            )
+        kind = entry.get("failure_kind")
+        if kind is not None and kind not in FAILURE_KINDS:
+            raise SchemaError(
+                f"{path}: $.runs[{i}].failure_kind: expected one of "
+                f"{', '.join(FAILURE_KINDS)} or null, got {kind!r}"
+            )
+        tags = entry.get("tags", _NO_TAGS)
+        if type(tags) is not list:
+            raise _fail(path, f"$.runs[{i}].tags", "an array of strings", tags)
+        for j, tag in enumerate(tags):
+            if type(tag) is not str:
+                raise _fail(path, f"$.runs[{i}].tags[{j}]", "a string", tag)
+        curve = entry.get("batch_curve")
+        if curve is not None:
+            _check_curve(path, i, curve)
+    ids = {entry["run_id"] for entry in runs}
+    if len(ids) != len(runs):
+        _raise_duplicate(path, runs)
+
+
+_NUMBER_TYPES = (float, int)
+
+
+def _check_curve(path: Path, i: int, curve: Any) -> None:
+    if type(curve) is list and all(
+        type(point) is dict
+        and type(point.get("batch")) is int
+        and type(point.get("agg_tok_per_sec")) in _NUMBER_TYPES
+        for point in curve
+    ):
+        return  # the common case, in one pass; the loop below finds and names a fault
+    if type(curve) is not list:
+        raise _fail(path, f"$.runs[{i}].batch_curve", "an array or null", curve)
+    for j, point in enumerate(curve):
+        where = f"$.runs[{i}].batch_curve[{j}]"
+        if type(point) is not dict:
+            raise _fail(path, where, "an object", point)
+        if type(point.get("batch")) is not int:
+            raise _fail(path, f"{where}.batch", "an integer", point.get("batch"))
+        value = point.get("agg_tok_per_sec")
+        if type(value) is not float and type(value) is not int:
+            raise _fail(path, f"{where}.agg_tok_per_sec", "a number", value)
+
+
+def _raise_duplicate(path: Path, runs: list[dict[str, Any]]) -> None:
+    first: dict[str, int] = {}
+    for i, entry in enumerate(runs):
+        run_id = entry["run_id"]
+        if run_id in first:
+            raise SchemaError(
+                f"{path}: $.runs[{i}].run_id: duplicate id {run_id!r} "
+                f"(also at $.runs[{first[run_id]}])"
+            )
+        first[run_id] = i
+
+
+def full_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry with every CatalogEntry field present (null where absent), for scripts."""
+    row = dict.fromkeys(ENTRY_FIELDS)
+    row["tags"] = []
+    row["status"] = "ok"
+    row.update(entry)
+    row["batch_curve"] = entry_curve(entry)
+    return row
+
+
+def entry_curve(entry: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """An entry's batch curve, whether loaded from JSON or kept encoded by the cache."""
+    curve = entry.get("batch_curve")
+    return orjson.loads(curve) if type(curve) is bytes else curve

@@ -1,0 +1,1 @@
+"""The fleet's machines: onboarding, remote specs, and importing existing results."""

@@ -1,0 +1,1 @@
+"""Observers, never in the write path: the Prometheus exporter and device health."""

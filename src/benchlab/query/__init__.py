@@ -1,0 +1,1 @@
+"""Questions asked of the public catalog: filters, the verbs, `bench show`, and rendering."""

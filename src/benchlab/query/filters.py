@@ -1,0 +1,128 @@
+"""The one filter over catalog entries (`--model --machine --precision --since ...`), and
+the orderings every verb, chart and page shares."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from benchlab.catalog.read import METRICS
+from benchlab.errors import QueryError
+from benchlab.ids import slug
+
+# --- filters ------------------------------------------------------------------------------
+
+
+def parse_date(text: str, flag: str) -> str:
+    """A `--since/--until` value as YYYY-MM-DD; anything else is a one-line QueryError."""
+    try:
+        if len(text) == 10:
+            return datetime.strptime(text, "%Y-%m-%d").strftime("%Y-%m-%d")
+    except ValueError:
+        pass
+    raise QueryError(f"{flag}: expected a date YYYY-MM-DD, got {text!r}")
+
+
+def check_metric(metric: str) -> str:
+    if metric not in METRICS:
+        raise QueryError(f"--metric: unknown metric {metric!r}; valid: {', '.join(METRICS)}")
+    return metric
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What `--model --machine --precision --since --until --tag --status` ask for.
+
+    model matches an entry's slug `model_id` or the slug of its display name, so
+    `SmolLM2-135M` and `smollm2-135m` both find the same runs; machine and precision
+    match case-insensitively; dates are inclusive; every tag given must be present;
+    status None means any status.
+    """
+
+    model: str | None = None
+    machine: str | None = None
+    precision: str | None = None
+    since: str | None = None
+    until: str | None = None
+    tags: tuple[str, ...] = ()
+    status: str | None = None
+
+    def describe(self) -> str:
+        """The filters as the flags that set them, for 'no runs match ...' messages."""
+        parts = [
+            f"--{name} {value}"
+            for name, value in (
+                ("model", self.model),
+                ("machine", self.machine),
+                ("precision", self.precision),
+                ("since", self.since),
+                ("until", self.until),
+                ("status", self.status),
+            )
+            if value
+        ]
+        parts += [f"--tag {tag}" for tag in self.tags]
+        return " ".join(parts)
+
+
+def model_key(entry: dict[str, Any]) -> str:
+    """The slug a run's model is known by: its `model_id`, else the slug of its name."""
+    model_id = entry.get("model_id")
+    if model_id:
+        return model_id.lower()
+    return slug(entry["model"])
+
+
+def select(runs: Iterable[dict[str, Any]], filters: Filters) -> list[dict[str, Any]]:
+    """The entries that pass every filter, in the order given.
+
+    One list comprehension per filter, the most selective (model) first: on 100,000 runs
+    this is several times faster than testing a list of predicates per entry.
+    """
+    rows = list(runs)
+    if filters.model is not None:
+        wanted = slug(filters.model)
+        names = {e["model"] for e in rows}
+        matching_names = {name for name in names if slug(name) == wanted}
+        rows = [
+            e
+            for e in rows
+            if e["model"] in matching_names
+            or ((model_id := e.get("model_id")) is not None and model_id.lower() == wanted)
+        ]
+    if filters.machine is not None:
+        machine = filters.machine.lower()
+        rows = [e for e in rows if e["machine_id"].lower() == machine]
+    if filters.precision is not None:
+        precision = filters.precision.lower()
+        rows = [e for e in rows if e["precision"].lower() == precision]
+    if filters.since is not None:
+        since = filters.since
+        rows = [e for e in rows if e["timestamp"][:10] >= since]
+    if filters.until is not None:
+        until = filters.until
+        rows = [e for e in rows if e["timestamp"][:10] <= until]
+    if filters.tags:
+        wanted_tags = set(filters.tags)
+        rows = [e for e in rows if wanted_tags.issubset(e.get("tags", ()))]
+    if filters.status is not None:
+        status = filters.status
+        rows = [e for e in rows if e.get("status", "ok") == status]
+    return rows
+
+
+def chronological(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(entries, key=lambda e: (e["timestamp"], e["run_id"]))
+
+
+def ranked(entries: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    """Highest `metric` first; ties go to the newer run, then the smaller run id.
+
+    Entries without a value for the metric come last.
+    """
+    rows = sorted(entries, key=lambda e: e["run_id"])
+    rows.sort(key=lambda e: e["timestamp"], reverse=True)
+    rows.sort(key=lambda e: (e.get(metric) is not None, e.get(metric) or 0.0), reverse=True)
+    return rows

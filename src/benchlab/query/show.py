@@ -1,0 +1,198 @@
+"""`bench show`: one run from its dir, or from its catalog entry where the dir is absent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlab.catalog.read import ENTRY_FIELDS, entry_curve, full_entry, load_catalog
+from benchlab.errors import QueryError, SchemaError, StoreError
+
+# --- show ---------------------------------------------------------------------------------
+
+ABSENT_NOTE = "run dir absent on this clone; showing the catalog entry"
+UNCATALOGUED_NOTE = "run not in the catalog yet (run `bench catalog build`); showing its run dir"
+
+
+@dataclass(frozen=True)
+class RunDetails:
+    """`bench show`: a run from its dir (source "run_dir") or, where the dir is absent on
+    this clone, from its catalog entry alone (source "catalog", with `note` saying so)."""
+
+    run_id: str
+    source: str
+    entry: dict[str, Any] | None = None
+    path: str | None = None
+    documents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    note: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "source": self.source,
+            "path": self.path,
+            "note": self.note,
+            "missing": self.missing,
+            "entry": full_entry(self.entry) if self.entry is not None else None,
+            **{name: self.documents.get(name) for name in ("manifest", "kernel", "batch")},
+            "record": self.documents.get("record"),
+        }
+
+
+def show_run(store_root: Path, run_id: str) -> RunDetails:
+    """Find a run by id: its catalog entry, then its dir (the entry's `path`, the private
+    by-machine dir, the promoted public dir); read what the dir holds."""
+    from benchlab.ids import check_id
+    from benchlab.layout import Store
+
+    store = Store(store_root)
+    check_id(run_id, "run id")
+    entry = None
+    missing_catalog: StoreError | None = None
+    try:
+        catalog = load_catalog(store.catalog_path, cache=store.query_cache)
+    except SchemaError:
+        raise
+    except StoreError as exc:
+        missing_catalog = exc
+    else:
+        entry = catalog.find(run_id)
+    run_dir = _find_run_dir(store, run_id, entry)
+    if run_dir is None:
+        if entry is not None:
+            return RunDetails(
+                run_id, "catalog", entry=entry, path=entry.get("path"), note=ABSENT_NOTE
+            )
+        if missing_catalog is not None:
+            raise missing_catalog
+        raise QueryError(f"{store.catalog_path}: no run {run_id!r} in the catalog")
+    documents, missing = _read_run_dir(run_dir)
+    notes = []
+    if entry is None:
+        notes.append(UNCATALOGUED_NOTE)
+    if missing:
+        notes.append(f"run dir lacks {', '.join(missing)}")
+    return RunDetails(
+        run_id,
+        "run_dir",
+        entry=entry,
+        path=store.relative(run_dir),
+        documents=documents,
+        missing=missing,
+        note="; ".join(notes) or None,
+    )
+
+
+def _find_run_dir(store: Any, run_id: str, entry: dict[str, Any] | None) -> Path | None:
+    from benchlab.layout import MANIFEST
+
+    root = store.root.resolve()
+    candidates: list[Path] = []
+    if entry is not None:
+        if entry.get("path"):
+            candidates.append(store.root / entry["path"])
+        candidates.append(store.run_dir(entry["machine_id"], run_id))
+        candidates.append(store.public_run_dir(entry["machine_id"], run_id))
+    else:
+        for base in (store.by_machine, store.public_runs):
+            if base.is_dir():
+                candidates.extend(sorted(base.glob(f"*/{run_id}")))
+    for candidate in candidates:
+        resolved = candidate.resolve()
+        if resolved != root and root not in resolved.parents:
+            continue  # a catalog path that points out of the store is never followed
+        if (resolved / MANIFEST).is_file():
+            return candidate
+    return None
+
+
+def _read_run_dir(run_dir: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    from benchlab import layout
+    from benchlab.models import BatchResults, KernelResults, RunManifest, RunRecord
+
+    files = (
+        ("manifest", layout.MANIFEST, RunManifest, True),
+        ("kernel", layout.KERNEL, KernelResults, True),
+        ("batch", layout.BATCH, BatchResults, True),
+        ("record", layout.RECORD, RunRecord, False),
+    )
+    documents: dict[str, dict[str, Any]] = {}
+    missing: list[str] = []
+    for name, file_name, model, required in files:
+        path = run_dir / file_name
+        if not path.is_file():
+            if required:
+                missing.append(file_name)
+            continue
+        documents[name] = layout.dump_model(layout.read_model(path, model))
+    return documents, missing
+
+
+def run_facts(details: RunDetails) -> list[dict[str, Any]]:
+    """The key facts of a run as (field, value) rows, for the text formats of `show`."""
+    entry = details.entry or {}
+    docs = details.documents
+    manifest = docs.get("manifest", {})
+    kernel = docs.get("kernel", {})
+    batch = docs.get("batch", {})
+    record = docs.get("record")
+    model = manifest.get("model", {})
+    facts: list[tuple[str, Any]] = [("run_id", details.run_id), ("source", details.source)]
+    if details.source == "catalog":
+        skip = ("run_id", "batch_curve")  # the curve is a table of its own
+        facts += [(key, entry.get(key)) for key in ENTRY_FIELDS if key not in skip]
+        return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
+    status = record["status"] if record else entry.get("status", "ok")
+    decode = kernel.get("benchmark", {}).get("decode") or {}
+    baseline = batch.get("baseline") or {}
+    peak = batch.get("peak") or {}
+    git = manifest.get("git", {})
+    harness = manifest.get("harness", {})
+    facts += [
+        ("machine_id", manifest.get("machine_id")),
+        ("timestamp", manifest.get("timestamp")),
+        ("status", status if record else f"{status} (no record.json)"),
+        ("failure_kind", record.get("failure_kind") if record else None),
+        ("error", record.get("error") if record else None),
+        ("warnings", record.get("warnings") if record else None),
+        ("attempt", f"{record['attempt']} of {record['attempts']}" if record else None),
+        ("model", model.get("name")),
+        ("model_source", model.get("source")),
+        ("precision", model.get("precision")),
+        ("quantization", model.get("quantization")),
+        ("backend", manifest.get("backend")),
+        ("mode", manifest.get("mode")),
+        ("experiment", manifest.get("experiment")),
+        ("tags", manifest.get("tags")),
+        ("git", " ".join(str(v) for v in (git.get("rev"), git.get("branch")) if v) or None),
+        ("harness", " ".join(str(v) for v in harness.values() if v) or None),
+        ("engine", kernel.get("engine")),
+        ("decode_tok_per_sec", decode.get("tok_per_sec")),
+        ("baseline_tok_per_sec", baseline.get("tok_per_sec")),
+        ("peak_tok_per_sec", peak.get("agg_tok_per_sec")),
+        ("peak_batch", peak.get("batch")),
+        ("speedup", peak.get("speedup_vs_baseline")),
+        ("duration_s", (record.get("timings") or {}).get("duration_s") if record else None),
+        ("path", details.path),
+    ]
+    return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
+
+
+def _fact(value: Any) -> Any:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return value
+
+
+def batch_curve(details: RunDetails) -> list[dict[str, Any]]:
+    """The run's batch curve: batch.json's points, else the catalog entry's compact curve."""
+    if details.source == "catalog" and details.entry is not None:
+        return list(entry_curve(details.entry) or [])
+    return list((details.documents.get("batch") or {}).get("points", []))
+
+
+def prefill_points(details: RunDetails) -> list[dict[str, Any]]:
+    kernel = details.documents.get("kernel") or {}
+    return list(kernel.get("benchmark", {}).get("prefill", []))
