@@ -8,6 +8,7 @@ or the new one, never half of either.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -73,18 +74,59 @@ def write_model(path: Path, model: BaseModel) -> None:
     atomic_write_json(path, dump_model(model))
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; a missing or malformed file is a one-line error naming it."""
+MAX_JSON_BYTES = 256 * 1024 * 1024
+"""No file of the store is near this; a bigger one is hostile or broken, not data."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} overflows to infinity")
+    return value
+
+
+def loads_json(data: bytes | str, where: Path | str) -> Any:
+    """Parse JSON that may be hostile; every refusal is one SchemaError naming `where`.
+
+    Refused: more than MAX_JSON_BYTES; nesting deeper than the interpreter's recursion limit
+    (the C scanner of `json` counts its recursion and raises RecursionError where orjson
+    before 3.9.15 overflowed the stack and segfaulted, so the stdlib parser is the guard);
+    NaN, Infinity and numbers that overflow to infinity (a measurement that is not a number
+    must not reach the catalog as one); and anything json itself rejects.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if len(raw) > MAX_JSON_BYTES:
+        raise SchemaError(f"{where}: $: larger than {MAX_JSON_BYTES} bytes; refused")
     try:
+        return json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{where}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:
+        raise SchemaError(
+            f"{where}: $: arrays or objects nested too deep to parse; refused"
+        ) from None
+    except ValueError as exc:
+        raise SchemaError(f"{where}: $: {exc}") from None
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; a missing, malformed or hostile file is a one-line error naming it."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise SchemaError(f"{path}: $: larger than {MAX_JSON_BYTES} bytes; refused")
         data = path.read_bytes()
     except FileNotFoundError:
         raise StoreError(f"{path}: file not found") from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{path}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return loads_json(data, path)
 
 
 def validation_message(path: Path | str, exc: ValidationError) -> str:

@@ -10,7 +10,11 @@ Decisions the checks encode:
   implicitly with no extra limit (the seed's own example never declares one); a group that is
   declared but that no device names is an error, because it is almost always a typo;
 - the matrix must name its device(s) unless the config declares exactly one device;
-- a device may not fail over to itself, to an unknown device, or round a cycle.
+- a device may not fail over to itself, to an unknown device, or round a cycle;
+- the file is hostile until proven otherwise: a YAML alias bomb (`&a [*b, *b, ...]` nine
+  levels deep is a few hundred bytes that expand to a billion nodes), nesting deep enough
+  to overflow a parser, and hidden characters (NUL, bidi overrides) in names are refused
+  with one line naming the file, before anything is built from the data.
 """
 
 from __future__ import annotations
@@ -22,11 +26,86 @@ import yaml
 from pydantic import ValidationError
 
 from benchlab.errors import BenchlabError, ConfigError
-from benchlab.ids import check_id
+from benchlab.ids import check_id, check_name, hidden_character
 from benchlab.models import ResourceGroupConfig, SweepConfig
 from benchlab.sweep.placeholders import unknown_placeholders
 
 _DEVICE_TEMPLATED = ("command", "workdir", "python", "env", "host", "identity_file")
+_NAME_AXES = ("device", "backend", "model", "precision", "mode")
+"""Matrix axes whose values are names that reach ids, the catalog and the site."""
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""A sweep config is a page of YAML; a megabyte is already not one."""
+MAX_YAML_NODES = 100_000
+"""Nodes after every alias is expanded: a real config has hundreds, a bomb has billions."""
+MAX_YAML_DEPTH = 64
+"""Nesting a real config never reaches; the parser recurses once per level."""
+
+
+def _check_yaml_graph(root: yaml.Node, where: str) -> None:
+    """Refuse a node graph whose aliases expand past MAX_YAML_NODES, or that nests too deep.
+
+    Why here, between composing and constructing: PyYAML shares an aliased node, so the
+    composed graph stays small, but everything downstream (validation, expansion, hashing)
+    walks the expanded tree. The expanded size is counted once per distinct node (memoised),
+    so the check is linear in the file, not in what it expands to. A node that contains
+    itself is refused too.
+    """
+    size: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        key = id(node)
+        if depth > MAX_YAML_DEPTH:
+            raise ConfigError(f"{where}: nested deeper than {MAX_YAML_DEPTH} levels; refused")
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if children_done:
+            on_path.discard(key)
+            total = 1 + sum(size[id(child)] for child in children)
+            if total > MAX_YAML_NODES:
+                raise ConfigError(
+                    f"{where}: YAML aliases expand to more than {MAX_YAML_NODES} nodes; "
+                    "refused (write the values out, or use fewer nested aliases)"
+                )
+            size[key] = total
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise ConfigError(f"{where}: a YAML alias refers to itself; refused")
+        on_path.add(key)
+        stack.append((node, depth, True))
+        for child in children:
+            if id(child) in on_path:
+                raise ConfigError(f"{where}: a YAML alias refers to itself; refused")
+            if id(child) not in size:
+                stack.append((child, depth + 1, False))
+
+
+def load_yaml_bounded(text: str, where: str) -> Any:
+    """yaml.safe_load with limits on size, nesting and alias expansion; errors name `where`.
+
+    The pure-Python SafeLoader on purpose: libyaml's C composer (CSafeLoader) segfaults on
+    100k nested `[`, where the Python one raises RecursionError, which is caught here.
+    """
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{where}: larger than {MAX_CONFIG_BYTES} bytes; refused")
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_yaml_graph(node, where)
+        return loader.construct_document(node)
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deep to parse; refused") from None
+    finally:
+        loader.dispose()
 
 
 def load_sweep_config(path: str | Path) -> SweepConfig:
@@ -39,7 +118,7 @@ def load_sweep_config(path: str | Path) -> SweepConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where}: cannot read: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml_bounded(text, where)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         position = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
@@ -56,12 +135,47 @@ def parse_sweep_config(data: Any, where: str = "sweep config") -> SweepConfig:
             f"{where}: expected a mapping with experiment, devices and matrix, "
             f"got {type(data).__name__}"
         )
+    _check_hidden(data, where)
     try:
         config = SweepConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{where}: {_pydantic_reason(exc)}") from None
     check_config(config, where)
     return config
+
+
+def _check_hidden(data: Any, where: str, key: str = "") -> None:
+    """Refuse NUL, bidi and other hidden characters in any key or string of the config.
+
+    Names end up in ids, the catalog and the site; argv and env values cannot hold a NUL
+    anyway, and a bidi override in a command makes the config read differently from what
+    runs. Walked iteratively (the graph was already bounded by load_yaml_bounded).
+    """
+    stack: list[tuple[str, Any]] = [(key, data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            bad = hidden_character(value)
+            if bad is not None:
+                raise fail(
+                    where,
+                    path or "(top level)",
+                    f"{value!a} holds the control or bidi character {bad}; "
+                    "only visible characters are allowed",
+                )
+        elif isinstance(value, dict):
+            for name, item in value.items():
+                child = f"{path}.{name}" if path else str(name)
+                if isinstance(name, str) and hidden_character(name) is not None:
+                    raise fail(
+                        where,
+                        path or "(top level)",
+                        f"key {name!a} holds the control or bidi character "
+                        f"{hidden_character(name)}",
+                    )
+                stack.append((child, item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
 
 
 def check_config(config: SweepConfig, where: str = "sweep config") -> None:
@@ -109,6 +223,14 @@ def _check_ids(config: SweepConfig, where: str) -> None:
             raise fail(where, f"devices.{device_id}", str(exc)) from None
     if not config.devices:
         raise fail(where, "devices", "declare at least one device")
+    for axis in _NAME_AXES:
+        values = config.matrix.get(axis)
+        for index, value in enumerate(values if isinstance(values, list) else [values]):
+            if isinstance(value, str):
+                try:
+                    check_name(value, axis)
+                except BenchlabError as exc:
+                    raise fail(where, f"matrix.{axis}[{index}]", str(exc)) from None
 
 
 def _check_devices(config: SweepConfig, where: str) -> None:
