@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,128 @@ def test_outside_git_nothing_is_written(
     assert main(["promote", RUN]) == 2
     assert "not inside a git repository" in capsys.readouterr().err
     assert not public(root).exists()
+
+
+# --- confinement: real symlinks, special files, and runs without a record -------------------
+
+
+def by_machine(repo: Path) -> Path:
+    return repo / "experiments" / "benchmark" / "runs" / "by-machine"
+
+
+def assert_refused_and_nothing_written(
+    repo: Path, capsys: pytest.CaptureFixture[str], *needles: str
+) -> str:
+    assert main(["promote", RUN]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("bench: error: ") and captured.err.count("\n") == 1
+    assert "Traceback" not in captured.err
+    for needle in needles:
+        assert needle in captured.err, captured.err
+    assert not public(repo).exists()
+    assert "root:" not in captured.out + captured.err  # no line of /etc/passwd anywhere
+    assert staged(repo) == []
+    return captured.err
+
+
+def test_a_run_dir_that_is_a_symlink_out_of_the_store_is_not_followed(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "outside"
+    make_run(outside)  # a complete, ok-looking run, but outside the store
+    machine = by_machine(repo) / "gpu1"
+    machine.mkdir(parents=True)
+    (machine / RUN).symlink_to(by_machine(outside) / "gpu1" / RUN, target_is_directory=True)
+    assert_refused_and_nothing_written(repo, capsys, "is a symlink")
+
+
+def test_a_run_dir_symlinked_to_etc_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    machine = by_machine(repo) / "gpu1"
+    machine.mkdir(parents=True)
+    (machine / RUN).symlink_to("/etc", target_is_directory=True)
+    assert_refused_and_nothing_written(repo, capsys, "is a symlink")
+
+
+def test_a_symlinked_machine_dir_is_refused(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "outside"
+    make_run(outside)
+    by_machine(repo).mkdir(parents=True)
+    (by_machine(repo) / "gpu1").symlink_to(by_machine(outside) / "gpu1")
+    assert_refused_and_nothing_written(repo, capsys, "gpu1 is a symlink")
+
+
+def test_a_symlinked_file_inside_a_run_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_run(repo)
+    (run / "raw" / "passwd.txt").symlink_to("/etc/passwd")
+    assert_refused_and_nothing_written(repo, capsys, "passwd.txt is a symlink")
+
+
+def test_a_symlinked_subdir_inside_a_run_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_run(repo)
+    (run / "raw" / "etc").symlink_to("/etc", target_is_directory=True)
+    assert_refused_and_nothing_written(repo, capsys, "etc is a symlink")
+
+
+def test_a_fifo_inside_a_run_is_refused_without_blocking(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_run(repo)
+    os.mkfifo(run / "raw" / "pipe.txt")
+    assert_refused_and_nothing_written(repo, capsys, "not a regular file")
+
+
+def test_a_symlinked_record_is_refused(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_run(repo, status="failed")
+    fake = tmp_path / "record.json"
+    fake.write_text(json.dumps({"run_id": RUN, "status": "ok"}))
+    (run / "record.json").unlink()
+    (run / "record.json").symlink_to(fake)
+    assert_refused_and_nothing_written(repo, capsys, "record.json is a symlink")
+
+
+def test_a_record_less_dir_is_not_ok(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = make_run(repo)
+    (run / "record.json").unlink()
+    assert_refused_and_nothing_written(repo, capsys, "no record.json")
+
+
+def test_a_record_of_another_run_is_refused(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = make_run(repo)
+    (run / "record.json").write_text(json.dumps({"run_id": "other-run", "status": "ok"}))
+    assert_refused_and_nothing_written(repo, capsys, "record of 'other-run'")
+
+
+def test_a_hostile_record_is_one_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = make_run(repo)
+    (run / "record.json").write_bytes(b"[" * 100_000)
+    assert_refused_and_nothing_written(repo, capsys, "record.json", "nested too deep")
+
+
+def test_an_import_with_provenance_is_promoted_without_a_record(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_run(repo)
+    (run / "record.json").unlink()
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.update(mode="import", provenance={"source": "llama-bench", "sha256": "ab" * 32})
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    for name in ("kernel.json", "batch.json"):
+        (run / name).write_text("{}")
+    assert main(["promote", RUN]) == 0
+    assert (public(repo) / "manifest.json").is_file()
+    # Without provenance the same dir is refused.
+    manifest.pop("provenance")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "raw" / "stdout.txt").write_text("changed\n")
+    assert main(["promote", RUN]) == 2
+    assert "not an import with provenance" in capsys.readouterr().err

@@ -6,19 +6,41 @@ Seed 002's promotion path ("redact it first, then promote it deliberately with
 the whole run, so `<host:1>` means the same host in every file) into
 `runs/public/<machine>/<run-id>/`, the copy is scanned with the same policy, and only a
 clean copy is force-added with GitPython. Refusals say why and leave nothing behind.
+
+What counts as a private run dir (a `git add -f` of the wrong thing is a leak that history
+keeps, so the source is confined before anything is read):
+
+- a real directory: no component from the store root down to the run dir is a symlink, and
+  its resolved path lies inside the store's resolved `runs/by-machine/`; a run dir that is a
+  symlink to `/etc` is refused, not followed;
+- only regular files are read, each opened with O_NOFOLLOW and checked with fstat; a
+  symlinked file, a FIFO or a device anywhere under the run dir refuses the whole promotion
+  (skipping it quietly would publish a run with a hole nobody asked for);
+- a measured run has `record.json` with `status: ok` and its own run id; a run without a
+  record is promoted only if it is an import (`bench migrate`): manifest, kernel and batch
+  present, the manifest's `mode` is `import` and its `provenance` names a `source` and the
+  `sha256` of what was imported. Any other record-less dir is refused: nothing says it is ok.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.errors import StoreError
 from benchlab.ids import check_id
-from benchlab.layout import RECORD, Store, atomic_write_bytes, canonical_json
+from benchlab.layout import (
+    MANIFEST,
+    RECORD,
+    REQUIRED_RUN_FILES,
+    Store,
+    atomic_write_bytes,
+    canonical_json,
+    loads_json,
+)
 from benchlab.redact.policy import Policy, load_policy
 from benchlab.redact.redactor import Redactor, Replacement
 from benchlab.redact.scan import Finding, is_binary, path_sources, scan_sources
@@ -41,9 +63,30 @@ class PromoteRefused(StoreError):
     """Promotion refused: the run is not ok, already published, or its copy is not clean."""
 
 
+def _confined(store: Store, run_dir: Path) -> Path:
+    """`run_dir` if it is a real dir inside runs/by-machine, with no symlink on the way."""
+    path = store.root
+    for part in run_dir.relative_to(store.root).parts:
+        path = path / part
+        if path.is_symlink():
+            raise PromoteRefused(
+                f"refused: {path} is a symlink; promote reads real run dirs inside "
+                f"{store.by_machine} only"
+            )
+    if not run_dir.is_dir():
+        raise PromoteRefused(f"refused: {run_dir} is not a directory")
+    inside = store.by_machine.resolve()
+    resolved = run_dir.resolve()
+    if not resolved.is_relative_to(inside) or resolved == inside:
+        raise PromoteRefused(f"refused: {run_dir} resolves to {resolved}, outside {inside}")
+    return run_dir
+
+
 def find_private_run(store: Store, run_id: str) -> tuple[str, Path]:
     check_id(run_id, "run id")
-    matches = sorted(p for p in store.by_machine.glob(f"*/{run_id}") if p.is_dir())
+    matches = sorted(
+        p for p in store.by_machine.glob(f"*/{run_id}") if p.is_dir() or p.is_symlink()
+    )
     if not matches:
         raise StoreError(
             f"{store.by_machine}: no run {run_id!r} on this clone "
@@ -52,41 +95,109 @@ def find_private_run(store: Store, run_id: str) -> tuple[str, Path]:
     if len(matches) > 1:
         machines = ", ".join(p.parent.name for p in matches)
         raise StoreError(f"run {run_id!r} exists under several machines: {machines}")
-    return matches[0].parent.name, matches[0]
+    return matches[0].parent.name, _confined(store, matches[0])
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file, refusing symlinks and special files without a race.
+
+    O_NOFOLLOW makes the open itself fail on a symlink, and fstat checks what was opened,
+    so a file swapped for a link between the walk and the read is still refused.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if path.is_symlink():
+            raise PromoteRefused(
+                f"refused: {path} is a symlink; promote publishes regular files only"
+            ) from None
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PromoteRefused(
+                f"refused: {path} is not a regular file; promote publishes regular files only"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def _json_object(path: Path) -> dict[str, object]:
+    data = loads_json(read_regular(path), path)
+    if not isinstance(data, dict):
+        raise PromoteRefused(f"refused: {path}: expected a JSON object")
+    return data
 
 
 def _check_ok(run_dir: Path, run_id: str) -> None:
+    """A record with status ok, or an import with its provenance (module docstring)."""
     record = run_dir / RECORD
-    if not record.is_file():
-        return  # an imported or hand-made run dir without a record counts as ok
-    try:
-        data = json.loads(record.read_bytes())
-    except ValueError:
-        raise PromoteRefused(
-            f"{record}: not valid JSON; cannot tell whether {run_id} is ok"
-        ) from None
-    status = data.get("status") if isinstance(data, dict) else None
+    if not record.exists() and not record.is_symlink():
+        _check_import(run_dir, run_id)
+        return
+    data = _json_object(record)
+    status = data.get("status")
     if status != "ok":
-        kind = data.get("failure_kind") if isinstance(data, dict) else None
+        kind = data.get("failure_kind")
         detail = f" ({kind} failure)" if kind else ""
         raise PromoteRefused(
             f"refused: run {run_id} is not ok: {RECORD} status is {status!r}{detail}; "
             "only ok runs are published"
         )
+    if data.get("run_id", run_id) != run_id:
+        raise PromoteRefused(
+            f"refused: {record} is the record of {data.get('run_id')!r}, not of {run_id}"
+        )
+
+
+def _check_import(run_dir: Path, run_id: str) -> None:
+    missing = [name for name in REQUIRED_RUN_FILES if not (run_dir / name).exists()]
+    if missing:
+        raise PromoteRefused(
+            f"refused: {run_dir} has no {RECORD} and no {', '.join(missing)}: nothing says "
+            f"{run_id} ran ok (a measured run needs {RECORD} with status ok; an import needs "
+            "manifest, kernel and batch with provenance)"
+        )
+    manifest = _json_object(run_dir / MANIFEST)
+    provenance = manifest.get("provenance")
+    if (
+        manifest.get("mode") != "import"
+        or not isinstance(provenance, dict)
+        or not provenance.get("source")
+        or not provenance.get("sha256")
+    ):
+        raise PromoteRefused(
+            f"refused: {run_dir} has no {RECORD}, and its {MANIFEST} is not an import with "
+            "provenance (mode: import, provenance.source and .sha256); only ok runs and "
+            "imports are published"
+        )
+    if manifest.get("run_id", run_id) != run_id:
+        raise PromoteRefused(
+            f"refused: {run_dir / MANIFEST} is the manifest of {manifest.get('run_id')!r}, "
+            f"not of {run_id}"
+        )
 
 
 def redact_run(run_dir: Path, redactor: Redactor) -> tuple[dict[str, bytes], list[str]]:
-    """The redacted files of a run dir, by relative path, and the binary files left out."""
+    """The redacted files of a run dir, by relative path, and the binary files left out.
+
+    Symlinks (to files or dirs) and special files refuse the promotion (read_regular).
+    """
     files: dict[str, bytes] = {}
     binary: list[str] = []
     for dirpath, dirnames, filenames in os.walk(run_dir):
         dirnames.sort()
+        for name in dirnames:
+            if (Path(dirpath) / name).is_symlink():
+                raise PromoteRefused(
+                    f"refused: {Path(dirpath) / name} is a symlink; promote publishes "
+                    "regular files only"
+                )
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            if path.is_symlink() or not path.is_file():
-                continue
             relative = path.relative_to(run_dir).as_posix()
-            data = path.read_bytes()
+            data = read_regular(path)
             if is_binary(data):
                 binary.append(relative)  # cannot be checked, so it is not published
                 continue
@@ -94,8 +205,8 @@ def redact_run(run_dir: Path, redactor: Redactor) -> tuple[dict[str, bytes], lis
             text = data.decode("utf-8", errors="replace")
             if name.endswith(".json"):
                 try:
-                    value = json.loads(text)
-                except ValueError:
+                    value = loads_json(data, path)
+                except StoreError:
                     pass
                 else:
                     redacted = redactor.json(value, where=f"{relative}#")
