@@ -6,6 +6,13 @@ to a temp file, then hard-linked into place, which fails if a lock exists), so n
 sees a half-written lock. A lock left by a dead process on this same host is taken over with a
 warning; a lock from another host cannot be checked and is respected.
 
+`runs/devices/<machine-id>.lock` is the same kind of lock for one machine, shared by every
+experiment of the workspace: two sweeps measuring one machine at once measure each other
+(seed 000: a Pi given two heavy jobs hung), and they file their run dirs under the same
+machine. A second sweep that needs a held machine is refused, naming the holder, rather than
+left waiting: seed 004 keeps one instance per workspace by refusing the second, and a refused
+`dvc repro` says at once why, where a waiting one would sit behind a sweep of unknown length.
+
 `runs/sweeps/<experiment>/stop` is the stop request (`bench stop EXPERIMENT`): the scheduler
 checks it at least every second, lets in-flight points finish and leaves the rest pending.
 Because it is a file in the shared workspace it works where it is unclear which computer the
@@ -22,8 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import StoreError
-from benchlab.ids import utc_iso
+from benchlab.ids import check_id, utc_iso
 from benchlab.layout import LOCK, STOP_REQUEST, Store, atomic_write_json
+
+DEVICES_DIR = "devices"
+"""`runs/devices/`: the device locks (layout.py owns the store's other names)."""
 
 
 def _pid_alive(pid: int) -> bool:
@@ -54,13 +64,18 @@ def holder_is_alive(holder: dict[str, Any]) -> bool:
     return not isinstance(pid, int) or _pid_alive(pid)
 
 
-class SweepLock:
-    """Hold `runs/sweeps/<experiment>/lock` for the life of a sweep (a context manager)."""
+class _ExclusiveFile:
+    """A lock file created complete and exclusively, holding who holds it (pid, host, ...).
 
-    def __init__(self, store: Store, experiment: str) -> None:
-        self.experiment = experiment
-        self.directory = store.sweep_dir(experiment)
-        self.path = self.directory / LOCK
+    Subclasses say what the lock guards (`_refusal`); the taking, the stale-lock take-over and
+    the release are shared, so the experiment lock and the device locks behave alike.
+    """
+
+    def __init__(self, path: Path, label: str, extra: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.directory = path.parent
+        self.label = label
+        self.extra = dict(extra or {})
         self.warnings: list[str] = []
         self._held = False
 
@@ -70,9 +85,17 @@ class SweepLock:
             f"since {holder.get('started_at', '?')}"
         )
 
-    def acquire(self) -> SweepLock:
+    def _refusal(self, holder: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def acquire(self) -> Any:
         self.directory.mkdir(parents=True, exist_ok=True)
-        mine = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": utc_iso()}
+        mine = {
+            **self.extra,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": utc_iso(),
+        }
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".lock.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -89,32 +112,26 @@ class SweepLock:
                     if holder and not holder_is_alive(holder):
                         self._take_over(holder)
                         continue
-                    raise StoreError(
-                        f"{self.path}: experiment {self.experiment!r} is already running "
-                        f"({self._describe(holder) if holder else 'unreadable lock'}); wait "
-                        f"for it, stop it with `bench stop {self.experiment}`, or remove the "
-                        "lock if that sweep is gone"
-                    ) from None
+                    raise StoreError(self._refusal(holder)) from None
                 self._held = True
                 return self
-            raise StoreError(f"{self.path}: could not take the lock for {self.experiment!r}")
+            raise StoreError(f"{self.path}: could not take the lock for {self.label}")
         finally:
             Path(tmp).unlink(missing_ok=True)
 
     def _take_over(self, holder: dict[str, Any]) -> None:
         """Move a dead holder's lock aside; if it turned out to be someone else's, give up."""
-        aside = self.path.with_name(f".lock.stale.{os.getpid()}")
+        aside = self.path.with_name(f".{self.path.name}.stale.{os.getpid()}")
         try:
             os.rename(self.path, aside)
         except FileNotFoundError:
             return
         if _read(aside) != holder:
-            os.rename(aside, self.path)  # a live sweep took it meanwhile: put it back
-            raise StoreError(f"{self.path}: experiment {self.experiment!r} is already running")
+            os.rename(aside, self.path)  # a live process took it meanwhile: put it back
+            raise StoreError(self._refusal(_read(self.path) or {}))
         aside.unlink(missing_ok=True)
         self.warnings.append(
-            f"took over a stale lock of {self.experiment!r} ({self._describe(holder)}, "
-            "no longer running)"
+            f"took over a stale lock of {self.label} ({self._describe(holder)}, no longer running)"
         )
 
     def release(self) -> None:
@@ -122,11 +139,88 @@ class SweepLock:
             self.path.unlink(missing_ok=True)
             self._held = False
 
+
+class SweepLock(_ExclusiveFile):
+    """Hold `runs/sweeps/<experiment>/lock` for the life of a sweep (a context manager)."""
+
+    def __init__(self, store: Store, experiment: str) -> None:
+        self.experiment = experiment
+        super().__init__(store.sweep_dir(experiment) / LOCK, repr(experiment))
+
+    def _refusal(self, holder: dict[str, Any]) -> str:
+        return (
+            f"{self.path}: experiment {self.experiment!r} is already running "
+            f"({self._describe(holder) if holder else 'unreadable lock'}); wait "
+            f"for it, stop it with `bench stop {self.experiment}`, or remove the "
+            "lock if that sweep is gone"
+        )
+
     def __enter__(self) -> SweepLock:
-        return self.acquire()
+        return self.acquire()  # type: ignore[no-any-return]
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def device_lock_path(store: Store, machine_id: str) -> Path:
+    """`runs/devices/<machine-id>.lock`: one per machine, shared by every experiment."""
+    return store.runs_dir / DEVICES_DIR / f"{check_id(machine_id, 'machine id')}.lock"
+
+
+class DeviceLock(_ExclusiveFile):
+    """One machine measured by one sweep at a time, whatever the experiment.
+
+    Keyed by machine id, not device id: two device ids on one machine (a host and its pods)
+    are one thing measured, and the machine id is what run dirs are filed under, so two
+    experiments that share it would also share run dirs.
+    """
+
+    def __init__(self, store: Store, machine_id: str, experiment: str) -> None:
+        self.machine_id = machine_id
+        self.experiment = experiment
+        super().__init__(
+            device_lock_path(store, machine_id),
+            f"machine {machine_id!r}",
+            {"experiment": experiment, "machine_id": machine_id},
+        )
+
+    def _refusal(self, holder: dict[str, Any]) -> str:
+        other = holder.get("experiment", "?")
+        return (
+            f"{self.path}: machine {self.machine_id!r} is being measured by experiment "
+            f"{other!r} ({self._describe(holder) if holder else 'unreadable lock'}); two "
+            "sweeps on one machine measure their contention, not the machine: wait for it, "
+            f"stop it with `bench stop {other}`, or remove the lock if that sweep is gone"
+        )
+
+
+class DeviceLocks:
+    """The device locks of one sweep, taken in sorted order, all or none.
+
+    Sorted order means two sweeps that want overlapping machines cannot each hold one the
+    other needs; all-or-none means a refused sweep leaves no lock behind.
+    """
+
+    def __init__(self, store: Store, machine_ids: set[str], experiment: str) -> None:
+        self.locks = [DeviceLock(store, m, experiment) for m in sorted(machine_ids)]
+        self.warnings: list[str] = []
+
+    def acquire(self) -> DeviceLocks:
+        taken: list[DeviceLock] = []
+        try:
+            for lock in self.locks:
+                lock.acquire()
+                taken.append(lock)
+                self.warnings.extend(lock.warnings)
+        except BaseException:
+            for lock in reversed(taken):
+                lock.release()
+            raise
+        return self
+
+    def release(self) -> None:
+        for lock in reversed(self.locks):
+            lock.release()
 
 
 def stop_path(store: Store, experiment: str) -> Path:

@@ -15,8 +15,9 @@ run id with a `failover-from:<device>` tag. Around that:
 - a drained device's remaining points become loud holes (Runner.write_hole) or move to a
   failover target chosen by fitness (fitness.py);
 - every retry, failover, trip and hole goes to retries.jsonl / schedule.json (schedule_log.py);
-- one sweep per experiment (lock.py), and a stop request honoured within a second: points in
-  flight finish, the rest stay pending for resume.
+- the lock, the stamp, resume and the logs are the session's (session.py, shared with the
+  sequential runner), and a stop request is honoured within a second: points in flight
+  finish, the rest stay pending for resume.
 
 All scheduling state lives in one `_Sweep` object behind one lock; each device has its own
 condition variable on that lock, so a finished point wakes only the workers it concerns.
@@ -44,11 +45,12 @@ from benchlab.sweep.breaker import Breaker
 from benchlab.sweep.clocks import measure
 from benchlab.sweep.fitness import FitnessBook
 from benchlab.sweep.groups import Group, resolve
-from benchlab.sweep.lock import SweepLock, clear_stop, stop_requested
+from benchlab.sweep.lock import stop_requested
 from benchlab.sweep.order import order_points
 from benchlab.sweep.progress import QuietProgress
 from benchlab.sweep.result import SweepResult
 from benchlab.sweep.schedule_log import ScheduleLog
+from benchlab.sweep.session import SweepSession
 
 STOP_POLL_S = 0.25
 """How often the stop request file is looked at (the brief: at least every second)."""
@@ -169,6 +171,8 @@ class _Sweep:
         self._progress_lock = threading.Lock()
         self._wall_minus_mono = time.time() - clock()
         self._in_flight_written: dict[str, int] | None = None
+        self.started_at = utc_iso()
+        self.ended_at: str | None = None
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -622,6 +626,8 @@ class _Sweep:
             return {
                 "experiment": self.config.experiment,
                 "stamp": self.journal.stamp,
+                "started_at": self.started_at,
+                "ended_at": self.ended_at,
                 "policy": {
                     "order": policies.order,
                     "order_seed": policies.order_seed,
@@ -673,27 +679,24 @@ def run_sweep_concurrent(
     transports and a clock.
     """
     from benchlab.sweep.expand import expand
-    from benchlab.sweep.journal import SweepJournal, as_store
+    from benchlab.sweep.journal import as_store
 
     st = as_store(store)
     sink = progress if progress is not None else QuietProgress()
     started = time.monotonic()
     specs = expand(config, where=str(config_path or "sweep config"))
     result = SweepResult(experiment=config.experiment, total=len(specs))
-    with SweepLock(st, config.experiment) as held:
-        for warning in held.warnings:
-            result.warnings.append(warning)
-            sink.event(f"WARNING {warning}")
-        clear_stop(st, config.experiment)
-        journal = _journal or SweepJournal(st, config.experiment)
-        result.stamp = journal.begin(fresh, config_path)
-        pending = [spec for spec in specs if not journal.is_done(spec)]
-        result.skipped = len(specs) - len(pending)
-        if result.skipped:
-            sink.event(
-                f"resuming {config.experiment} ({result.stamp}): {result.skipped} of "
-                f"{len(specs)} point(s) already done, {len(pending)} to run"
-            )
+    with SweepSession(
+        st,
+        config,
+        config_path,
+        specs=specs,
+        fresh=fresh,
+        progress=sink,
+        result=result,
+        journal=_journal,
+    ) as session:
+        pending = session.pending
         if _runner is None:
             from benchlab.sweep.attempt import Runner
 
@@ -701,10 +704,10 @@ def run_sweep_concurrent(
         sweep = _Sweep(
             store=st,
             config=config,
-            runner=_runner,
-            journal=journal,
+            runner=session.guard(_runner),
+            journal=session.journal,
             progress=sink,
-            log=ScheduleLog(st.sweep_dir(config.experiment)),
+            log=session.log,
             transport_factory=_transport_factory or _default_transport,
             clock=_clock,
         )
@@ -719,8 +722,8 @@ def run_sweep_concurrent(
             sweep.run()
         finally:
             sweep.stop_event.set()
+            sweep.ended_at = utc_iso()
             sweep.write_schedule()
-            clear_stop(st, config.experiment)
     result.records = sorted(sweep.records.values(), key=lambda r: r.run_id)
     result.stopped = sweep.stopped_by_request
     result.elapsed_s = time.monotonic() - started

@@ -6,31 +6,27 @@ are retried, up to `policies.retries.attempts`, with a written-down warning on t
 that finally comes back and one line per failure in `retries.jsonl`. Everything else is a
 result and is recorded as such.
 
-Resume: the journal fixes the sweep stamp, so a re-run executes exactly the points that have
-no ok record and touches none of the others. The experiment's lock keeps two sweeps of the
-same experiment from running at once, and a stop request (`bench stop`) is honoured between
-points.
+Resume, the locks and retries.jsonl are the session's (session.py, shared with the
+concurrent runner): a re-run executes exactly the points that have no ok record and touches
+none of the others; a stop request (`bench stop`) is honoured between points.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchlab.devices.base import Transport
-from benchlab.ids import utc_iso
-from benchlab.layout import RETRIES
 from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
 from benchlab.sweep.attempt import Runner, retry_warning
 from benchlab.sweep.expand import expand, order_specs
-from benchlab.sweep.journal import SweepJournal, as_store
+from benchlab.sweep.journal import as_store
 from benchlab.sweep.placeholders import resolve_device, worker_instance_id
 from benchlab.sweep.progress import QuietProgress
 from benchlab.sweep.result import SweepResult
+from benchlab.sweep.session import SweepSession
 
 __all__ = ["SweepResult", "run_sweep"]
 
@@ -100,18 +96,6 @@ def _close_quietly(transport: Transport) -> None:
         pass
 
 
-def append_retry_line(sweep_dir: Path, entry: dict[str, Any]) -> None:
-    """One JSON line per transport failure, appended and fsynced (invariant 2)."""
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n"
-    fd = os.open(sweep_dir / RETRIES, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, line.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def run_sweep(
     store: Any,
     config: SweepConfig,
@@ -126,35 +110,25 @@ def run_sweep(
     _git_info: Any = None,
 ) -> SweepResult:
     """Run every pending point of `config` one after another; return all records."""
-    from benchlab.sweep.lock import SweepLock, clear_stop, stop_requested
-
     store = as_store(store)
     progress = progress if progress is not None else QuietProgress()
     began = _clock()
     specs = order_specs(expand(config), config.policies)
     result = SweepResult(experiment=config.experiment, total=len(specs))
     transports = _Transports(config, _opener or _open_transport)
-    with SweepLock(store, config.experiment) as lock:
-        for warning in lock.warnings:
-            result.warnings.append(warning)
-            progress.event(f"WARNING {warning}")
-        clear_stop(store, config.experiment)
-        journal = SweepJournal(store, config.experiment)
-        result.stamp = journal.begin(fresh, config_path)
-        pending = journal.pending(specs)
-        result.skipped = len(specs) - len(pending)
-        if result.skipped:
-            progress.event(
-                f"resuming {config.experiment} ({result.stamp}): {result.skipped} of "
-                f"{len(specs)} point(s) already done, {len(pending)} to run"
+    with SweepSession(
+        store, config, config_path, specs=specs, fresh=fresh, progress=progress, result=result
+    ) as session:
+        pending = session.pending
+        runner = session.guard(
+            Runner(
+                store, config, experiment=config.experiment, git_info=_git_info, _backend=_backend
             )
-        runner = Runner(
-            store, config, experiment=config.experiment, git_info=_git_info, _backend=_backend
         )
         _call(progress, "start", len(pending))
         try:
             for index, spec in enumerate(pending, 1):
-                if stop_requested(store, config.experiment):
+                if session.stop_requested():
                     result.stopped = True
                     progress.event(
                         f"STOP requested: {len(pending) - index + 1} point(s) left pending; "
@@ -162,20 +136,18 @@ def run_sweep(
                     )
                     break
                 _call(progress, "point_started", spec)
-                record = _run_point(runner, journal, transports, spec, config, progress, _sleep)
+                record = _run_point(runner, session, transports, spec, config, progress, _sleep)
                 result.records.append(record)
                 progress.point_done(index, len(pending), spec, record)
         finally:
             transports.close_all()
-            if result.stopped:
-                clear_stop(store, config.experiment)
     result.elapsed_s = _clock() - began
     return result
 
 
 def _run_point(
-    runner: Runner,
-    journal: SweepJournal,
+    runner: Any,
+    session: SweepSession,
     transports: _Transports,
     spec: RunSpec,
     config: SweepConfig,
@@ -183,7 +155,7 @@ def _run_point(
     sleep: Callable[[float], None],
 ) -> RunRecord:
     retry = config.policies.retries
-    run_id = journal.run_id(spec)
+    run_id = session.run_id(spec)
     worker = worker_instance_id(spec.device, 0)
     for attempt in range(1, retry.attempts + 1):
         warnings = [retry_warning(attempt, retry.attempts, spec.device)] if attempt > 1 else []
@@ -197,26 +169,22 @@ def _run_point(
             warnings=warnings,
         )
         if outcome.failure_kind != "transport":
-            return outcome.record
+            return outcome.record  # type: ignore[no-any-return]
         last = attempt == retry.attempts
-        append_retry_line(
-            journal.dir,
-            {
-                "at": utc_iso(),
-                "kind": "transport",
-                "device": spec.device,
-                "spec_id": spec.spec_id,
-                "run_id": run_id,
-                "attempt": attempt,
-                "attempts": retry.attempts,
-                "error": outcome.record.error,
-                "action": "gave-up" if last else "retry",
-                "worker": worker,
-            },
+        session.log.append(
+            kind="transport",
+            device=spec.device,
+            spec_id=spec.spec_id,
+            run_id=run_id,
+            attempt=attempt,
+            attempts=retry.attempts,
+            error=outcome.record.error,
+            action="gave-up" if last else "retry",
+            worker=worker,
         )
         transports.drop(spec.device)
         if last:
-            return outcome.record
+            return outcome.record  # type: ignore[no-any-return]
         delay = retry.backoff_s * (2 ** (attempt - 1))
         progress.event(
             f"RETRY  {spec.device} attempt {attempt} of {retry.attempts} failed (transport): "
