@@ -1,6 +1,7 @@
 """Slugs, config hashes, spec ids and run ids (DESIGN.md, "The store").
 
-`spec_id = <machine>-<model>-<precision>-<mode>-<hash8 of the spec>` and
+`spec_id = <machine>-<model>-<precision>-<mode>-<hash of the spec>` (16 hex chars for sweep
+points, 8 for imports and older stores) and
 `run_id = <spec_id>-<sweep stamp>`. Ids become directory names, so every id that reaches
 the file system passes `check_id` first: nothing can escape the store.
 """
@@ -70,14 +71,33 @@ def check_id(value: str, what: str = "id") -> str:
     return value
 
 
-def config_hash(obj: Any) -> str:
-    """8 hex chars of SHA-256 over the canonical JSON of `obj`: equal configs, equal hash."""
+SPEC_HASH_CHARS = 16
+"""Hex chars of a sweep point's spec hash: 64 bits. With 8 (32 bits) two points of one
+sweep were likely to share an id past ~100k points; with 16 a 9M-point matrix (3000 x 3000)
+collides with odds of about 1 in 450,000, and expand still refuses one that does."""
+LEGACY_HASH_CHARS = 8
+"""The length every id had before, which imports keep: `check_id` takes any length, so a
+store of 8-hex ids loads, and re-importing a file finds the run dir it made before."""
+
+
+def config_hash(obj: Any, chars: int = LEGACY_HASH_CHARS) -> str:
+    """`chars` hex chars of SHA-256 over the canonical JSON of `obj`: equal configs, equal
+    hash. A shorter hash is a prefix of a longer one, so an old id can be told from a new."""
     canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:8]
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:chars]
 
 
-def spec_id(machine: str, model: str, precision: str, mode: str, spec: Any) -> str:
-    parts = [slug(machine), slug(model), slug(precision), slug(mode), config_hash(spec)]
+def spec_id(
+    machine: str,
+    model: str,
+    precision: str,
+    mode: str,
+    spec: Any,
+    *,
+    hash_chars: int = LEGACY_HASH_CHARS,
+) -> str:
+    """`<machine>-<model>-<precision>-<mode>-<hash>`; sweeps pass SPEC_HASH_CHARS."""
+    parts = [slug(machine), slug(model), slug(precision), slug(mode), config_hash(spec, hash_chars)]
     return check_id("-".join(parts), "spec id")
 
 

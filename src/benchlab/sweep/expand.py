@@ -18,7 +18,7 @@ from typing import Any
 
 from benchlab.benchmarks import BACKENDS
 from benchlab.errors import BenchlabError, ConfigError
-from benchlab.ids import spec_id
+from benchlab.ids import SPEC_HASH_CHARS, spec_id
 from benchlab.models import Policies, RunSpec, SweepConfig
 
 AXES = (
@@ -50,6 +50,15 @@ def expand(config: SweepConfig, *, where: str = "sweep config") -> list[RunSpec]
         point = dict(zip(AXES, values, strict=True))
         spec = make_spec(config, point)
         if spec.spec_id in seen:
+            first = specs[seen[spec.spec_id]]
+            if hashed_fields(first) != hashed_fields(spec):
+                # Two different measurements, one id: they would share (and overwrite) a run
+                # dir, so this is refused however unlikely SPEC_HASH_CHARS makes it.
+                raise ConfigError(
+                    f"{where}: matrix: points {seen[spec.spec_id] + 1} ({_point_words(first)}) "
+                    f"and {len(specs) + 1} ({_point_words(spec)}) are different measurements "
+                    f"with one spec id {spec.spec_id} (a hash collision); change either point"
+                )
             raise ConfigError(
                 f"{where}: matrix: points {seen[spec.spec_id] + 1} and {len(specs) + 1} "
                 f"are the same measurement ({spec.spec_id}); remove the duplicate value"
@@ -57,6 +66,21 @@ def expand(config: SweepConfig, *, where: str = "sweep config") -> list[RunSpec]
         seen[spec.spec_id] = len(specs)
         specs.append(spec)
     return specs
+
+
+def hashed_fields(spec: RunSpec) -> dict[str, Any]:
+    """What a spec id hashes, as the spec holds it: equal for one measurement, else not."""
+    data = spec.model_dump(mode="json")
+    return {name: data.get(name) for name in _HASHED}
+
+
+def _point_words(spec: RunSpec) -> str:
+    fields = hashed_fields(spec)
+    return ", ".join(
+        f"{name}={value}"
+        for name, value in fields.items()
+        if value not in (None, [], {}) and name != "machine_id"
+    )
 
 
 def make_spec(
@@ -88,6 +112,7 @@ def make_spec(
         fields["precision"],
         fields["mode"],
         {name: fields[name] for name in _HASHED},
+        hash_chars=SPEC_HASH_CHARS,
     )
     return RunSpec(spec_id=identity, experiment=config.experiment, tags=tags, **fields)
 
