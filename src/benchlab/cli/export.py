@@ -21,22 +21,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
     )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close a connection that sends no complete request within this (default: 5)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="threads answering requests; idle connections never hold one (default: 4)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from benchlab.observe.exporter import make_server, scrape
+    from benchlab.errors import ConfigError
+    from benchlab.observe.exporter import IDLE_TIMEOUT_S, WORKERS, make_server, scrape
 
     if not args.serve:
         sys.stdout.write(scrape(args.sweep_dir))
         return 0
+    idle = IDLE_TIMEOUT_S if args.idle_timeout is None else args.idle_timeout
+    workers = WORKERS if args.workers is None else args.workers
+    if not idle > 0:
+        raise ConfigError(f"--idle-timeout {args.idle_timeout}: must be more than 0")
+    if workers < 1:
+        raise ConfigError(f"--workers {args.workers}: must be at least 1")
     try:
-        server = make_server(args.sweep_dir, args.port, args.host)
+        server = make_server(
+            args.sweep_dir, args.port, args.host, idle_timeout_s=idle, workers=workers
+        )
     except OSError as exc:
-        from benchlab.errors import ConfigError
-
         raise ConfigError(
             f"--port {args.port}: cannot listen on {args.host}: {exc.strerror}"
         ) from None

@@ -7,16 +7,27 @@ measurement, and a finished sweep directory serves the same metrics as a live on
 Labels are bounded and complete (seed 000): device, backend, model, quantisation, mode,
 threads and token shape. Run ids and timestamps are never labels; leaving out a swept axis
 would silently collapse different measurements onto one series.
+
+The HTTP server is bounded (`MetricsServer`): a connection costs a thread only while it is
+being answered. Idle connections wait in one selector on the serving thread and are closed
+after `idle_timeout_s`; readable ones go to a fixed pool of `workers` threads, whose sockets
+time out after `idle_timeout_s` too (a client that sends half a request and stalls); past
+`max_connections` open at once, new ones are closed on accept. So 400 idle clients hold 400
+file descriptors for a few seconds, never 400 threads, and a real scrape still answers.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
+import selectors
+import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +40,7 @@ from benchlab.layout import (
     SCHEDULE,
     SWEEP_STATE,
     Store,
+    loads_json,
 )
 from benchlab.observe.exposition import CONTENT_TYPE, MetricFamily, render
 from benchlab.sweep.schedule_log import read_retries
@@ -39,10 +51,14 @@ POINT_LABELS = ("device", "backend", "model", "quantisation", "mode", "threads",
 
 
 def load_if_present(path: Path) -> Any:
-    """A file another process may be replacing right now: absent or unreadable reads as None."""
+    """A file another process may be replacing right now: absent or unreadable reads as None.
+
+    Parsed with the guarded reader, so a hostile file (100k nested `[`, NaN) is unreadable
+    too instead of a RecursionError in a scrape thread.
+    """
     try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        return loads_json(path.read_bytes(), path)
+    except (OSError, StoreError):
         return None
 
 
@@ -261,9 +277,137 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("scrape: " + format, *args)
 
 
+WORKERS = 4
+"""Threads that answer requests; a scrape takes milliseconds, so a few serve any Prometheus."""
+IDLE_TIMEOUT_S = 5.0
+"""How long a connection may sit without a complete request before it is closed."""
+MAX_CONNECTIONS = 256
+"""Open connections at once (waiting or being answered); more are closed on accept."""
+
+
+class MetricsServer(HTTPServer):
+    """An HTTP server whose threads and connections are bounded (see the module docstring).
+
+    `serve_forever` and `shutdown` are its own: the stdlib's ThreadingMixIn starts a thread
+    per accepted connection with no limit and no timeout, which is the fault this replaces.
+    """
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        *,
+        workers: int = WORKERS,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
+        super().__init__(address, handler)
+        self.idle_timeout_s = idle_timeout_s
+        self.max_connections = max_connections
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="benchlab-scrape")
+        self._lock = threading.Lock()
+        self._open = 0
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._stopped.set()
+        self.refused = 0
+        """Connections closed on accept because max_connections were open."""
+        self.expired = 0
+        """Idle connections closed after idle_timeout_s without a request."""
+
+    @property
+    def open_connections(self) -> int:
+        with self._lock:
+            return self._open
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Accept, park idle connections in the selector, hand readable ones to the pool."""
+        self._stopped.clear()
+        waiting: dict[socket.socket, tuple[Any, float]] = {}
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self.socket, selectors.EVENT_READ, None)
+                while not self._stop.is_set():
+                    now = time.monotonic()
+                    soonest = min((d for _, d in waiting.values()), default=now + poll_interval)
+                    timeout = max(0.0, min(poll_interval, soonest - now))
+                    for key, _ in selector.select(timeout):
+                        if key.data is None:
+                            self._accept(selector, waiting)
+                            continue
+                        conn = key.fileobj
+                        assert isinstance(conn, socket.socket)
+                        selector.unregister(conn)
+                        address, _ = waiting.pop(conn)
+                        self._pool.submit(self._answer, conn, address)
+                    now = time.monotonic()
+                    for conn in [c for c, (_, d) in waiting.items() if d <= now]:
+                        selector.unregister(conn)
+                        del waiting[conn]
+                        self.expired += 1
+                        self._close(conn)
+        finally:
+            for conn in list(waiting):
+                self._close(conn)
+            self._stopped.set()
+
+    def _accept(
+        self, selector: selectors.BaseSelector, waiting: dict[socket.socket, tuple[Any, float]]
+    ) -> None:
+        try:
+            conn, address = self.socket.accept()
+        except OSError:
+            return
+        with self._lock:
+            full = self._open >= self.max_connections
+            if not full:
+                self._open += 1
+        if full:
+            self.refused += 1
+            with contextlib.suppress(OSError):
+                conn.close()
+            return
+        conn.settimeout(self.idle_timeout_s)
+        waiting[conn] = (address, time.monotonic() + self.idle_timeout_s)
+        selector.register(conn, selectors.EVENT_READ, address)
+
+    def _answer(self, conn: socket.socket, address: Any) -> None:
+        try:
+            self.finish_request(conn, address)
+        except Exception:
+            self.handle_error(conn, address)
+        finally:
+            self._close(conn)
+
+    def _close(self, conn: socket.socket) -> None:
+        self.shutdown_request(conn)
+        with self._lock:
+            self._open -= 1
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that stalls or hangs up is routine here: log it, do not print a trace."""
+        log.debug("scrape from %s failed", client_address, exc_info=True)
+
+    def shutdown(self) -> None:
+        """Stop serve_forever (from another thread) and wait until it has returned."""
+        self._stop.set()
+        self._stopped.wait()
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
 def make_server(
-    sweep_dir: Path, port: int, host: str = "127.0.0.1", *, live: bool = False
-) -> ThreadingHTTPServer:
+    sweep_dir: Path,
+    port: int,
+    host: str = "127.0.0.1",
+    *,
+    live: bool = False,
+    workers: int = WORKERS,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
+    max_connections: int = MAX_CONNECTIONS,
+) -> MetricsServer:
     """A metrics server for one sweep dir; port 0 picks a free port (server.server_address).
 
     `live`: the sweep is about to start, so its directory may not exist yet (503 until it
@@ -271,16 +415,20 @@ def make_server(
     """
     if not live:
         SweepView(sweep_dir)
-    handler = type("SweepHandler", (_Handler,), {"sweep_dir": sweep_dir})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+    handler = type("SweepHandler", (_Handler,), {"sweep_dir": sweep_dir, "timeout": idle_timeout_s})
+    return MetricsServer(
+        (host, port),
+        handler,
+        workers=workers,
+        idle_timeout_s=idle_timeout_s,
+        max_connections=max_connections,
+    )
 
 
 def serve_in_background(
-    sweep_dir: Path, port: int, host: str = "127.0.0.1", *, live: bool = False
-) -> ThreadingHTTPServer:
+    sweep_dir: Path, port: int, host: str = "127.0.0.1", *, live: bool = False, **limits: Any
+) -> MetricsServer:
     """Start serving on a daemon thread; call `.shutdown()` and `.server_close()` to stop."""
-    server = make_server(sweep_dir, port, host, live=live)
+    server = make_server(sweep_dir, port, host, live=live, **limits)
     threading.Thread(target=server.serve_forever, name="benchlab-exporter", daemon=True).start()
     return server
