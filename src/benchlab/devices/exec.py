@@ -8,9 +8,10 @@
 Each call runs `PREFIX... python3 -c BOOTSTRAP VERB`. Nothing is installed on the device by
 hand: the bootstrap (stdlib only) reads one header line from stdin, then (when asked) the
 agent zipapp as one base64 line, caches the zipapp under ~/.cache/benchlab (or the temp dir)
-by its sha256, and execs `python agent-<sha>.pyz VERB` with the rest of stdin as the verb's
-payload. The zipapp travels once per transport; later calls send only the header, and a
-device that lost its cache (a new pod) says so and gets it again.
+by its sha256 (in a private dir, verified before every run: bundle.py), and execs
+`python agent-<sha>.pyz VERB` with the rest of stdin as the verb's payload. The zipapp
+travels once per transport; later calls send only the header, and a device that lost its
+cache (a new pod) or holds a file that does not verify says so and gets it again.
 
 A failure of the prefix tool itself is transport (DeviceError): it cannot be started, it exits
 126/127/255, it reports a connection it could not make, or no JSON answer comes back. A failure
@@ -24,38 +25,49 @@ import json
 from typing import Any
 
 from benchlab.devices.base import Transport
+from benchlab.devices.bundle import CACHE_CODE
 from benchlab.devices.process import run_agent_process, tail
 from benchlab.errors import ConfigError, DeviceError
 from benchlab.models import DeviceConfig
 
-BOOTSTRAP = r"""
-import base64, hashlib, json, os, sys, tempfile
+_BOOTSTRAP_MAIN = r"""
+import base64, json, sys
 r = sys.stdin.buffer
 h = json.loads(r.readline())
-name = "agent-%s.pyz" % h["sha"]
+sha = str(h["sha"])
+if len(sha) != 64 or sha.strip("0123456789abcdef"):
+    print(json.dumps({"error": "bad agent hash in the bootstrap header"}))
+    sys.exit(3)
+name = "agent-%s.pyz" % sha
 dirs = [os.path.join(os.environ.get("XDG_CACHE_HOME") or
                      os.path.join(os.path.expanduser("~"), ".cache"), "benchlab"),
         os.path.join(tempfile.gettempdir(), "benchlab-%s" % os.getuid())]
-found = [os.path.join(d, name) for d in dirs if os.path.isfile(os.path.join(d, name))]
+usable, refused = [], []
+for d in dirs:
+    problem = private_dir_problem(d)
+    if problem is None:
+        usable.append(d)
+    else:
+        refused.append("%s: %s" % (d, problem))
+found = [os.path.join(d, name) for d in usable if verified_file(os.path.join(d, name), sha)]
 if h["app"]:
     blob = base64.b64decode(r.readline())
-    if hashlib.sha256(blob).hexdigest() != h["sha"]:
+    if hashlib.sha256(blob).hexdigest() != sha:
         print(json.dumps({"error": "agent bundle damaged in transfer"}))
         sys.exit(3)
     if not found:
-        for d in dirs:
+        for d in usable:
             try:
-                os.makedirs(d, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=d)
-                os.write(fd, blob)
-                os.close(fd)
-                os.replace(tmp, os.path.join(d, name))
-                found = [os.path.join(d, name)]
-                break
-            except OSError:
+                target = install_file(d, name, blob)
+            except OSError as exc:
+                refused.append("%s: cannot write: %s" % (d, exc.strerror))
                 continue
+            if verified_file(target, sha):
+                found = [target]
+                break
     if not found:
-        print(json.dumps({"error": "cannot write the agent bundle on the device"}))
+        print(json.dumps({"error": "no private cache dir for the agent on the device ("
+                          + "; ".join(refused) + ")"}))
         sys.exit(3)
 elif not found:
     print(json.dumps({"benchlab_bootstrap": "missing"}))
@@ -72,6 +84,14 @@ if h.get("cwd"):
 sys.stdout.flush()
 os.execv(sys.executable, [sys.executable, found[0], h["verb"]])
 """.strip()
+
+BOOTSTRAP = CACHE_CODE + "\n" + _BOOTSTRAP_MAIN
+"""What `python3 -c` runs on the device: the shared cache checks, then the bootstrap proper.
+
+A cached agent is executed only from a private dir (0700, ours, not a symlink) and only
+after its sha256 verifies; a planted or damaged file reads as missing, so the controller
+sends the zipapp again and it replaces the bad one (bundle.py says why).
+"""
 
 PREFIX_FAILURE_CODES = (126, 127, 255)
 """Exit codes that mean the prefix tool (ssh, kubectl, a shell) could not run the command."""
