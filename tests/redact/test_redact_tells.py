@@ -41,6 +41,10 @@ MUST_NOT = {
         "00:1a:2b:3c:4d:5e",
         "192.0.2.10",
         "255.255.255.0",
+        "version 1.2.3.4",
+        "Driver Version : 1.2.3.4",
+        "build: 10.0.0.1",
+        "cuDNN 9.1.0.70",
     ],
     tells.INSTANCE: [
         "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z",
@@ -87,8 +91,59 @@ MUST_NOT = {
         "/home/<user>",
         "C:\\Program Files",
     ],
-    tells.USER: ["user@host:port", "root@10.0.0.1", "@pytest.fixture", "git@github.com:o/r"],
+    tells.USER: [
+        "user@host:port",
+        "root@10.0.0.1",
+        "@pytest.fixture",
+        "git@github.com:o/r",
+        "tg64@pp128",
+        "pp512@d128",
+        "pp512+tg128",
+    ],
     tells.EMAIL: ["test@benchlab.invalid", "ops@example.com", "git@github.com"],
+    tells.HARDWARE_ID: [
+        "Serial Number: Not Specified",
+        "    Serial Number                         : N/A",
+        "GPU 0: NVIDIA A100-SXM4-80GB",
+        "00:00:00:00:00:00",
+        "12:34:56",
+        "1000.1000.1000",
+        "123e4567-e89b-12d3-a456-426614174000",
+        "GPU-Util 97%",
+    ],
+    tells.SSH_KEY: [
+        "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945",
+        "SHA256 checksum OK",
+        "ssh-keygen -t ed25519",
+        "ssh-rsa",
+    ],
+    tells.K8S: [
+        "kubectl get pods -n bench",
+        "pod/bench-0 condition met",
+        "llama-3.1-8b-instruct",
+        "gke-gcloud-auth-plugin",
+        "aks-preview",
+        "node: laptop",
+    ],
+    tells.CLOUD_ACCOUNT: [
+        "resource_group: laptop-cpu",
+        "a cluster: 4 nodes",
+        "cluster of four Raspberry Pis",
+        "project_id = args.project",
+        "--project",
+        "current-context: minikube",
+        "https://github.com/ggml-org/llama.cpp",
+    ],
+    tells.SITE_PATH: [
+        "/usr/share/ollama/models",
+        "/opt/llama.cpp/build/bin/llama-bench",
+        "/tmp/bench/model.gguf",
+        "~/.cache/llama.cpp",
+        "C:\\Program Files\\NVIDIA Corporation",
+        "a:\\n  runs-on: ubuntu-latest",
+        "https://example.com/data/x",
+        "/workspace/llama.cpp",
+    ],
     tells.SECRET: [
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
         "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945",
@@ -174,3 +229,13 @@ def test_every_private_ipv4_is_found(address: object) -> None:
 
     hits = find(build_policy(RedactionConfig()), [f"ssh to {address}:22"])
     assert [(h.tell_class, h.value) for h in hits] == [(tells.IP, str(address))]
+
+
+def test_an_address_after_a_version_elsewhere_on_the_line_is_still_found(policy: Policy) -> None:
+    hits = find(policy, ["driver 1.2.3.4 on 10.1.2.3", "version: 1.2.3.4\nhost 10.9.8.7"])
+    assert [(h.index, h.value) for h in hits] == [(0, "10.1.2.3"), (1, "10.9.8.7")]
+
+
+def test_cloud_cli_flags_need_the_cli_on_the_line(policy: Policy) -> None:
+    hits = find(policy, ["az aks show -g ml-rg -n aks-1", "npm install -g left-pad", "head -n 5"])
+    assert [(h.index, h.value) for h in hits] == [(0, "ml-rg"), (0, "aks-1")]

@@ -19,6 +19,7 @@ from benchlab.redact.policy import Policy
 from benchlab.redact.tells import Detector
 
 _SECRET_TRIM = " \t\r\n=:\"'"
+_CONTEXT = 160  # characters of the same line a detector's `context` check may read
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,10 @@ def _collect(
         value = blob[start:end]
         if detector.check is not None and not detector.check(value):
             continue
+        if detector.context is not None:
+            line_start = blob.rfind("\n", max(0, start - _CONTEXT), start) + 1
+            if not detector.context(blob[max(line_start, start - _CONTEXT) : start]):
+                continue
         if policy.allowed(detector.tell_class, value):
             continue
         if detector.tell_class == tells.HOME_PATH and match.lastindex:

@@ -48,13 +48,36 @@ DEFAULT_PRIVATE_KEYS: dict[str, str] = {
     "instance_type": tells.MACHINE_TYPE,
     "machine_type": tells.MACHINE_TYPE,
     "vm_size": tells.MACHINE_TYPE,
+    "serial": tells.HARDWARE_ID,
+    "serial_number": tells.HARDWARE_ID,
+    "board_serial": tells.HARDWARE_ID,
+    "gpu_uuid": tells.HARDWARE_ID,
+    "mac_address": tells.HARDWARE_ID,
+    "pod_name": tells.K8S,
+    "project_id": tells.CLOUD_ACCOUNT,
+    "subscription_id": tells.CLOUD_ACCOUNT,
+    "tenant_id": tells.CLOUD_ACCOUNT,
+    "resource_group_name": tells.CLOUD_ACCOUNT,
+    "cluster_name": tells.CLOUD_ACCOUNT,
+    "account_id": tells.CLOUD_ACCOUNT,
 }
 
 # Names reserved for documentation and tests (RFC 2606, 6761): never anybody's machine.
 _RESERVED_NAME = re.compile(
     r"(?i)(?:^|.*[.@])(?:example|invalid|test|localhost|example\.(?:com|net|org))$"
 )
-_ALWAYS_ALLOWED = frozenset({"localhost", "localhost.localdomain", "git@github.com"})
+# Well-known names every cluster and cloud VM shares: they name no site.
+_ALWAYS_ALLOWED = frozenset(
+    {
+        "localhost",
+        "localhost.localdomain",
+        "git@github.com",
+        "metadata.google.internal",
+        "host.docker.internal",
+        "gateway.docker.internal",
+        "kubernetes.default.svc.cluster.local",
+    }
+)
 _DOC_NETWORKS = tuple(
     ipaddress.ip_network(n)
     for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
@@ -68,11 +91,16 @@ _NUMBERED_PLACEHOLDER = {
     tells.USER: "user",
     tells.EMAIL: "email",
     tells.TOPOLOGY: "pci",
+    tells.HARDWARE_ID: "serial",
+    tells.K8S: "node",
+    tells.CLOUD_ACCOUNT: "cloud",
 }
 _FIXED_PLACEHOLDER = {
     tells.CREDENTIAL_PATH: "<path:credentials>",
     tells.HOME_PATH: "<path:home>",
     tells.SECRET: "<secret>",
+    tells.SSH_KEY: "<ssh-key>",
+    tells.SITE_PATH: "<path:site>",
 }
 
 

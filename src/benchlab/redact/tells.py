@@ -33,6 +33,11 @@ HOME_PATH = "home-path"
 USER = "user"
 EMAIL = "email"
 SECRET = "secret"
+HARDWARE_ID = "hardware-id"
+SSH_KEY = "ssh-key"
+K8S = "k8s"
+CLOUD_ACCOUNT = "cloud-account"
+SITE_PATH = "site-path"
 CLASSES = (
     HOST,
     IP,
@@ -45,6 +50,11 @@ CLASSES = (
     USER,
     EMAIL,
     SECRET,
+    HARDWARE_ID,
+    SSH_KEY,
+    K8S,
+    CLOUD_ACCOUNT,
+    SITE_PATH,
 )
 
 # Generic account names: masked inside a home path, but never hunted as bare words.
@@ -81,7 +91,12 @@ class Detector:
     matched, for detect-secrets' patterns with alternative groups). `redact=False` marks a detector
     that only reports: a human must edit the file (promote refuses until then).
     `gate` is a cheap literal search that must succeed before the full regex runs: most
-    text has no `.ssh` in it, and the full pattern is far slower than the literal.
+    text has no `.ssh` in it, and the full pattern is far slower than the literal. Gates are
+    alternations of plain literals (`erial|ERIAL`, not `(?i)serial`): those the regex
+    module searches several times faster than case-folded or class-led alternatives.
+    `context` sees the text before the match (the same line, up to 160 characters) and
+    returns False to drop it: `1.2.3.4` is an address, but `driver 1.2.3.4` is a version,
+    and a lookbehind of fixed width cannot say "after any of these words".
     """
 
     name: str
@@ -91,6 +106,7 @@ class Detector:
     numbered: bool = True
     group: int = 0
     check: Callable[[str], bool] | None = field(default=None, compare=False)
+    context: Callable[[str], bool] | None = field(default=None, compare=False)
     redact: bool = True
     gate: re.Pattern[str] | None = None
 
@@ -130,7 +146,13 @@ def _ipv6_check(text: str) -> bool:
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _INTERNAL_FQDN = _c(
     rf"(?<![\w.-])(?<!from )(?<!import )(?!(?:config|settings|env|app)\.local\b)(?:{_LABEL}\.)+"
-    r"(?:local|lan|internal|intranet|corp|localdomain|home\.arpa|ts\.net)(?![\w(-]|\.[\w-])",
+    r"(?:local|lan|internal|intranet|intra|corp|localdomain|home\.arpa|ts\.net)(?![\w(-]|\.[\w-])",
+    re.IGNORECASE,
+)
+# `build01.corp.acme.com`: an internal zone under a public domain (`*.corp.*`).
+_CORP_FQDN = _c(
+    rf"(?<![\w.-])(?:{_LABEL}\.)*(?:corp|intra|intranet|internal)\.(?:{_LABEL}\.)*"
+    r"(?:com|net|org|edu|gov|io|ai|dev|cloud|biz|info|[a-z]{2})(?![\w-]|\.[\w-])",
     re.IGNORECASE,
 )
 _VM_HOST = _c(
@@ -209,12 +231,22 @@ _CREDENTIAL_PATH = _c(
     r"|kubeconfig(?:[-_.][\w.-]+)?\.ya?ml|(?<=[/\\])kubeconfig[\w.-]*"
     r"|service[-_]?account[\w.-]*\.json"
     r"|\.docker[/\\]+config\.json"
-    r"|\.(?:netrc|git-credentials|pgpass|pypirc)"
+    r"|\.(?:netrc|git-credentials|pgpass|pypirc|npmrc|vault-token|s3cfg|boto|databrickscfg)"
+    r"|\.azure(?:[/\\]+[\w.-]+)*"
+    r"|\.cache[/\\]+huggingface[/\\]+(?:token|stored_tokens)|\.huggingface[/\\]+token"
+    r"|\.(?:oci|ngc)[/\\]+config|\.config[/\\]+gh[/\\]+hosts\.ya?ml"
     r"|[\w.-]+\.(?:ppk|p12|pfx|jks|keystore)"
     r")(?![\w-])"
 )
+# The value of an environment variable that points at credentials, whatever its path.
+_CREDENTIAL_ENV = _c(
+    r"(?<![\w-])(?:GOOGLE_APPLICATION_CREDENTIALS|AWS_SHARED_CREDENTIALS_FILE|AWS_CONFIG_FILE"
+    r"|AWS_WEB_IDENTITY_TOKEN_FILE|KUBECONFIG|AZURE_CONFIG_DIR|AZURE_CLIENT_CERTIFICATE_PATH"
+    r"|CLOUDSDK_CONFIG|DOCKER_CONFIG|HF_TOKEN_PATH)[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"([^\s\"',;<][^\s\"',;]*)"
+)
 _HOME_PATH = _c(
-    r"(?:(?<![\w.-])/(?:home|Users)|(?<![\w])[A-Za-z]:\\+Users)[/\\]+"
+    r"(?:(?<![\w.-])/(?:home|Users)|(?<![\w])[A-Za-z]:(?:\\+|/)Users)[/\\]+"
     r"([A-Za-z0-9_][A-Za-z0-9._-]*(?:\$)?)"
 )
 
@@ -231,9 +263,11 @@ _PCI = _c(r"(?<![\w:])(?:[0-9A-Fa-f]{8}|[0-9A-Fa-f]{4}):[0-9A-Fa-f]{2}:[0-9A-Fa-
 # --- people ---------------------------------------------------------------------------------
 
 _EMAIL = _c(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])")
-# user@10.0.0.5, user@[fe80::1], user@shorthost; not pkg@2.0.6, actions/checkout@v4, x@latest.
+# user@10.0.0.5, user@[fe80::1], user@shorthost; not pkg@2.0.6, actions/checkout@v4, x@latest,
+# nor llama-bench's own test names (tg64@pp128, pp512@d128: generation at a prompt depth).
 _USER_AT = _c(
-    r"(?<![\w.%+/-])([A-Za-z_][A-Za-z0-9_.-]{0,31})@(?=(?:\d{1,3}\.){3}\d|\["
+    r"(?<![\w.%+/-])(?!(?:pp|tg|pg)\d+@(?:pp|tg|pg|d)\d+(?![\w.-]))"
+    r"([A-Za-z_][A-Za-z0-9_.-]{0,31})@(?=(?:\d{1,3}\.){3}\d|\["
     r"|(?!v\d|(?:latest|next|stable|main|master|beta|alpha|canary|nightly|head)(?![\w.-]))"
     r"[A-Za-z][A-Za-z0-9-]*(?![\w.-]))"
 )
@@ -258,6 +292,227 @@ _AWS_SECRET = _c(
 )
 
 
+# --- versions that look like addresses ------------------------------------------------------
+
+_VERSION_CONTEXT = _c(
+    r"(?i)(?:\b(?:version|ver|v|driver|build|firmware|fw|bios|vbios|release|rev|revision"
+    r"|kernel|rocm|cuda|cudnn|tensorrt|nccl|cublas|mkl|onednn|openvino|opencl|vulkan|agesa"
+    r"|microcode)\b|(?<![\w.])v)[\s:=#\"'(]*$"
+)
+
+
+def _not_after_version_word(before: str) -> bool:
+    """`driver 1.2.3.4` is a version; an address elsewhere on the line is still found."""
+    return _VERSION_CONTEXT.search(before) is None
+
+
+# --- hardware identifiers -------------------------------------------------------------------
+
+_UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+# nvidia-smi -L / -q: GPU-<uuid>; MIG devices: MIG-<uuid> (R470+) or MIG-GPU-<uuid>/gi/ci.
+_GPU_UUID = _c(rf"(?<![\w-])(?:MIG-GPU-{_UUID}(?:/\d+){{0,2}}|(?:GPU|MIG)-{_UUID})(?![\w-])")
+# A bare UUID names one thing in the world (a DMI system, a boot, a subscription, a GPU):
+# nothing the lab publishes is a UUID, so every one is a tell.
+_BARE_UUID = _c(rf"(?<![\w-]){_UUID}(?![\w-])")
+# The nil and max UUIDs (RFC 9562) and the example every tutorial copies name nothing.
+_DOC_UUIDS = frozenset(
+    {
+        "00000000-0000-0000-0000-000000000000",
+        "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        "123e4567-e89b-12d3-a456-426614174000",
+        "123e4567-e89b-42d3-a456-556642440000",
+    }
+)
+
+
+def _real_uuid(value: str) -> bool:
+    return value.lower() not in _DOC_UUIDS
+
+
+# Serials and board ids, by the label the tools print before them (nvidia-smi -q: "Serial
+# Number : 1324...", "Board Id : 0x...", rocm-smi --showserial: "Serial Number: ...",
+# dmidecode: "Serial Number: ...", "Asset Tag: ...", sysfs/json keys: serial_number=...).
+_SERIAL = _c(
+    r"(?i)\b(?:(?:board|baseboard|chassis|system|product|module|gpu|card|device|disk|drive)"
+    r"[ _-]?)?(?:serial(?:[ _-]?(?:number|num|no\.?))?|board[ _-]?id|asset[ _-]?tag"
+    r"|unique[ _-]?id|(?:node|port|system[ _]image)[ _-]?guid)\b[\"']?"
+    r"[ \t]*(?:\([\w ]{1,16}\)[ \t]*)?(?:[:=]|\t)[ \t]*[\"']?"
+    r"([/A-Za-z0-9][A-Za-z0-9._/-]{3,63})(?![\w-])"
+)
+_NOT_A_SERIAL = frozenset(
+    {
+        "not specified",
+        "none",
+        "n/a",
+        "na",
+        "unknown",
+        "default",
+        "default string",
+        "to be filled by o.e.m.",
+        "0123456789",
+        "00000000",
+        "0x0000000000000000",
+        "not supported",
+        "not available",
+        "system serial number",
+        "chassis serial number",
+    }
+)
+
+
+def _real_serial(value: str) -> bool:
+    """Vendors fill unset fields with stock words ("Default string", "Not Specified")."""
+    lowered = value.lower()
+    if lowered in _NOT_A_SERIAL or lowered.startswith(("not", "n/a", "none")):
+        return False
+    return any(c.isdigit() for c in value) and not set(lowered) <= set("0x.-")
+
+
+# 00:1a:2b:3c:4d:5e, 00-1A-2B-3C-4D-5E, 001a.2b3c.4d5e (Cisco); not clocks or IPv6.
+_MAC = _c(
+    r"(?<![\w:.-])(?:[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}"
+    r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![\w:.-])"
+)
+
+
+def _real_mac(value: str) -> bool:
+    """All-zero and broadcast addresses name no interface; `1000.1000.1000` is a version."""
+    digits = {c for c in value.lower() if c not in ":-."}
+    if "." in value and not digits & set("abcdef"):
+        return False
+    return digits not in ({"0"}, {"f"})
+
+
+# --- ssh keys -------------------------------------------------------------------------------
+
+_SSH_FINGERPRINT = _c(
+    r"(?<![\w+/])(?:SHA256:[A-Za-z0-9+/]{43}=?(?![A-Za-z0-9+/=])"
+    r"|(?:MD5:)?[0-9a-f]{2}(?::[0-9a-f]{2}){15}(?![\w:]))"
+)
+_SSH_PUBLIC_KEY = _c(
+    r"(?<![\w-])(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp(?:256|384|521)"
+    r"|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)[ \t]+AAAA[A-Za-z0-9+/]{16,}={0,3}"
+    r"(?:[ \t]+[\w.@+-]{1,100})?"
+)
+
+# --- kubernetes -----------------------------------------------------------------------------
+
+# kube's SafeEncodeString alphabet (no vowels, no 0 1 3): replica-set hashes, pod suffixes.
+_KUBE = "[bcdfghjklmnpqrstvwxz2456789]"
+_K8S_NODE = _c(
+    r"(?<![\w.-])(?:"
+    r"gk[e3]-[a-z0-9-]{1,60}?-[0-9a-f]{8}-[a-z0-9]{4}"  # GKE, GKE Autopilot (gk3-)
+    r"|aks-[a-z0-9]{1,12}-\d{6,10}-(?:vmss[0-9a-z]{6}|\d{1,3})"  # AKS
+    r"|k8s-[a-z0-9]{1,16}-\d{6,10}-(?:vmss[0-9a-z]{6}|\d{1,3})"  # acs-engine / aks-engine
+    r"|eks-[a-z0-9-]{1,60}?-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"  # EKS node groups
+    r")(?![\w-])"
+)
+# A pod name is a free-form prefix plus kube's hashes; only where the text says pod/node
+# (or a `kubectl get pods` row follows) is that shape a name rather than a word.
+_K8S_POD = _c(
+    r"(?i:\b(?:pod(?:[_-]?name)?s?|hostname|node(?:[_-]?name)?|exec(?:[ \t]+-\w+)*)\b[\"']?"
+    r"[ \t]*[:=/ ][ \t]*[\"']?)"
+    rf"([a-z0-9][a-z0-9-]{{0,50}}?(?:-{_KUBE}{{6,10}})?-{_KUBE}{{5}})(?![\w.-])"
+    rf"|^[ \t]*([a-z0-9][a-z0-9-]{{0,50}}?-{_KUBE}{{6,10}}-{_KUBE}{{5}})(?=[ \t]+\d+/\d+[ \t])",
+    re.MULTILINE,
+)
+
+# --- cloud accounts -------------------------------------------------------------------------
+
+_CLOUD_ACCOUNT = _c(
+    r"(?<![\w-])(?:"
+    # ARNs of every partition, with or without an account (s3 buckets have none)
+    r"arn:aws[\w-]*:[\w-]+:[\w-]*:\d{0,12}:[\w/:.+=@,-]+"
+    # ECR registries carry the account id; GCR / Artifact Registry the project
+    r"|\d{12}\.dkr\.ecr\.[\w.-]+"
+    r"|(?:[a-z]{2,}\.)?gcr\.io/[a-z][a-z0-9-]{4,28}[a-z0-9]"
+    r"|[a-z0-9-]+-docker\.pkg\.dev/[a-z][a-z0-9-]{4,28}[a-z0-9]"
+    # GCP resource names, kube contexts (gke_<project>_<zone>_<cluster>)
+    r"|projects/[a-z][a-z0-9-]{4,28}[a-z0-9](?=/(?:zones|regions|locations|global|instances"
+    r"|serviceAccounts|secrets|topics|subscriptions|datasets|repositories|clusters)\b)"
+    r"|gke_[a-z][a-z0-9-]{4,28}[a-z0-9]_[a-z0-9-]+_[\w-]+"
+    # Azure: /resourceGroups/<rg>, the AKS node resource group MC_<rg>_<cluster>_<region>
+    r"|(?i:resourceGroups)/[\w.()-]{1,90}"
+    r"|MC_[\w.()-]{1,90}?_[\w.-]{1,63}_[a-z0-9]{3,30}"
+    # object storage buckets name their owner
+    r"|(?:s3|gs|s3a|s3n|az|abfss?|wasbs?)://[\w.@-]+"
+    r")(?![\w-])"
+)
+# Values after the flags and keys the cloud CLIs use for them. The bare words "cluster" and
+# "resource group" are left alone: benchlab's own scheduler has resource groups.
+_CLOUD_NAMED = _c(
+    r"(?i:(?<![\w-])(?:--(?:project|project-id|subscription|resource-group|cluster|cluster-name"
+    r"|account-id|tenant|context|registry-name|workspace-name)|\buse-context"
+    r"|(?:project[_-]?id|projectId|subscription[_-]?id|subscriptionId|tenant[_-]?id|tenantId"
+    r"|resourceGroup(?:Name)?|nodeResourceGroup|cluster[_-]?name|clusterName|account[_-]?id"
+    r"|accountId|\"Account|current-context"
+    r"|(?:GOOGLE_CLOUD|GCLOUD|CLOUDSDK_CORE|GCP)_PROJECT|AZURE_(?:SUBSCRIPTION_ID|TENANT_ID"
+    r"|RESOURCE_GROUP)|AWS_ACCOUNT_ID|(?:EKS_|AKS_|GKE_)?CLUSTER_NAME)[\"']?[ \t]*[:=]"
+    r"|^[ \t]*project[ \t]*=|\bclusters[ \t]+get-credentials)"
+    r"[ \t]*=?[ \t]*[\"']?)"
+    r"([A-Za-z0-9][\w.:/@()-]{1,127}?)(?=[\"',;)\]}]|\s|$)",
+    re.MULTILINE,
+)
+# `az ... -g <rg> -n <cluster>`, `aws eks ... --name <cluster>`: generic flags, so only on a
+# line that names the CLI (the `context` check) do they name a resource group or cluster.
+_CLI_NAME_FLAG = _c(
+    r"(?<![\w-])(?:-[gn]|--name)(?:[ \t]+|=)[\"']?([A-Za-z0-9][\w.()-]{0,89})(?![\w.()-])"
+)
+_CLOUD_CLI = _c(r"\b(?:az|eks|aks)\b")
+
+
+def _after_cloud_cli(before: str) -> bool:
+    return _CLOUD_CLI.search(before) is not None
+
+
+_NOT_A_NAME = frozenset(
+    {"default", "none", "null", "true", "false", "local", "minikube", "kind", "docker-desktop"}
+)
+
+
+_CODE_VALUE = _c(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(.*)?")
+
+
+def _real_name(value: str) -> bool:
+    """Stock names (`default`, `minikube`, `kind`), placeholders and code name nobody's cloud.
+
+    `project_id=args.project` in a source file is an attribute, not a project: a dotted
+    identifier is read as code (cloud names with a dot in them are rare enough to lose).
+    """
+    if value.lower() in _NOT_A_NAME or value.startswith("$"):
+        return False
+    return _CODE_VALUE.fullmatch(value) is None
+
+
+# --- paths that carry a site or user name ---------------------------------------------------
+
+# The rule: a path is a tell where people, not software, name its components. That is
+# below a home directory (`~/models/x.gguf`, `~alice/`, `$HOME/...`, `%USERPROFILE%\\...`),
+# below a site mount root (/mnt, /data, /scratch, /nfs, /lustre, ... : what follows is a
+# user, team, project or host name), below any Windows drive except its system folders,
+# and in any object-store URL. Paths under system roots (/usr, /opt, /etc, /tmp, /var,
+# /proc, /dev, /root, /workspace) and tool dot-dirs (`~/.cache/...`) are named by software
+# and are left alone; /home and C:\\Users belong to the home-path class.
+_SEG = r"[\w.@+%~-]+"
+_SITE_ROOTS = (
+    r"mnt|media|data\d*|datasets?|scratch\d*|nfs|lustre\d*|gpfs|fsx|efs|beegfs|cephfs|ceph"
+    r"|nas|raid\d*|storage|shared|share|srv|work|projects?|groups?|global|lus|hpc|cluster"
+    r"|Volumes|net"
+)
+_SITE_PATH = _c(
+    r"(?:"
+    rf"(?<![\w.~/\\:$%>-])/(?:{_SITE_ROOTS})(?:/{_SEG})+"
+    rf"|(?<![\w.~/\\$%-])(?:~[A-Za-z_][\w.-]{{0,31}}(?:/{_SEG})+|~/(?!\.){_SEG}(?:/{_SEG})*"
+    rf"|(?:\$HOME|\$\{{HOME\}}|%USERPROFILE%|%HOMEPATH%)[/\\]+(?!\.)[\w.@+-]+(?:[/\\]+[\w.@+-]+)*)"
+    # a drive path: two components at least, or one file with an extension (`C:\\x.gguf`),
+    # so that `a:\\n` in a string literal of YAML is not a path
+    r"|(?<![\w.%-])[A-Za-z]:(?:\\\\?|/)"
+    r"(?!(?:Windows|Program Files|ProgramData|Users|\$Recycle\.Bin)(?![\w.-]))"
+    r"(?:[\w.@+-]+(?:(?:\\\\?|/)[\w.@+-]+)+|[\w@+-][\w.@+-]*\.[A-Za-z0-9]{1,12})"
+    r")(?![\w-])"
+)
+
+
 @functools.cache
 def builtin_detectors() -> tuple[Detector, ...]:
     """The tell classes every policy starts from (redaction.yaml adds to them)."""
@@ -273,6 +528,81 @@ def builtin_detectors() -> tuple[Detector, ...]:
             "<path:credentials>",
             numbered=False,
         ),
+        Detector(
+            "credential-env",
+            CREDENTIAL_PATH,
+            _CREDENTIAL_ENV,
+            "<path:credentials>",
+            numbered=False,
+            group=1,
+            gate=_gate(r"CREDENTIALS|_CONFIG|KUBECONFIG|CERTIFICATE_PATH|TOKEN_(?:FILE|PATH)"),
+        ),
+        Detector(
+            "ssh-public-key",
+            SSH_KEY,
+            _SSH_PUBLIC_KEY,
+            "<ssh-key>",
+            numbered=False,
+            gate=_gate(r"AAAA"),
+        ),
+        Detector(
+            "ssh-fingerprint",
+            SSH_KEY,
+            _SSH_FINGERPRINT,
+            "<ssh-key>",
+            numbered=False,
+            gate=_gate(r"SHA256:|[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:"),
+        ),
+        Detector("gpu-uuid", HARDWARE_ID, _GPU_UUID, "gpu", gate=_gate(r"GPU-|MIG-")),
+        Detector(
+            "serial",
+            HARDWARE_ID,
+            _SERIAL,
+            "serial",
+            group=1,
+            check=_real_serial,
+            gate=_gate(r"erial|ERIAL|oard|OARD|sset|SSET|nique|NIQUE|uid|UID"),
+        ),
+        Detector("mac-address", HARDWARE_ID, _MAC, "mac", check=_real_mac),
+        Detector("k8s-node", K8S, _K8S_NODE, "node", gate=_gate(r"gk[e3]-|aks-|k8s-|eks-")),
+        Detector(
+            "k8s-pod",
+            K8S,
+            _K8S_POD,
+            "pod",
+            group=-1,
+            gate=_gate(r"(?i)pod|hostname|node|exec|\d/\d"),
+        ),
+        Detector(
+            "cloud-account",
+            CLOUD_ACCOUNT,
+            _CLOUD_ACCOUNT,
+            "cloud",
+            gate=_gate(r"arn:|\.dkr\.|gcr\.io|pkg\.dev|projects/|gke_|esource[Gg]roups|MC_|://"),
+        ),
+        Detector(
+            "cloud-named",
+            CLOUD_ACCOUNT,
+            _CLOUD_NAMED,
+            "cloud",
+            group=1,
+            check=_real_name,
+            gate=_gate(
+                r"roject|ROJECT|ubscription|UBSCRIPTION|enant|ENANT|esource|ESOURCE|luster"
+                r"|LUSTER|ccount|CCOUNT|ontext|ONTEXT|egistry|orkspace"
+            ),
+        ),
+        Detector(
+            "cloud-cli-name",
+            CLOUD_ACCOUNT,
+            _CLI_NAME_FLAG,
+            "cloud",
+            group=1,
+            check=_real_name,
+            context=_after_cloud_cli,
+            gate=_gate(r"\b(?:az|eks|aks)\b"),
+        ),
+        Detector("uuid", HARDWARE_ID, _BARE_UUID, "uuid", check=_real_uuid),
         Detector("email", EMAIL, _EMAIL, "email"),
         Detector(
             "vm-hostname",
@@ -286,16 +616,33 @@ def builtin_detectors() -> tuple[Detector, ...]:
             HOST,
             _INTERNAL_FQDN,
             "host",
-            gate=_gate(r"(?i)\.(?:local|lan|internal|intranet|corp|home\.arpa|ts\.net)"),
+            gate=_gate(r"(?i)\.(?:local|lan|internal|intranet|intra|corp|home\.arpa|ts\.net)"),
+        ),
+        Detector(
+            "corp-fqdn",
+            HOST,
+            _CORP_FQDN,
+            "host",
+            gate=_gate(r"orp\.|ORP\.|ntra|NTRA|nternal\.|NTERNAL\."),
         ),
         Detector("cloud-instance", INSTANCE, _INSTANCE, "instance"),
         Detector("cloud-zone", ZONE, _ZONE, "zone"),
         Detector("machine-type", MACHINE_TYPE, _MACHINE_TYPE, "machine-type"),
         Detector("gpu-topology", TOPOLOGY, _TOPOLOGY, "<topology>", numbered=False),
         Detector("pci-bus-id", TOPOLOGY, _PCI, "pci"),
-        Detector("ipv4", IP, _IPV4, "ip"),
+        Detector("ipv4", IP, _IPV4, "ip", context=_not_after_version_word),
         Detector("ipv6", IP, _IPV6, "ip", check=_ipv6_check),
         Detector("home-path", HOME_PATH, _HOME_PATH, "<path:home>", numbered=False),
+        Detector(
+            "site-path",
+            SITE_PATH,
+            _SITE_PATH,
+            "<path:site>",
+            numbered=False,
+            gate=_gate(
+                rf"/(?:{_SITE_ROOTS})/|~|\$HOME|\$\{{HOME|%USERPROFILE%|%HOMEPATH%|[A-Za-z]:[\\/]"
+            ),
+        ),
         Detector("user-at", USER, _USER_AT, "user", group=1, check=_not_generic_user),
     )
 
