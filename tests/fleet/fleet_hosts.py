@@ -172,6 +172,18 @@ class Fleet:
         config.update(overrides)
         return config
 
+    def add_host(self, *, sftp: bool = True) -> FleetHost:
+        """One more host after start(); `sftp=False` is an sshd with no sftp subsystem.
+
+        Hosts without SFTP are real (dropbear, hardened sshd): the transport must not need it.
+        The host lives until close(), like the others.
+        """
+        host = self._make_host(len(self.hosts), sftp=sftp)
+        self.hosts.append(host)
+        self._write_client_files()
+        self.assert_contained()
+        return host
+
     def cut(self, name: str) -> None:
         """Take host `name`'s link down: packets to it are dropped on this machine."""
         host = self.host(name)
@@ -328,7 +340,7 @@ class Fleet:
         _run("ip", "route", "add", *GUARD_ROUTE)
         self._guard_installed = True
 
-    def _make_host(self, index: int) -> FleetHost:
+    def _make_host(self, index: int, *, sftp: bool = True) -> FleetHost:
         name = f"h{index}"
         hdir = self.dir / name
         hdir.mkdir()
@@ -348,6 +360,7 @@ class Fleet:
             host = FleetHost(
                 name=name, index=index, address="127.0.0.1", port=_free_port(), dir=hdir
             )
+        host.extra["sftp"] = sftp
         self._start_sshd(host)
         return host
 
@@ -391,7 +404,7 @@ class Fleet:
                     "MaxStartups 64",
                     "MaxSessions 64",
                     "LogLevel ERROR",
-                    "Subsystem sftp internal-sftp",
+                    *(["Subsystem sftp internal-sftp"] if host.extra.get("sftp", True) else []),
                     "",
                 ]
             )

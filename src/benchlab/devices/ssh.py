@@ -5,10 +5,14 @@ Why it looks the way it does:
 - One connection, reused across points. A fresh SSH handshake per point costs more than
   many of the points measure; the connection is opened on the first call and kept until a
   transport failure drops it (the next call reconnects) or `close()`.
-- The agent travels once per content hash. `agent_zipapp()` names the bundle by its
-  sha256; it is pushed over SFTP to `~/.cache/benchlab/agent-<sha>.pyz` only when that
-  file is not there yet (written under a temp name, then renamed, so two workers pushing
-  at once never leave half a file).
+- The agent travels once per content hash, over the exec channel, never SFTP: many real
+  hosts have no sftp subsystem (dropbear, hardened sshd), where `put` fails with a bare
+  "Channel closed". A small stdlib installer (`python -c INSTALLER check|push SHA`, built
+  from bundle.CACHE_CODE) first checks `~/.cache/benchlab/agent-<sha>.pyz`: a private dir
+  (0700, ours, no symlink) and a regular file of ours whose sha256 verifies. Only when it
+  does not is the zipapp sent on the same command's stdin; the installer checks the hash of
+  what arrived, writes a temp file, fsyncs and renames it into place (two workers pushing at
+  once never leave half a file) and verifies the result.
 - Every wait is bounded. paramiko has waits without a timeout (`exec_command` waits for
   the server's reply forever; a stopped sshd keeps its TCP connection alive), so each phase
   runs under a watchdog that closes the connection when the phase overruns. TCP keepalive
@@ -33,7 +37,6 @@ import shlex
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import paramiko
 
 from benchlab.devices.base import Transport
+from benchlab.devices.bundle import CACHE_CODE
 from benchlab.errors import ConfigError, DeviceError
 
 if TYPE_CHECKING:
@@ -52,6 +56,35 @@ log = logging.getLogger("benchlab.devices.ssh")
 
 REMOTE_CACHE = ".cache/benchlab"
 """Where the agent lives on the device, relative to the login user's home."""
+
+_INSTALLER_MAIN = r"""
+import json, sys
+mode, sha = sys.argv[1], sys.argv[2]
+if len(sha) != 64 or sha.strip("0123456789abcdef"):
+    print(json.dumps({"error": "bad agent hash %r" % sha}))
+    sys.exit(3)
+d = os.path.join(os.path.expanduser("~"), REMOTE_CACHE)
+name = "agent-%s.pyz" % sha
+target = os.path.join(d, name)
+problem = private_dir_problem(d)
+if problem is not None:
+    print(json.dumps({"error": "%s: refusing this agent cache dir: %s" % (d, problem)}))
+    sys.exit(3)
+if mode == "push":
+    blob = sys.stdin.buffer.read()
+    if hashlib.sha256(blob).hexdigest() != sha:
+        print(json.dumps({"error": "agent damaged in transfer (%d bytes arrived)" % len(blob)}))
+        sys.exit(3)
+    try:
+        install_file(d, name, blob)
+    except OSError as exc:
+        print(json.dumps({"error": "%s: cannot write the agent: %s" % (d, exc.strerror)}))
+        sys.exit(3)
+print(json.dumps({"path": target, "ok": verified_file(target, sha)}))
+""".replace("REMOTE_CACHE", repr(REMOTE_CACHE))
+
+INSTALLER = CACHE_CODE + "\n" + _INSTALLER_MAIN
+"""`python -c INSTALLER check|push SHA` on the device (the module docstring says why)."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TRANSPORT_ERRORS = (paramiko.SSHException, OSError, EOFError)
@@ -158,7 +191,7 @@ class SshTransport(Transport):
         with self._lock:
             try:
                 conn = self._connection()
-                agent = self._agent_on_device(conn, limit)
+                agent = self._agent_on_device(conn, limit, verb)
                 command = self._command_line(agent, verb)
                 status, out, err = self._exec(conn, command, stdin, limit, verb)
             except DeviceError:
@@ -353,53 +386,49 @@ class SshTransport(Transport):
             self._agent = agent_zipapp()
         return self._agent
 
-    def _agent_on_device(self, conn: Connection, limit: float) -> str:
-        """The agent's absolute path on the device, uploading it first if its hash is new."""
+    def _agent_on_device(self, conn: Connection, limit: float, verb: str) -> str:
+        """The agent's absolute path on the device, uploading it first if it does not verify."""
         if self._remote_agent is not None:
             return self._remote_agent
         local, sha = self._agent_bundle()
-        with self._watchdog(max(limit, self.config.connect_timeout_s), "pushing the agent"):
-            sftp = conn.client.open_sftp()
-            try:
-                sftp.get_channel().settimeout(max(limit, self.config.connect_timeout_s))
-                home = sftp.normalize(".")
-                cache = f"{home}/{REMOTE_CACHE}"
-                target = f"{cache}/agent-{sha}.pyz"
-                size = local.stat().st_size
-                if self._remote_size(sftp, target) != size:
-                    self._mkdirs(sftp, home, REMOTE_CACHE)
-                    temp = f"{target}.{uuid.uuid4().hex[:12]}.tmp"
-                    sftp.put(str(local), temp, confirm=True)
-                    try:
-                        sftp.posix_rename(temp, target)
-                    except OSError:
-                        with contextlib.suppress(OSError):
-                            sftp.remove(temp)
-                        raise
-                    self.pushes += 1
-                    log.info("device %s: pushed agent %s", self.device_id, sha[:12])
-            finally:
-                sftp.close()
-        self._remote_agent = target
-        return target
+        answer = self._install(conn, "check", sha, b"", limit, verb)
+        if not answer.get("ok"):
+            answer = self._install(conn, "push", sha, local.read_bytes(), limit, verb)
+            if not answer.get("ok"):
+                raise DeviceError(
+                    f"{self.where}: the agent pushed to {answer.get('path')} does not verify "
+                    f"(sha256 {sha[:12]}...)",
+                    device=self.device_id,
+                )
+            self.pushes += 1
+            log.info("device %s: pushed agent %s", self.device_id, sha[:12])
+        self._remote_agent = str(answer["path"])
+        return self._remote_agent
 
-    @staticmethod
-    def _remote_size(sftp: paramiko.SFTPClient, path: str) -> int | None:
+    def _install(
+        self, conn: Connection, mode: str, sha: str, data: bytes, limit: float, verb: str
+    ) -> dict[str, Any]:
+        """Run the installer in `mode` over the exec channel; its JSON answer.
+
+        Errors name the verb the caller asked for: installing is part of running it.
+        """
+        command = "exec " + shlex.join([*self._python, "-c", INSTALLER, mode, sha])
+        budget = max(limit, self.config.connect_timeout_s)
+        status, out, err = self._exec(conn, command, data, budget, f"agent {mode}")
+        text = out.decode("utf-8", errors="replace")
         try:
-            return sftp.stat(path).st_size
-        except FileNotFoundError:
-            return None
-
-    @staticmethod
-    def _mkdirs(sftp: paramiko.SFTPClient, home: str, relative: str) -> None:
-        path = home
-        for part in relative.split("/"):
-            path = f"{path}/{part}"
-            try:
-                sftp.stat(path)
-            except FileNotFoundError:
-                with contextlib.suppress(OSError):  # a concurrent worker may win the race
-                    sftp.mkdir(path, mode=0o700)
+            answer = json.loads(text) if text.strip() else None
+        except json.JSONDecodeError:
+            answer = None
+        if status != 0 or not isinstance(answer, dict) or "path" not in answer:
+            reason = answer.get("error") if isinstance(answer, dict) else None
+            raise DeviceError(
+                f"{self.where}: agent `{verb}` exited {status} while "
+                f"{'checking' if mode == 'check' else 'pushing'} the agent: "
+                f"{reason or _tail(err) or _tail(out) or 'no output'}",
+                device=self.device_id,
+            )
+        return answer
 
     def _command_line(self, agent: str, verb: str) -> str:
         argv = [*self._python, agent, verb]
