@@ -1,6 +1,7 @@
 """Error analysis of one sweep, per device (seed 004: fitness, longevity, saved logs).
 
-Everything comes from what the sweep wrote down: schedule.json (breaker trips, attempts),
+Everything comes from what the sweep wrote down: schedule.json (breaker trips, attempts, of
+this session and every earlier one it keeps under `sessions`),
 retries.jsonl (every transport failure) and the records with their raw output. A device
 that failed is judged by how often and how long, and the failing attempts' own stdout and
 stderr are at hand, so "pi5 is flaky" becomes something one can read and act on.
@@ -16,7 +17,7 @@ from typing import Any
 from benchlab.layout import IN_FLIGHT, RAW_DIR, RETRIES, Store
 from benchlab.models import HOLE_ERROR_PREFIX
 from benchlab.observe.exporter import SweepView, load_if_present
-from benchlab.sweep.schedule_log import read_retries
+from benchlab.sweep.schedule_log import all_sessions, read_retries
 
 TAIL_LINES = 20
 
@@ -78,19 +79,34 @@ class SweepHealth:
     failed_attempts: list[FailedAttempt] = field(default_factory=list)
 
 
-def _down_seconds(trips: list[dict[str, Any]], end: float) -> float:
+def _down_seconds(sessions: list[dict[str, Any]], device: str, start: float, end: float) -> float:
+    """Seconds `device`'s breaker was open within [start, end], over every session.
+
+    A trip that never closed ends with its session (its `ended_at`, else the next session's
+    start, else `end`): a device is not down between sweeps, only unmeasured.
+    """
     total = 0.0
-    for trip in trips:
-        opened = _time(trip.get("opened_at"))
-        if opened is None:
-            continue
-        back = _time(trip.get("closed_at")) or end
-        total += max(back - opened, 0.0)
+    for index, session in enumerate(sessions):
+        following = sessions[index + 1].get("started_at") if index + 1 < len(sessions) else None
+        session_end = _time(session.get("ended_at")) or _time(following) or end
+        info = ((session.get("devices") or {}).get(device)) or {}
+        for trip in (info.get("breaker") or {}).get("trips") or []:
+            opened = _time(trip.get("opened_at"))
+            if opened is None:
+                continue
+            back = _time(trip.get("closed_at")) or session_end
+            total += max(min(back, end) - max(opened, start), 0.0)
     return total
 
 
 def report(store: Store, experiment: str, *, window: int | None = None) -> SweepHealth:
-    """Per-device health of the latest sweep of `experiment`."""
+    """Per-device health of the latest sweep of `experiment`, over all its sessions.
+
+    Fitness, trips and down time read every session schedule.json keeps (a resume must not
+    make a device that failed four times look fit); ok/failed/holes are the records of the
+    sweep's stamp; transport failures are every line of retries.jsonl. The breaker state is
+    the latest session's.
+    """
     view = SweepView(store.sweep_dir(experiment))
     state, schedule = view.state(), view.schedule()
     window = window or int(((schedule.get("policy") or {}).get("fitness") or {}).get("window", 20))
@@ -102,25 +118,31 @@ def report(store: Store, experiment: str, *, window: int | None = None) -> Sweep
 
     retries = [r for r in (read_retries(view.sweep_dir / RETRIES)) if r.get("kind") == "transport"]
     in_flight = load_if_present(view.sweep_dir / IN_FLIGHT) or {}
+    sessions = all_sessions(schedule)
     attempts_by_device: dict[str, list[str]] = {}
-    for attempt in schedule.get("assignments") or []:
-        attempts_by_device.setdefault(str(attempt.get("device")), []).append(
-            str(attempt.get("status"))
-        )
-    device_ids = sorted(
-        set(schedule.get("devices") or {}) | {str(r.get("device")) for r, _ in records}
-    )
+    device_ids: set[str] = {str(r.get("device")) for r, _ in records}
+    breakers: dict[str, dict[str, Any]] = {}
+    trips: dict[str, int] = {}
+    for session in sessions:  # oldest first: the fitness window keeps the most recent
+        for attempt in session.get("assignments") or []:
+            attempts_by_device.setdefault(str(attempt.get("device")), []).append(
+                str(attempt.get("status"))
+            )
+        for device, info in (session.get("devices") or {}).items():
+            device_ids.add(str(device))
+            breaker = (info or {}).get("breaker") or {}
+            breakers[str(device)] = breaker
+            trips[str(device)] = trips.get(str(device), 0) + len(breaker.get("trips") or [])
     health = SweepHealth(experiment, state.get("stamp"), span)
-    for device in device_ids:
-        info = (schedule.get("devices") or {}).get(device) or {}
-        breaker = info.get("breaker") or {}
+    for device in sorted(device_ids):
+        breaker = breakers.get(device) or {}
         mine = [r for r, _ in records if r.get("device") == device]
         failures = sum(1 for r in retries if r.get("device") == device)
         recent = attempts_by_device.get(device, [])[-window:]
         running = int(in_flight.get(device, 0)) if isinstance(in_flight, dict) else 0
         outcomes = len(recent) + running
         fitness = (recent.count("ok") + running) / outcomes if outcomes else None
-        down = _down_seconds(breaker.get("trips") or [], end or 0.0)
+        down = _down_seconds(sessions, device, start or 0.0, end or 0.0)
         up_time = max((span or 0.0) - down, 0.0)
         health.devices.append(
             DeviceHealth(
@@ -136,7 +158,7 @@ def report(store: Store, experiment: str, *, window: int | None = None) -> Sweep
                 ),
                 in_flight=running,
                 breaker=breaker.get("state"),
-                trips=len(breaker.get("trips") or []),
+                trips=trips.get(device, 0),
             )
         )
     for line in retries:
