@@ -168,3 +168,11 @@ def test_local_cache_world_writable_dir_is_made_private(tmp_path: Path) -> None:
     cache.chmod(0o777)
     agent_zipapp(cache)
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+def test_a_device_answering_deeply_nested_json_is_a_device_error() -> None:
+    """A hostile device (or prefix) answering 100k `[` is a transport failure, not a crash."""
+    answer = "python3 -c \"print('[' * 100000)\""
+    device = transport(["sh", "-c", answer, "prefix"])
+    with pytest.raises(DeviceError, match="no JSON answer"):
+        device.call("clock", None, timeout=60)

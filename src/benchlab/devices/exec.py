@@ -163,7 +163,7 @@ class ExecTransport(Transport):
         out, err, code = done.out, done.err, done.returncode
         try:
             answer = json.loads(out)
-        except ValueError:
+        except (ValueError, RecursionError):  # a hostile device answers 100k `[`
             answer = None
         if code in PREFIX_FAILURE_CODES or (code < 0):
             raise DeviceError(

@@ -90,7 +90,7 @@ class LocalTransport(Transport):
         answer: Any = None
         try:
             answer = json.loads(out)
-        except ValueError:
+        except (ValueError, RecursionError):  # a hostile device answers 100k `[`
             answer = None
         if done.returncode != 0:
             reason = answer.get("error") if isinstance(answer, dict) else None

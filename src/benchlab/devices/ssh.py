@@ -418,7 +418,7 @@ class SshTransport(Transport):
         text = out.decode("utf-8", errors="replace")
         try:
             answer = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a hostile device answers 100k `[`
             answer = None
         if status != 0 or not isinstance(answer, dict) or "path" not in answer:
             reason = answer.get("error") if isinstance(answer, dict) else None
@@ -494,7 +494,7 @@ class SshTransport(Transport):
         text = out.decode("utf-8", errors="replace")
         try:
             answer = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             answer = None
         if status != 0:
             if status == -1:
