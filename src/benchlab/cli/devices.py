@@ -15,9 +15,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report = verbs.add_parser(
         "report",
         help="fitness, uptime, transport failures, holes and failed attempts per device",
-        description="For each device of the latest sweep of EXPERIMENT: fitness (ok and "
-        "in-flight attempts over the recent ones), uptime share (the sweep's span less the "
-        "time its breaker was open), transport failures and the mean time between them, "
+        description="For each device of the latest sweep of EXPERIMENT, over every session "
+        "of it (a resume keeps the earlier ones): fitness (ok and in-flight attempts over the "
+        "recent ones), uptime share (the sweep's span less the time its breaker was open), "
+        "transport failures and the mean time between them, "
         "holes, and then every failed attempt with its error and the tail of its saved "
         "stdout and stderr.",
         epilog="example: bench devices report lab --logs",
