@@ -7,6 +7,10 @@ written by other tools (imports, hand-made runs) still load.
 Format history:
 - v1: machine-specs, run-manifest, kernel-results, batch-results, catalog (seed 002);
   machine-inventory, run-record, sweep-state, agent-task, agent-envelope (benchlab).
+- catalog v2: entries carry the full measurement identity, `series`, `tests`, attempt,
+  warnings, samples and stddevs; `retracted` lists run ids withdrawn from the record. A v1
+  catalog still loads (`benchlab.catalog.upgrade`) and is rewritten as v2 by the next build.
+- run-record (additive): `identity`, `tests`.
 
 Run artifacts (manifest, kernel, batch, specs) allow extra keys: the seed promises that new
 metrics are additive. What users write by hand to steer benchlab (sweep configs) forbids
@@ -309,7 +313,15 @@ class RunRecord(_Document):
     tags: list[str] = Field(default_factory=list)
     timings: Timings = Field(default_factory=Timings)
     worker: str | None = Field(default=None, description="Which worker instance ran it.")
-    metrics: dict[str, float | None] = Field(default_factory=dict)
+    metrics: dict[str, float | None] = Field(
+        default_factory=dict, description="Derived once, by benchlab.metrics; copied by readers."
+    )
+    tests: list[str] = Field(
+        default_factory=list, description="The tests in llama-bench's spelling (pp512, tg128)."
+    )
+    identity: dict[str, Any] | None = Field(
+        default=None, description="The measurement identity (benchlab.identity.IDENTITY_FIELDS)."
+    )
     telemetry: dict[str, Any] | None = None
     spec: RunSpec | None = Field(
         default=None, description="The point this record measures (labels, resume, failover)."
@@ -327,24 +339,71 @@ class BatchCurvePoint(_Open):
 
 
 class CatalogEntry(_Open):
-    """One run as the public catalog lists it: redacted, flat, queryable."""
+    """One run as the public catalog lists it: redacted, flat, queryable.
+
+    It carries the run's full measurement identity (`benchlab.identity.IDENTITY_FIELDS`,
+    null where the run did not say) and `series`, the id of the history it belongs to, so
+    every reader groups runs the same way. Metrics are copied from the run record, where
+    `benchlab.metrics` derived them once.
+    """
 
     run_id: str
     machine_id: str
     timestamp: str
     model: str = Field(description="The model's display name as the run reported it.")
     model_id: str | None = Field(default=None, description="The model slug (index key).")
-    precision: str
+    precision: str = Field(description="The exact quant type, e.g. q4_k_m, f32.")
+    precision_family: str | None = Field(
+        default=None, description="The quant family filters accept, e.g. q4 for q4_k_m."
+    )
     tags: list[str] = Field(default_factory=list)
     status: Status = "ok"
     failure_kind: FailureKind | None = None
     backend: str | None = None
     mode: str | None = None
+    series: str | None = Field(
+        default=None, description="The series id: identity less the version axis, hashed."
+    )
+    spec_id: str | None = None
+    model_digest: str | None = None
+    model_size: int | None = Field(default=None, description="Model file size in bytes.")
+    model_params: int | None = Field(default=None, description="Model parameter count.")
+    backend_version: str | None = Field(
+        default=None, description="e.g. `b5163 (abc1234)` for llama.cpp, `benchlab 0.1.0`."
+    )
+    backend_build: int | None = Field(default=None, description="llama.cpp build number.")
+    backend_commit: str | None = Field(default=None, description="llama.cpp build commit.")
+    revision: str | None = Field(
+        default=None, description="The declared revision of the thing under test."
+    )
+    threads: int | None = None
+    prompt_tokens: int | None = None
+    gen_tokens: int | None = None
+    depth: int | None = Field(default=None, description="Prefilled context depth (-d).")
+    batch_sizes: list[int] | None = None
+    n_batch: int | None = None
+    n_ubatch: int | None = None
+    gpu_layers: int | None = None
+    flash_attn: bool | None = None
+    type_k: str | None = None
+    type_v: str | None = None
+    axes: dict[str, Any] | None = Field(
+        default=None, description="Any other axis the sweep varied (params), by name."
+    )
+    tests: list[str] = Field(
+        default_factory=list, description="Tests in llama-bench's spelling: pp512, tg128@d64."
+    )
+    attempt: int | None = Field(default=None, description="The attempt that produced it.")
+    attempts: int | None = Field(default=None, description="Attempts the policy allowed.")
+    warnings: int | None = Field(default=None, description="How many warnings the run has.")
+    samples: int | None = Field(default=None, description="Repetitions behind each number.")
     peak_tok_per_sec: float | None = None
     baseline_tok_per_sec: float | None = None
     speedup: float | None = None
     prefill_tok_per_sec: float | None = None
     decode_tok_per_sec: float | None = None
+    prefill_stddev: float | None = None
+    decode_stddev: float | None = None
     path: str | None = Field(default=None, description="Run dir relative to the store root.")
     batch_curve: list[BatchCurvePoint] | None = Field(
         default=None,
@@ -361,13 +420,18 @@ class CatalogIndex(_Open):
 class Catalog(_Document):
     """`catalog.json`: the public, redacted, union-merged record."""
 
-    SCHEMA_ID: ClassVar[str] = "benchmark/catalog.v1"
+    SCHEMA_ID: ClassVar[str] = "benchmark/catalog.v2"
     schema_: str = Field(default=SCHEMA_ID, alias="$schema")
-    version: str = "1.0"
+    version: str = "2.0"
     last_updated: str | None = Field(default=None, description="The newest run's timestamp.")
     machines: dict[str, MachineSummary] = Field(default_factory=dict)
     runs: list[CatalogEntry] = Field(default_factory=list)
     index: CatalogIndex = Field(default_factory=CatalogIndex)
+    retracted: list[str] = Field(
+        default_factory=list,
+        description="Run ids withdrawn from the record (`bench catalog retract`): a merge "
+        "never brings them back.",
+    )
 
 
 # --- sweeps -------------------------------------------------------------------------------
@@ -449,6 +513,11 @@ class SweepConfig(_Closed):
         "gen_tokens, batch_sizes, device ...) whose product expands into RunSpecs."
     )
     tags: list[str] = Field(default_factory=list)
+    revision: str | None = Field(
+        default=None,
+        description="The revision of the thing under test (a commit, a build): the version "
+        "axis along which regressions are found. A `params.revision` axis overrides it.",
+    )
 
 
 class RunSpec(_Closed):

@@ -44,3 +44,12 @@ def envelope_factory():
 @pytest.fixture
 def device() -> LocalTransport:
     return LocalTransport("here", DeviceConfig())
+
+
+def derived(parsed: Any, spec: RunSpec) -> dict[str, float]:
+    """The metrics the runner stores for a parsed run (benchlab.metrics, the one derivation)."""
+    from benchlab.metrics import derive
+
+    return derive(
+        parsed.kernel, parsed.batch, prompt_tokens=spec.prompt_tokens, extra=parsed.metrics
+    )[0]

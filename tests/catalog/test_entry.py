@@ -11,6 +11,7 @@ import pytest
 from benchlab.catalog.extract import extract_entry
 from benchlab.catalog.merge import _time_key, winner
 from benchlab.errors import SchemaError, StoreError
+from benchlab.identity import series_id
 
 RUN_ID = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
 
@@ -103,13 +104,15 @@ def failed_record(**overrides: Any) -> dict[str, Any]:
 
 def test_seed_run_becomes_the_seed_entry(tmp_path: Path) -> None:
     entry = extract_entry(tmp_path, seed_run(tmp_path))
+    assert entry.pop("series") == series_id(entry)
     assert entry == {
         "run_id": RUN_ID,
         "machine_id": "anthony-laptop",
         "timestamp": "2025-01-06T12:00:00Z",
         "model": "SmolLM2-135M",
         "model_id": "smollm2-135m",
-        "precision": "q8",
+        "precision": "q8_0",  # the exact quant type: the manifest's quantization
+        "precision_family": "q8",
         "tags": ["batch", "kernel", "smoke"],
         "status": "ok",
         "backend": "llama-bench",
@@ -117,7 +120,8 @@ def test_seed_run_becomes_the_seed_entry(tmp_path: Path) -> None:
         "peak_tok_per_sec": 862.2,
         "baseline_tok_per_sec": 70.6,
         "speedup": 12.21,
-        "prefill_tok_per_sec": 2245.6,
+        "prefill_tok_per_sec": 1756.0,  # the largest prompt measured, as the test name says
+        "tests": ["pp256"],
         "decode_tok_per_sec": 128.2,
         "batch_curve": [
             {"batch": 1, "agg_tok_per_sec": 11.99},
@@ -178,7 +182,7 @@ def test_peak_falls_back_to_the_best_point(tmp_path: Path) -> None:
     (run_dir / "batch.json").write_text(json.dumps(batch))
     entry = extract_entry(tmp_path, run_dir)
     assert entry["peak_tok_per_sec"] == 862.19
-    assert entry["speedup"] == round(862.19 / 70.6, 2)
+    assert entry["speedup"] == pytest.approx(862.19 / 70.6)
 
 
 def entry(**overrides: Any) -> dict[str, Any]:

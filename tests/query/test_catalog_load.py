@@ -32,7 +32,7 @@ GOOD_ENTRY: dict[str, Any] = {
 }
 
 
-def _kind(annotation: Any, required: bool) -> str:
+def _kind(name: str, annotation: Any, required: bool) -> str:
     """What ENTRY_FIELDS should say for one CatalogEntry annotation."""
     args = set(typing.get_args(annotation))
     if annotation is str:
@@ -40,9 +40,17 @@ def _kind(annotation: Any, required: bool) -> str:
     if args == {str, type(None)}:
         return "str?"
     if args == {float, type(None)}:
-        return "num"
+        return "spread" if name.endswith("_stddev") else "num"
+    if args == {int, type(None)}:
+        return "int?"
+    if args == {bool, type(None)}:
+        return "bool?"
+    if args == {list[int], type(None)}:
+        return "ints?"
+    if args == {dict[str, Any], type(None)}:
+        return "obj?"
     if annotation == list[str]:
-        return "tags"
+        return "strs"
     if annotation == models.Status:
         return "status"
     if args == {models.FailureKind, type(None)}:
@@ -54,7 +62,7 @@ def _kind(annotation: Any, required: bool) -> str:
 
 def test_entry_fields_match_the_model() -> None:
     expected = {
-        name: _kind(info.annotation, info.is_required())
+        name: _kind(name, info.annotation, info.is_required())
         for name, info in models.CatalogEntry.model_fields.items()
     }
     assert ENTRY_FIELDS == expected
@@ -69,7 +77,7 @@ def _write(store: Path, doc: Any) -> Path:
 
 
 def _catalog(*entries: dict[str, Any]) -> dict[str, Any]:
-    return {"$schema": "benchmark/catalog.v1", "runs": list(entries)}
+    return {"$schema": "benchmark/catalog.v2", "runs": list(entries)}
 
 
 @pytest.mark.parametrize(
@@ -125,8 +133,9 @@ def test_missing_required_field(store: Path) -> None:
     [
         ([], "$: expected an object, got array"),
         (
-            {"$schema": "benchmark/catalog.v2"},
-            "$.$schema: expected 'benchmark/catalog.v1', got 'benchmark/catalog.v2'",
+            {"$schema": "benchmark/catalog.v3"},
+            "$.$schema: expected one of benchmark/catalog.v1, benchmark/catalog.v2, "
+            "got 'benchmark/catalog.v3'; a newer benchlab wrote it: upgrade benchlab",
         ),
         ({"runs": {}}, "$.runs: expected an array, got object"),
         ({"runs": [3]}, "$.runs[0]: expected an object, got number"),

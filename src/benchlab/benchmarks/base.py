@@ -16,12 +16,16 @@ from benchlab.models import AgentEnvelope, AgentTask, BatchResults, KernelResult
 
 @dataclass
 class ParsedRun:
-    """What a parser extracts from one envelope: seed 002's kernel.json and batch.json."""
+    """What a parser extracts from one envelope: kernel.json and batch.json, the backend's
+    own extra metrics, and `facts`: identity fields the run itself reported (threads, batch,
+    build number ...), which win over what the spec asked (see `benchlab.identity.derive`).
+    The headline metrics are not the parser's job: `benchlab.metrics.derive` makes them."""
 
     kernel: KernelResults
     batch: BatchResults
     metrics: dict[str, float | None] = field(default_factory=dict)
     extra_files: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 class Backend(ABC):

@@ -12,6 +12,8 @@ spec.params:
     requires   binaries that must be on the device's PATH (default: argv[0] unless it is
                a placeholder); requires_modules: Python modules for the agent's interpreter.
     env, timeout_s (3600).
+    version    the version of the thing the command measures (the version axis of its
+               series: `bench compare --by build` and the regression detector use it).
 
 Numbers are tokens per second. prefill becomes a kernel.json prefill point at
 spec.prompt_tokens, decode the decode result and the batch-1 point, peak the batch-curve
@@ -28,7 +30,6 @@ from benchlab.benchmarks.base import Backend, ParsedRun
 from benchlab.benchmarks.common import (
     batch_curve,
     check_finished,
-    finite_metrics,
     param,
     require,
     thread_env,
@@ -236,17 +237,10 @@ class CommandBackend(Backend):
                 **curve,
             }
         )
-        metrics = finite_metrics(
-            {
-                "prefill_tok_per_sec": found.get("prefill"),
-                "decode_tok_per_sec": found.get("decode"),
-                "decode_ms_per_token": 1e3 / found["decode"] if "decode" in found else None,
-                "peak_tok_per_sec": curve["peak"]["agg_tok_per_sec"] if curve["peak"] else None,
-                "baseline_tok_per_sec": curve["baseline"]["tok_per_sec"]
-                if curve["baseline"]
-                else None,
-                "speedup": curve["peak"]["speedup_vs_baseline"] if curve["peak"] else None,
-            },
-            where,
+        version = spec.params.get("version")
+        facts = {"backend_version": str(version)} if version is not None else {}
+        # Without a prompt size there is no kernel prefill point to hold the number.
+        extra = (
+            {"prefill_tok_per_sec": found["prefill"]} if "prefill" in found and not prefill else {}
         )
-        return ParsedRun(kernel=kernel, batch=batch, metrics=metrics)
+        return ParsedRun(kernel=kernel, batch=batch, metrics=extra, facts=facts)

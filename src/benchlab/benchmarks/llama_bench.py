@@ -13,7 +13,12 @@ kept as `combined`; llama-bench has no batched decode, so batch.json holds the o
 point the decode test measured.
 
 spec.params: model_path (required), binary ("llama-bench"), reps (-r), batch (-b),
-ubatch (-ub), n_gpu_layers (-ngl), flash_attn (-fa), extra_args (list), timeout_s (3600).
+ubatch (-ub), n_gpu_layers (-ngl), depth (-d), type_k (-ctk), type_v (-ctv), flash_attn (-fa),
+extra_args (list), timeout_s (3600).
+
+What the rows say about the run (n_threads, n_batch, n_ubatch, n_gpu_layers, flash_attn,
+type_k/type_v, build number and commit, model size and parameters, quant type) are reported
+as identity facts: the number was measured under them, whatever the spec asked.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ from benchlab.benchmarks.base import Backend, ParsedRun
 from benchlab.benchmarks.common import (
     batch_curve,
     check_finished,
-    finite_metrics,
     param,
     require,
     thread_env,
@@ -34,7 +38,28 @@ from benchlab.devices.base import Transport
 from benchlab.errors import ConfigError, ParseError
 from benchlab.models import AgentEnvelope, AgentTask, BatchResults, KernelResults, RunSpec
 
-FLAGS = (("reps", "-r"), ("batch", "-b"), ("ubatch", "-ub"), ("n_gpu_layers", "-ngl"))
+FLAGS = (
+    ("reps", "-r"),
+    ("batch", "-b"),
+    ("ubatch", "-ub"),
+    ("n_gpu_layers", "-ngl"),
+    ("depth", "-d"),
+)
+STRING_FLAGS = (("type_k", "-ctk"), ("type_v", "-ctv"))
+FACT_FIELDS = (
+    ("n_threads", "threads"),
+    ("n_batch", "n_batch"),
+    ("n_ubatch", "n_ubatch"),
+    ("n_gpu_layers", "gpu_layers"),
+    ("flash_attn", "flash_attn"),
+    ("type_k", "type_k"),
+    ("type_v", "type_v"),
+    ("build_number", "backend_build"),
+    ("build_commit", "backend_commit"),
+    ("model_size", "model_size"),
+    ("model_n_params", "model_params"),
+)
+"""llama-bench row fields -> identity facts."""
 
 
 def _median(values: list[float]) -> float:
@@ -138,6 +163,12 @@ class LlamaBenchBackend(Backend):
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise ConfigError(f"{where}: params.{key}: expected an integer, got {value!r}")
                 argv += [flag, str(value)]
+        for key, flag in STRING_FLAGS:
+            value = spec.params.get(key)
+            if value is not None:
+                if not isinstance(value, str) or not value.isidentifier():
+                    raise ConfigError(f"{where}: params.{key}: expected a type name like f16")
+                argv += [flag, value]
         if spec.params.get("flash_attn") is not None:
             argv += ["-fa", str(int(bool(spec.params["flash_attn"])))]
         extra = spec.params.get("extra_args") or []
@@ -158,6 +189,7 @@ class LlamaBenchBackend(Backend):
             model=spec.model,
             prompt_tokens=spec.prompt_tokens,
             gen_tokens=spec.gen_tokens,
+            depth=spec.params.get("depth"),
             where=where,
         )
 
@@ -170,6 +202,7 @@ def results_from_rows(
     model: str,
     prompt_tokens: int | None = None,
     gen_tokens: int | None = None,
+    depth: int | None = None,
     where: str = "llama-bench",
 ) -> ParsedRun:
     """One configuration's test rows as seed 002's kernel.json and batch.json, plus metrics.
@@ -189,8 +222,8 @@ def results_from_rows(
             raise ParseError(f"{where}: test {index}: {exc}") from exc
         common = {"stddev_ts": stddev, "reps": reps, "n_depth": row.get("n_depth")}
         common.update({k: row[k] for k in ("n_threads", "n_batch", "n_ubatch") if k in row})
-        if row.get("n_depth"):
-            # At a prefilled context depth: a different measurement, kept beside the others.
+        if (row.get("n_depth") or 0) != (depth or 0):
+            # At another prefilled context depth: a different measurement, kept beside.
             at_depth.append({"n_prompt": n_prompt, "n_gen": n_gen, "tok_per_sec": tps, **common})
         elif n_prompt > 0 and n_gen == 0:
             prefill.append(
@@ -257,18 +290,21 @@ def results_from_rows(
             "note": "llama-bench measures one sequence; the curve is its batch-1 point",
         }
     )
-    chosen = next((p for p in prefill if p["tokens"] == prompt_tokens), None)
-    chosen = chosen or (prefill[-1] if prefill else None)
-    metrics = finite_metrics(
-        {
-            "prefill_tok_per_sec": chosen["tok_per_sec"] if chosen else None,
-            "prefill_stddev_ts": chosen["stddev_ts"] if chosen else None,
-            "decode_tok_per_sec": decode["tok_per_sec"] if decode else None,
-            "decode_stddev_ts": decode["stddev_ts"] if decode else None,
-            "decode_ms_per_token": decode["per_token_median_ms"] if decode else None,
-            "peak_tok_per_sec": curve["peak"]["agg_tok_per_sec"] if curve["peak"] else None,
-            "baseline_tok_per_sec": curve["baseline"]["tok_per_sec"] if curve["baseline"] else None,
-        },
-        where,
-    )
-    return ParsedRun(kernel=kernel, batch=batch, metrics=metrics)
+    return ParsedRun(kernel=kernel, batch=batch, facts=row_facts(first))
+
+
+def row_facts(row: dict[str, Any]) -> dict[str, Any]:
+    """The identity facts one llama-bench row states about the run that produced it."""
+    from benchlab.identity import normalize_precision
+
+    facts: dict[str, Any] = {
+        name: row[key] for key, name in FACT_FIELDS if row.get(key) not in (None, "")
+    }
+    build, commit = facts.get("backend_build"), facts.get("backend_commit")
+    if build is not None or commit:
+        version = f"b{build}" if build is not None else ""
+        facts["backend_version"] = f"{version} ({commit})".strip() if commit else version
+    model_type = row.get("model_type")
+    if isinstance(model_type, str) and model_type.strip():
+        facts["precision"] = normalize_precision(model_type)
+    return facts

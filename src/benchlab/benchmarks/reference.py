@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from benchlab import __version__
 from benchlab.agent.reference_bench import MODELS, PRECISIONS
 from benchlab.benchmarks.base import Backend, ParsedRun
 from benchlab.benchmarks.common import (
@@ -188,21 +189,15 @@ class ReferenceBackend(Backend):
                 **curve,
             }
         )
-        chosen = next((p for p in prefill if p["tokens"] == spec.prompt_tokens), prefill[-1])
         metrics = finite_metrics(
             {
-                "prefill_tok_per_sec": chosen["tok_per_sec"],
-                "decode_tok_per_sec": float(decode["tok_per_sec"]),
-                "decode_ms_per_token": float(decode["per_token_median_ms"]),
-                "peak_tok_per_sec": curve["peak"]["agg_tok_per_sec"],
-                "baseline_tok_per_sec": curve["baseline"]["tok_per_sec"]
-                if curve["baseline"]
-                else None,
-                "speedup": curve["peak"]["speedup_vs_baseline"],
                 "f32_gbs": float(f32["gbs"]),
                 "int8xf32_gbs": float(q8["gbs"]),
                 "bandwidth_bound_fraction": fraction,
             },
             where,
         )
-        return ParsedRun(kernel=kernel, batch=batch, metrics=metrics)
+        facts = {"backend_version": f"benchlab {__version__}"}
+        if isinstance(data.get("parameters"), int):
+            facts["model_params"] = data["parameters"]
+        return ParsedRun(kernel=kernel, batch=batch, metrics=metrics, facts=facts)

@@ -9,9 +9,11 @@ runs to 100,000 reads 1,000 dirs. `--full` ignores the cache.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +21,12 @@ from typing import Any
 
 from benchlab.catalog.document import load_document, load_inventory
 from benchlab.catalog.extract import RUN_FILES, extract_entry
-from benchlab.catalog.merge import INVENTORY_SCHEMA, _static_of, finalize, winner
+from benchlab.catalog.merge import INVENTORY_SCHEMA, _static_of, finalize, merge_catalogs, winner
 from benchlab.catalog.text import _decode, _digest, render, render_catalog, reusable_items
+from benchlab.catalog.upgrade import CATALOG_SCHEMA
 from benchlab.catalog.views import rebuild_views, refresh_views
-from benchlab.errors import BenchlabError, SchemaError
+from benchlab.errors import BenchlabError, SchemaError, StoreError
+from benchlab.ids import check_id
 from benchlab.layout import (
     RECORD,
     REQUIRED_RUN_FILES,
@@ -37,9 +41,13 @@ from benchlab.redact import scrub_public
 log = logging.getLogger("benchlab.catalog")
 
 CACHE_NAME = ".catalog-cache.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+LOCK_NAME = ".catalog.lock"
+LOCK_WAIT_S = 120.0
 
 Progress = Callable[[int], None]
+
+
 # --- specs --------------------------------------------------------------------------------
 
 
@@ -161,6 +169,22 @@ def _load_cache(path: Path) -> dict[str, Any]:
     return data
 
 
+def _signature(run: os.DirEntry) -> tuple[set[str], list[int]]:
+    """(run files present, their identity): size, mtime_ns and inode of each, in order.
+
+    A run file corrected in place (no rename, so the dir's mtime stays) still changes its
+    size or mtime; a file replaced by rename changes its inode.
+    """
+    names: set[str] = set()
+    ident: list[int] = []
+    for item in sorted(os.scandir(run.path), key=lambda d: d.name):
+        if item.name in RUN_FILES:
+            stat = item.stat(follow_symlinks=False)
+            names.add(item.name)
+            ident += [RUN_FILES.index(item.name), stat.st_size, stat.st_mtime_ns, stat.st_ino]
+    return names, ident
+
+
 @dataclass
 class BuildResult:
     """What a build did, for the one-line summary and `--format json`."""
@@ -171,27 +195,92 @@ class BuildResult:
     total: int = 0
     dirs_read: int = 0
     dirs_unchanged: int = 0
+    skipped: int = 0
     views_written: int = 0
     views_removed: int = 0
     catalog_written: bool = False
+    concurrent_merged: int = 0
     specs_published: int = 0
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (
+        text = (
             f"catalog: {self.new} new, {self.changed} changed, {self.kept} kept, "
             f"{self.total} runs ({self.dirs_read} run dirs read, {self.dirs_unchanged} unchanged)"
         )
+        if self.skipped:
+            text += f"; {self.skipped} bad run dir(s) skipped, see the warnings"
+        return text
+
+
+@contextlib.contextmanager
+def catalog_lock(store: Store, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """One build at a time per store. A lock whose holder is gone is taken over; a live
+    holder is waited for (bounded), then named in the error."""
+    path = store.runs_dir / LOCK_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = _lock_holder(path)
+            if holder is None or not _alive(holder):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                continue
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"{path}: another catalog build (pid {holder}) holds the lock; "
+                    "wait for it to finish"
+                ) from None
+            time.sleep(0.1)
+            continue
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{os.getpid()}\n")
+        break
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _lock_holder(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def build(store: Store, *, full: bool = False, progress: Progress | None = None) -> BuildResult:
     """Scan run dirs, union-merge them into catalog.json, write inventory and views.
 
-    Everything is read and checked before anything is written, so bad input leaves every
-    tracked file as it was. A run dir is re-read when its directory's mtime moved (every
-    benchlab write is a rename into it) or its run id is missing from the catalog.
+    Every entry is read and checked before anything is written; a run dir that cannot be
+    read or fails the public checks is named in a warning and skipped, so one bad run never
+    wedges the tracked catalog. A run dir present on this clone is the truth about its run:
+    its fresh entry replaces the catalog's copy (a run corrected in place is picked up).
+    Builds take the store's catalog lock; and just before catalog.json is replaced it is
+    read again, and anything that arrived meanwhile (a `git pull` during `dvc repro`) is
+    merged in rather than overwritten.
     """
     store.require()
+    with catalog_lock(store):
+        return _build(store, full=full, progress=progress)
+
+
+def _build(store: Store, *, full: bool, progress: Progress | None) -> BuildResult:
     result = BuildResult()
     cache_path = store.runs_dir / CACHE_NAME
     cache = {} if full else _load_cache(cache_path)
@@ -200,6 +289,7 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     trusted = raw is not None and cache.get("catalog") == _digest(raw)
     text = _decode(store.catalog_path, raw) if raw is not None else None
     old_doc, old_entries = load_document(store.catalog_path, text, trusted=trusted)
+    retracted = set(old_doc.get("retracted", []))
     old_inventory = load_inventory(store.inventory_path)
     specs = _machine_specs(store)
 
@@ -208,50 +298,64 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     for seen, (rel, run) in enumerate(iter_run_dirs(store), start=1):
         if progress is not None and seen % 1000 == 0:
             progress(seen)
-        mtime = run.stat().st_mtime_ns
+        names, ident = _signature(run)
         cached = cached_dirs.get(rel)
-        if cached is not None and cached[1] == mtime and cached[0] in old_entries:
+        if cached is not None and cached[1:] == ident and cached[0] in old_entries:
             new_cache[rel] = cached
             result.dirs_unchanged += 1
             continue
-        names = {f.name for f in os.scandir(run.path) if f.name in RUN_FILES}
         if not names:
             continue
         run_dir = Path(run.path)
         if RECORD not in names and any(name not in names for name in REQUIRED_RUN_FILES):
             result.warnings.append(f"{run_dir}: incomplete run dir skipped")
             continue
-        entry = extract_entry(store.root, run_dir, names)
+        try:
+            entry = extract_entry(store.root, run_dir, names)
+        except BenchlabError as exc:
+            result.skipped += 1
+            result.warnings.append(f"skipped: {exc}")
+            continue
         result.dirs_read += 1
         held = scanned.get(entry["run_id"])
         scanned[entry["run_id"]] = entry if held is None else winner(held, entry)
-        new_cache[rel] = [entry["run_id"], mtime]
+        new_cache[rel] = [entry["run_id"], *ident]
 
     merged = dict(old_entries)
     touched: set[str] = set()
     for run_id, entry in scanned.items():
+        if run_id in retracted:
+            continue
         held = old_entries.get(run_id)
-        chosen = entry if held is None else winner(held, entry)
-        if chosen is not held:
-            merged[run_id] = chosen
+        if held != entry:
+            merged[run_id] = entry
             touched.add(run_id)
             if held is None:
                 result.new += 1
             else:
                 result.changed += 1
-    result.total = len(merged)
-    result.kept = result.total - result.new - result.changed
 
     static = _static_of(old_doc.get("machines", {}))
     for machine, parsed in specs.items():
         static[machine] = summary_from_specs(parsed)
-    doc = finalize(merged, static)
+    doc = finalize(merged, static, retracted)
     reuse = {}
-    if trusted and text is not None:
+    if trusted and text is not None and old_doc.get("$schema") == CATALOG_SCHEMA:
         reuse = reusable_items(text, old_doc.get("runs", []))
         for run_id in touched:
             reuse.pop(run_id, None)
     data = render_catalog(doc, reuse).encode("utf-8")
+    now = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
+    if now != raw:
+        # Someone replaced catalog.json while we scanned: keep what they brought.
+        theirs_doc, theirs = load_document(store.catalog_path, now)
+        result.concurrent_merged = len(set(theirs) - set(merged))
+        doc = merge_catalogs(doc, theirs_doc)
+        merged = {entry["run_id"]: entry for entry in doc["runs"]}
+        data = render_catalog(doc).encode("utf-8")
+        raw = now
+    result.total = len(doc["runs"])
+    result.kept = result.total - result.new - result.changed
     if data != raw:
         atomic_write_bytes(store.catalog_path, data)
         result.catalog_written = True
@@ -270,6 +374,27 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     if result.catalog_written:
         _warm_query_cache(store, doc)
     return result
+
+
+def retract(store: Store, run_ids: list[str]) -> int:
+    """Withdraw runs from the public record: their entries go, their ids join `retracted`,
+    and no later build or merge brings them back. Returns how many entries were removed."""
+    store.require()
+    with catalog_lock(store):
+        raw = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
+        doc, entries = load_document(store.catalog_path, raw)
+        for run_id in run_ids:
+            check_id(run_id, "run id")
+        gone = [run_id for run_id in run_ids if run_id in entries]
+        static = _static_of(doc.get("machines", {}))
+        withdrawn = set(doc.get("retracted", [])) | set(run_ids)
+        new = finalize(entries, static, withdrawn)
+        atomic_write_bytes(store.catalog_path, render_catalog(new).encode("utf-8"))
+        inventory = load_inventory(store.inventory_path)
+        kept = {e["run_id"]: e for e in new["runs"]}
+        text = render(build_inventory(inventory, {}, kept)).encode("utf-8")
+        atomic_write_bytes(store.inventory_path, text)
+    return len(gone)
 
 
 def publish_specs(store: Store, specs: dict[str, Any]) -> int:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchlab.catalog.upgrade import upgrade
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 from benchlab.layout import (
@@ -17,9 +18,11 @@ from benchlab.layout import (
 
 
 def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
-    """Validate a catalog document; return its entries by run id. Duplicates are errors."""
+    """Validate a catalog document (v1 is upgraded first); return its entries by run id.
+    Duplicates are errors."""
     from benchlab.models import Catalog
 
+    data = upgrade(data)
     parse_model(path, Catalog, data)
     entries: dict[str, dict] = {}
     first_seen: dict[str, int] = {}
@@ -61,6 +64,7 @@ def load_document(
         raise SchemaError(f"{path}: $: expected a JSON object")
     if trusted:
         return data, {entry["run_id"]: entry for entry in data.get("runs", [])}
+    data = upgrade(data)
     return data, parse_catalog(path, data)
 
 

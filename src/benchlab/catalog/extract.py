@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from benchlab import models
 from benchlab.errors import SchemaError, StoreError
+from benchlab.identity import IDENTITY_FIELDS, precision_family, series_id
+from benchlab.identity import derive as derive_identity
 from benchlab.ids import check_id, slug
 from benchlab.layout import (
     BATCH,
@@ -17,6 +21,8 @@ from benchlab.layout import (
     parse_model,
     read_json,
 )
+from benchlab.metrics import HEADLINE, SPREAD
+from benchlab.metrics import derive as derive_metrics
 from benchlab.models import HOLE_ERROR_PREFIX, HOLE_TAG
 from benchlab.redact import scrub_public
 
@@ -28,8 +34,6 @@ RUN_FILES = (*REQUIRED_RUN_FILES, RECORD)
 
 def _validate(path: Path, kind: str, data: Any) -> Any:
     """Validate one run file with its pydantic model; errors name the file and JSON path."""
-    from benchlab import models
-
     cls = {
         MANIFEST: models.RunManifest,
         KERNEL: models.KernelResults,
@@ -51,8 +55,6 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
     ok). A failed record with some of the required files missing is still a run: a failed
     attempt must show up, not vanish. Anything else raises StoreError naming the dir.
     """
-    from benchlab import models
-
     names = set(present) if present is not None else {p.name for p in run_dir.iterdir()}
     docs: dict[str, Any] = {}
     for name in RUN_FILES:
@@ -68,62 +70,122 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
     for name, doc in docs.items():
         _same_run(run_dir / name, doc, run_id)
     check_id(run_id, "run id")
-    spec = record.spec if record is not None else None
+    entry = entry_from_docs(
+        run_id, manifest, record, docs.get(KERNEL), docs.get(BATCH), run_dir / RECORD
+    )
+    rel = run_dir.relative_to(store_root).as_posix()
+    entry["path"] = rel + "/"
+    entry = scrub_public({k: v for k, v in entry.items() if v is not None})
+    entry["series"] = series_id(entry)  # of the public values, as every reader sees them
+    parse_model(run_dir, models.CatalogEntry, entry)
+    return entry
 
+
+def public_model_id(name: str) -> str:
+    """The slug a model is published under. A model named by its file path (`/home/alice/
+    m.gguf`) is known by the file's stem alone: no directory, and so no user name, reaches
+    the index, page names or chart files."""
+    leaf = re.split(r"[/\\]", name.strip())[-1] or name
+    stem = _MODEL_SUFFIX.sub("", leaf)
+    return slug(stem)
+
+
+_MODEL_SUFFIX = re.compile(r"\.(gguf|ggml|bin|safetensors|pt|pth|onnx)$", re.IGNORECASE)
+
+
+def entry_from_docs(
+    run_id: str,
+    manifest: models.RunManifest | None,
+    record: models.RunRecord | None,
+    kernel: models.KernelResults | None,
+    batch: models.BatchResults | None,
+    record_path: Path,
+) -> dict[str, Any]:
+    """The entry's fields, before redaction: the record's identity and metrics are copied,
+    never recomputed; a dir without a record (an import, a hand-made run) goes through the
+    same derivations the runner uses."""
+    spec = record.spec if record is not None else None
     entry: dict[str, Any] = {"run_id": run_id}
     if manifest is not None:
+        model = manifest.model.name
         entry.update(
             machine_id=manifest.machine_id,
             timestamp=manifest.timestamp,
-            model=manifest.model.name,
-            model_id=slug(manifest.model.name),
-            precision=manifest.model.precision,
+            precision=manifest.model.quantization or manifest.model.precision,
             backend=manifest.backend,
             mode=manifest.mode,
+            spec_id=manifest.spec_id,
         )
         tags = list(manifest.tags)
     else:
+        assert record is not None  # extract_entry refuses a dir with neither
+        model = spec.model if spec else "unknown"
         entry.update(
             machine_id=record.machine_id,
             timestamp=record.timings.started_at or record.timings.finished_at or "",
-            model=spec.model if spec else "unknown",
-            model_id=slug(spec.model) if spec else "unknown",
             precision=spec.precision if spec else "unknown",
             backend=spec.backend if spec else None,
             mode=spec.mode if spec else None,
         )
         tags = list(spec.tags) if spec else []
+    model_id = public_model_id(model)
+    entry["model"] = model if public_model_id(model) == slug(model) else model_id
+    entry["model_id"] = model_id
     if record is not None:
         tags.extend(record.tags)
         if (record.error or "").startswith(HOLE_ERROR_PREFIX):
             tags.append(HOLE_TAG)  # never measured: the site's fleet health counts these
-        entry["status"] = record.status
-        entry["failure_kind"] = record.failure_kind
+        entry.update(
+            status=record.status,
+            failure_kind=record.failure_kind,
+            spec_id=record.spec_id,
+            attempt=record.attempt,
+            attempts=record.attempts,
+            warnings=len(record.warnings),
+        )
     else:
         entry["status"] = "ok"
     entry["tags"] = sorted(set(tags))
 
-    batch: models.BatchResults | None = docs.get(BATCH)
+    config = manifest.config if manifest is not None else {}
+    prompt_tokens = spec.prompt_tokens if spec else config.get("prompt_tokens")
+    if record is not None and (record.metrics or record.status != "ok"):
+        metrics, tests = dict(record.metrics), list(record.tests)
+    elif kernel is not None and batch is not None:
+        metrics, tests = derive_metrics(kernel, batch, prompt_tokens=prompt_tokens)
+    else:
+        metrics, tests = {}, []
+    for name in (*HEADLINE, *SPREAD):
+        entry[name] = metrics.get(name)
+    if metrics.get("samples") is not None:
+        entry["samples"] = int(metrics["samples"])
+    entry["tests"] = tests
+
+    identity = record.identity if record is not None else None
+    if identity is None:
+        identity = derive_identity(
+            machine_id=entry["machine_id"],
+            model_id=model_id,
+            precision=entry["precision"],
+            backend=entry.get("backend"),
+            mode=entry.get("mode"),
+            threads=spec.threads if spec else config.get("threads"),
+            prompt_tokens=prompt_tokens,
+            gen_tokens=spec.gen_tokens if spec else config.get("gen_tokens"),
+            batch_sizes=spec.batch_sizes if spec else config.get("batch_sizes"),
+            params=spec.params if spec else config.get("params") or {},
+            revision=config.get("revision"),
+            facts=config.get("identity") if isinstance(config.get("identity"), dict) else None,
+        )
+    unknown = sorted(set(identity) - set(IDENTITY_FIELDS))
+    if unknown:
+        raise SchemaError(f"{record_path}: $.identity.{unknown[0]}: not an identity field")
+    entry.update({name: identity.get(name) for name in IDENTITY_FIELDS})
+    entry["model_id"] = public_model_id(str(entry["model_id"] or model_id))
+    entry["precision_family"] = precision_family(str(entry["precision"]))
+
     if batch is not None:
         curve = sorted((p.batch, p.agg_tok_per_sec) for p in batch.points)
-        peak = batch.peak.agg_tok_per_sec if batch.peak else None
-        if peak is None and curve:
-            peak = max(agg for _, agg in curve)
-        baseline = batch.baseline.tok_per_sec if batch.baseline else None
-        speedup = batch.peak.speedup_vs_baseline if batch.peak else None
-        if speedup is None and peak is not None and baseline:
-            speedup = round(peak / baseline, 2)
-        entry.update(peak_tok_per_sec=peak, baseline_tok_per_sec=baseline, speedup=speedup)
         if curve:
             entry["batch_curve"] = [{"batch": b, "agg_tok_per_sec": agg} for b, agg in curve]
-    kernel: models.KernelResults | None = docs.get(KERNEL)
-    if kernel is not None:
-        prefill = [p.tok_per_sec for p in kernel.benchmark.prefill]
-        entry["prefill_tok_per_sec"] = max(prefill) if prefill else None
-        decode = kernel.benchmark.decode
-        entry["decode_tok_per_sec"] = decode.tok_per_sec if decode else None
-    rel = run_dir.relative_to(store_root).as_posix()
-    entry["path"] = rel + "/"
-    entry = scrub_public({k: v for k, v in entry.items() if v is not None})
-    parse_model(run_dir, models.CatalogEntry, entry)
     return entry

@@ -1,8 +1,11 @@
 """The union merge keyed by run id, and the derived state recomputed from its entries.
 
 Merge is commutative, associative and idempotent: when two entries share an id, a fixed
-rule picks the winner (ok over failed, then the newer timestamp, then the greater canonical
-JSON), so every clone and the git merge driver agree on the same bytes. Derived state
+rule picks the winner (ok over failed, then the newer timestamp, then the entry that says
+more, then the greater canonical JSON), so every clone and the git merge driver agree on the
+same bytes. "Says more" lets a v2 entry (full identity) win over the v1 copy of the same
+run. Retraction is a union too: a run id in any side's `retracted` list is gone from the
+result, so a merge can never bring a withdrawn run back. Derived state
 (invariant 6) is never merged: the index, the machine summaries and `last_updated` are
 recomputed from the entries every time.
 """
@@ -14,13 +17,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from benchlab.catalog.upgrade import CATALOG_SCHEMA, upgrade
 from benchlab.ids import slug
 from benchlab.layout import (
     canonical_json,
 )
 from benchlab.redact import scrub_public
 
-CATALOG_SCHEMA = "benchmark/catalog.v1"
 INVENTORY_SCHEMA = "benchmark/machine-inventory.v1"
 SUMMARY_STATIC = ("os", "arch", "cpu_cores", "gpu")
 """Machine summary fields that come from specs (the rest is counted from the entries)."""
@@ -55,10 +58,11 @@ def _time_key(timestamp: Any) -> tuple[int, str]:
     return (1, f"{moment:%Y-%m-%dT%H:%M:%S}.{micros}Z")
 
 
-def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], str]:
+def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], int, str]:
     return (
         entry.get("status", "ok") == "ok",
         _time_key(entry.get("timestamp")),
+        len(entry),
         canonical_json(entry),
     )
 
@@ -111,13 +115,17 @@ def _date_of(timestamp: Any) -> str:
     return key[:10] if known else str(timestamp)[:10] or "unknown"
 
 
-def finalize(entries: dict[str, dict], static: dict[str, dict]) -> dict[str, Any]:
+def finalize(
+    entries: dict[str, dict], static: dict[str, dict], retracted: Iterable[str] = ()
+) -> dict[str, Any]:
     """The catalog document: entries sorted by run id, derived state recomputed from them.
 
     `static` holds what specs say about each machine (os, arch, cores, gpu); the counts and
     last run come from the entries. A machine appears iff it has entries.
     """
-    runs = [entries[k] for k in sorted(entries)]
+    withdrawn = sorted(set(retracted))
+    gone = set(withdrawn)
+    runs = [entries[k] for k in sorted(entries) if k not in gone]
     by_model: dict[str, list[str]] = {}
     by_precision: dict[str, list[str]] = {}
     by_date: dict[str, list[str]] = {}
@@ -146,11 +154,13 @@ def finalize(entries: dict[str, dict], static: dict[str, dict]) -> dict[str, Any
         machines[machine] = scrub_public({k: v for k, v in summary.items() if v is not None})
     doc: dict[str, Any] = {
         "$schema": CATALOG_SCHEMA,
-        "version": "1.0",
+        "version": "2.0",
         "machines": machines,
         "runs": runs,
         "index": {"by_model": by_model, "by_precision": by_precision, "by_date": by_date},
     }
+    if withdrawn:
+        doc["retracted"] = withdrawn
     if newest is not None:
         doc["last_updated"] = newest[1]
     return doc
@@ -164,10 +174,13 @@ def _static_of(machines: dict[str, dict]) -> dict[str, dict]:
 
 
 def merge_catalogs(*docs: dict[str, Any]) -> dict[str, Any]:
-    """The union of catalog documents (what the git merge driver writes)."""
+    """The union of catalog documents (what the git merge driver writes); any v1 side is
+    read as v2 first."""
+    docs = tuple(upgrade(doc) for doc in docs)
     entries = merge_entries(*(doc.get("runs", []) for doc in docs))
     static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
-    return finalize(entries, static)
+    retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
+    return finalize(entries, static, retracted)
 
 
 def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:

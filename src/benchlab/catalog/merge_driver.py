@@ -15,13 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.document import parse_catalog
-from benchlab.catalog.merge import (
-    CATALOG_SCHEMA,
-    INVENTORY_SCHEMA,
-    merge_catalogs,
-    merge_inventories,
-)
+from benchlab.catalog.merge import INVENTORY_SCHEMA, merge_catalogs, merge_inventories
 from benchlab.catalog.text import render_catalog
+from benchlab.catalog.upgrade import CATALOG_SCHEMA, KNOWN
 from benchlab.errors import SchemaError, StoreError
 from benchlab.layout import Store, atomic_write_text, parse_model
 
@@ -44,14 +40,16 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
     """Union-merge two versions of catalog.json (or machines/catalog.json) into `ours`.
 
     The base is not needed: the union of both sides already holds everything the base held
-    (entries are never deleted). Returns the kind of document merged.
+    (entries are never deleted; a withdrawn run is listed in `retracted`, which is a union
+    too). A v1 side (a clone that has not upgraded) is read as v2. Returns the kind of
+    document merged.
     """
     label = name or str(ours)
     sides = []
     for path, side in ((ours, "ours"), (theirs, "theirs")):
         sides.append(_read_side(path, f"{label} ({side})"))
     kinds = {side.get("$schema") for side in sides}
-    if kinds == {CATALOG_SCHEMA}:
+    if kinds <= set(KNOWN):
         for data, side in zip(sides, ("ours", "theirs"), strict=True):
             parse_catalog(f"{label} ({side})", data)
         merged = merge_catalogs(*sides)

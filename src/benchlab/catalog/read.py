@@ -23,11 +23,11 @@ from typing import Any
 
 import orjson
 
+from benchlab.catalog.upgrade import CATALOG_V1, KNOWN, upgrade
 from benchlab.errors import QueryError, SchemaError, StoreError
 
 logger = logging.getLogger(__name__)
 
-CATALOG_SCHEMA = "benchmark/catalog.v1"
 STATUSES = ("ok", "failed")
 FAILURE_KINDS = ("transport", "measurement", "config", "parse")
 
@@ -38,22 +38,53 @@ ENTRY_FIELDS: dict[str, str] = {
     "model": "str",
     "model_id": "str?",
     "precision": "str",
-    "tags": "tags",
+    "precision_family": "str?",
+    "tags": "strs",
     "status": "status",
     "failure_kind": "failure_kind",
     "backend": "str?",
     "mode": "str?",
+    "series": "str?",
+    "spec_id": "str?",
+    "model_digest": "str?",
+    "model_size": "int?",
+    "model_params": "int?",
+    "backend_version": "str?",
+    "backend_build": "int?",
+    "backend_commit": "str?",
+    "revision": "str?",
+    "threads": "int?",
+    "prompt_tokens": "int?",
+    "gen_tokens": "int?",
+    "depth": "int?",
+    "batch_sizes": "ints?",
+    "n_batch": "int?",
+    "n_ubatch": "int?",
+    "gpu_layers": "int?",
+    "flash_attn": "bool?",
+    "type_k": "str?",
+    "type_v": "str?",
+    "axes": "obj?",
+    "tests": "strs",
+    "attempt": "int?",
+    "attempts": "int?",
+    "warnings": "int?",
+    "samples": "int?",
     "peak_tok_per_sec": "num",
     "baseline_tok_per_sec": "num",
     "speedup": "num",
     "prefill_tok_per_sec": "num",
     "decode_tok_per_sec": "num",
+    "prefill_stddev": "spread",
+    "decode_stddev": "spread",
     "path": "str?",
     "batch_curve": "curve",
 }
-"""`models.CatalogEntry` as kinds: str (required), str? (optional string), num (optional
-number), tags (list of strings), status, failure_kind, curve (null or a list of
-{batch: int, agg_tok_per_sec: number}). tests/query keeps it equal to the model."""
+"""`models.CatalogEntry` as kinds: str (required), str? (optional string), int?, bool?,
+ints? (null or a list of integers), obj? (null or an object), num (an optional metric,
+higher is better), spread (an optional standard deviation), strs (a list of strings),
+status, failure_kind, curve (null or a list of {batch: int, agg_tok_per_sec: number}).
+tests/query keeps it equal to the model."""
 
 REQUIRED_FIELDS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str")
 METRICS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "num")
@@ -61,6 +92,9 @@ METRICS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "num")
 DEFAULT_METRIC = "peak_tok_per_sec"
 
 _OPTIONAL_STR = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str?")
+_NUMBERS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind in ("num", "spread"))
+_INTS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "int?")
+_STR_LISTS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "strs")
 _NO_TAGS: list[str] = []
 
 
@@ -168,7 +202,19 @@ CACHE_FORMAT = "benchlab-query-cache/1 python{}.{} {}".format(
 )
 """Part of the cache key: a new benchlab field table or Python (marshal) version misses."""
 
-_SHARED_STRINGS = ("machine_id", "model", "model_id", "precision", "status", "backend", "mode")
+_SHARED_STRINGS = (
+    "machine_id",
+    "model",
+    "model_id",
+    "precision",
+    "precision_family",
+    "status",
+    "backend",
+    "mode",
+    "series",
+    "backend_version",
+    "backend_commit",
+)
 
 
 def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog | None:
@@ -235,9 +281,13 @@ def check_catalog(path: Path, doc: Any) -> LoadedCatalog:
     """Check a parsed catalog the way `models.Catalog` would, fast enough for 100k runs."""
     if type(doc) is not dict:
         raise _fail(path, "$", "an object", doc)
-    schema = doc.get("$schema", CATALOG_SCHEMA)
-    if schema != CATALOG_SCHEMA:
-        raise SchemaError(f"{path}: $.$schema: expected {CATALOG_SCHEMA!r}, got {schema!r}")
+    schema = doc.get("$schema", CATALOG_V1)
+    if schema not in KNOWN:
+        raise SchemaError(
+            f"{path}: $.$schema: expected one of {', '.join(KNOWN)}, got {schema!r}; "
+            "a newer benchlab wrote it: upgrade benchlab"
+        )
+    doc = upgrade(doc)
     for key in ("version", "last_updated"):
         value = doc.get(key)
         if value is not None and type(value) is not str:
@@ -263,8 +313,9 @@ def check_catalog(path: Path, doc: Any) -> LoadedCatalog:
 def _check_entries(path: Path, runs: list[Any]) -> None:
     # One tight loop with plain type() tests: this is the hot path of every query.
     required = REQUIRED_FIELDS
-    numbers = METRICS
+    numbers = _NUMBERS
     optional = _OPTIONAL_STR
+    ints = _INTS
     for i, entry in enumerate(runs):
         if type(entry) is not dict:
             raise _fail(path, f"$.runs[{i}]", "an object", entry)
@@ -281,6 +332,11 @@ def _check_entries(path: Path, runs: list[Any]) -> None:
             value = entry.get(key)
             if value is not None and type(value) is not str:
                 raise _fail(path, f"$.runs[{i}].{key}", "a string or null", value)
+        for key in ints:
+            value = entry.get(key)
+            if value is not None and type(value) is not int:
+                raise _fail(path, f"$.runs[{i}].{key}", "an integer or null", value)
+        _check_rare(path, i, entry)
         status = entry.get("status", "ok")
         if status not in STATUSES:
             raise SchemaError(
@@ -292,12 +348,13 @@ def _check_entries(path: Path, runs: list[Any]) -> None:
                 f"{path}: $.runs[{i}].failure_kind: expected one of "
                 f"{', '.join(FAILURE_KINDS)} or null, got {kind!r}"
             )
-        tags = entry.get("tags", _NO_TAGS)
-        if type(tags) is not list:
-            raise _fail(path, f"$.runs[{i}].tags", "an array of strings", tags)
-        for j, tag in enumerate(tags):
-            if type(tag) is not str:
-                raise _fail(path, f"$.runs[{i}].tags[{j}]", "a string", tag)
+        for key in _STR_LISTS:
+            items = entry.get(key, _NO_TAGS)
+            if type(items) is not list:
+                raise _fail(path, f"$.runs[{i}].{key}", "an array of strings", items)
+            for j, item in enumerate(items):
+                if type(item) is not str:
+                    raise _fail(path, f"$.runs[{i}].{key}[{j}]", "a string", item)
         curve = entry.get("batch_curve")
         if curve is not None:
             _check_curve(path, i, curve)
@@ -307,6 +364,21 @@ def _check_entries(path: Path, runs: list[Any]) -> None:
 
 
 _NUMBER_TYPES = (float, int)
+
+
+def _check_rare(path: Path, i: int, entry: dict[str, Any]) -> None:
+    """The fields few entries carry: flash_attn, batch_sizes, axes."""
+    flash = entry.get("flash_attn")
+    if flash is not None and type(flash) is not bool:
+        raise _fail(path, f"$.runs[{i}].flash_attn", "a boolean or null", flash)
+    sizes = entry.get("batch_sizes")
+    if sizes is not None and (
+        type(sizes) is not list or not all(type(size) is int for size in sizes)
+    ):
+        raise _fail(path, f"$.runs[{i}].batch_sizes", "an array of integers or null", sizes)
+    axes = entry.get("axes")
+    if axes is not None and type(axes) is not dict:
+        raise _fail(path, f"$.runs[{i}].axes", "an object or null", axes)
 
 
 def _check_curve(path: Path, i: int, curve: Any) -> None:
@@ -346,6 +418,7 @@ def full_entry(entry: dict[str, Any]) -> dict[str, Any]:
     """An entry with every CatalogEntry field present (null where absent), for scripts."""
     row = dict.fromkeys(ENTRY_FIELDS)
     row["tags"] = []
+    row["tests"] = []
     row["status"] = "ok"
     row.update(entry)
     row["batch_curve"] = entry_curve(entry)

@@ -32,7 +32,7 @@ def validate(store: Store) -> ValidationReport:
     if not path.exists():
         raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
     data, entries = load_document(path)
-    expected = finalize(entries, _static_of(data.get("machines", {})))
+    expected = finalize(entries, _static_of(data.get("machines", {})), data.get("retracted", []))
     if [e["run_id"] for e in data.get("runs", [])] != sorted(entries):
         raise SchemaError(f"{path}: $.runs: not sorted by run_id; rebuild the catalog")
     index = data.get("index", {})

@@ -1,4 +1,4 @@
-"""`bench catalog build|validate|merge-driver|install-merge-driver`: the public catalog."""
+"""`bench catalog build|validate|retract|merge-driver|install-merge-driver`: the public catalog."""
 
 from __future__ import annotations
 
@@ -41,6 +41,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "raw runs are private and other clones built them.",
     )
     validate.set_defaults(handler=run_validate)
+
+    retract = verbs.add_parser(
+        "retract",
+        help="withdraw runs from the public record, for good",
+        description="Removes the runs' entries and lists their ids under `retracted`, so no "
+        "later build, clone or git merge brings them back. The private run dirs are left "
+        "as they are. Commit catalog.json afterwards.",
+    )
+    retract.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    retract.set_defaults(handler=run_retract)
 
     driver = verbs.add_parser(
         "merge-driver",
@@ -95,7 +105,7 @@ def run_build(args: argparse.Namespace) -> int:
         print(json.dumps(asdict(result), indent=2, sort_keys=True))
     else:
         print(result.summary())
-    return 0
+    return 2 if result.skipped else 0
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -108,6 +118,14 @@ def run_validate(args: argparse.Namespace) -> int:
     if hidden > 0:
         print(f"warning: ... and {hidden} more run dirs absent on this clone", file=sys.stderr)
     print(f"catalog: {report.runs} runs valid, {len(report.absent)} run dirs absent here")
+    return 0
+
+
+def run_retract(args: argparse.Namespace) -> int:
+    from benchlab.catalog.build import retract
+
+    removed = retract(_store(), list(args.run_ids))
+    print(f"catalog: {removed} entries removed, {len(args.run_ids)} run ids retracted")
     return 0
 
 

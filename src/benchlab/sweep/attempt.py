@@ -111,7 +111,8 @@ class _Result:
     envelope: AgentEnvelope | None = None
     task: AgentTask | None = None
     parsed: ParsedRun | None = None
-    metrics: dict[str, float | None] | None = None
+    metrics: dict[str, float] | None = None
+    tests: list[str] | None = None
 
 
 def _default_backend(name: str) -> Backend:
@@ -130,29 +131,35 @@ def _tail(text: str) -> str:
     return _one_line(lines[-1]) if lines else ""
 
 
-def derive_metrics(parsed: ParsedRun, spec: RunSpec) -> dict[str, float | None]:
-    """The flat numbers the catalog and progress lines use, from kernel and batch results.
+def derive_metrics(parsed: ParsedRun, spec: RunSpec) -> tuple[dict[str, float], list[str]]:
+    """(metrics, test names) of a parsed run: `benchlab.metrics.derive`, the one derivation."""
+    from benchlab.metrics import derive
 
-    A backend's own `metrics` win over the derived ones. None values are dropped: an absent
-    metric is absent, not zero.
-    """
-    metrics: dict[str, float | None] = {}
-    bench = parsed.kernel.benchmark
-    if bench.prefill:
-        chosen = next((p for p in bench.prefill if p.tokens == spec.prompt_tokens), None)
-        chosen = chosen or max(bench.prefill, key=lambda p: p.tokens)
-        metrics["prefill_tok_per_sec"] = chosen.tok_per_sec
-    if bench.decode is not None:
-        metrics["decode_tok_per_sec"] = bench.decode.tok_per_sec
-        metrics["decode_ms_per_token"] = bench.decode.per_token_median_ms
-    batch = parsed.batch
-    if batch.peak is not None:
-        metrics["peak_tok_per_sec"] = batch.peak.agg_tok_per_sec
-        metrics["speedup"] = batch.peak.speedup_vs_baseline
-    if batch.baseline is not None:
-        metrics["baseline_tok_per_sec"] = batch.baseline.tok_per_sec
-    metrics.update(parsed.metrics)
-    return {key: float(value) for key, value in sorted(metrics.items()) if value is not None}
+    return derive(
+        parsed.kernel, parsed.batch, prompt_tokens=spec.prompt_tokens, extra=parsed.metrics
+    )
+
+
+def run_identity(
+    spec: RunSpec, parsed: ParsedRun | None, revision: str | None = None
+) -> dict[str, Any]:
+    """The record's measurement identity: the spec, overridden by what the run reported."""
+    from benchlab.identity import derive
+
+    return derive(
+        machine_id=spec.machine_id,
+        model_id=slug(spec.model),
+        precision=spec.precision,
+        backend=spec.backend,
+        mode=spec.mode,
+        threads=spec.threads,
+        prompt_tokens=spec.prompt_tokens,
+        gen_tokens=spec.gen_tokens,
+        batch_sizes=spec.batch_sizes,
+        params=spec.params,
+        revision=revision,
+        facts=parsed.facts if parsed is not None else None,
+    )
 
 
 def summarise_telemetry(telemetry: dict[str, Any]) -> dict[str, Any] | None:
@@ -264,10 +271,10 @@ class Runner:
                 )
             stage = "parse"
             parsed = backend.parse(envelope, concrete, run_id)
-            metrics = derive_metrics(parsed, spec)
+            metrics, tests = derive_metrics(parsed, spec)
             if not metrics:
                 raise ParseError("the run reported success but yielded no metrics")
-            result.parsed, result.metrics = parsed, metrics
+            result.parsed, result.metrics, result.tests = parsed, metrics, tests
         except DeviceError as exc:
             result.kind, result.error = "transport", _one_line(str(exc))
         except MeasurementError as exc:
@@ -453,6 +460,8 @@ class Runner:
             ),
             worker=worker,
             metrics=result.metrics or {},
+            tests=result.tests or [],
+            identity=run_identity(spec, result.parsed, self.config.revision),
             telemetry=summarise_telemetry(envelope.telemetry) if envelope else None,
             spec=spec,
         )
@@ -496,6 +505,7 @@ class Runner:
             attempts=self.config.policies.retries.attempts,
             tags=_tags(spec),
             timings=Timings(started_at=now, finished_at=now, duration_s=0.0),
+            identity=run_identity(spec, None, self.config.revision),
             spec=spec,
         )
         write_model(path, record)

@@ -1,0 +1,278 @@
+"""Measurement identity: what makes two runs the same measurement, defined once.
+
+Two runs measure the same thing when every field in `IDENTITY_FIELDS` is equal. The time
+and the run id are not part of it. Two of those fields form the *version axis*
+(`VERSION_FIELDS`): the backend's build and the declared revision of the thing under test.
+A *series* is a measurement followed along that axis and over time, so its key is the
+identity without them. The regression detector, `best`/`table`/`compare`, the charts, the
+site and the exporter all group by `series_key` (or its short `series_id`), so a run at
+two threads never lands in the history of the same run at one thread, and a new llama.cpp
+build shows up as a step inside one series rather than as a new series.
+
+This module imports nothing heavy: the query path (`bench best` must answer in under a
+second, interpreter included) reads entries through it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+IDENTITY_FIELDS: tuple[str, ...] = (
+    "machine_id",
+    "model_id",
+    "model_digest",
+    "model_size",
+    "model_params",
+    "precision",
+    "backend",
+    "backend_version",
+    "backend_build",
+    "backend_commit",
+    "mode",
+    "threads",
+    "prompt_tokens",
+    "gen_tokens",
+    "depth",
+    "batch_sizes",
+    "n_batch",
+    "n_ubatch",
+    "gpu_layers",
+    "flash_attn",
+    "type_k",
+    "type_v",
+    "axes",
+    "revision",
+)
+"""Every field that shapes the number. A catalog entry carries each of them (null where the
+run did not say), and so does the `identity` of a run record."""
+
+VERSION_FIELDS: tuple[str, ...] = ("backend_version", "backend_build", "backend_commit", "revision")
+"""The version axis: builds and revisions are compared along a series, not split into new
+series (as asv follows one benchmark across commits)."""
+
+SERIES_FIELDS: tuple[str, ...] = tuple(f for f in IDENTITY_FIELDS if f not in VERSION_FIELDS)
+
+AXIS_PARAMS_IGNORED = frozenset(
+    {
+        # How to run, not what is measured: paths, binaries, patience, repetitions.
+        "model_path",
+        "binary",
+        "timeout_s",
+        "extra_args",
+        "reps",
+        "seed",
+        "command",
+        "argv",
+        "env",
+        "cwd",
+        "fields",
+        "pattern",
+        "version",
+        "revision",
+        # Mapped onto named identity fields.
+        "batch",
+        "ubatch",
+        "n_gpu_layers",
+        "flash_attn",
+        "depth",
+        "type_k",
+        "type_v",
+    }
+)
+"""`spec.params` keys that are not identity axes of their own. Every other param is an axis
+the sweep may vary (prefill_sizes, batch_steps ...) and is kept under `axes`."""
+
+_QUANT_WORDS = {"small": "s", "medium": "m", "large": "l", "extra small": "xs", "xs": "xs"}
+_QUANT_FROM_LLAMA = re.compile(
+    r"\b(?P<base>(?:i?q\d(?:_[0-9a-z]+)*|f16|f32|bf16))(?:\s*-\s*(?P<size>[a-z ]+?))?\s*$"
+)
+_FAMILY = re.compile(r"^(?:i?q(\d)|(f16|f32|bf16|f64|int8|int4|fp8))")
+
+
+def normalize_precision(text: str) -> str:
+    """The exact quant type in the fleet's spelling: llama-bench's `Q4_K - Medium` and a
+    file's `Q4_K_M` both become `q4_k_m`; `F16` becomes `f16`. Unknown text is lower-cased
+    with spaces as dashes, so nothing is lost."""
+    lowered = " ".join(text.strip().lower().split())
+    match = _QUANT_FROM_LLAMA.search(lowered)
+    if match is None:
+        return lowered.replace(" ", "-")
+    base, size = match.group("base"), match.group("size")
+    if size:
+        short = _QUANT_WORDS.get(size.strip())
+        if short:
+            base = f"{base}_{short}"
+    return base
+
+
+def precision_family(precision: str) -> str:
+    """The family a filter may ask for: `q4_k_m`, `q4_0` and `iq4_xs` are all `q4`."""
+    match = _FAMILY.match(precision.lower())
+    if match is None:
+        return precision.lower()
+    return f"q{match.group(1)}" if match.group(1) else match.group(2)
+
+
+def test_names(prefill_tokens: int | None, gen_tokens: int | None, depth: int | None) -> list[str]:
+    """The tests in llama-bench's own spelling: `pp512`, `tg128`, `pp512@d128`."""
+    at = f"@d{depth}" if depth else ""
+    names = []
+    if prefill_tokens:
+        names.append(f"pp{prefill_tokens}{at}")
+    if gen_tokens:
+        names.append(f"tg{gen_tokens}{at}")
+    return names
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def series_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The hashable key of an entry's series (identity less the version axis)."""
+    return tuple(_frozen(entry.get(name)) for name in SERIES_FIELDS)
+
+
+def identity_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The hashable key of the exact measurement (series and version)."""
+    return tuple(_frozen(entry.get(name)) for name in IDENTITY_FIELDS)
+
+
+def series_id(entry: Mapping[str, Any]) -> str:
+    """A short stable name for a series: safe in a file name, a URL and a label value."""
+    fields = {name: entry.get(name) for name in SERIES_FIELDS}
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+    return "s" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
+def shape(entry: Mapping[str, Any]) -> str:
+    """The workload shape as people write it: `p32/n16`, `pp512@d128`, `b512/ub128`."""
+    parts = []
+    prompt, gen, depth = entry.get("prompt_tokens"), entry.get("gen_tokens"), entry.get("depth")
+    if prompt or gen:
+        parts.append(f"p{prompt or 0}/n{gen or 0}")
+    if depth:
+        parts.append(f"d{depth}")
+    if entry.get("n_batch") or entry.get("n_ubatch"):
+        parts.append(f"b{entry.get('n_batch') or '-'}/ub{entry.get('n_ubatch') or '-'}")
+    if entry.get("flash_attn"):
+        parts.append("fa")
+    return " ".join(parts)
+
+
+def series_label(entry: Mapping[str, Any]) -> str:
+    """A one-line human name for a series, e.g. `local smollm2-135m f32 reference t2 p32/n16`."""
+    threads = entry.get("threads")
+    parts = [
+        entry.get("machine_id"),
+        entry.get("model_id") or entry.get("model"),
+        entry.get("precision"),
+        entry.get("backend"),
+        f"t{threads}" if threads is not None else None,
+        shape(entry) or None,
+    ]
+    return " ".join(str(p) for p in parts if p)
+
+
+def axes_of(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The swept params that are identity axes of their own (scalars or lists of scalars)."""
+    axes: dict[str, Any] = {}
+    for key in sorted(params):
+        if key in AXIS_PARAMS_IGNORED:
+            continue
+        value = params[key]
+        if isinstance(value, (str, int, float, bool)) or value is None:
+            axes[key] = value
+        elif isinstance(value, Sequence) and all(
+            isinstance(v, (str, int, float, bool)) for v in value
+        ):
+            axes[key] = list(value)
+    return axes or None
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _flag(value: Any) -> bool | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on", "enabled"}
+    return bool(value)
+
+
+def derive(
+    *,
+    machine_id: str,
+    model_id: str,
+    precision: str,
+    backend: str | None,
+    mode: str | None,
+    threads: int | None = None,
+    prompt_tokens: int | None = None,
+    gen_tokens: int | None = None,
+    batch_sizes: Sequence[int] | None = None,
+    params: Mapping[str, Any] | None = None,
+    revision: str | None = None,
+    facts: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A run's identity from what was asked (the spec) and what the backend observed.
+
+    `facts` are what the backend reported about the run it actually made (llama-bench's
+    n_threads, n_batch, build number ...); they win over what was asked, because the number
+    was measured under them. Every field of `IDENTITY_FIELDS` is present, None where unknown.
+    """
+    params = params or {}
+    facts = facts or {}
+    asked: dict[str, Any] = {
+        "machine_id": machine_id,
+        "model_id": model_id,
+        "model_digest": None,
+        "model_size": None,
+        "model_params": None,
+        "precision": normalize_precision(precision),
+        "backend": backend,
+        "backend_version": params.get("version") if backend == "command" else None,
+        "backend_build": None,
+        "backend_commit": None,
+        "mode": mode,
+        "threads": threads,
+        "prompt_tokens": prompt_tokens,
+        "gen_tokens": gen_tokens,
+        "depth": _int_or_none(params.get("depth")),
+        "batch_sizes": sorted(batch_sizes) if batch_sizes else None,
+        "n_batch": _int_or_none(params.get("batch")),
+        "n_ubatch": _int_or_none(params.get("ubatch")),
+        "gpu_layers": _int_or_none(params.get("n_gpu_layers")),
+        "flash_attn": _flag(params.get("flash_attn")),
+        "type_k": params.get("type_k"),
+        "type_v": params.get("type_v"),
+        "axes": axes_of(params),
+        "revision": revision if revision is not None else params.get("revision"),
+    }
+    for name, value in facts.items():
+        if name in asked and value is not None:
+            asked[name] = value
+    if asked["flash_attn"] is not None:
+        asked["flash_attn"] = _flag(asked["flash_attn"])
+    for name in ("backend_version", "backend_commit", "revision", "type_k", "type_v"):
+        if asked[name] is not None:
+            asked[name] = str(asked[name])
+    return asked

@@ -1,0 +1,98 @@
+"""A v1 catalog, as the previous release wrote it, still loads, merges and is rewritten as v2.
+
+tests/data/catalog/v1-written-by-9ec6b77.json was written by benchlab at commit 9ec6b77
+(`bench catalog build` over `make_fleet.py --runs 12 --seed 3`), not by this code.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from benchlab.catalog.build import build
+from benchlab.catalog.merge import merge_catalogs
+from benchlab.catalog.read import load_catalog
+from benchlab.catalog.validate import validate
+from benchlab.identity import series_id
+from benchlab.layout import Store
+
+V1 = Path(__file__).parents[1] / "data" / "catalog" / "v1-written-by-9ec6b77.json"
+Bench = Callable[..., tuple[int, str, str]]
+
+
+def v1_doc() -> dict:
+    return json.loads(V1.read_text())
+
+
+def test_the_reader_upgrades_v1_on_load() -> None:
+    loaded = load_catalog(V1)
+    old = v1_doc()["runs"]
+    assert len(loaded.runs) == len(old) == 12
+    for before, after in zip(old, loaded.runs, strict=True):
+        assert {k: after[k] for k in before} == before  # nothing dropped or changed
+        assert after["series"] == series_id(after)
+        assert after["precision_family"]
+
+
+def test_a_build_rewrites_v1_as_v2_and_keeps_every_entry(store: Path) -> None:
+    shutil.copyfile(V1, store / "catalog.json")
+    result = build(Store(store))
+    doc = json.loads((store / "catalog.json").read_text())
+    assert doc["$schema"] == "benchmark/catalog.v2" and doc["version"] == "2.0"
+    assert result.total == 12 and result.kept == 12
+    old = {e["run_id"]: e for e in v1_doc()["runs"]}
+    new = {e["run_id"]: e for e in doc["runs"]}
+    assert new.keys() == old.keys()
+    for run_id, entry in old.items():
+        assert {k: new[run_id][k] for k in entry} == entry
+    assert validate(Store(store)).runs == 12
+
+
+def test_v1_and_v2_clones_merge_through_the_driver(
+    store: Path, make_fleet: Callable[..., list[str]], bench: Bench, tmp_path: Path
+) -> None:
+    make_fleet(store, 5, seed=11)
+    build(Store(store))
+    ours = tmp_path / "ours.json"
+    theirs = tmp_path / "theirs.json"
+    ours.write_bytes((store / "catalog.json").read_bytes())
+    theirs.write_bytes(V1.read_bytes())
+    code, _, err = bench("catalog", "merge-driver", str(ours), str(ours), str(theirs))
+    assert code == 0, err
+    merged = json.loads(ours.read_text())
+    assert merged["$schema"] == "benchmark/catalog.v2"
+    assert len(merged["runs"]) == 5 + 12
+    assert all(e["series"] == series_id(e) for e in merged["runs"])
+
+
+def test_the_v2_copy_of_a_run_wins_over_its_v1_copy(store: Path) -> None:
+    v1 = v1_doc()
+    v2 = merge_catalogs(v1)  # the same runs, upgraded
+    richer = dict(v2["runs"][0], threads=4)
+    v2["runs"][0] = richer
+    for sides in ((v1, v2), (v2, v1)):
+        merged = merge_catalogs(*sides)
+        assert next(e for e in merged["runs"] if e["run_id"] == richer["run_id"]) == richer
+
+
+def test_a_retracted_run_stays_gone_through_builds_and_merges(
+    store: Path, make_fleet: Callable[..., list[str]], bench: Bench, tmp_path: Path
+) -> None:
+    make_fleet(store, 6, seed=2)
+    build(Store(store))
+    before = json.loads((store / "catalog.json").read_text())
+    gone = before["runs"][2]["run_id"]
+    code, out, _ = bench("--store", str(store), "catalog", "retract", gone)
+    assert code == 0 and "1 entries removed" in out
+    build(Store(store), full=True)  # its run dir is still here: still gone
+    after = json.loads((store / "catalog.json").read_text())
+    assert gone not in {e["run_id"] for e in after["runs"]} and after["retracted"] == [gone]
+    theirs = tmp_path / "theirs.json"
+    theirs.write_text(json.dumps(before))  # a clone that still has the run
+    ours = store / "catalog.json"
+    assert bench("catalog", "merge-driver", str(ours), str(ours), str(theirs))[0] == 0
+    merged = json.loads(ours.read_text())
+    assert gone not in {e["run_id"] for e in merged["runs"]}
+    assert len(merged["runs"]) == 5 and validate(Store(store)).runs == 5
