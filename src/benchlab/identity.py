@@ -86,6 +86,10 @@ AXIS_PARAMS_IGNORED = frozenset(
 """`spec.params` keys that are not identity axes of their own. Every other param is an axis
 the sweep may vary (prefill_sizes, batch_steps ...) and is kept under `axes`."""
 
+MODELESS_BACKENDS = frozenset({"llama-bench"})
+"""Backends with no modes of their own: `mode` does not shape their numbers, so it is left
+out of their identity (a live llama-bench point and an imported llama-bench file line up)."""
+
 _QUANT_WORDS = {"small": "s", "medium": "m", "large": "l", "extra small": "xs", "xs": "xs"}
 _QUANT_FROM_LLAMA = re.compile(
     r"\b(?P<base>(?:i?q\d(?:_[0-9a-z]+)*|f16|f32|bf16))(?:\s*-\s*(?P<size>[a-z ]+?))?\s*$"
@@ -211,11 +215,13 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _flag(value: Any) -> bool | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on", "enabled"}
-    return bool(value)
+    """On, off, or None for unknown and "auto" (llama-bench's -1: the build decides)."""
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on", "enabled"}:
+        return True
+    if text in {"0", "false", "no", "off", "disabled"}:
+        return False
+    return None
 
 
 def derive(
@@ -270,6 +276,8 @@ def derive(
     for name, value in facts.items():
         if name in asked and value is not None:
             asked[name] = value
+    if backend in MODELESS_BACKENDS:
+        asked["mode"] = None
     if asked["flash_attn"] is not None:
         asked["flash_attn"] = _flag(asked["flash_attn"])
     for name in ("backend_version", "backend_commit", "revision", "type_k", "type_v"):

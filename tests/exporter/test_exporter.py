@@ -121,6 +121,8 @@ def test_points_differing_in_one_swept_axis_are_two_series(sweep_dir: Path, prom
         "mode",
         "threads",
         "shape",
+        "backend_version",
+        "series",
     }
     assert decode[0][0]["shape"] == "p128/n64"
     for labels, _ in decode:

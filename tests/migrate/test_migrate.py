@@ -11,7 +11,7 @@ import pytest
 from benchlab.cli import main
 from benchlab.layout import read_model
 from benchlab.machines.llama_rows import model_of, precision_of, read_rows
-from benchlab.models import BatchResults, KernelResults, RunManifest
+from benchlab.models import BatchResults, KernelResults, RunManifest, RunRecord
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "migrate"
 
@@ -44,7 +44,13 @@ def test_each_format_becomes_one_run_with_prefill_and_decode(
     assert manifest.provenance["file"] == name  # a name, never an absolute path
     assert manifest.provenance["source"] == "llama-bench"
     assert manifest.model.precision == "q4_k_m"
-    assert not (run_dir / "record.json").exists()  # imported runs count as ok without one
+    record = read_model(run_dir / "record.json", RunRecord)  # as a live sweep records it
+    assert record.status == "ok"
+    assert record.metrics["prefill_tok_per_sec"] == pytest.approx(prefill)
+    assert record.metrics["decode_tok_per_sec"] == pytest.approx(decode)
+    assert record.identity is not None and record.identity["precision"] == "q4_k_m"
+    assert record.identity["backend"] == "llama-bench" and record.identity["mode"] is None
+    assert record.tests == ["pp512", "tg128"]
 
 
 def test_depth_rows_do_not_replace_the_depth_zero_figures(store: Path) -> None:
@@ -154,3 +160,47 @@ def test_model_and_precision_from_names(row: dict, precision: str, model: str) -
 def test_rows_keep_the_standard_deviation_of_markdown() -> None:
     rows = read_rows((DATA / "llama-bench-old.md").read_text())
     assert rows[0]["stddev_ts"] == 0.06 and rows[0]["n_prompt"] == 64 and rows[0]["n_threads"] == 4
+
+
+def test_an_import_and_a_live_run_of_the_same_rows_are_one_measurement(store: Path) -> None:
+    """The same llama-bench rows, arriving by `bench migrate` and by a live sweep point,
+    land in one series with one version (benchlab.identity), with the same numbers."""
+    from benchlab.benchmarks import get_backend
+    from benchlab.catalog.build import build
+    from benchlab.identity import identity_key
+    from benchlab.layout import Store
+    from benchlab.models import AgentEnvelope, RunSpec
+
+    source = DATA / "llama-bench.json"
+    assert main(["--store", str(store), "migrate", str(source), "--machine-id", "rig"]) == 0
+    [run_dir] = _runs(store, "rig")
+    imported = read_model(run_dir / "record.json", RunRecord)
+    spec = RunSpec(
+        spec_id="rig-qwen2-7b-q4_k_m-batch-0",
+        experiment="live",
+        device="rig",
+        machine_id="rig",
+        backend="llama-bench",
+        model="Qwen2.5-7B-Instruct",
+        precision="q4_k_m",
+        mode="batch",
+        threads=8,
+        prompt_tokens=512,
+        gen_tokens=128,
+        params={"model_path": "m.gguf", "batch": 2048, "ubatch": 512, "n_gpu_layers": -1},
+    )
+    envelope = AgentEnvelope(
+        started_at=1.0, finished_at=2.0, exit_code=0, stdout=source.read_text()
+    )
+    from benchlab.sweep.attempt import derive_metrics, run_identity
+
+    parsed = get_backend("llama-bench").parse(envelope, spec, "live-run")
+    metrics, tests = derive_metrics(parsed, spec)
+    live = run_identity(spec, parsed)
+    assert imported.identity is not None
+    assert identity_key(live) == identity_key(imported.identity)
+    assert metrics == imported.metrics and tests == imported.tests
+    build(Store(store))
+    [entry] = json.loads((store / "catalog.json").read_text())["runs"]
+    assert entry["threads"] == 8 and entry["backend_build"] == 5163
+    assert entry["backend_version"] == "b5163 (8cf427ff)" and entry["tests"] == tests

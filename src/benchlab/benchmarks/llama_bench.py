@@ -36,6 +36,7 @@ from benchlab.benchmarks.common import (
 )
 from benchlab.devices.base import Transport
 from benchlab.errors import ConfigError, ParseError
+from benchlab.metrics import chosen_prefill
 from benchlab.models import AgentEnvelope, AgentTask, BatchResults, KernelResults, RunSpec
 
 FLAGS = (
@@ -290,7 +291,14 @@ def results_from_rows(
             "note": "llama-bench measures one sequence; the curve is its batch-1 point",
         }
     )
-    return ParsedRun(kernel=kernel, batch=batch, facts=row_facts(first))
+    facts = row_facts(first)
+    chosen = chosen_prefill(kernel, prompt_tokens)  # the point the headline prefill is
+    facts.update(
+        prompt_tokens=chosen.tokens if chosen is not None else None,
+        gen_tokens=decode["decode_steps"] if decode else None,
+        depth=depth or None,
+    )
+    return ParsedRun(kernel=kernel, batch=batch, facts=facts)
 
 
 def row_facts(row: dict[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,12 @@
 """Import results people already have: llama-bench outputs and asv result directories.
 
-Each imported result becomes an ordinary run dir (manifest, kernel, batch, raw/) in the
-private store, with its provenance in the manifest, so every query, chart and regression
-check treats it like a measured run. Run ids hash the imported content: re-importing the
-same file finds its runs already there and changes nothing.
+Each imported result becomes an ordinary run dir (manifest, kernel, batch, record, raw/) in
+the private store, with its provenance in the manifest, so every query, chart and regression
+check treats it like a measured run. The record's metrics and identity come from the same
+derivations a live sweep uses (`benchlab.metrics`, `benchlab.identity`, and for llama-bench
+`benchmarks.llama_bench.results_from_rows`), so an imported llama-bench file and a live sweep
+of the same configuration are the same measurement in the catalog. Run ids hash the imported
+content: re-importing the same file finds its runs already there and changes nothing.
 """
 
 from __future__ import annotations
@@ -18,18 +21,21 @@ from typing import Any
 
 from benchlab.benchmarks.llama_bench import results_from_rows
 from benchlab.errors import BenchlabError, ConfigError, SchemaError
+from benchlab.identity import derive as derive_identity
 from benchlab.ids import check_id, slug, spec_id, sweep_stamp, utc_iso
 from benchlab.layout import (
     BATCH,
     KERNEL,
     MANIFEST,
     RAW_DIR,
+    RECORD,
     Store,
     atomic_write_json,
     read_json,
     write_model,
 )
 from benchlab.machines.llama_rows import model_of, precision_of, read_rows
+from benchlab.metrics import derive as derive_metrics
 from benchlab.models import (
     BatchBaseline,
     BatchPeak,
@@ -41,6 +47,8 @@ from benchlab.models import (
     KernelResults,
     ModelInfo,
     RunManifest,
+    RunRecord,
+    Timings,
 )
 
 _CONFIG_FIELDS = (
@@ -82,12 +90,46 @@ def _write_run(
     kernel: KernelResults,
     batch: BatchResults,
     raw: dict[str, Any],
+    facts: dict[str, Any] | None = None,
 ) -> None:
     run_dir = store.run_dir(manifest.machine_id, manifest.run_id)
     atomic_write_json(run_dir / RAW_DIR / "imported.json", raw)
     write_model(run_dir / KERNEL, kernel)
     write_model(run_dir / BATCH, batch)
+    write_model(run_dir / RECORD, _record(manifest, kernel, batch, facts or {}))
     write_model(run_dir / MANIFEST, manifest)  # last: a run dir counts once its manifest exists
+
+
+def _record(
+    manifest: RunManifest, kernel: KernelResults, batch: BatchResults, facts: dict[str, Any]
+) -> RunRecord:
+    """What a live sweep would have recorded for this result."""
+    config = manifest.config
+    metrics, tests = derive_metrics(kernel, batch, prompt_tokens=facts.get("prompt_tokens"))
+    identity = derive_identity(
+        machine_id=manifest.machine_id,
+        model_id=slug(manifest.model.name),
+        precision=manifest.model.precision,
+        backend=manifest.backend,
+        mode=manifest.mode,
+        params=config.get("params") if isinstance(config.get("params"), dict) else None,
+        revision=manifest.git.rev if manifest.backend == "asv" else None,
+        facts=facts,
+    )
+    return RunRecord(
+        run_id=manifest.run_id,
+        spec_id=manifest.spec_id or manifest.run_id,
+        machine_id=manifest.machine_id,
+        device=manifest.machine_id,
+        status="ok" if metrics else "failed",
+        failure_kind=None if metrics else "parse",
+        error=None if metrics else "the imported result holds no throughput figure",
+        tags=list(manifest.tags),
+        timings=Timings(started_at=manifest.timestamp, finished_at=manifest.timestamp),
+        metrics=dict(metrics),
+        tests=tests,
+        identity=identity,
+    )
 
 
 def _stamp_time(text: str | None, fallback: datetime) -> datetime:
@@ -185,7 +227,7 @@ def import_llama_bench(
                 "rows": len(rows_of_run),
             },
         )
-        _write_run(store, manifest, kernel, batch, {"rows": content})
+        _write_run(store, manifest, kernel, batch, {"rows": content}, parsed.facts)
         report.created.append(run_id)
     return report
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import StoreError
+from benchlab.identity import series_id, shape
 from benchlab.layout import (
     IN_FLIGHT,
     MANIFEST,
@@ -47,7 +48,19 @@ from benchlab.sweep.schedule_log import read_retries
 
 log = logging.getLogger("benchlab.observe.exporter")
 
-POINT_LABELS = ("device", "backend", "model", "quantisation", "mode", "threads", "shape")
+POINT_LABELS = (
+    "device",
+    "backend",
+    "model",
+    "quantisation",
+    "mode",
+    "threads",
+    "shape",
+    "backend_version",
+    "series",
+)
+"""`series` is the catalog's series id (benchlab.identity): a dashboard can join a live point
+to its published history; the other labels spell out the identity for people."""
 
 
 def load_if_present(path: Path) -> Any:
@@ -69,7 +82,22 @@ def _shape(prompt: object, gen: object) -> str:
 
 
 def point_labels(record: dict[str, Any], manifest: dict[str, Any] | None) -> dict[str, str]:
-    """The complete label set of one point, from its spec (or, for old records, its manifest)."""
+    """The complete label set of one point: its measurement identity as the record states it
+    (the one the catalog publishes), else its spec, else (old records) its manifest."""
+    identity = record.get("identity")
+    if isinstance(identity, dict):
+        values = {
+            "device": (record.get("spec") or {}).get("device") or record.get("device"),
+            "backend": identity.get("backend"),
+            "model": identity.get("model_id"),
+            "quantisation": identity.get("precision"),
+            "mode": identity.get("mode"),
+            "threads": identity.get("threads"),
+            "shape": shape(identity),
+            "backend_version": identity.get("backend_version"),
+            "series": series_id(identity),
+        }
+        return {key: "" if value is None else str(value) for key, value in values.items()}
     spec = record.get("spec") or {}
     config = (manifest or {}).get("config") or {}
     model = (manifest or {}).get("model") or {}
@@ -84,6 +112,8 @@ def point_labels(record: dict[str, Any], manifest: dict[str, Any] | None) -> dic
             spec.get("prompt_tokens", config.get("prompt_tokens")),
             spec.get("gen_tokens", config.get("gen_tokens")),
         ),
+        "backend_version": None,
+        "series": None,
     }
     return {key: "" if value is None else str(value) for key, value in values.items()}
 
