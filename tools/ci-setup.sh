@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs what the test suite uses: Debian packages (sshd, Chromium, promtool, faketime)
-# and the package with its extras. Idempotent; safe to re-run on a developer machine.
+# Installs what the test suite uses: Debian packages (sshd, Chromium, promtool, faketime, and
+# cmake, ninja, g++ for tests/llama) and the package with its extras (gguf is in `dev`).
+# Idempotent; safe to re-run on a developer machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 need=()
-for pair in sshd:openssh-server chromium:chromium promtool:prometheus faketime:faketime ip:iproute2; do
+# cmake, ninja and g++ build the real llama-bench from the llama-cpp-python sdist (tools/llama).
+for pair in sshd:openssh-server chromium:chromium promtool:prometheus faketime:faketime ip:iproute2 \
+  cmake:cmake ninja:ninja-build g++:g++; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] || need+=("${pair#*:}")
 done
 sudo=""
