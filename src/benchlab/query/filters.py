@@ -10,6 +10,7 @@ from typing import Any
 
 from benchlab.catalog.read import METRICS
 from benchlab.errors import QueryError
+from benchlab.identity import precision_family, series_id
 from benchlab.ids import slug
 
 # --- filters ------------------------------------------------------------------------------
@@ -39,6 +40,13 @@ class Filters:
     `SmolLM2-135M` and `smollm2-135m` both find the same runs; machine and precision
     match case-insensitively; dates are inclusive; every tag given must be present;
     status None means any status.
+
+    Identity filters (DESIGN.md, "Measurement identity"): a precision that is a family
+    (`q4`) matches every quant type of it (`q4_k_m`, `q4_0`) while an exact type
+    (`q4_k_m`) matches only itself; `threads` is exact; `backend` is the backend's name
+    (`llama-bench`, `reference`); `build` matches the version axis: a backend_version
+    (`b4567 (1a2b3c4)`, `benchlab 0.1.0`), a build number (`4567` or `b4567`) or a commit
+    prefix of 4+ hex digits; `series` is a series id or a prefix of one.
     """
 
     model: str | None = None
@@ -48,6 +56,10 @@ class Filters:
     until: str | None = None
     tags: tuple[str, ...] = ()
     status: str | None = None
+    threads: int | None = None
+    backend: str | None = None
+    build: str | None = None
+    series: str | None = None
 
     def describe(self) -> str:
         """The filters as the flags that set them, for 'no runs match ...' messages."""
@@ -60,6 +72,10 @@ class Filters:
                 ("since", self.since),
                 ("until", self.until),
                 ("status", self.status),
+                ("threads", self.threads),
+                ("backend", self.backend),
+                ("build", self.build),
+                ("series", self.series),
             )
             if value
         ]
@@ -97,7 +113,10 @@ def select(runs: Iterable[dict[str, Any]], filters: Filters) -> list[dict[str, A
         rows = [e for e in rows if e["machine_id"].lower() == machine]
     if filters.precision is not None:
         precision = filters.precision.lower()
-        rows = [e for e in rows if e["precision"].lower() == precision]
+        if precision_family(precision) == precision:  # a family: q4 is q4_0, q4_k_m ...
+            rows = [e for e in rows if _family(e) == precision]
+        else:
+            rows = [e for e in rows if e["precision"].lower() == precision]
     if filters.since is not None:
         since = filters.since
         rows = [e for e in rows if e["timestamp"][:10] >= since]
@@ -110,7 +129,36 @@ def select(runs: Iterable[dict[str, Any]], filters: Filters) -> list[dict[str, A
     if filters.status is not None:
         status = filters.status
         rows = [e for e in rows if e.get("status", "ok") == status]
+    if filters.threads is not None:
+        threads = filters.threads
+        rows = [e for e in rows if e.get("threads") == threads]
+    if filters.backend is not None:
+        backend = filters.backend.lower()
+        rows = [e for e in rows if (e.get("backend") or "").lower() == backend]
+    if filters.build is not None:
+        build = filters.build.lower()
+        rows = [e for e in rows if _build_matches(e, build)]
+    if filters.series is not None:
+        series = filters.series
+        rows = [e for e in rows if (e.get("series") or series_id(e)).startswith(series)]
     return rows
+
+
+def _family(entry: dict[str, Any]) -> str:
+    """An entry's precision family: stored by v2 catalogs, derived for older entries."""
+    return entry.get("precision_family") or precision_family(entry["precision"])
+
+
+def _build_matches(entry: dict[str, Any], build: str) -> bool:
+    """Whether lower-cased `build` names the entry's place on the version axis."""
+    version = entry.get("backend_version")
+    if version is not None and version.lower() == build:
+        return True
+    number = entry.get("backend_build")
+    if number is not None and build in (str(number), f"b{number}"):
+        return True
+    commit = entry.get("backend_commit")
+    return bool(commit) and len(build) >= 4 and commit.lower().startswith(build)
 
 
 def chronological(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
