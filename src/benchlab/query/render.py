@@ -29,7 +29,8 @@ _NUMERIC = ("num", "int", "ratio")
 class Column:
     """One column: the row key it reads, its header, and how to print its values.
 
-    kind: text, num (two decimals), int, ratio (two decimals and an x).
+    kind: text, num (two decimals), int, ratio (two decimals and an x), id (text that is
+    never shortened: a cut run id or series id cannot be pasted back into `bench show`).
     """
 
     key: str
@@ -133,7 +134,15 @@ def to_csv(sections: Sequence[Section]) -> str:
     return out.getvalue()
 
 
+_WRAP_MIN = 12
+"""The narrowest a wrapping text column gets on a narrow terminal."""
+
+
 def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
+    """A rich table per section. Ids and numbers are never wrapped nor cut with `…`; other
+    text wraps (folding long words) down to `_WRAP_MIN`. Where the terminal is too narrow
+    even so, the table is drawn wider and the terminal wraps its lines: a cut run id reads
+    as a real one and is worse than an untidy table."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -141,12 +150,24 @@ def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
     console = Console(file=stream)
     for section in sections:
         table = Table(title=section.title, title_justify="left")
-        for column in section.columns:
-            table.add_column(column.header, justify="right" if column.kind in _NUMERIC else "left")
-        for row in section.rows:
+        texts = [[cell(row.get(c.key), c.kind) for c in section.columns] for row in section.rows]
+        needed = 1
+        for i, column in enumerate(section.columns):
+            longest = max([len(column.header), *(len(t[i]) for t in texts)])
+            whole = column.kind == "id" or column.kind in _NUMERIC
+            width = longest if whole else min(longest, _WRAP_MIN)
+            needed += width + 3
+            table.add_column(
+                column.header,
+                justify="right" if column.kind in _NUMERIC else "left",
+                no_wrap=whole,
+                overflow="fold",
+                min_width=width,
+            )
+        for row_texts in texts:
             # Text, not str: a run's strings are data, never rich markup.
-            table.add_row(*(Text(cell(row.get(c.key), c.kind)) for c in section.columns))
-        console.print(table)
+            table.add_row(*(Text(text) for text in row_texts))
+        console.print(table, width=max(console.width, needed), crop=False)
 
 
 def emit(
