@@ -25,10 +25,10 @@ def test_list_table(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, err) == (0, "")
     assert out == dedent(
         """
-        timestamp             run id                                               machine  model         precision  status  peak tok/s
-        --------------------  ---------------------------------------------------  -------  ------------  ---------  ------  ----------
-        2025-01-07T15:00:00Z  pi5-smollm2-135m-q8-batch-a1b2c3d4-20250107T150000Z  pi5      SmolLM2-135M  q8         failed           -
-        2025-01-08T08:00:00Z  pi5-smollm2-135m-q4-batch-0badcafe-20250108T080000Z  pi5      SmolLM2-135M  q4         ok           95.50
+        timestamp             run id                                               machine  model         precision  threads  shape    attempt  status  peak tok/s
+        --------------------  ---------------------------------------------------  -------  ------------  ---------  -------  -------  -------  ------  ----------
+        2025-01-07T15:00:00Z  pi5-smollm2-135m-q8-batch-a1b2c3d4-20250107T150000Z  pi5      SmolLM2-135M  q8               4  p32/n16  3/3      failed           -
+        2025-01-08T08:00:00Z  pi5-smollm2-135m-q4-batch-0badcafe-20250108T080000Z  pi5      SmolLM2-135M  q4               -  p32/n16  1/3      ok           95.50
         """  # noqa: E501
     )
 
@@ -38,10 +38,10 @@ def test_list_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert code == 0
     assert out == dedent(
         """
-        | timestamp | run id | machine | model | precision | status | peak tok/s |
-        |---|---|---|---|---|---|---:|
-        | 2025-01-08T20:00:00Z | mac-m3pro-qwen3-1.7b-bf16-batch-12345678-20250108T200000Z | mac-m3pro | Qwen3-1.7B | bf16 | ok | 300.00 |
-        | 2025-01-09T10:00:00Z | anthony-laptop-qwen3-1.7b-q8-batch-12345678-20250109T100000Z | anthony-laptop | Qwen3-1.7B | q8 | ok | 410.00 |
+        | timestamp | run id | machine | model | precision | threads | shape | attempt | status | peak tok/s |
+        |---|---|---|---|---|---:|---|---|---|---:|
+        | 2025-01-08T20:00:00Z | mac-m3pro-qwen3-1.7b-bf16-batch-12345678-20250108T200000Z | mac-m3pro | Qwen3-1.7B | bf16 | 4 | p32/n16 | 1/3 | ok | 300.00 |
+        | 2025-01-09T10:00:00Z | anthony-laptop-qwen3-1.7b-q8-batch-12345678-20250109T100000Z | anthony-laptop | Qwen3-1.7B | q8 | 4 | p32/n16 | 1/3 | ok | 410.00 |
         """  # noqa: E501
     )
 
@@ -69,13 +69,27 @@ def test_list_csv(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = bench(capsys, "list", "--precision", "Q4", "--format", "csv")
     assert code == 0
     assert list(csv.reader(io.StringIO(out))) == [
-        ["timestamp", "run_id", "machine_id", "model", "precision", "status", "peak_tok_per_sec"],
+        [
+            "timestamp",
+            "run_id",
+            "machine_id",
+            "model",
+            "precision",
+            "threads",
+            "shape",
+            "attempt",
+            "status",
+            "peak_tok_per_sec",
+        ],
         [
             "2025-01-08T08:00:00Z",
             "pi5-smollm2-135m-q4-batch-0badcafe-20250108T080000Z",
             "pi5",
             "SmolLM2-135M",
             "q4",
+            "",
+            "p32/n16",
+            "1/3",
             "ok",
             "95.5",
         ],
@@ -86,7 +100,8 @@ def test_list_empty_says_so_and_exits_0(golden: Path, capsys: pytest.CaptureFixt
     assert bench(capsys, "list", "--model", "nosuch") == (
         0,
         "",
-        "bench: no runs match --model nosuch\n",
+        "bench: no runs match --model nosuch "
+        "(no model 'nosuch' in the catalog; known: qwen3-1.7b, smollm2-135m)\n",
     )
     code, out, _ = bench(capsys, "list", "--model", "nosuch", "--format", "json")
     assert (code, out) == (0, "[]\n")
@@ -99,9 +114,9 @@ def test_best_table(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, err) == (0, "")
     assert out == dedent(
         """
-        machine         model         precision  peak_tok_per_sec  timestamp             run id
-        --------------  ------------  ---------  ----------------  --------------------  --------------------------------------------------------------
-        anthony-laptop  SmolLM2-135M  q8                   862.20  2025-01-06T12:00:00Z  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
+        machine         model         precision  threads  shape    version         peak_tok_per_sec  timestamp             run id
+        --------------  ------------  ---------  -------  -------  --------------  ----------------  --------------------  --------------------------------------------------------------
+        anthony-laptop  SmolLM2-135M  q8               4  p32/n16  benchlab 0.1.0            862.20  2025-01-06T12:00:00Z  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
         """  # noqa: E501
     )
 
@@ -113,11 +128,11 @@ def test_best_by_machine_markdown(golden: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     assert out == dedent(
         """
-        | machine | model | precision | peak_tok_per_sec | timestamp | run id |
-        |---|---|---|---:|---|---|
-        | anthony-laptop | SmolLM2-135M | q8 | 862.20 | 2025-01-06T12:00:00Z | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
-        | mac-m3pro | SmolLM2-135M | q8 | 640.50 | 2025-01-05T10:30:00Z | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
-        | pi5 | SmolLM2-135M | q4 | 95.50 | 2025-01-08T08:00:00Z | pi5-smollm2-135m-q4-batch-0badcafe-20250108T080000Z |
+        | machine | model | precision | threads | shape | version | peak_tok_per_sec | timestamp | run id |
+        |---|---|---|---:|---|---|---:|---|---|
+        | anthony-laptop | SmolLM2-135M | q8 | 4 | p32/n16 | benchlab 0.1.0 | 862.20 | 2025-01-06T12:00:00Z | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
+        | mac-m3pro | SmolLM2-135M | q8 | 8 | p32/n16 | benchlab 0.1.0 | 640.50 | 2025-01-05T10:30:00Z | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
+        | pi5 | SmolLM2-135M | q4 | - | p32/n16 | benchlab 0.1.0 | 95.50 | 2025-01-08T08:00:00Z | pi5-smollm2-135m-q4-batch-0badcafe-20250108T080000Z |
         """  # noqa: E501
     )
 
@@ -139,8 +154,9 @@ def test_best_other_metric_json_and_csv(golden: Path, capsys: pytest.CaptureFixt
         capsys, "best", "--model", "smollm2-135m", "--metric", "speedup", "--format", "csv"
     )
     assert out.splitlines() == [
-        "machine_id,model,precision,speedup,timestamp,run_id",
-        f"anthony-laptop,SmolLM2-135M,q8,12.21,2025-01-06T12:00:00Z,{LAPTOP_Q8}",
+        "machine_id,model,precision,threads,shape,version,speedup,timestamp,run_id",
+        f"anthony-laptop,SmolLM2-135M,q8,4,p32/n16,benchlab 0.1.0,12.21,2025-01-06T12:00:00Z,"
+        f"{LAPTOP_Q8}",
     ]
 
 
@@ -184,10 +200,10 @@ def test_table_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     assert out == dedent(
         """
-        machine         precision  peak tok/s  baseline tok/s  speedup  prefill tok/s  decode tok/s  run id
-        --------------  ---------  ----------  --------------  -------  -------------  ------------  --------------------------------------------------------------
-        anthony-laptop  q8             862.20           70.60   12.21x        2245.60        128.20  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
-        mac-m3pro       q8             640.50           80.10    8.00x        1800.00        150.30  mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z
+        machine         precision  threads  shape    version         peak tok/s  baseline tok/s  speedup  prefill tok/s  decode tok/s  run id
+        --------------  ---------  -------  -------  --------------  ----------  --------------  -------  -------------  ------------  --------------------------------------------------------------
+        anthony-laptop  q8               4  p32/n16  benchlab 0.1.0      862.20           70.60   12.21x        2245.60        128.20  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
+        mac-m3pro       q8               8  p32/n16  benchlab 0.1.0      640.50           80.10    8.00x        1800.00        150.30  mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z
         """  # noqa: E501
     )
     code, out, _ = bench(
@@ -195,10 +211,10 @@ def test_table_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[st
     )
     assert out == dedent(
         """
-        | machine | precision | peak tok/s | baseline tok/s | speedup | prefill tok/s | decode tok/s | run id |
-        |---|---|---:|---:|---:|---:|---:|---|
-        | anthony-laptop | q8 | 862.20 | 70.60 | 12.21x | 2245.60 | 128.20 | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
-        | mac-m3pro | q8 | 640.50 | 80.10 | 8.00x | 1800.00 | 150.30 | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
+        | machine | precision | threads | shape | version | peak tok/s | baseline tok/s | speedup | prefill tok/s | decode tok/s | run id |
+        |---|---|---:|---|---|---:|---:|---:|---:|---:|---|
+        | anthony-laptop | q8 | 4 | p32/n16 | benchlab 0.1.0 | 862.20 | 70.60 | 12.21x | 2245.60 | 128.20 | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
+        | mac-m3pro | q8 | 8 | p32/n16 | benchlab 0.1.0 | 640.50 | 80.10 | 8.00x | 1800.00 | 150.30 | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
         """  # noqa: E501
     )
 
@@ -210,10 +226,13 @@ def test_table_failed_runs_only_with_status(
         capsys, "table", "--model", "smollm2-135m", "--status", "failed", "--format", "csv"
     )
     assert code == 0
-    assert out.splitlines()[1].startswith("pi5,q8,,,,,,pi5-smollm2-135m-q8")
+    assert out.splitlines()[1].startswith("pi5,q8,4,p32/n16,benchlab 0.1.0,,,,,,pi5-smollm2-135m-q8")
     code, out, err = bench(capsys, "table", "--model", "nosuch")
     assert (code, out) == (1, "")
-    assert err == "bench: no runs match --model nosuch --status ok\n"
+    assert err == (
+        "bench: no runs match --model nosuch --status ok "
+        "(no model 'nosuch' in the catalog; known: qwen3-1.7b, smollm2-135m)\n"
+    )
 
 
 def test_summary_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -275,10 +294,10 @@ def test_compare_table_shows_ratios_to_the_first(
     assert out == dedent(
         """
         runs
-        run  run id                                                          machine         model         precision  status  timestamp
-        ---  --------------------------------------------------------------  --------------  ------------  ---------  ------  --------------------
-        A    anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z  anthony-laptop  SmolLM2-135M  q8         ok      2025-01-06T12:00:00Z
-        B    mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z       mac-m3pro       SmolLM2-135M  q8         ok      2025-01-05T10:30:00Z
+        run  run id                                                          machine         model         precision  threads  shape    version         status  timestamp
+        ---  --------------------------------------------------------------  --------------  ------------  ---------  -------  -------  --------------  ------  --------------------
+        A    anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z  anthony-laptop  SmolLM2-135M  q8               4  p32/n16  benchlab 0.1.0  ok      2025-01-06T12:00:00Z
+        B    mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z       mac-m3pro       SmolLM2-135M  q8               8  p32/n16  benchlab 0.1.0  ok      2025-01-05T10:30:00Z
 
         metrics
         metric                      A        B    B/A
@@ -316,7 +335,10 @@ def test_compare_unknown_run_id_exits_2(golden: Path, capsys: pytest.CaptureFixt
     assert (code, out) == (2, "")
     assert err == f"bench: error: {golden / 'catalog.json'}: no run 'nope' in the catalog\n"
     code, _, err = bench(capsys, "compare", "--run-id", LAPTOP_Q8)
-    assert code == 2 and err == "bench: error: compare: give at least two --run-id\n"
+    assert code == 2
+    assert err == (
+        "bench: error: compare: give at least two --run-id, or --by build|revision|machine\n"
+    )
 
 
 def test_store_flag_points_at_the_store(

@@ -48,9 +48,11 @@ def test_list_sorts_by_timestamp_then_run_id(catalog: LoadedCatalog) -> None:
     assert ids(chronological(same_time)) == ["a", "b"]
 
 
-def test_limit(catalog: LoadedCatalog) -> None:
-    assert ids(list_runs(catalog, Filters(), limit=2)) == [MAC_Q8, LAPTOP_Q8]
+def test_limit_keeps_the_newest_still_oldest_first(catalog: LoadedCatalog) -> None:
+    assert ids(list_runs(catalog, Filters(), limit=2)) == [MAC_QWEN, LAPTOP_QWEN]
+    assert len(list_runs(catalog, Filters(), limit=100)) == 7
     assert list_runs(catalog, Filters(), limit=0) == []
+    assert list_runs(catalog, Filters(), limit=-1) == []
 
 
 @pytest.mark.parametrize("model", ["smollm2-135m", "SmolLM2-135M", "SMOLLM2-135M", "smollm2 135m"])

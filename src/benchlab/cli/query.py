@@ -65,7 +65,19 @@ def _add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> Non
         "--model", help="model slug or name, e.g. smollm2-135m (matches case-insensitively)"
     )
     parser.add_argument("--machine", help="machine id, e.g. anthony-laptop")
-    parser.add_argument("--precision", help="precision, e.g. q8")
+    parser.add_argument(
+        "--precision",
+        help="precision: a family (q4 matches q4_0, q4_k_m ...) or an exact type (q4_k_m)",
+    )
+    parser.add_argument("--threads", type=int, metavar="N", help="runs made with N threads")
+    parser.add_argument("--backend", help="backend name, e.g. llama-bench, reference")
+    parser.add_argument(
+        "--build",
+        help="backend build: its version (b4567), build number (4567) or a commit prefix",
+    )
+    parser.add_argument(
+        "--series", metavar="ID", help="one series (a measurement over time): its id or a prefix"
+    )
     parser.add_argument("--since", metavar="YYYY-MM-DD", help="runs on or after this date")
     parser.add_argument("--until", metavar="YYYY-MM-DD", help="runs on or before this date")
     parser.add_argument(
@@ -91,6 +103,10 @@ def _filters(args: argparse.Namespace) -> Any:
         until=parse_date(args.until, "--until") if args.until else None,
         tags=tuple(args.tag),
         status=None if status == "any" else status,
+        threads=args.threads,
+        backend=args.backend,
+        build=args.build,
+        series=args.series,
     )
 
 
@@ -107,9 +123,14 @@ def _catalog() -> Any:
     return load_catalog(store.catalog_path, cache=store.query_cache)
 
 
-def _no_match(filters: Any) -> str:
+def _no_match(filters: Any, catalog: Any) -> str:
+    """'no runs match ...', and where --model names no model at all, the nearest ones."""
+    from benchlab.query.verbs import unknown_model_hint
+
     described = filters.describe()
-    return f"bench: no runs match {described}" if described else "bench: the catalog has no runs"
+    message = f"bench: no runs match {described}" if described else "bench: the catalog has no runs"
+    hint = unknown_model_hint(catalog, filters)
+    return f"{message} ({hint})" if hint else message
 
 
 def _emit(sections: list[Any], fmt: str, data: Any) -> None:
@@ -130,6 +151,29 @@ def _entries_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [full_entry(row) for row in rows]
 
 
+def _display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    """Rows with the identity columns people read: `shape` (or the tests), `attempt` as
+    "2/3" (a run that needed retries shows it), `version`; json prints the entries
+    themselves, so nothing is added for it."""
+    if fmt == "json":
+        return rows
+    from benchlab.identity import shape
+    from benchlab.query.verbs import version_label
+
+    out = []
+    for row in rows:
+        attempt, attempts = row.get("attempt"), row.get("attempts")
+        out.append(
+            {
+                **row,
+                "shape": shape(row) or ", ".join(row.get("tests") or ()) or None,
+                "attempt": f"{attempt}/{attempts}" if attempt and attempts else attempt,
+                "version": version_label(row),
+            }
+        )
+    return out
+
+
 # --- list ---------------------------------------------------------------------------------
 
 
@@ -138,7 +182,12 @@ def _register_list(subparsers: argparse._SubParsersAction) -> None:
         subparsers, "list", "list catalog runs, sorted by timestamp then run id", EXIT_LIST
     )
     _add_filters(parser, status_default="any")
-    parser.add_argument("--limit", type=int, metavar="N", help="print the first N runs only")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="only the newest N runs (still printed oldest first)",
+    )
     parser.set_defaults(handler=run_list)
 
 
@@ -147,20 +196,24 @@ def run_list(args: argparse.Namespace) -> int:
     from benchlab.query.verbs import list_runs
 
     filters = _filters(args)
-    rows = list_runs(_catalog(), filters, args.limit)
+    catalog = _catalog()
+    rows = list_runs(catalog, filters, args.limit)
     columns = _columns(
         ("timestamp", "timestamp", "text"),
-        ("run_id", "run id", "text"),
+        ("run_id", "run id", "id"),
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),
         ("precision", "precision", "text"),
+        ("threads", "threads", "int"),
+        ("shape", "shape", "text"),
+        ("attempt", "attempt", "text"),
         ("status", "status", "text"),
         ("peak_tok_per_sec", "peak tok/s", "num"),
     )
     if rows or args.format in ("json", "csv"):
-        _emit([Section(columns, rows)], args.format, _entries_out(rows))
+        _emit([Section(columns, _display(rows, args.format))], args.format, _entries_out(rows))
     if not rows:
-        print(_no_match(filters), file=sys.stderr)
+        print(_no_match(filters, catalog), file=sys.stderr)
     return 0
 
 
@@ -174,9 +227,11 @@ def _register_show(subparsers: argparse._SubParsersAction) -> None:
         "show one run: manifest, record, batch curve and prefill from its run dir",
         "When the run dir is absent on this clone (runs/ is private and gitignored), show "
         "prints the catalog entry and says so on stderr. exit status: 0 when shown; "
-        "2 when the run id is unknown or unsafe, or a file is malformed.",
+        "2 when the run id is unknown, ambiguous or unsafe, or a file is malformed.",
     )
-    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument(
+        "run_id", metavar="RUN_ID", help="a run id, or any prefix of it that names one run"
+    )
     parser.set_defaults(handler=run_show)
 
 
@@ -230,18 +285,31 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     parser = _parser(
         subparsers,
         "compare",
-        "compare runs: metrics side by side, with ratios to the first run",
-        "Runs are labelled A, B, C ... in the order given; B/A is B's value over A's. "
-        "exit status: 0; 2 when a run id is not in the catalog.",
+        "compare runs side by side, or two builds, revisions or machines test by test",
+        "With --run-id: runs are labelled A, B, C ... in the order given; B/A is B's value "
+        "over A's; a run id may be shortened to any prefix that names one run. "
+        "With --by build|revision|machine (as llama.cpp's compare-llama-bench.py): two values "
+        "A and B of the axis (--a, --b; default: the two newest builds or revisions present), "
+        "and for every measurement present under both, one row per test (pp512, tg128 ..., "
+        "and the batch peak) with tok/s under A, under B and the speedup B/A. A measurement is "
+        "the full identity less the axis (for machines, less the build too); each side is its "
+        "latest ok run (its run ids are in --format json). The filters apply to --by. "
+        f"{EXIT_ROWS}",
     )
     parser.add_argument(
         "--run-id",
         action="append",
-        required=True,
+        default=[],
         dest="run_ids",
         metavar="RUN_ID",
         help="a run to compare (give two or more; the first is the reference)",
     )
+    parser.add_argument(
+        "--by", choices=("build", "revision", "machine"), help="compare two values of this axis"
+    )
+    parser.add_argument("--a", metavar="VALUE", help="the reference value of --by (A)")
+    parser.add_argument("--b", metavar="VALUE", help="the value compared with A (B)")
+    _add_filters(parser, status_default="ok")
     parser.set_defaults(handler=run_compare)
 
 
@@ -250,6 +318,18 @@ def _label(i: int) -> str:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from benchlab.errors import QueryError
+
+    if args.by is not None:
+        if args.run_ids:
+            raise QueryError("compare: give either --run-id or --by, not both")
+        return _compare_axis(args)
+    if args.a is not None or args.b is not None:
+        raise QueryError("compare: --a and --b go with --by build|revision|machine")
+    return _compare_run_ids(args)
+
+
+def _compare_run_ids(args: argparse.Namespace) -> int:
     from benchlab.query.render import Section
     from benchlab.query.verbs import compare_runs
 
@@ -258,10 +338,13 @@ def run_compare(args: argparse.Namespace) -> int:
     legend = [{"label": label, **run} for label, run in zip(labels, result.runs, strict=False)]
     legend_columns = _columns(
         ("label", "run", "text"),
-        ("run_id", "run id", "text"),
+        ("run_id", "run id", "id"),
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),
         ("precision", "precision", "text"),
+        ("threads", "threads", "int"),
+        ("shape", "shape", "text"),
+        ("version", "version", "text"),
         ("status", "status", "text"),
         ("timestamp", "timestamp", "text"),
     )
@@ -277,11 +360,48 @@ def run_compare(args: argparse.Namespace) -> int:
                 row[f"{label}/{labels[0]}"] = metric["ratios"][i]
         metric_rows.append(row)
     sections = [
-        Section(legend_columns, legend, title="runs"),
+        Section(legend_columns, _display(legend, args.format), title="runs"),
         Section(_columns(*specs), metric_rows, title="metrics"),
     ]
     data = {"runs": _entries_out(result.runs), "metrics": result.metrics}
     _emit(sections, args.format, data)
+    return 0
+
+
+def _compare_axis(args: argparse.Namespace) -> int:
+    from benchlab.query.render import Section
+    from benchlab.query.verbs import compare_axis
+
+    filters = _filters(args)
+    result = compare_axis(_catalog(), filters, args.by, args.a, args.b)
+    specs = [("model", "model", "text")]
+    if args.by != "machine":
+        specs.append(("machine_id", "machine", "text"))
+    specs.append(("precision", "precision", "text"))
+    if len({row["backend"] for row in result.rows}) > 1:
+        specs.append(("backend", "backend", "text"))
+    specs += [("threads", "threads", "int"), ("shape", "shape", "text")]
+    if any(row.get("revision") for row in result.rows):
+        specs.append(("revision", "revision", "text"))
+    specs += [
+        ("test", "test", "text"),
+        ("a", f"t/s {result.a}", "num"),
+        ("b", f"t/s {result.b}", "num"),
+        ("speedup", "speedup", "ratio"),
+    ]
+    title = f"{args.by}: A = {result.a}, B = {result.b}"
+    if result.rows or args.format == "json":
+        _emit([Section(_columns(*specs), result.rows, title=title)], args.format, result.as_json())
+    alone = [(n, value) for n, value in ((result.only_a, result.a), (result.only_b, result.b)) if n]
+    if alone:
+        told = "; ".join(f"{n} only under {value}" for n, value in alone)
+        print(f"bench: note: measurements not compared: {told}", file=sys.stderr)
+    if not result.rows:
+        print(
+            f"bench: no measurement was made under both {result.a} and {result.b}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -292,8 +412,11 @@ def _register_table(subparsers: argparse._SubParsersAction) -> None:
     parser = _parser(
         subparsers,
         "table",
-        "comparison table for a model: one row per machine, its best run by peak tok/s",
-        f"Only ok runs count unless --status says otherwise. {EXIT_ROWS}",
+        "comparison table: one row per machine and series, its best run by peak tok/s",
+        "A series is one measurement followed over time: same machine, model, precision, "
+        "backend, threads, shape ... (the version axis aside), so a machine run at two thread "
+        "counts has two rows. Without --model a model column is added. Only ok runs count "
+        f"unless --status says otherwise. {EXIT_ROWS}",
     )
     _add_filters(parser, status_default="ok")
     parser.set_defaults(handler=run_table)
@@ -304,21 +427,30 @@ def run_table(args: argparse.Namespace) -> int:
     from benchlab.query.verbs import machine_table
 
     filters = _filters(args)
-    rows = machine_table(_catalog(), filters)
-    columns = _columns(
+    catalog = _catalog()
+    rows = machine_table(catalog, filters)
+    specs = [] if args.model else [("model", "model", "text")]
+    specs += [
         ("machine_id", "machine", "text"),
         ("precision", "precision", "text"),
+        ("threads", "threads", "int"),
+        ("shape", "shape", "text"),
+        ("version", "version", "text"),
         ("peak_tok_per_sec", "peak tok/s", "num"),
         ("baseline_tok_per_sec", "baseline tok/s", "num"),
         ("speedup", "speedup", "ratio"),
         ("prefill_tok_per_sec", "prefill tok/s", "num"),
         ("decode_tok_per_sec", "decode tok/s", "num"),
-        ("run_id", "run id", "text"),
-    )
+        ("run_id", "run id", "id"),
+    ]
     if rows or args.format == "json":
-        _emit([Section(columns, rows)], args.format, _entries_out(rows))
+        _emit(
+            [Section(_columns(*specs), _display(rows, args.format))],
+            args.format,
+            _entries_out(rows),
+        )
     if not rows:
-        print(_no_match(filters), file=sys.stderr)
+        print(_no_match(filters, catalog), file=sys.stderr)
         return 1
     return 0
 
@@ -331,12 +463,16 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "best",
         "the best run for a model by a metric (higher is better)",
-        f"Only ok runs count unless --status says otherwise. {EXIT_ROWS}",
+        "--by machine: the best run of each machine (its threads and shape say which "
+        "measurement won); --by series: the best run of each series. Only ok runs count unless "
+        f"--status says otherwise. {EXIT_ROWS}",
     )
     _add_filters(parser, status_default="ok")
     parser.add_argument("--metric", default="peak_tok_per_sec", help=f"one of: {METRIC_HELP}")
     parser.add_argument(
-        "--by", choices=("machine",), help="one row per machine instead of one overall"
+        "--by",
+        choices=("machine", "series"),
+        help="one row per machine or per series instead of one overall",
     )
     parser.set_defaults(handler=run_best)
 
@@ -348,19 +484,29 @@ def run_best(args: argparse.Namespace) -> int:
 
     metric = check_metric(args.metric)
     filters = _filters(args)
-    rows = best_runs(_catalog(), filters, metric, by=args.by)
-    columns = _columns(
+    catalog = _catalog()
+    rows = best_runs(catalog, filters, metric, by=args.by)
+    specs = [
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),
         ("precision", "precision", "text"),
+        ("threads", "threads", "int"),
+        ("shape", "shape", "text"),
+        ("version", "version", "text"),
         (metric, metric, "num"),
         ("timestamp", "timestamp", "text"),
-        ("run_id", "run id", "text"),
-    )
+        ("run_id", "run id", "id"),
+    ]
+    if args.by == "series":
+        specs.insert(0, ("series", "series", "id"))
     if rows or args.format == "json":
-        _emit([Section(columns, rows)], args.format, _entries_out(rows))
+        _emit(
+            [Section(_columns(*specs), _display(rows, args.format))],
+            args.format,
+            _entries_out(rows),
+        )
     if not rows:
-        print(f"{_no_match(filters)} (with a {metric})", file=sys.stderr)
+        print(f"{_no_match(filters, catalog)} (with a {metric})", file=sys.stderr)
         return 1
     return 0
 
@@ -388,7 +534,8 @@ def run_summary(args: argparse.Namespace) -> int:
     from benchlab.query.verbs import summarize
 
     filters = _filters(args)
-    rows = summarize(_catalog(), filters, args.group_by)
+    catalog = _catalog()
+    rows = summarize(catalog, filters, args.group_by)
     columns = _columns(
         (args.group_by, args.group_by, "text"),
         ("count", "runs", "int"),
@@ -401,5 +548,5 @@ def run_summary(args: argparse.Namespace) -> int:
     if rows or args.format in ("json", "csv"):
         _emit([Section(columns, rows)], args.format, rows)
     if not rows:
-        print(_no_match(filters), file=sys.stderr)
+        print(_no_match(filters, catalog), file=sys.stderr)
     return 0

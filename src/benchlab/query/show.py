@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,45 @@ class RunDetails:
         }
 
 
+CANDIDATES_SHOWN = 3
+
+
+def resolve_run_id(known: Sequence[str], asked: str, where: str) -> str:
+    """The one run id of `known` that is `asked` or starts with it.
+
+    Run ids are long (machine, model, precision, mode, hash, stamp), so any unique prefix
+    is accepted wherever a run id is; an ambiguous one is a one-line error naming a few
+    candidates, never a guess.
+    """
+    matches = sorted(k for k in known if k.startswith(asked))
+    if asked in matches:
+        return asked
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise QueryError(f"{where}: no run {asked!r} in the catalog")
+    shown = ", ".join(matches[:CANDIDATES_SHOWN])
+    more = len(matches) - CANDIDATES_SHOWN
+    raise QueryError(
+        f"run id prefix {asked!r} is ambiguous: {len(matches)} runs start with it: {shown}"
+        + (f" (and {more} more)" if more > 0 else "")
+    )
+
+
+def _resolve_in_run_dirs(store: Any, prefix: str) -> str:
+    """A run not in the catalog yet, by a unique prefix of its dir name (or unchanged)."""
+    names: set[str] = set()
+    for base in (store.by_machine, store.public_runs):
+        if base.is_dir():
+            names.update(p.name for p in base.glob(f"*/{prefix}*") if p.is_dir())
+    if prefix in names or not names:
+        return prefix
+    return resolve_run_id(sorted(names), prefix, str(store.catalog_path))
+
+
 def show_run(store_root: Path, run_id: str) -> RunDetails:
-    """Find a run by id: its catalog entry, then its dir (the entry's `path`, the private
-    by-machine dir, the promoted public dir); read what the dir holds."""
+    """Find a run by id or unique id prefix: its catalog entry, then its dir (the entry's
+    `path`, the private by-machine dir, the promoted public dir); read what the dir holds."""
     from benchlab.ids import check_id
     from benchlab.layout import Store
 
@@ -59,6 +96,14 @@ def show_run(store_root: Path, run_id: str) -> RunDetails:
         missing_catalog = exc
     else:
         entry = catalog.find(run_id)
+        if entry is None:
+            known = [e["run_id"] for e in catalog.runs]
+            matches = [k for k in known if k.startswith(run_id)]
+            if matches:
+                run_id = resolve_run_id(known, run_id, str(store.catalog_path))
+                entry = catalog.find(run_id)
+    if entry is None:
+        run_id = _resolve_in_run_dirs(store, run_id)
     run_dir = _find_run_dir(store, run_id, entry)
     if run_dir is None:
         if entry is not None:
