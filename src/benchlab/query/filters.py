@@ -39,7 +39,9 @@ class Filters:
     model matches an entry's slug `model_id` or the slug of its display name, so
     `SmolLM2-135M` and `smollm2-135m` both find the same runs; machine and precision
     match case-insensitively; dates are inclusive; every tag given must be present;
-    status None means any status.
+    status None means any status. `machines` (any of them) and `run_type` (an entry's mode
+    or one of its tags) are what `bench chart --machines --run-type` and the site's pages ask
+    for; they filter the same rows the same way as every other verb.
 
     Identity filters (DESIGN.md, "Measurement identity"): a precision that is a family
     (`q4`) matches every quant type of it (`q4_k_m`, `q4_0`) while an exact type
@@ -56,6 +58,8 @@ class Filters:
     until: str | None = None
     tags: tuple[str, ...] = ()
     status: str | None = None
+    machines: tuple[str, ...] = ()
+    run_type: str | None = None
     threads: int | None = None
     backend: str | None = None
     build: str | None = None
@@ -72,6 +76,8 @@ class Filters:
                 ("since", self.since),
                 ("until", self.until),
                 ("status", self.status),
+                ("machines", ",".join(self.machines)),
+                ("run-type", self.run_type),
                 ("threads", self.threads),
                 ("backend", self.backend),
                 ("build", self.build),
@@ -129,6 +135,12 @@ def select(runs: Iterable[dict[str, Any]], filters: Filters) -> list[dict[str, A
     if filters.status is not None:
         status = filters.status
         rows = [e for e in rows if e.get("status", "ok") == status]
+    if filters.machines:
+        machines = {m.lower() for m in filters.machines}
+        rows = [e for e in rows if e["machine_id"].lower() in machines]
+    if filters.run_type is not None:
+        run_type = filters.run_type
+        rows = [e for e in rows if e.get("mode") == run_type or run_type in e.get("tags", ())]
     if filters.threads is not None:
         threads = filters.threads
         rows = [e for e in rows if e.get("threads") == threads]
