@@ -30,13 +30,13 @@ FailureKind = Literal["transport", "measurement", "config", "parse"]
 class _Open(BaseModel):
     """A file format that tolerates keys it does not know (forward compatible)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, allow_inf_nan=False)
 
 
 class _Closed(BaseModel):
     """A format written by people: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class _Document(_Open):

@@ -166,7 +166,7 @@ def test_merge_driver_refuses_a_malformed_side(built: Path, tmp_path: Path, benc
         "catalog", "merge-driver", str(base), str(ours), str(theirs), "experiments/x.json"
     )
     assert code == 2
-    assert "experiments/x.json (theirs): $: not valid JSON" in one_error_line(err)
+    assert "experiments/x.json (theirs): line 1 column 1: " in one_error_line(err)
     assert ours.read_bytes() == before
 
 
@@ -177,3 +177,49 @@ def test_merge_driver_refuses_mixed_documents(built: Path, tmp_path: Path, bench
     code, _, err = bench("catalog", "merge-driver", str(ours), str(ours), str(theirs))
     assert code == 2
     assert "$.$schema: cannot merge" in one_error_line(err)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("machine_id", "a/b", "machine_id"),
+        ("model", "m" * 3000, "model_id"),
+    ],
+    ids=["machine-id-with-slash", "3000-character-model"],
+)
+def test_a_run_with_a_bad_public_field_never_reaches_the_catalog(
+    built: Path, bench: Bench, field: str, value: str, named: str
+) -> None:
+    path = new_run_file(built, "manifest.json")
+    doc = json.loads(path.read_text())
+    if field == "model":
+        doc["model"]["name"] = value
+    else:
+        doc[field] = value
+    path.write_text(json.dumps(doc))
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    assert named in skipped_line(err) and path.parent.name in skipped_line(err)
+    assert_only_bad_run_missing(built, path)
+    # The store is not wedged: the next builds (and a full one) still work.
+    code, _, _ = bench("--store", str(built), "catalog", "build", "--full")
+    assert code == 2  # the bad run is still there, still named, still skipped
+    assert bench("--store", str(built), "catalog", "validate")[0] == 0
+
+
+def test_a_machine_id_that_is_its_host_name_is_refused_unless_declared_public(
+    built: Path, bench: Bench
+) -> None:
+    path = new_run_file(built, "manifest.json")
+    machine = json.loads(path.read_text())["machine_id"]
+    specs = path.parent.parent / "specs.json"
+    doc = json.loads(specs.read_text())
+    doc["hostname"] = f"{machine}.lab.example.org"
+    specs.write_text(json.dumps(doc))
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2 and "is the host name of this machine" in err
+    catalog = json.loads((built / "catalog.json").read_text())
+    assert machine not in {e["machine_id"] for e in catalog["runs"][12:]}
+    policy = built / "redaction.yaml"
+    policy.write_text(f"version: 1\nallow:\n  values: [{machine}]\n")
+    assert bench("--store", str(built), "catalog", "build")[0] == 0

@@ -115,8 +115,7 @@ def test_seed_run_becomes_the_seed_entry(tmp_path: Path) -> None:
         "precision_family": "q8",
         "tags": ["batch", "kernel", "smoke"],
         "status": "ok",
-        "backend": "llama-bench",
-        "mode": "batch",
+        "backend": "llama-bench",  # no modes: `batch` is no part of its identity
         "peak_tok_per_sec": 862.2,
         "baseline_tok_per_sec": 70.6,
         "speedup": 12.21,
@@ -236,3 +235,13 @@ def test_winner_compares_instants_not_strings() -> None:
 )
 def test_time_key_is_the_same_on_every_python(stamp: str, key: tuple[int, str]) -> None:
     assert _time_key(stamp) == key
+
+
+def test_a_model_given_as_a_path_publishes_only_its_file_stem(tmp_path: Path) -> None:
+    run_dir = seed_run(tmp_path)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["model"]["name"] = "/home/alice/models/m.gguf"
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    entry = extract_entry(tmp_path, run_dir)
+    assert entry["model"] == entry["model_id"] == "m"
+    assert "alice" not in json.dumps(entry)

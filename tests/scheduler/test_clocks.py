@@ -69,8 +69,24 @@ class Answering(Transport):
 def test_measure_uses_both_stamps() -> None:
     stamps = iter([100.0, 100.4])
     reading = measure(
-        Answering({"started_at": 105.1, "finished_at": 105.3}), timeout=5, wall=lambda: next(stamps)
+        Answering({"started_at": 105.1, "finished_at": 105.3}),
+        timeout=5,
+        wall=lambda: next(stamps),
+        samples=1,
     )
+    assert reading.offset_s == pytest.approx(5.0)
+
+
+def test_measure_keeps_the_tightest_reading() -> None:
+    """A slow first call (a cold connection) must not decide the offset."""
+    stamps = iter([100.0, 101.0, 200.0, 200.2, 300.0, 300.6])
+    reading = measure(
+        Answering({"started_at": 205.0, "finished_at": 205.2}),
+        timeout=5,
+        wall=lambda: next(stamps),
+        samples=3,
+    )
+    assert reading.round_trip_s == pytest.approx(0.2)
     assert reading.offset_s == pytest.approx(5.0)
 
 

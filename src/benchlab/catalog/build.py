@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.document import load_document, load_inventory
-from benchlab.catalog.extract import RUN_FILES, extract_entry
+from benchlab.catalog.extract import RUN_FILES, check_public_entry, extract_entry
 from benchlab.catalog.merge import INVENTORY_SCHEMA, _static_of, finalize, merge_catalogs, winner
 from benchlab.catalog.text import _decode, _digest, render, render_catalog, reusable_items
 from benchlab.catalog.upgrade import CATALOG_SCHEMA
@@ -36,7 +36,8 @@ from benchlab.layout import (
     parse_model,
     read_json,
 )
-from benchlab.redact import scrub_public
+from benchlab.redact import default_policy, scrub_public
+from benchlab.redact.policy import collect_store_names
 
 log = logging.getLogger("benchlab.catalog")
 
@@ -293,6 +294,8 @@ def _build(store: Store, *, full: bool, progress: Progress | None) -> BuildResul
     old_inventory = load_inventory(store.inventory_path)
     specs = _machine_specs(store)
 
+    hosts = collect_store_names(store.root).hosts
+    policy = default_policy()
     new_cache: dict[str, list[Any]] = {}
     scanned: dict[str, dict] = {}
     for seen, (rel, run) in enumerate(iter_run_dirs(store), start=1):
@@ -312,6 +315,7 @@ def _build(store: Store, *, full: bool, progress: Progress | None) -> BuildResul
             continue
         try:
             entry = extract_entry(store.root, run_dir, names)
+            check_public_entry(entry, hosts, policy)
         except BenchlabError as exc:
             result.skipped += 1
             result.warnings.append(f"skipped: {exc}")

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.upgrade import upgrade
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
-from benchlab.layout import (
-    parse_model,
-    read_json,
-)
+from benchlab.layout import loads_json, parse_model, read_json
 
 # --- loading the tracked files ------------------------------------------------------------
 
@@ -56,10 +52,7 @@ def load_document(
         if not path.exists():
             return {}, {}
         raw = path.read_bytes()
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise SchemaError(f"{path}: $: not valid JSON ({exc})") from None
+    data = loads_json(raw, path)
     if not isinstance(data, dict):
         raise SchemaError(f"{path}: $: expected a JSON object")
     if trusted:

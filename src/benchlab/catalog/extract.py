@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from benchlab import models
-from benchlab.errors import SchemaError, StoreError
+from benchlab.errors import BenchlabError, SchemaError, StoreError
 from benchlab.identity import IDENTITY_FIELDS, precision_family, series_id
 from benchlab.identity import derive as derive_identity
 from benchlab.ids import check_id, slug
@@ -24,7 +23,8 @@ from benchlab.layout import (
 from benchlab.metrics import HEADLINE, SPREAD
 from benchlab.metrics import derive as derive_metrics
 from benchlab.models import HOLE_ERROR_PREFIX, HOLE_TAG
-from benchlab.redact import scrub_public
+from benchlab.redact import Policy, scrub_public
+from benchlab.redact.shapes import check_public_field, model_slug, refuse_hostname_as_id
 
 RUN_FILES = (*REQUIRED_RUN_FILES, RECORD)
 
@@ -81,16 +81,25 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
     return entry
 
 
-def public_model_id(name: str) -> str:
-    """The slug a model is published under. A model named by its file path (`/home/alice/
-    m.gguf`) is known by the file's stem alone: no directory, and so no user name, reaches
-    the index, page names or chart files."""
-    leaf = re.split(r"[/\\]", name.strip())[-1] or name
-    stem = _MODEL_SUFFIX.sub("", leaf)
-    return slug(stem)
+PUBLIC_ID_FIELDS = ("machine_id", "model_id", "precision", "backend", "mode")
 
 
-_MODEL_SUFFIX = re.compile(r"\.(gguf|ggml|bin|safetensors|pt|pth|onnx)$", re.IGNORECASE)
+def check_public_entry(entry: dict[str, Any], hosts: Iterable[str], policy: Policy) -> None:
+    """The structural defence: every public id field has the shape of an id (not a path, an
+    address, a user@host, or any tell the policy knows), and a machine id that is a host
+    name is refused unless redaction.yaml's `allow.values` says that name is public. A tell
+    no pattern knows still cannot reach a public file through these fields."""
+    where = entry.get("path") or entry.get("run_id")
+    try:
+        for name in PUBLIC_ID_FIELDS:
+            if entry.get(name) is not None:
+                check_public_field(name, str(entry[name]), policy)
+        for tag in entry.get("tags", []):
+            check_public_field("tags", tag, policy)
+        machine = str(entry["machine_id"])
+        refuse_hostname_as_id(machine, hosts, allow_public=machine.lower() in policy.allow_values)
+    except BenchlabError as exc:
+        raise SchemaError(f"{where}: {exc}") from None
 
 
 def entry_from_docs(
@@ -128,8 +137,8 @@ def entry_from_docs(
             mode=spec.mode if spec else None,
         )
         tags = list(spec.tags) if spec else []
-    model_id = public_model_id(model)
-    entry["model"] = model if public_model_id(model) == slug(model) else model_id
+    model_id = model_slug(model)
+    entry["model"] = model if model_id == slug(model) else model_id  # never a path
     entry["model_id"] = model_id
     if record is not None:
         tags.extend(record.tags)
@@ -181,7 +190,7 @@ def entry_from_docs(
     if unknown:
         raise SchemaError(f"{record_path}: $.identity.{unknown[0]}: not an identity field")
     entry.update({name: identity.get(name) for name in IDENTITY_FIELDS})
-    entry["model_id"] = public_model_id(str(entry["model_id"] or model_id))
+    entry["model_id"] = model_slug(str(entry["model_id"] or model_id))
     entry["precision_family"] = precision_family(str(entry["precision"]))
 
     if batch is not None:

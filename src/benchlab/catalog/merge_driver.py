@@ -7,7 +7,6 @@ reports a conflict instead of a silently wrong catalog.
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 import sys
@@ -19,18 +18,17 @@ from benchlab.catalog.merge import INVENTORY_SCHEMA, merge_catalogs, merge_inven
 from benchlab.catalog.text import render_catalog
 from benchlab.catalog.upgrade import CATALOG_SCHEMA, KNOWN
 from benchlab.errors import SchemaError, StoreError
-from benchlab.layout import Store, atomic_write_text, parse_model
+from benchlab.layout import Store, atomic_write_text, loads_json, parse_model
 
 MERGE_DRIVER = "benchlab-catalog"
 
 
 def _read_side(path: Path, label: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes())
+        raw = path.read_bytes()
     except OSError as exc:
         raise StoreError(f"{label}: cannot read: {exc.strerror}") from None
-    except ValueError as exc:
-        raise SchemaError(f"{label}: $: not valid JSON ({exc})") from None
+    data = loads_json(raw, label)
     if not isinstance(data, dict):
         raise SchemaError(f"{label}: $: expected a JSON object")
     return data
