@@ -81,7 +81,7 @@ class HardwareSpec(_Open):
     cpu: CpuSpec
     gpu: list[GpuSpec] = Field(
         default_factory=list,
-        description="GPUs; seed 002 shows both one object and a list, both are accepted.",
+        description="GPUs: one object or a list, both are accepted.",
     )
     ram_gb: float | None = None
     storage: StorageSpec | None = None

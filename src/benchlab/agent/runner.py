@@ -20,7 +20,10 @@ CANNOT_START_EXIT = 127
 
 
 class TaskError(Exception):
-    """The task itself is malformed (the agent cannot run what it was given)."""
+    """The agent cannot run what it was given (a malformed task, one that will not die).
+
+    The verbs layer turns it into its own AgentFailure; the runner never imports the verbs,
+    so the two modules do not depend on each other in a circle."""
 
 
 def expand(value: str, *, python: str, agent: str) -> str:
@@ -50,8 +53,6 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
 def run_task(task: dict[str, Any], *, python: str, agent: str) -> dict[str, Any]:
     """Run `task` with telemetry; return the envelope (stamps are device UNIX seconds)."""
     _validate(task)
-    from benchlab.agent.verbs import AgentFailure
-
     argv = [expand(a, python=python, agent=agent) for a in task["argv"]]
     env = dict(os.environ)
     env.update(
@@ -96,7 +97,7 @@ def run_task(task: dict[str, Any], *, python: str, agent: str) -> dict[str, Any]
                 try:
                     out, err = process.communicate(timeout=10)
                 except subprocess.TimeoutExpired as exc:
-                    raise AgentFailure(f"run: task did not die after SIGKILL: {argv[0]}") from exc
+                    raise TaskError(f"run: task did not die after SIGKILL: {argv[0]}") from exc
             envelope.update(exit_code=process.returncode, stdout=out or "", stderr=err or "")
     finally:
         finished_at = time.time()

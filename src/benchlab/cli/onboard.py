@@ -14,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "own agent (locally, or over the transport a sweep config declares), writes the "
         "full specs privately (runs/by-machine/ID/specs.json) and redacted specs publicly "
         "(machines/ID/specs.json), runs one tiny smoke benchmark, rebuilds the catalog and "
-        "prints seed 002's validation checklist. Exit 0 when the smoke benchmark passed.",
+        "prints the machine's validation checklist. Exit 0 when the smoke benchmark passed.",
         epilog="examples:\n"
         "  bench onboard --interactive\n"
         "  bench onboard --machine-id new-node-01 --tags gpu,a100,linux\n"
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "machines",
         help="list the fleet's machines with their checklist state",
         description="Machines of the inventory (machines/catalog.json) and of this clone's "
-        "private specs, each with seed 002's validation checklist.",
+        "private specs, each with its validation checklist.",
     )
     machines.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
     machines.set_defaults(handler=run_machines)

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "config", metavar="CONFIG", type=Path, nargs="?", help="the sweep config (YAML)"
     )
     single = parser.add_argument_group(
-        "one point without a config (seed 002's first-run template)",
+        "one point without a config (the first-run template)",
         "bench run --machine-id ID --model smollm2-135m --precision q8 --config batch "
         "runs the reference benchmark once on this machine as experiment first-run-ID.",
     )
