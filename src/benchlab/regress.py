@@ -7,66 +7,81 @@ a step-free series of exactly these values would look as stepped. That makes the
 honest for any noise distribution: ranks shrug off the odd outlier run that throws a
 mean-based test (conbench's z-score) and the segment medians that asv's penalised fit uses
 give no confidence at all. Binary segmentation finds several steps in one history.
+
+A series is `identity.series_key`: the whole measurement identity less the version axis
+(backend version, build, commit, revision). So a run at two threads never joins the history
+of the same run at one thread, and a new llama.cpp build or a new revision of the thing under
+test shows up as a step inside its series, reported with the version before and after it.
+Entries are the catalog reader's plain dicts (`catalog.read.load_catalog`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Literal
 
 from benchlab.errors import QueryError
-from benchlab.ids import slug
-from benchlab.models import CatalogEntry
+from benchlab.identity import series_id, series_key, series_label
+from benchlab.metrics import DEFAULT_METRIC
 
-DEFAULT_METRIC = "peak_tok_per_sec"
-LOWER_IS_BETTER = frozenset({"per_token_median_ms", "median_ms"})
-SERIES_FIELDS = ("machine_id", "model", "precision", "backend", "mode")
+LOWER_IS_BETTER = frozenset({"per_token_median_ms", "median_ms", "decode_ms_per_token"})
+REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads")
+"""The identity fields a report row repeats as columns; `series` and `label` name the rest."""
 
-
-@dataclass(frozen=True, order=True)
-class SeriesKey:
-    """One line of history: the same measurement repeated over time on one machine."""
-
-    machine_id: str
-    model: str
-    precision: str
-    backend: str
-    mode: str
-
-    def label(self) -> str:
-        return " ".join(
-            part
-            for part in (self.machine_id, self.model, self.precision, self.backend, self.mode)
-            if part
-        )
+Entry = Mapping[str, Any]
+History = list[tuple[Entry, float]]
 
 
-def series_key(entry: CatalogEntry) -> SeriesKey:
-    return SeriesKey(
-        entry.machine_id,
-        entry.model_id or slug(entry.model),
-        entry.precision,
-        entry.backend or "",
-        entry.mode or "",
-    )
+def version_label(entry: Entry) -> str | None:
+    """The version axis of one run as people read it: `benchlab 0.3.0`, `b4567 1a2b3c4d5`,
+    plus `rev <revision>` where a sweep declared one; None when the run said nothing."""
+    version = entry.get("backend_version")
+    parts = [str(version)] if version else []
+    build = entry.get("backend_build")
+    if build is not None and str(build) not in (version or ""):
+        parts.append(f"b{build}")
+    commit = entry.get("backend_commit")
+    if commit and str(commit)[:9] not in (version or ""):
+        parts.append(str(commit)[:9])
+    if entry.get("revision"):
+        parts.append(f"rev {entry['revision']}")
+    return " ".join(parts) or None
 
 
-def histories(
-    entries: Iterable[CatalogEntry], metric: str = DEFAULT_METRIC
-) -> dict[SeriesKey, list[tuple[CatalogEntry, float]]]:
-    """Ok runs with a value for `metric`, grouped by series, oldest first."""
-    grouped: dict[SeriesKey, list[tuple[CatalogEntry, float]]] = defaultdict(list)
+def sort_key(entry: Entry) -> tuple[str, str]:
+    """Series in reading order: by label, then by id (two series may share a label when
+    they differ only in a field the label leaves out, such as the KV cache types)."""
+    return (series_label(entry), entry.get("series") or series_id(entry))
+
+
+def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[Any, History]:
+    """Ok runs with a value for `metric`, grouped by `identity.series_key`, oldest first;
+    the series come in `sort_key` order."""
+    grouped: dict[Any, History] = defaultdict(list)
     for entry in entries:
-        value = getattr(entry, metric, None)
-        if entry.status == "ok" and isinstance(value, (int, float)) and math.isfinite(value):
+        value = entry.get(metric)
+        if (
+            entry.get("status", "ok") == "ok"
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+        ):
             grouped[series_key(entry)].append((entry, float(value)))
     for runs in grouped.values():
-        runs.sort(key=lambda pair: (pair[0].timestamp, pair[0].run_id))
-    return dict(sorted(grouped.items()))
+        runs.sort(key=lambda pair: (pair[0]["timestamp"], pair[0]["run_id"]))
+    return dict(sorted(grouped.items(), key=lambda item: sort_key(item[1][0][0])))
+
+
+def _series_fields(entry: Entry) -> dict[str, Any]:
+    return {
+        "series": entry.get("series") or series_id(entry),
+        "label": series_label(entry),
+        **{name: entry.get(name) for name in REPORT_FIELDS},
+    }
 
 
 # --- step detection -----------------------------------------------------------------------
@@ -160,9 +175,11 @@ def find_steps(
 
 @dataclass(frozen=True)
 class Step:
-    """A step change in one series: where it starts, how big it is, how sure we are."""
+    """A step change in one series: where it starts, how big it is, how sure we are, and
+    the version axis either side of it (a build change inside the series is named here)."""
 
-    series: SeriesKey
+    series: str
+    label: str
     metric: str
     first_bad_run: str
     first_bad_timestamp: str
@@ -172,11 +189,40 @@ class Step:
     change: float
     confidence: float
     kind: Literal["regression", "improvement"]
+    version_before: str | None = None
+    version_after: str | None = None
+    revision_before: str | None = None
+    revision_after: str | None = None
+    identity: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def version_changed(self) -> bool:
+        return (self.version_before, self.revision_before) != (
+            self.version_after,
+            self.revision_after,
+        )
 
     def as_row(self) -> dict[str, Any]:
-        row = asdict(self)
-        row.pop("series")
-        return {**{f: getattr(self.series, f) for f in SERIES_FIELDS}, **row}
+        row = {name: self.identity.get(name) for name in REPORT_FIELDS}
+        row.update(
+            series=self.series,
+            label=self.label,
+            metric=self.metric,
+            kind=self.kind,
+            first_bad_run=self.first_bad_run,
+            first_bad_timestamp=self.first_bad_timestamp,
+            last_good_run=self.last_good_run,
+            before=self.before,
+            after=self.after,
+            change=self.change,
+            confidence=self.confidence,
+            version_before=self.version_before,
+            version_after=self.version_after,
+            revision_before=self.revision_before,
+            revision_after=self.revision_after,
+            version_changed=self.version_changed,
+        )
+        return row
 
 
 def _kind(metric: str, change: float) -> Literal["regression", "improvement"]:
@@ -185,7 +231,7 @@ def _kind(metric: str, change: float) -> Literal["regression", "improvement"]:
 
 
 def detect(
-    entries: Iterable[CatalogEntry],
+    entries: Iterable[Entry],
     metric: str = DEFAULT_METRIC,
     *,
     alpha: float = 0.01,
@@ -194,7 +240,8 @@ def detect(
 ) -> list[Step]:
     """Step changes in every series' history, oldest first within a series."""
     steps: list[Step] = []
-    for key, runs in histories(entries, metric).items():
+    for runs in histories(entries, metric).values():
+        fields = _series_fields(runs[0][0])
         values = [value for _, value in runs]
         cuts = find_steps(values, alpha=alpha, min_change=min_change, min_segment=min_segment)
         bounds = [0, *(cut for cut, _ in cuts), len(values)]
@@ -202,18 +249,25 @@ def detect(
             before = median(values[bounds[number - 1] : cut])
             after = median(values[cut : bounds[number + 1]])
             change = (after - before) / before
+            good, bad = runs[cut - 1][0], runs[cut][0]
             steps.append(
                 Step(
-                    key,
+                    fields["series"],
+                    fields["label"],
                     metric,
-                    runs[cut][0].run_id,
-                    runs[cut][0].timestamp,
-                    runs[cut - 1][0].run_id,
+                    bad["run_id"],
+                    bad["timestamp"],
+                    good["run_id"],
                     before,
                     after,
                     change,
                     1.0 - p_value,
                     _kind(metric, change),
+                    version_before=version_label(good),
+                    version_after=version_label(bad),
+                    revision_before=good.get("revision"),
+                    revision_after=bad.get("revision"),
+                    identity=fields,
                 )
             )
     return steps
@@ -224,23 +278,41 @@ def detect(
 
 @dataclass(frozen=True)
 class Comparison:
-    series: SeriesKey
+    """The latest run of one series against its baseline, with both ends' versions."""
+
+    series: str
+    label: str
     metric: str
     baseline: str
     baseline_value: float
+    baseline_version: str | None
     latest_run: str
     latest_value: float
+    latest_version: str | None
     change: float
     regression: bool
+    identity: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def as_row(self) -> dict[str, Any]:
-        row = asdict(self)
-        row.pop("series")
-        return {**{f: getattr(self.series, f) for f in SERIES_FIELDS}, **row}
+        row = {name: self.identity.get(name) for name in REPORT_FIELDS}
+        row.update(
+            series=self.series,
+            label=self.label,
+            metric=self.metric,
+            baseline=self.baseline,
+            baseline_value=self.baseline_value,
+            baseline_version=self.baseline_version,
+            latest_run=self.latest_run,
+            latest_value=self.latest_value,
+            latest_version=self.latest_version,
+            change=self.change,
+            regression=self.regression,
+        )
+        return row
 
 
 def compare_latest(
-    entries: Sequence[CatalogEntry],
+    entries: Sequence[Entry],
     machine: str,
     *,
     baseline_run: str | None = None,
@@ -248,54 +320,85 @@ def compare_latest(
     metric: str = DEFAULT_METRIC,
     window: int = 5,
 ) -> list[Comparison]:
-    """The latest run of each series on `machine` against a baseline.
+    """The latest run of each series on `machine` against a baseline in the same series.
 
     The baseline is the given run (its series only) or else the median of the `window` runs
-    before the latest, so one lucky or unlucky run does not become the yardstick.
+    before the latest, so one lucky or unlucky run does not become the yardstick. A series
+    with a single run has nothing to compare with and is left out: a fresh clone's first
+    sweep (threads 1 and 2, two models, two precisions) is eight one-run series, not a
+    comparison of a t1 run with a t2 run.
     """
-    grouped = {k: v for k, v in histories(entries, metric).items() if k.machine_id == machine}
+    grouped = {
+        k: v for k, v in histories(entries, metric).items() if v[0][0]["machine_id"] == machine
+    }
     if not grouped:
         raise QueryError(f"no ok runs with {metric} on machine {machine!r}")
     if baseline_run is not None:
-        owner = [k for k, runs in grouped.items() if any(e.run_id == baseline_run for e, _ in runs)]
+        owner = [
+            k for k, runs in grouped.items() if any(e["run_id"] == baseline_run for e, _ in runs)
+        ]
         if not owner:
             raise QueryError(f"baseline run {baseline_run!r} is not an ok run on {machine!r}")
         grouped = {owner[0]: grouped[owner[0]]}
     results = []
-    for key, runs in grouped.items():
+    for runs in grouped.values():
         latest_entry, latest_value = runs[-1]
         if baseline_run is not None:
-            base_value = next(v for e, v in runs if e.run_id == baseline_run)
+            base_entry, base_value = next((e, v) for e, v in runs if e["run_id"] == baseline_run)
             base_label = baseline_run
+            base_version = version_label(base_entry)
         elif len(runs) >= 2:
-            previous = [v for _, v in runs[-1 - window : -1]]
-            base_value = median(previous)
+            previous = runs[-1 - window : -1]
+            base_value = median(v for _, v in previous)
             base_label = f"median of {len(previous)} previous run(s)"
+            versions = sorted({version_label(e) or "" for e, _ in previous})
+            base_version = ", ".join(v for v in versions if v) or None
         else:
             continue
         change = (latest_value - base_value) / base_value if base_value else 0.0
         worse = change > threshold if metric in LOWER_IS_BETTER else change < -threshold
+        fields = _series_fields(latest_entry)
         results.append(
             Comparison(
-                key,
+                fields["series"],
+                fields["label"],
                 metric,
                 base_label,
                 base_value,
-                latest_entry.run_id,
+                base_version,
+                latest_entry["run_id"],
                 latest_value,
+                version_label(latest_entry),
                 change,
                 worse,
+                identity=fields,
             )
         )
     return results
 
 
-def parse_threshold(text: str) -> float:
-    """`5%` or `0.05` -> 0.05."""
+def parse_threshold(text: str, flag: str = "--threshold") -> float:
+    """A relative change from `5%` or `0.05` (the same thing).
+
+    A bare number of 1 or more is refused rather than guessed: `--threshold 5` read as a
+    fraction is 500 %, so a CI gate would pass every regression in silence; read as 5 % it
+    would surprise whoever meant a fraction. Saying which one takes a `%` or a leading `0.`.
+    """
+    raw = text.strip()
     try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        percent = raw.endswith("%")
+        value = float(raw[:-1]) / 100 if percent else float(raw)
     except ValueError:
-        raise QueryError(f"--threshold {text!r}: expected a percentage such as 5%") from None
-    if not 0 <= value < 10:
-        raise QueryError(f"--threshold {text!r}: out of range")
+        raise QueryError(
+            f"{flag} {text!r}: expected a percentage such as 5% or a fraction such as 0.05"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise QueryError(f"{flag} {text!r}: expected a change of 0 or more, such as 5% or 0.05")
+    if not percent and value >= 1:
+        raise QueryError(
+            f"{flag} {text!r} is ambiguous: write {raw}% for {raw} percent "
+            f"or {value / 100:g} as a fraction"
+        )
+    if value >= 10:
+        raise QueryError(f"{flag} {text!r}: out of range (at most 1000%)")
     return value

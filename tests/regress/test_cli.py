@@ -77,3 +77,65 @@ def test_usage_errors_are_one_line(catalog: Path, capsys: pytest.CaptureFixture)
     assert main(["--store", str(catalog), "regression", "--detect", "--metric", "nope"]) == 2
     assert main(["--store", str(catalog), "regression", "--machine", "x", "--threshold", "a"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 3
+
+
+def test_threshold_5_is_refused_and_5_percent_equals_0_05(
+    catalog: Path, capsys: pytest.CaptureFixture
+) -> None:
+    baseline = _entry(0, "pi5", 0)["run_id"]
+    args = ["--store", str(catalog), "regression", "--machine", "pi5", "--baseline", baseline]
+    args += ["--format", "json"]
+    assert main([*args, "--threshold", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--threshold '5' is ambiguous: write 5% for 5 percent or 0.05 as a fraction" in err
+    assert main([*args, "--threshold", "5%"]) == 1
+    percent = capsys.readouterr().out
+    assert main([*args, "--threshold", "0.05"]) == 1
+    assert capsys.readouterr().out == percent
+
+
+def _sweep_entry(sweep: int, model: str, precision: str, threads: int, value: float) -> dict:
+    stamp = f"2026-02-0{1 + sweep}T00:{threads:02d}:00Z"
+    return {
+        "run_id": f"local-{model}-{precision}-t{threads}-{stamp}",
+        "machine_id": "local",
+        "timestamp": stamp,
+        "model": model,
+        "model_id": model,
+        "precision": precision,
+        "backend": "reference",
+        "backend_version": "benchlab 0.1.0",
+        "mode": "batch",
+        "threads": threads,
+        "prompt_tokens": 32,
+        "gen_tokens": 16,
+        "status": "ok",
+        "tags": [],
+        "peak_tok_per_sec": value,
+    }
+
+
+def test_the_default_local_sweep_twice_is_not_a_regression(
+    store: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """threads 1 and 2, two models, two precisions, swept twice: a t2 run is ~30 % faster
+    than a t1 run, so comparing across threads (one series per machine, model and
+    precision) was a false alarm that failed the project's own default run."""
+    runs = [
+        _sweep_entry(sweep, model, precision, threads, base * threads * (1 + 0.01 * sweep))
+        for sweep in (0, 1)
+        for model, base in (("smollm2-135m", 100.0), ("tinyllama", 40.0))
+        for precision in ("f32", "q8")
+        for threads in (1, 2)
+    ]
+    atomic_write_json(
+        store / "catalog.json",
+        {"$schema": "benchmark/catalog.v1", "machines": {}, "runs": sorted(runs, key=str)},
+    )
+    args = ["--store", str(store), "regression", "--machine", "local", "--format", "json"]
+    assert main(args) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 8 and not any(row["regression"] for row in rows)
+    assert {row["threads"] for row in rows} == {1, 2}
+    assert all(" t1 " in row["label"] or " t2 " in row["label"] for row in rows)

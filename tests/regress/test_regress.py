@@ -8,12 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchlab.errors import QueryError
-from benchlab.models import CatalogEntry
+from benchlab.identity import series_id
 from benchlab.regress import (
     best_split,
     compare_latest,
     detect,
     find_steps,
+    histories,
     parse_threshold,
 )
 
@@ -24,20 +25,31 @@ def noisy(levels: list[tuple[int, float]], cov: float = 0.02, seed: int = 1) -> 
     return [float(v * (1 + rng.normal(0, cov))) for v in values]
 
 
-def entries(values: list[float], machine: str = "pi5", **fields: str) -> list[CatalogEntry]:
-    return [
-        CatalogEntry(
-            run_id=f"{machine}-run-{i:03d}",
-            machine_id=machine,
-            timestamp=f"2026-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z",
-            model="SmolLM2-135M",
-            precision=fields.get("precision", "q8"),
-            backend="reference",
-            mode="decode",
-            peak_tok_per_sec=value,
-        )
-        for i, value in enumerate(values)
-    ]
+def entries(values: list[float], machine: str = "pi5", start: int = 0, **fields) -> list[dict]:
+    """Catalog entry dicts (as `catalog.read.load_catalog` gives them), one per value."""
+    out = []
+    for i, value in enumerate(values, start=start):
+        entry = {
+            "run_id": f"{machine}-{fields.get('tag', 'run')}-{i:03d}",
+            "machine_id": machine,
+            "timestamp": f"2026-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z",
+            "model": "SmolLM2-135M",
+            "model_id": "smollm2-135m",
+            "precision": "q8",
+            "backend": "reference",
+            "backend_version": "benchlab 0.1.0",
+            "mode": "decode",
+            "threads": 2,
+            "prompt_tokens": 32,
+            "gen_tokens": 16,
+            "status": "ok",
+            "tags": [],
+            "peak_tok_per_sec": value,
+        }
+        entry.update({k: v for k, v in fields.items() if k != "tag"})
+        entry["series"] = series_id(entry)
+        out.append(entry)
+    return out
 
 
 def test_a_20_percent_drop_is_found_where_it_happened() -> None:
@@ -77,9 +89,10 @@ def test_steps_do_not_depend_on_units(scale: float, seed: int) -> None:
 
 def test_detect_reports_size_first_bad_run_and_confidence() -> None:
     history = entries(noisy([(20, 100.0), (20, 80.0)]))
-    history += entries(noisy([(30, 50.0)], seed=9), precision="f32")
+    history += entries(noisy([(30, 50.0)], seed=9), precision="f32", tag="f32")
     [step] = detect(history)
-    assert step.series.precision == "q8"
+    assert step.identity["precision"] == "q8" and step.series == history[0]["series"]
+    assert step.label == "pi5 smollm2-135m q8 reference t2 p32/n16"
     assert step.first_bad_run == "pi5-run-020"
     assert step.last_good_run == "pi5-run-019"
     assert step.kind == "regression"
@@ -95,7 +108,7 @@ def test_an_improvement_is_not_a_regression() -> None:
 def test_failed_runs_and_missing_values_are_not_history() -> None:
     history = entries(noisy([(20, 100.0), (20, 80.0)]))
     for entry in history[20:]:
-        entry.status = "failed"
+        entry["status"] = "failed"
     assert detect(history) == []
 
 
@@ -123,11 +136,64 @@ def test_unknown_machine_or_baseline_is_a_clear_error() -> None:
         compare_latest(history, "pi5", baseline_run="nope")
 
 
-@pytest.mark.parametrize(("text", "value"), [("5%", 0.05), ("0.1", 0.1), ("12.5%", 0.125)])
+@pytest.mark.parametrize(
+    ("text", "value"), [("5%", 0.05), ("0.05", 0.05), ("0.1", 0.1), ("12.5%", 0.125), ("0", 0.0)]
+)
 def test_threshold_spellings(text: str, value: float) -> None:
     assert parse_threshold(text) == pytest.approx(value)
 
 
-def test_a_bad_threshold_names_the_flag() -> None:
-    with pytest.raises(QueryError, match="--threshold 'five'"):
-        parse_threshold("five")
+def test_five_percent_and_a_twentieth_are_the_same_threshold() -> None:
+    assert parse_threshold("5%") == parse_threshold("0.05")
+
+
+@pytest.mark.parametrize("text", ["5", "1", "12.5", "100"])
+def test_a_bare_number_of_one_or_more_is_refused_as_ambiguous(text: str) -> None:
+    """`--threshold 5` once meant 500 %: a CI gate that passed every regression."""
+    with pytest.raises(QueryError, match=rf"--threshold '{text}' is ambiguous: write {text}%"):
+        parse_threshold(text)
+
+
+@pytest.mark.parametrize("text", ["five", "-5%", "nan", "2000%"])
+def test_a_bad_threshold_names_the_flag(text: str) -> None:
+    with pytest.raises(QueryError, match=f"--threshold '{text}'"):
+        parse_threshold(text)
+
+
+def test_runs_that_differ_only_in_threads_are_two_series() -> None:
+    t1 = entries([50.0] * 4, threads=1, tag="t1")
+    t2 = entries([70.0] * 4, threads=2, tag="t2")
+    grouped = histories(t1 + t2)
+    assert len(grouped) == 2
+    assert sorted(len(runs) for runs in grouped.values()) == [4, 4]
+    for runs in grouped.values():
+        assert len({entry["threads"] for entry, _ in runs}) == 1
+
+
+def test_latest_is_compared_only_within_its_series() -> None:
+    """The default local sweep: t1 and t2 of one model, one run each, then a second sweep.
+    A t2 run is ~30 % faster than a t1 run; comparing across threads was a false alarm."""
+    first = entries([50.0], threads=1, tag="t1") + entries([70.0], threads=2, tag="t2")
+    assert compare_latest(first, "pi5") == []  # one run per series: nothing to compare
+    second = entries([50.5], threads=1, tag="t1", start=1)
+    second += entries([69.5], threads=2, tag="t2", start=1)
+    results = compare_latest(first + second, "pi5", threshold=0.05)
+    assert len(results) == 2 and not any(r.regression for r in results)
+    assert {r.identity["threads"] for r in results} == {1, 2}
+
+
+def test_a_build_change_is_a_step_inside_the_series_with_versions_either_side() -> None:
+    values = noisy([(20, 100.0), (20, 80.0)])
+    history = entries(values[:20]) + entries(
+        values[20:], start=20, backend_version="benchlab 0.2.0", revision="v2"
+    )
+    grouped = histories(history)
+    assert len(grouped) == 1  # the version axis is not part of the series
+    [step] = detect(history)
+    assert step.first_bad_run == "pi5-run-020" and step.kind == "regression"
+    assert (step.version_before, step.version_after) == ("benchlab 0.1.0", "benchlab 0.2.0 rev v2")
+    assert (step.revision_before, step.revision_after) == (None, "v2")
+    assert step.version_changed
+    row = step.as_row()
+    assert row["version_before"] == "benchlab 0.1.0" and row["version_changed"] is True
+    assert row["threads"] == 2 and row["series"] == history[0]["series"]

@@ -9,10 +9,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs in importlib mode
 
-from site_factory import write_store
+from site_factory import thread_runs, write_store
 
 
 @pytest.fixture
 def public_store(store: Path):
     write_store(store)
+    return store
+
+
+@pytest.fixture
+def threads_store(store: Path):
+    """The public store plus a t1 twin of gpu-box's SmolLM2-135M q8 series (t4)."""
+    write_store(store, thread_runs())
     return store

@@ -1,5 +1,7 @@
 """A small public store built straight from the models: three machines, four models (one
-named like an XSS probe), batch curves, a regression, failures and a hole."""
+named like an XSS probe), batch curves, a regression that came with a new backend build,
+failures and a hole. `thread_runs()` adds a series that differs from another only in its
+thread count."""
 
 from __future__ import annotations
 
@@ -52,6 +54,10 @@ def entry(machine: str, model: str, precision: str, day: int, rate: float, **ext
         "prefill_tok_per_sec": rate * 10,
         "decode_tok_per_sec": rate,
         "batch_curve": curve,
+        "threads": 4,
+        "prompt_tokens": 32,
+        "gen_tokens": 16,
+        "backend_version": "benchlab 0.1.0",
     }
     fields.update(extra)
     return CatalogEntry(**fields)
@@ -64,9 +70,11 @@ def runs() -> list[CatalogEntry]:
             base = speed * (2.0 if precision == "q8" else 1.0) * (3.0 if "135M" in model else 1.0)
             for day in range(12):
                 rate = base * (1.0 + 0.01 * (day % 3))
+                extra = {}
                 if machine == "laptop" and model == "Llama-3.2-1B" and day >= 7:
-                    rate = base * 0.5  # a regression from day 7 on
-                out.append(entry(machine, model, precision, day, rate))
+                    rate = base * 0.5  # a regression from day 7 on, with a new build
+                    extra["backend_version"] = "benchlab 0.2.0"
+                out.append(entry(machine, model, precision, day, rate, **extra))
     out.append(entry("laptop", XSS_MODEL, "q8", 3, 5.0))
     out.append(
         entry(
@@ -85,10 +93,20 @@ def runs() -> list[CatalogEntry]:
     return sorted(out, key=lambda r: r.run_id)
 
 
-def write_store(root: Path) -> Store:
+def thread_runs() -> list[CatalogEntry]:
+    """gpu-box's SmolLM2-135M q8 again at one thread: the same measurement in every field
+    but `threads`, so a series of its own (its run ids differ in the spec hash)."""
+    out = []
+    for day in range(12):
+        run = entry("gpu-box", "SmolLM2-135M", "q8", day, 30.0, threads=1)
+        out.append(run.model_copy(update={"run_id": run.run_id.replace("0000abcd", "0000t1t1")}))
+    return out
+
+
+def write_store(root: Path, extra: list[CatalogEntry] | None = None) -> Store:
     """Write catalog.json, machines/catalog.json and public specs into `root`."""
     store = Store(root)
-    entries = runs()
+    entries = sorted([*runs(), *(extra or [])], key=lambda r: r.run_id)
     summaries = {}
     for machine in MACHINES:
         mine = [r for r in entries if r.machine_id == machine]

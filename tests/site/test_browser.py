@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import pytest
 from site_factory import XSS_MODEL, write_store
 
-from benchlab.publish.charts import load_public
+from benchlab.publish.data import load_public
 from benchlab.publish.site import build_dashboard, build_site, tree_digest
 
 pytestmark = pytest.mark.integration

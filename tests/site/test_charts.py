@@ -13,49 +13,50 @@ from site_factory import XSS_MODEL, entry
 from benchlab.cli import main
 from benchlab.layout import Store
 from benchlab.publish.charts import (
-    Selection,
     build_charts,
     chart_json,
     cost_per_million,
     latest_by_series,
-    load_public,
-    median_drops,
     scaling_chart,
-    select,
+    shown,
     trend_chart,
 )
+from benchlab.publish.data import load_public
+from benchlab.query.filters import Filters
 
 
 def test_throughput_chart_shows_newest_run_per_series(public_store):
     data = load_public(Store(public_store))
-    [chart] = build_charts(data, Selection(model="SmolLM2-135M", precision="q8"), ["throughput"])
+    [chart] = build_charts(data, Filters(model="SmolLM2-135M", precision="q8"), ["throughput"])
     [trace] = chart.figure["data"]
     assert trace["x"] == ["gpu-box", "laptop", "pi5"]
-    newest = latest_by_series(select(data.catalog.runs, Selection(model="SmolLM2-135M")))
-    expected = [newest[(m, "SmolLM2-135M", "q8")].peak_tok_per_sec for m in trace["x"]]
-    assert trace["y"] == expected
+    newest = latest_by_series(shown(data.runs, Filters(model="SmolLM2-135M", precision="q8")))
+    by_machine = {run["machine_id"]: run for run in newest.values()}
+    assert len(by_machine) == len(newest) == 3
+    assert trace["y"] == [by_machine[m]["peak_tok_per_sec"] for m in trace["x"]]
     assert all(p[4].endswith("Z") and p[1] == "SmolLM2-135M" for p in trace["customdata"])
+    assert all("t4" in p[5] and p[6] == "benchlab 0.1.0" for p in trace["customdata"])
 
 
 def test_selection_filters_machines_and_run_type(public_store):
     data = load_public(Store(public_store))
-    charts = build_charts(data, Selection(machines=("pi5",), run_type="batch"))
+    charts = build_charts(data, Filters(machines=("pi5",), run_type="batch"))
     machines = {p[0] for c in charts for t in c.figure["data"] for p in t["customdata"]}
     assert machines == {"pi5"}
-    assert all(c.empty for c in build_charts(data, Selection(run_type="kernel")))
+    assert all(c.empty for c in build_charts(data, Filters(run_type="kernel")))
 
 
 def test_failed_runs_never_reach_a_chart(public_store):
     data = load_public(Store(public_store))
-    shown = {p[3] for c in build_charts(data) for t in c.figure["data"] for p in t["customdata"]}
-    failed = {r.run_id for r in data.catalog.runs if r.status == "failed"}
-    assert failed and not shown & failed
+    drawn = {p[3] for c in build_charts(data) for t in c.figure["data"] for p in t["customdata"]}
+    failed = {r["run_id"] for r in data.runs if r.get("status") == "failed"}
+    assert failed and not drawn & failed
 
 
 def test_cost_per_token_uses_cost_per_hour_of_inventory_then_specs(public_store):
     data = load_public(Store(public_store))
     assert cost_per_million(3.6, 1000.0) == pytest.approx(1.0)
-    [chart] = build_charts(data, Selection(precision="q8"), ["cost"])
+    [chart] = build_charts(data, Filters(precision="q8"), ["cost"])
     machines = {row["machine"] for row in chart.rows}
     assert machines == {"gpu-box", "laptop"}  # pi5 has no price
     for row in chart.rows:
@@ -67,7 +68,7 @@ def test_cost_per_token_uses_cost_per_hour_of_inventory_then_specs(public_store)
 
 def test_scaling_curve_reads_batch_points(public_store):
     data = load_public(Store(public_store))
-    [chart] = build_charts(data, Selection(machines=("gpu-box",), precision="f32"), ["scaling"])
+    [chart] = build_charts(data, Filters(machines=("gpu-box",), precision="f32"), ["scaling"])
     [trace] = chart.figure["data"]
     assert trace["x"] == [1, 2, 4, 8]
     assert trace["y"] == sorted(trace["y"])
@@ -75,7 +76,7 @@ def test_scaling_curve_reads_batch_points(public_store):
 
 def test_trend_marks_the_regression(public_store):
     data = load_public(Store(public_store))
-    [chart] = build_charts(data, Selection(model="llama-3.2-1b", precision="q8"), ["trend"])
+    [chart] = build_charts(data, Filters(model="llama-3.2-1b", precision="q8"), ["trend"])
     marked = [t for t in chart.figure["data"] if t["name"] == "regression"]
     assert marked, "the laptop's halved throughput must be marked"
     assert {p[0] for p in marked[0]["customdata"]} == {"laptop"}
@@ -83,17 +84,9 @@ def test_trend_marks_the_regression(public_store):
     assert flagged and all(rid.startswith("laptop-") for rid in flagged)
 
 
-def test_median_drop_fallback_flags_only_real_drops():
-    runs = [entry("m", "x", "q8", day, rate) for day, rate in enumerate([10, 10.2, 9.9, 10.1, 6])]
-    found = median_drops(runs)
-    assert [g.run.run_id for g in found] == [runs[-1].run_id]
-    assert found[0].drop == pytest.approx(0.4, abs=0.02)
-    assert median_drops(runs[:-1]) == []
-
-
 def test_user_strings_are_entities_in_figures_and_json_cannot_close_a_script(public_store):
     data = load_public(Store(public_store))
-    [chart] = build_charts(data, Selection(model="xss-probe"), ["throughput"])
+    [chart] = build_charts(data, Filters(model="xss-probe"), ["throughput"])
     text = chart_json(chart)
     assert "<" not in text and ">" not in text
     decoded = json.loads(text)
@@ -188,9 +181,39 @@ def test_png_and_svg_through_kaleido(public_store):
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _dicts(*runs):
+    return [run.model_dump(mode="json") for run in runs]
+
+
 def test_a_wide_throughput_range_gets_a_log_axis():
-    slow_and_fast = [entry("pi5", "tiny", "f32", 0, 2.0), entry("gpu", "tiny", "f32", 0, 900.0)]
-    similar = [entry("a", "tiny", "f32", 0, 100.0), entry("b", "tiny", "f32", 0, 150.0)]
+    slow_and_fast = _dicts(
+        entry("pi5", "tiny", "f32", 0, 2.0), entry("gpu", "tiny", "f32", 0, 900.0)
+    )
+    similar = _dicts(entry("a", "tiny", "f32", 0, 100.0), entry("b", "tiny", "f32", 0, 150.0))
     for runs, axis in ((slow_and_fast, "log"), (similar, None)):
         for chart in (scaling_chart(runs), trend_chart(runs)):
             assert chart.figure["layout"]["yaxis"].get("type") == axis, chart.slug
+
+
+def test_runs_differing_only_in_threads_are_two_lines_of_the_trend(threads_store):
+    data = load_public(Store(threads_store))
+    filters = Filters(machines=("gpu-box",), model="smollm2-135m", precision="q8")
+    [trend, throughput] = build_charts(data, filters, ["trend", "throughput"])[::-1]
+    lines = [t for t in trend.figure["data"] if t["name"] != "regression"]
+    assert len(lines) == 2
+    assert sorted(t["name"] for t in lines) == [
+        "gpu-box SmolLM2-135M q8 reference t1 p32/n16",
+        "gpu-box SmolLM2-135M q8 reference t4 p32/n16",
+    ]
+    assert all(len(t["x"]) == 12 for t in lines)
+    assert {row["threads"] for row in trend.rows} == {1, 4}
+    [bars] = throughput.figure["data"]  # one machine: a bar per series
+    assert len(bars["x"]) == 2 and {p[5].split()[4] for p in bars["customdata"]} == {"t1", "t4"}
+
+
+def test_trend_hover_names_the_build_change_of_a_regression(public_store):
+    data = load_public(Store(public_store))
+    [chart] = build_charts(data, Filters(machines=("laptop",), model="llama-3.2-1b"), ["trend"])
+    [marker] = [t for t in chart.figure["data"] if t["name"] == "regression"]
+    assert marker["customdata"][0][8] == "version benchlab 0.1.0 → benchlab 0.2.0"
+    assert "%{customdata[8]}" in marker["hovertemplate"]

@@ -12,7 +12,7 @@ from site_factory import XSS_MODEL
 
 from benchlab.cli import main
 from benchlab.layout import Store
-from benchlab.publish.charts import load_public
+from benchlab.publish.data import load_public
 from benchlab.publish.site import md_escape, render_pages
 
 
@@ -77,3 +77,25 @@ def test_no_mkdocs_writes_only_markdown_and_assets(public_store, tmp_path, capsy
         "laptop.md",
         "pi5.md",
     ]
+
+
+def test_runs_differing_only_in_threads_are_two_rows_on_the_site(threads_store):
+    files = render_pages(load_public(Store(threads_store))).files
+    model_page = files["models/smollm2-135m.md"]
+    rows = [
+        line
+        for line in model_page.splitlines()
+        if line.startswith("| [gpu\\-box]") and "| q8 |" in line
+    ]
+    assert len(rows) == 2
+    assert {row.split("|")[3].strip() for row in rows} == {"1", "4"}  # the Threads column
+    assert all("benchlab 0\\.1\\.0" in row for row in rows)  # the version, md-escaped
+    trend = files["bl/charts/model-smollm2-135m-trend.js"]
+    assert "reference t1 p32/n16" in trend and "reference t4 p32/n16" in trend
+
+
+def test_regressions_page_shows_the_version_before_and_after(public_store):
+    text = render_pages(load_public(Store(public_store))).files["regressions.md"]
+    [row] = [line for line in text.splitlines() if line.startswith("| ") and "laptop" in line]
+    assert "benchlab 0\\.1\\.0" in row and "**benchlab 0\\.2\\.0**" in row
+    assert "| 4 |" in row  # threads

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 KINDS = ("throughput", "scaling", "prefill-decode", "cost", "trend")
+"""publish.charts.CHART_KINDS, spelled out so `bench --help` need not import plotly's side."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,22 +57,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
-    from benchlab.publish.charts import Selection, load_public, write_charts
+    from benchlab.publish.charts import write_charts
+    from benchlab.publish.data import load_public
+    from benchlab.query.filters import Filters
 
     store = Store(find_store()).require()
     machines = tuple(sorted(m.strip() for m in (args.machines or "").split(",") if m.strip()))
-    selection = Selection(
+    filters = Filters(
         model=args.model, precision=args.precision, machines=machines, run_type=args.run_type
     )
     output = args.output or store.charts_dir
-    for path in write_charts(load_public(store), selection, output, args.format, args.chart):
+    for path in write_charts(load_public(store), filters, output, args.format, args.chart):
         print(path)
     return 0
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
-    from benchlab.publish.charts import load_public
+    from benchlab.publish.data import load_public
     from benchlab.publish.site import build_dashboard
 
     store = Store(find_store()).require()

@@ -9,8 +9,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "regression",
         help="find regressions: latest vs baseline per series, or steps in history (--detect)",
-        description="A series is one measurement repeated over time: the same machine, model, "
-        "precision, backend and mode. Without --detect, the latest ok run of each series on "
+        description="A series is one measurement repeated over time: everything that shapes "
+        "the number (machine, model, quant, backend, mode, threads, prompt/gen tokens, batch, "
+        "GPU layers ...) except the backend's version and the revision, so a new build shows "
+        "as a step inside its series, reported with the version before and after. A t1 run "
+        "and a t2 run are two series and never compared. Without --detect, the latest ok run "
+        "of each series on "
         "--machine is compared with --baseline (a run id) or with the median of the runs "
         "before it. With --detect, every series' history is searched for step changes by a "
         "rank scan with a permutation test: each step is reported with its size, its first "
@@ -23,7 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--machine", help="the machine to check (required without --detect)")
     parser.add_argument("--baseline", metavar="RUN_ID", help="compare against this run")
-    parser.add_argument("--threshold", default="5%", help="a drop beyond this is a regression")
+    parser.add_argument(
+        "--threshold",
+        default="5%",
+        help="a drop beyond this is a regression: 5%% or 0.05 (a bare 5 is refused as "
+        "ambiguous; default 5%%)",
+    )
     parser.add_argument("--detect", action="store_true", help="find steps in every series")
     parser.add_argument("--model", help="only series of this model (with --detect)")
     parser.add_argument("--metric", default="peak_tok_per_sec", help="default: peak_tok_per_sec")
@@ -36,27 +45,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from benchlab.catalog.read import load_catalog
     from benchlab.errors import QueryError
-    from benchlab.ids import slug
     from benchlab.layout import Store, find_store
-    from benchlab.models import CatalogEntry
-    from benchlab.query.filters import check_metric
+    from benchlab.query.filters import Filters, check_metric, select
     from benchlab.query.render import Column, Section, emit
     from benchlab.regress import compare_latest, detect, parse_threshold
 
     metric = check_metric(args.metric)
+    if not args.detect and not args.machine:
+        raise QueryError("--machine is required (or use --detect)")
+    threshold = parse_threshold(args.threshold, "--threshold")
+    min_change = parse_threshold(args.min_change, "--min-change")
     catalog = load_catalog(Store(find_store()).catalog_path)
-    wanted = [
-        e
-        for e in catalog.runs
-        if (not args.machine or e["machine_id"] == args.machine)
-        and (not args.model or slug(e.get("model_id") or e["model"]) == slug(args.model))
-    ]
-    entries = [CatalogEntry.model_validate(e) for e in wanted]
-    series = [Column(k, k) for k in ("machine_id", "model", "precision", "backend", "mode")]
+    entries = select(catalog.runs, Filters(model=args.model, machine=args.machine))
+    series = [Column("label", "series")]
     if args.detect:
-        steps = detect(
-            entries, metric, alpha=args.alpha, min_change=parse_threshold(args.min_change)
-        )
+        steps = detect(entries, metric, alpha=args.alpha, min_change=min_change)
         rows = [step.as_row() for step in steps]
         columns = [
             *series,
@@ -64,33 +67,33 @@ def run(args: argparse.Namespace) -> int:
             Column("change", "change %", "num"),
             Column("before", "before", "num"),
             Column("after", "after", "num"),
+            Column("version_before", "version before"),
+            Column("version_after", "version after"),
             Column("confidence", "confidence", "num"),
             Column("first_bad_run", "first bad run"),
         ]
         found = any(step.kind == "regression" for step in steps)
         title = f"steps in {metric} ({len(steps)} found)"
     else:
-        if not args.machine:
-            raise QueryError("--machine is required (or use --detect)")
         results = compare_latest(
-            entries,
-            args.machine,
-            baseline_run=args.baseline,
-            threshold=parse_threshold(args.threshold),
-            metric=metric,
+            entries, args.machine, baseline_run=args.baseline, threshold=threshold, metric=metric
         )
         rows = [result.as_row() for result in results]
         columns = [
             *series,
             Column("baseline", "baseline"),
             Column("baseline_value", "baseline value", "num"),
+            Column("baseline_version", "baseline version"),
             Column("latest_run", "latest run"),
             Column("latest_value", "latest", "num"),
+            Column("latest_version", "latest version"),
             Column("change", "change %", "num"),
             Column("regression", "regression"),
         ]
         found = any(result.regression for result in results)
         title = f"{metric}: latest vs baseline on {args.machine}"
+        if not results:
+            title += " (no series has two runs yet: nothing to compare)"
     for row in rows:
         row["change"] = round(row["change"] * 100, 2)
     emit([Section(columns, rows, title=title)], args.format, rows)

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
-    from benchlab.publish.charts import load_public
+    from benchlab.publish.data import load_public
     from benchlab.publish.site import build_site, default_source
 
     store = Store(find_store()).require()

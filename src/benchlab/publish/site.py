@@ -8,6 +8,12 @@ punctuation escaped (`md` filter), so a model named `<script>alert(1)</script>` 
 Chart data goes to one small script per chart (bl/charts/<slug>.js) rather than inline in
 the page, so pages stay light and the search index holds words, not numbers; plotly.min.js
 is copied once into bl/.
+
+Runs are the catalog reader's entry dicts (`publish.data.PublicData`), filtered by the one
+filter and grouped by the one series key, like every chart: a table of the newest run per
+series has a row per thread count and workload shape, and every row that shows a run shows
+its version (backend version, build, revision). The regressions page lists the steps the
+regression detector finds, in the detector's series, with the version before and after.
 """
 
 from __future__ import annotations
@@ -32,31 +38,36 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from benchlab.errors import ConfigError, StoreError
+from benchlab.identity import series_key, shape
 from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
-from benchlab.models import HOLE_TAG, CatalogEntry
+from benchlab.models import HOLE_TAG
 from benchlab.publish.charts import (
     Chart,
-    PublicData,
     Regression,
-    Selection,
-    asset_path,
+    base_layout,
     build_charts,
     chart_json,
     cost_per_million,
     cost_rows,
     find_regressions,
+    label,
     latest_by_series,
-    plotly_js_path,
-    select,
+    shown,
     throughput,
     trend_chart,
 )
+from benchlab.publish.data import PublicData
+from benchlab.publish.static import SITE_ASSETS, copy_assets
+from benchlab.query.filters import Filters
 from benchlab.redact import scrub_public
+from benchlab.regress import version_label
 
 RECENT_RUNS = 25
 HISTORY_RUNS = 50
-ASSETS = ("benchlab.js", "benchlab.css", "iframe-worker.js", "iframe-worker.LICENSE")
+REGRESSIONS_METHOD = "step detection of benchlab.regress, rank-based with a permutation test"
+
+Entry = dict[str, Any]
 
 # --- escaping -------------------------------------------------------------------------------
 
@@ -100,8 +111,8 @@ def _time(stamp: str | None) -> str:
     return "–" if not stamp else stamp.replace("T", " ").rstrip("Z")
 
 
-def _is_hole(run: CatalogEntry) -> bool:
-    return run.status == "failed" and HOLE_TAG in run.tags
+def _is_hole(run: Entry) -> bool:
+    return run.get("status", "ok") == "failed" and HOLE_TAG in run.get("tags", ())
 
 
 @dataclass(frozen=True)
@@ -122,8 +133,13 @@ def page_names(data: PublicData) -> Pages:
     machines = {m: f"{check_id(m, 'machine id')}.md" for m in data.machine_ids()}
     models: dict[str, str] = {}
     taken: set[str] = set()
-    for name in sorted({r.model for r in data.catalog.runs}):
-        ids = {r.model_id for r in data.catalog.runs if r.model == name and r.model_id}
+    ids_of: dict[str, set[str]] = {}
+    for run in data.runs:
+        ids = ids_of.setdefault(run["model"], set())
+        if run.get("model_id"):
+            ids.add(run["model_id"])
+    for name in sorted(ids_of):
+        ids = ids_of[name]
         base = slug(sorted(ids)[0] if ids else name)
         candidate, n = base, 2
         while candidate in taken:
@@ -133,38 +149,46 @@ def page_names(data: PublicData) -> Pages:
     return Pages(machines, models)
 
 
-def _run_row(run: CatalogEntry, pages: Pages) -> dict[str, Any]:
+def _run_row(run: Entry, pages: Pages) -> dict[str, Any]:
+    """A run as a table row: who, what (threads and shape, so t1 and t2 are two rows), the
+    version it ran on, how it went."""
+    threads = run.get("threads")
     return {
-        "time": _time(run.timestamp),
-        "machine_id": run.machine_id,
-        "machine_page": pages.machine(run.machine_id),
-        "model": run.model,
-        "model_page": pages.model(run.model),
-        "precision": run.precision,
-        "mode": run.mode or "–",
-        "status": run.status,
-        "failure_kind": run.failure_kind,
+        "time": _time(run["timestamp"]),
+        "machine_id": run["machine_id"],
+        "machine_page": pages.machine(run["machine_id"]),
+        "model": run["model"],
+        "model_page": pages.model(run["model"]),
+        "precision": run["precision"],
+        "threads": "–" if threads is None else str(threads),
+        "shape": shape(run) or "–",
+        "series": label(run),
+        "version": version_label(run) or "–",
+        "mode": run.get("mode") or "–",
+        "status": run.get("status", "ok"),
+        "failure_kind": run.get("failure_kind"),
         "hole": _is_hole(run),
         "tok": _num(throughput(run)),
-        "run_id": run.run_id,
+        "run_id": run["run_id"],
     }
 
 
-def _result_row(run: CatalogEntry, pages: Pages, data: PublicData) -> dict[str, Any]:
-    price = data.cost_per_hour(run.machine_id)
+def _result_row(run: Entry, pages: Pages, data: PublicData) -> dict[str, Any]:
+    price = data.cost_per_hour(run["machine_id"])
     rate = throughput(run)
     cost = cost_per_million(price, rate) if price is not None and rate else None
+    speedup = run.get("speedup")
     return {
         **_run_row(run, pages),
-        "prefill": _num(run.prefill_tok_per_sec),
-        "decode": _num(run.decode_tok_per_sec),
-        "speedup": "–" if run.speedup is None else f"{run.speedup:.2f}×",
+        "prefill": _num(run.get("prefill_tok_per_sec")),
+        "decode": _num(run.get("decode_tok_per_sec")),
+        "speedup": "–" if speedup is None else f"{speedup:.2f}×",
         "cost": "–" if cost is None else f"${cost:,.4f}",
     }
 
 
-def _newest_first(runs: Iterable[CatalogEntry]) -> list[CatalogEntry]:
-    return sorted(runs, key=lambda r: (r.timestamp, r.run_id), reverse=True)
+def _newest_first(runs: Iterable[Entry]) -> list[Entry]:
+    return sorted(runs, key=lambda r: (r["timestamp"], r["run_id"]), reverse=True)
 
 
 # --- pages ----------------------------------------------------------------------------------
@@ -224,7 +248,7 @@ def _specs_rows(data: PublicData, machine_id: str) -> list[tuple[str, str]]:
         rows.append(("Registered", _time(public.get("registered_at"))))
     elif inv is not None:
         public = scrub_public(inv.model_dump(mode="json", exclude_none=True))
-        for label, key in (
+        for name, key in (
             ("CPU", "cpu_model"),
             ("Cores", "cpu_cores"),
             ("Architecture", "arch"),
@@ -233,32 +257,32 @@ def _specs_rows(data: PublicData, machine_id: str) -> list[tuple[str, str]]:
             ("OS", "os"),
         ):
             if public.get(key) is not None:
-                rows.append((label, str(public[key])))
+                rows.append((name, str(public[key])))
         if public.get("tags"):
             rows.append(("Tags", ", ".join(public["tags"])))
     elif summary is not None:
-        for label, key in (("OS", "os"), ("Architecture", "arch"), ("GPU", "gpu")):
-            value = getattr(summary, key)
+        for name, key in (("OS", "os"), ("Architecture", "arch"), ("GPU", "gpu")):
+            value = summary.get(key)
             if value:
-                rows.append((label, str(value)))
+                rows.append((name, str(value)))
     price = data.cost_per_hour(machine_id)
     rows.append(("Cost", "–" if price is None else f"${price:,.2f} per hour"))
     return [(k, v if v else "–") for k, v in rows]
 
 
 def _machine_rows(data: PublicData, pages: Pages) -> list[dict[str, Any]]:
-    runs_by_machine = Counter(r.machine_id for r in data.catalog.runs)
-    last = {}
-    for run in data.catalog.runs:
-        if run.timestamp > last.get(run.machine_id, ""):
-            last[run.machine_id] = run.timestamp
+    runs_by_machine = Counter(r["machine_id"] for r in data.runs)
+    last: dict[str, str] = {}
+    for run in data.runs:
+        if run["timestamp"] > last.get(run["machine_id"], ""):
+            last[run["machine_id"]] = run["timestamp"]
     rows = []
     for machine_id in data.machine_ids():
         inv = data.inventory.machines.get(machine_id)
-        summary = data.catalog.machines.get(machine_id)
+        summary = data.catalog.machines.get(machine_id) or {}
         spec = data.specs.get(machine_id)
         price = data.cost_per_hour(machine_id)
-        gpu = (inv and inv.gpu) or (summary and summary.gpu)
+        gpu = (inv and inv.gpu) or summary.get("gpu")
         if not gpu and spec is not None and spec.hardware.gpu:
             gpu = ", ".join(g.model for g in spec.hardware.gpu)
         ram = (inv and inv.ram_gb) or (spec and spec.hardware.ram_gb)
@@ -266,12 +290,9 @@ def _machine_rows(data: PublicData, pages: Pages) -> list[dict[str, Any]]:
             {
                 "id": machine_id,
                 "page": pages.machine(machine_id),
-                "os": (inv and inv.os)
-                or (summary and summary.os)
-                or (spec and spec.os.name)
-                or "–",
+                "os": (inv and inv.os) or summary.get("os") or (spec and spec.os.name) or "–",
                 "arch": (inv and inv.arch)
-                or (summary and summary.arch)
+                or summary.get("arch")
                 or (spec and spec.hardware.cpu.architecture)
                 or "–",
                 "cpu": (inv and inv.cpu_model) or (spec and spec.hardware.cpu.model) or "–",
@@ -287,12 +308,15 @@ def _machine_rows(data: PublicData, pages: Pages) -> list[dict[str, Any]]:
 
 def _health(data: PublicData, pages: Pages) -> tuple[list[dict[str, Any]], Chart]:
     rows = []
+    by_machine: dict[str, list[Entry]] = {}
+    for run in data.runs:
+        by_machine.setdefault(run["machine_id"], []).append(run)
     for machine_id in data.machine_ids():
-        runs = [r for r in data.catalog.runs if r.machine_id == machine_id]
+        runs = by_machine.get(machine_id, [])
         holes = [r for r in runs if _is_hole(r)]
-        failed = [r for r in runs if r.status == "failed" and not _is_hole(r)]
-        ok = [r for r in runs if r.status == "ok"]
-        kinds = Counter(r.failure_kind or "unknown" for r in failed)
+        failed = [r for r in runs if r.get("status") == "failed" and not _is_hole(r)]
+        ok = [r for r in runs if r.get("status", "ok") == "ok"]
+        kinds = Counter(r.get("failure_kind") or "unknown" for r in failed)
         rows.append(
             {
                 "id": machine_id,
@@ -303,8 +327,8 @@ def _health(data: PublicData, pages: Pages) -> tuple[list[dict[str, Any]], Chart
                 "holes": len(holes),
                 "kinds": ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "–",
                 "rate": f"{100 * len(ok) / len(runs):.0f} %" if runs else "–",
-                "last_run": _time(max((r.timestamp for r in runs), default=None)),
-                "last_ok": _time(max((r.timestamp for r in ok), default=None)),
+                "last_run": _time(max((r["timestamp"] for r in runs), default=None)),
+                "last_ok": _time(max((r["timestamp"] for r in ok), default=None)),
             }
         )
     traces = []
@@ -325,9 +349,7 @@ def _health(data: PublicData, pages: Pages) -> tuple[list[dict[str, Any]], Chart
                 "<extra></extra>",
             }
         )
-    from benchlab.publish.charts import _layout
-
-    layout = _layout("Runs by outcome", "", "Runs", barmode="stack")
+    layout = base_layout("Runs by outcome", "", "Runs", barmode="stack")
     chart = Chart(
         "health-outcomes",
         "Runs by outcome",
@@ -339,21 +361,14 @@ def _health(data: PublicData, pages: Pages) -> tuple[list[dict[str, Any]], Chart
     return rows, chart
 
 
-def _regressions_method() -> str:
-    try:
-        import benchlab.regress  # noqa: F401
-    except ImportError:
-        return "a drop of more than 10 % below the median of the five runs before"
-    return "step detection of benchlab.regress, rank-based with a permutation test"
-
-
 def render_pages(data: PublicData) -> Rendered:
     """Every generated page and chart script, as text by relative path."""
     env = environment()
     pages = page_names(data)
     files: dict[str, str] = {}
-    runs = data.catalog.runs
-    ok_runs = select(runs, Selection())
+    runs = data.runs
+    ok_runs = shown(runs)
+    # Found once over every whole series; each page's trend keeps those among its runs.
     regressions = find_regressions(ok_runs)
 
     def add_charts(charts: Sequence[Chart]) -> None:
@@ -372,7 +387,7 @@ def render_pages(data: PublicData) -> Rendered:
     pair = headline_pair(ok_runs)
     [split] = build_charts(
         data,
-        Selection(model=pair[0], precision=pair[1]) if pair else Selection(),
+        Filters(model=pair[0], precision=pair[1]) if pair else Filters(),
         kinds=("prefill-decode",),
         prefix="home-",
     )
@@ -384,8 +399,8 @@ def render_pages(data: PublicData) -> Rendered:
     stats = {
         "machines": len(data.machine_ids()),
         "models": len(pages.models),
-        "ok": sum(r.status == "ok" for r in runs),
-        "failed": sum(r.status == "failed" and not _is_hole(r) for r in runs),
+        "ok": sum(r.get("status", "ok") == "ok" for r in runs),
+        "failed": sum(r.get("status") == "failed" and not _is_hole(r) for r in runs),
         "holes": sum(_is_hole(r) for r in runs),
     }
     page(
@@ -410,6 +425,8 @@ def render_pages(data: PublicData) -> Rendered:
             "model": row["model"],
             "model_page": pages.model(row["model"]),
             "precision": row["precision"],
+            "threads": "–" if row["threads"] is None else str(row["threads"]),
+            "version": row["version"] or "–",
             "tok": _num(row["tok_per_sec"]),
             "price": f"${row['cost_per_hour']:,.2f}",
             "usd": f"${row['usd_per_million_tokens']:,.4f}",
@@ -426,15 +443,15 @@ def render_pages(data: PublicData) -> Rendered:
     )
 
     # Regressions.
-    flagged = {(g.run.machine_id, g.run.model, g.run.precision) for g in regressions}
-    flagged_runs = [r for r in ok_runs if (r.machine_id, r.model, r.precision) in flagged]
+    flagged = {series_key(g.run) for g in regressions}
+    flagged_runs = [r for r in ok_runs if series_key(r) in flagged]
     reg_chart = trend_chart(flagged_runs, "regressions-trend", regressions)
     add_charts([reg_chart])
     page(
         "regressions.md",
         "regressions.md.j2",
         root="",
-        method=_regressions_method(),
+        method=REGRESSIONS_METHOD,
         chart=reg_chart,
         rows=[_regression_row(g, pages) for g in reversed(regressions)],
     )
@@ -447,13 +464,14 @@ def render_pages(data: PublicData) -> Rendered:
     # One page per machine.
     machine_nav = []
     for machine_id in data.machine_ids():
-        mine = [r for r in runs if r.machine_id == machine_id]
+        mine = [r for r in runs if r["machine_id"] == machine_id]
         prefix = f"machine-{machine_id}-"
         charts = build_charts(
             data,
-            Selection(machines=(machine_id,)),
+            Filters(machines=(machine_id,)),
             kinds=("throughput", "trend", "scaling"),
             prefix=prefix,
+            regressions=regressions,
         )
         add_charts(charts)
         newest = _newest_first(mine)
@@ -464,10 +482,10 @@ def render_pages(data: PublicData) -> Rendered:
             machine_id=machine_id,
             summary={
                 "runs": len(mine),
-                "ok": sum(r.status == "ok" for r in mine),
-                "failed": sum(r.status == "failed" and not _is_hole(r) for r in mine),
+                "ok": sum(r.get("status", "ok") == "ok" for r in mine),
+                "failed": sum(r.get("status") == "failed" and not _is_hole(r) for r in mine),
                 "holes": sum(_is_hole(r) for r in mine),
-                "last_run": _time(newest[0].timestamp if newest else None),
+                "last_run": _time(newest[0]["timestamp"] if newest else None),
             },
             specs=_specs_rows(data, machine_id),
             charts=charts,
@@ -479,22 +497,27 @@ def render_pages(data: PublicData) -> Rendered:
     # One page per model.
     model_nav = []
     for model, name in pages.models.items():
-        mine = [r for r in runs if r.model == model]
-        ids = {r.model_id for r in mine if r.model_id}
-        selection = Selection(model=sorted(ids)[0] if len(ids) == 1 else model)
-        charts = build_charts(data, selection, prefix=f"model-{name.removesuffix('.md')}-")
+        mine = [r for r in runs if r["model"] == model]
+        ids = {r["model_id"] for r in mine if r.get("model_id")}
+        filters = Filters(model=sorted(ids)[0] if len(ids) == 1 else model)
+        charts = build_charts(
+            data,
+            filters,
+            prefix=f"model-{name.removesuffix('.md')}-",
+            regressions=regressions,
+        )
         add_charts(charts)
-        newest_ok = [r for r in ok_runs if r.model == model]
+        newest_ok = [r for r in ok_runs if r["model"] == model]
         page(
             f"models/{name}",
             "model.md.j2",
             root="../",
             model=model,
             summary={
-                "ok": sum(r.status == "ok" for r in mine),
-                "failed": sum(r.status == "failed" for r in mine),
-                "machines": len({r.machine_id for r in mine}),
-                "precisions": ", ".join(sorted({r.precision for r in mine})) or "–",
+                "ok": sum(r.get("status", "ok") == "ok" for r in mine),
+                "failed": sum(r.get("status") == "failed" for r in mine),
+                "machines": len({r["machine_id"] for r in mine}),
+                "precisions": ", ".join(sorted({r["precision"] for r in mine})) or "–",
             },
             charts=charts,
             table=[_result_row(r, pages, data) for r in latest_by_series(newest_ok).values()],
@@ -514,14 +537,14 @@ def render_pages(data: PublicData) -> Rendered:
     return Rendered(files=files, nav=nav)
 
 
-def headline_pair(runs: Sequence[CatalogEntry]) -> tuple[str, str] | None:
+def headline_pair(runs: Sequence[Entry]) -> tuple[str, str] | None:
     """The model and precision measured on the most machines (then most runs, then name):
     the home page's prefill/decode chart shows it, the model pages show the rest."""
     machines: dict[tuple[str, str], set[str]] = {}
     counts: Counter[tuple[str, str]] = Counter()
     for run in runs:
-        key = (run.model, run.precision)
-        machines.setdefault(key, set()).add(run.machine_id)
+        key = (run["model"], run["precision"])
+        machines.setdefault(key, set()).add(run["machine_id"])
         counts[key] += 1
     if not counts:
         return None
@@ -529,17 +552,17 @@ def headline_pair(runs: Sequence[CatalogEntry]) -> tuple[str, str] | None:
 
 
 def _regression_row(g: Regression, pages: Pages) -> dict[str, Any]:
+    """A step of the detector: the run row of its first bad run, the medians either side,
+    and the version axis either side (a build change inside the series shows here)."""
+    step = g.step
     return {
-        "time": _time(g.run.timestamp),
-        "machine_id": g.run.machine_id,
-        "machine_page": pages.machine(g.run.machine_id),
-        "model": g.run.model,
-        "model_page": pages.model(g.run.model),
-        "precision": g.run.precision,
+        **_run_row(g.run, pages),
         "before": _num(g.before),
         "after": _num(g.after),
         "change": f"−{100 * g.drop:.1f} %",
-        "run_id": g.run.run_id,
+        "version_before": step.version_before or "–",
+        "version_after": step.version_after or "–",
+        "version_changed": step.version_changed,
     }
 
 
@@ -554,14 +577,6 @@ def default_source(store_root: Path) -> Path:
         if (candidate / "site" / "mkdocs.yml").is_file():
             return candidate / "site"
     return Path.cwd() / "site"
-
-
-def _copy_assets(docs: Path) -> None:
-    target = docs / "bl"
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(plotly_js_path(), target / "plotly.min.js")
-    for name in ASSETS:
-        shutil.copyfile(asset_path(name), target / name)
 
 
 def write_docs(data: PublicData, docs: Path, source: Path) -> Rendered:
@@ -583,7 +598,7 @@ def write_docs(data: PublicData, docs: Path, source: Path) -> Rendered:
         path = docs / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    _copy_assets(docs)
+    copy_assets(docs / "bl", SITE_ASSETS, durable=False)
     return rendered
 
 
@@ -694,15 +709,10 @@ def build_dashboard(data: PublicData, output: Path) -> Path:
         chart_json=lambda c: Markup(chart_json(c)),
         last_updated=_time(data.catalog.last_updated),
         machines=_machine_rows(data, pages),
-        recent=[_run_row(r, pages) for r in _newest_first(data.catalog.runs)[:100]],
+        recent=[_run_row(r, pages) for r in _newest_first(data.runs)[:100]],
     )
     atomic_write_text(output, text)
-    for src, name in (
-        (plotly_js_path(), "plotly.min.js"),
-        (asset_path("benchlab.js"), "benchlab.js"),
-        (asset_path("benchlab.css"), "benchlab.css"),
-    ):
-        shutil.copyfile(src, output.parent / name)
+    copy_assets(output.parent)
     return output
 
 
