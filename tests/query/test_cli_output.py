@@ -226,7 +226,8 @@ def test_table_failed_runs_only_with_status(
         capsys, "table", "--model", "smollm2-135m", "--status", "failed", "--format", "csv"
     )
     assert code == 0
-    assert out.splitlines()[1].startswith("pi5,q8,4,p32/n16,benchlab 0.1.0,,,,,,pi5-smollm2-135m-q8")
+    row = "pi5,q8,4,p32/n16,benchlab 0.1.0,,,,,,pi5-smollm2-135m-q8"
+    assert out.splitlines()[1].startswith(row)
     code, out, err = bench(capsys, "table", "--model", "nosuch")
     assert (code, out) == (1, "")
     assert err == (

@@ -147,7 +147,7 @@ def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=stream)
+    terminal = Console(file=stream).width
     for section in sections:
         table = Table(title=section.title, title_justify="left")
         texts = [[cell(row.get(c.key), c.kind) for c in section.columns] for row in section.rows]
@@ -167,7 +167,7 @@ def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
         for row_texts in texts:
             # Text, not str: a run's strings are data, never rich markup.
             table.add_row(*(Text(text) for text in row_texts))
-        console.print(table, width=max(console.width, needed), crop=False)
+        Console(file=stream, width=max(terminal, needed)).print(table, crop=False)
 
 
 def emit(

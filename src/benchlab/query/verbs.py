@@ -388,7 +388,7 @@ def _test_rows(run_a: dict[str, Any], run_b: dict[str, Any], axis: str) -> list[
 
     tests = list(run_a.get("tests") or ())
     base = {
-        "model": run_a.get("model_id") or run_a["model"],
+        "model": run_a["model"],
         "machine_id": run_a["machine_id"] if axis != "machine" else None,
         "precision": run_a["precision"],
         "backend": run_a.get("backend"),
