@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 need=()
 # cmake, ninja and g++ build the real llama-bench from the llama-cpp-python sdist (tools/llama).
+# slurm-wlm and munge: tests/slurm starts a private two-node Slurm cluster on loopback.
 for pair in sshd:openssh-server chromium:chromium promtool:prometheus faketime:faketime ip:iproute2 \
-  cmake:cmake ninja:ninja-build g++:g++; do
+  cmake:cmake ninja:ninja-build g++:g++ slurmctld:slurm-wlm munged:munge; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] || need+=("${pair#*:}")
 done
 sudo=""
