@@ -315,7 +315,7 @@ def _build(store: Store, *, full: bool, progress: Progress | None) -> BuildResul
             continue
         try:
             entry = extract_entry(store.root, run_dir, names)
-            check_public_entry(entry, hosts, policy)
+            result.warnings.extend(check_public_entry(entry, hosts, policy))
         except BenchlabError as exc:
             result.skipped += 1
             result.warnings.append(f"skipped: {exc}")

@@ -76,6 +76,8 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
     rel = run_dir.relative_to(store_root).as_posix()
     entry["path"] = rel + "/"
     entry = scrub_public({k: v for k, v in entry.items() if v is not None})
+    # The slug of the public name: a tell the scrub replaced cannot survive in the id.
+    entry["model_id"] = model_slug(str(entry["model"]))
     entry["series"] = series_id(entry)  # of the public values, as every reader sees them
     parse_model(run_dir, models.CatalogEntry, entry)
     return entry
@@ -84,22 +86,32 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
 PUBLIC_ID_FIELDS = ("machine_id", "model_id", "precision", "backend", "mode")
 
 
-def check_public_entry(entry: dict[str, Any], hosts: Iterable[str], policy: Policy) -> None:
+def check_public_entry(entry: dict[str, Any], hosts: Iterable[str], policy: Policy) -> list[str]:
     """The structural defence: every public id field has the shape of an id (not a path, an
     address, a user@host, or any tell the policy knows), and a machine id that is a host
-    name is refused unless redaction.yaml's `allow.values` says that name is public. A tell
-    no pattern knows still cannot reach a public file through these fields."""
+    name is refused unless redaction.yaml's `allow.values` says that name is public: a run
+    that fails is refused (SchemaError). A tag that fails is dropped from the entry, and the
+    returned warnings say so. A tell no pattern knows still cannot reach a public file
+    through these fields."""
     where = entry.get("path") or entry.get("run_id")
     try:
         for name in PUBLIC_ID_FIELDS:
             if entry.get(name) is not None:
                 check_public_field(name, str(entry[name]), policy)
-        for tag in entry.get("tags", []):
-            check_public_field("tags", tag, policy)
         machine = str(entry["machine_id"])
         refuse_hostname_as_id(machine, hosts, allow_public=machine.lower() in policy.allow_values)
     except BenchlabError as exc:
         raise SchemaError(f"{where}: {exc}") from None
+    kept, warnings = [], []
+    for tag in entry.get("tags", []):
+        try:
+            check_public_field("tags", tag, policy)
+        except BenchlabError as exc:
+            warnings.append(f"{where}: tag dropped: {exc}")
+        else:
+            kept.append(tag)
+    entry["tags"] = kept
+    return warnings
 
 
 def entry_from_docs(
