@@ -490,14 +490,37 @@ class FitnessPolicy(_Closed):
     window: int = Field(default=20, ge=1, description="Outcomes remembered per device.")
     exploration: float = Field(default=0.1, ge=0, le=1)
     seed: int = 0
+    pending_after_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="A point queued on a device longer than this counts once against the "
+        "device's fitness (seed 004: a job that stays pending lowers fitness).",
+    )
 
 
 class Policies(_Closed):
     retries: RetryPolicy = Field(default_factory=RetryPolicy)
     breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
-    order: Literal["spec", "interleave", "shuffle"] = "spec"
+    order: str = Field(
+        default="spec",
+        description="The order a device's workers take its points: spec, interleave, shuffle, "
+        "a plug-in `package.module:function`, or a name of the `benchlab.order_policies` "
+        "entry point group.",
+    )
     order_seed: int = 0
     fitness: FitnessPolicy = Field(default_factory=FitnessPolicy)
+    repeats: int = Field(
+        default=1,
+        ge=1,
+        description="Run every point this many times, each repeat its own run (same series). "
+        "`repeats` in the matrix says the same.",
+    )
+    max_in_flight: int | None = Field(
+        default=None,
+        ge=1,
+        description="At most this many points running at once across all devices "
+        "(the concurrent scheduler's global slot limit); none by default.",
+    )
 
 
 class SweepConfig(_Closed):
@@ -538,6 +561,12 @@ class RunSpec(_Closed):
     params: dict[str, Any] = Field(default_factory=dict, description="Backend-specific knobs.")
     tags: list[str] = Field(default_factory=list)
     failover_from: str | None = None
+    repeat: int | None = Field(
+        default=None,
+        ge=1,
+        description="The repeat index (round) of this point; absent for the first. Part of "
+        "the spec id and run id, not of the measurement identity: repeats share a series.",
+    )
 
 
 class SweepState(_Document):

@@ -184,6 +184,7 @@ def check_config(config: SweepConfig, where: str = "sweep config") -> None:
     _check_devices(config, where)
     _check_failover(config, where)
     _check_groups(config, where)
+    _check_order(config, where)
     # Expanding proves the matrix: known axes, known devices and backends, no duplicates.
     from benchlab.sweep.expand import expand
 
@@ -283,6 +284,16 @@ def _check_failover(config: SweepConfig, where: str) -> None:
     for device_id in sorted(config.devices):
         if device_id not in state:
             visit(device_id, [device_id])
+
+
+def _check_order(config: SweepConfig, where: str) -> None:
+    """The order policy resolves (a plug-in is imported now, before anything runs)."""
+    from benchlab.sweep.order import resolve_policy
+
+    try:
+        resolve_policy(config.policies.order)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _check_groups(config: SweepConfig, where: str) -> None:

@@ -6,6 +6,13 @@ so the same config always yields the same specs in the same order. `batch_sizes`
 per point (a list of lists makes it an axis); `params` is one mapping (a list of mappings
 makes it an axis).
 
+Repeats (`repeats: N` in the matrix, or `policies.repeats`) are rounds: every point runs N
+times, repeat 0 first for every point, then repeat 1, and so on. Each repeat is its own run:
+the repeat index (from 1; repeat 0 is the point itself, so a sweep without repeats keeps its
+ids) is hashed into the spec id, and so into the run id. It is not part of the measurement
+identity (benchlab.identity reads no `repeat`), so every repeat lands in the same series and
+the spread between them is the noise of the measurement.
+
 A spec's id hashes what is measured (device, backend, model, shapes, params, failover
 origin) and not the experiment name or tags, so the same measurement has the same spec id
 in every experiment and `bench regression` can line runs up across sweeps.
@@ -37,17 +44,30 @@ AXES = (
 
 DEFAULT_MODE = "batch"
 REQUIRED = ("backend", "model", "precision")
-_HASHED = (*AXES, "machine_id", "failover_from")
-"""What a spec id hashes: what is measured (config_hash sorts keys, so order is free)."""
+_HASHED = (*AXES, "machine_id", "failover_from", "repeat")
+"""What a spec id hashes: what is measured, and which repeat (config_hash sorts keys, so
+order is free). `repeat` is hashed only when set, so repeat 0 keeps the id it always had."""
+MAX_REPEATS = 10_000
+"""More repeats than anyone means; a typo (`repeats: 1000000`) should not expand forever."""
 
 
-def expand(config: SweepConfig, *, where: str = "sweep config") -> list[RunSpec]:
-    """All points of the sweep, in the config's deterministic order (before policy order)."""
+def expand(
+    config: SweepConfig, *, where: str = "sweep config", repeat: int | None = None
+) -> list[RunSpec]:
+    """All points of the sweep, in the config's deterministic order (before policy order).
+
+    With `repeat`, only that round: every point once, as repeat `repeat` (what a time
+    budget runs, round after round); otherwise every repeat the config declares.
+    """
     axes = matrix_axes(config, where)
+    rounds = [repeat] if repeat is not None else list(range(repeat_count(config, where)))
     specs: list[RunSpec] = []
     seen: dict[str, int] = {}
-    for values in itertools.product(*(axes[name] for name in AXES)):
+    for index, values in itertools.product(
+        rounds, list(itertools.product(*(axes[name] for name in AXES)))
+    ):
         point = dict(zip(AXES, values, strict=True))
+        point["repeat"] = index or None
         spec = make_spec(config, point)
         if spec.spec_id in seen:
             first = specs[seen[spec.spec_id]]
@@ -102,6 +122,7 @@ def make_spec(
         "batch_sizes": list(point.get("batch_sizes") or []),
         "params": dict(point.get("params") or {}),
         "failover_from": failover_from,
+        "repeat": point.get("repeat") or None,
     }
     tags = list(dict.fromkeys(config.tags))
     if failover_from:
@@ -111,7 +132,7 @@ def make_spec(
         fields["model"],
         fields["precision"],
         fields["mode"],
-        {name: fields[name] for name in _HASHED},
+        {name: fields[name] for name in _HASHED if name != "repeat" or fields[name]},
         hash_chars=SPEC_HASH_CHARS,
     )
     return RunSpec(spec_id=identity, experiment=config.experiment, tags=tags, **fields)
@@ -132,22 +153,45 @@ def failover_spec(config: SweepConfig, spec: RunSpec, to_device: str) -> RunSpec
 def order_specs(specs: list[RunSpec], policies: Policies) -> list[RunSpec]:
     """Apply `policies.order` to each device's points, exactly as the concurrent scheduler
     does (`benchlab.sweep.order`), keeping devices in the order the matrix lists them:
-    spec (as expanded), interleave (rotate configurations) or shuffle (seeded per device)."""
+    spec (as expanded), interleave (rotate configurations), shuffle (seeded per device) or a
+    plug-in. Repeats stay rounds: all of round 0 (every device) before any of round 1."""
     from benchlab.sweep.order import order_points
 
-    by_device: dict[str, list[RunSpec]] = {}
+    by_round: dict[int, dict[str, list[RunSpec]]] = {}
     for spec in specs:
-        by_device.setdefault(spec.device, []).append(spec)
+        by_round.setdefault(spec.repeat or 0, {}).setdefault(spec.device, []).append(spec)
     out: list[RunSpec] = []
-    for device, points in by_device.items():
-        out.extend(order_points(points, policies.order, seed=policies.order_seed, device=device))
+    for repeat in sorted(by_round):
+        for device, points in by_round[repeat].items():
+            out.extend(
+                order_points(points, policies.order, seed=policies.order_seed, device=device)
+            )
     return out
+
+
+def repeat_count(config: SweepConfig, where: str = "sweep config") -> int:
+    """How many repeats the config declares: `matrix.repeats`, else `policies.repeats`."""
+    value = config.matrix.get("repeats")
+    if value is None:
+        return config.policies.repeats
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEATS:
+        raise ConfigError(
+            f"{where}: matrix.repeats: expected a whole number of repeats from 1 to "
+            f"{MAX_REPEATS}, got {value!r}"
+        )
+    if config.policies.repeats not in (1, value):
+        raise ConfigError(
+            f"{where}: matrix.repeats: {value} disagrees with policies.repeats "
+            f"{config.policies.repeats}; give one of them"
+        )
+    return value
 
 
 def matrix_axes(config: SweepConfig, where: str) -> dict[str, list[Any]]:
     """Each axis as the list of its values; one-line errors for anything malformed."""
     matrix = dict(config.matrix)
-    known = {*AXES, "devices"}
+    matrix.pop("repeats", None)  # not an axis of the product: see repeat_count
+    known = {*AXES, "devices", "repeats"}
     for key in matrix:
         if key not in known:
             raise ConfigError(

@@ -1,4 +1,8 @@
-"""The order in which a device's workers take its pending points.
+"""The order in which a device's workers take its pending points: pluggable (seed 003).
+
+An order policy is a function `policy(specs, *, seed, device) -> list[RunSpec]` that returns
+a permutation of one device's points. Three are built in, and are plug-ins of that same
+interface:
 
 - `spec` (default): the expansion order, as the sequential runner does.
 - `interleave`: rotate across configurations, so no configuration runs its whole share in one
@@ -6,20 +10,36 @@
   mode); the first point of each configuration comes first, then the second of each, ...
 - `shuffle`: a seeded permutation per device (seed = policies.order_seed and the device id),
   so that configuration is not confounded with thermal drift and a rerun draws the same order.
+
+`policies.order` may also name `package.module:function`, or a name registered in the
+`benchlab.order_policies` entry point group. Whatever a plug-in returns is checked: it must
+be the same points, each once, because a policy that dropped or doubled a point would turn a
+scheduling choice into a silent change of what is measured.
+
+Repeats are rounds: each repeat's points are ordered as a block of their own (round 0 first),
+with the seed moved on by the repeat index, so a shuffled sweep draws a new order per round.
 """
 
 from __future__ import annotations
 
+import importlib
 import random
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import Protocol, TypeVar
 
 from benchlab.errors import ConfigError
 from benchlab.models import RunSpec
 
-POLICIES = ("spec", "interleave", "shuffle")
+ENTRY_POINT_GROUP = "benchlab.order_policies"
 
 T = TypeVar("T")
+
+
+class OrderPolicy(Protocol):
+    """The plug-in interface: one device's points in, the same points in run order out."""
+
+    def __call__(self, specs: Sequence[RunSpec], *, seed: int, device: str) -> list[RunSpec]: ...
 
 
 def configuration(spec: RunSpec) -> tuple[str, str, str, str]:
@@ -43,14 +63,85 @@ def shuffle(specs: Sequence[T], seed: int, device: str) -> list[T]:
     return out
 
 
+def spec_policy(specs: Sequence[RunSpec], *, seed: int, device: str) -> list[RunSpec]:
+    """The built-in `spec` policy: the expansion order."""
+    return list(specs)
+
+
+def interleave_policy(specs: Sequence[RunSpec], *, seed: int, device: str) -> list[RunSpec]:
+    """The built-in `interleave` policy."""
+    return interleave(specs)
+
+
+def shuffle_policy(specs: Sequence[RunSpec], *, seed: int, device: str) -> list[RunSpec]:
+    """The built-in `shuffle` policy."""
+    return shuffle(specs, seed, device)
+
+
+BUILT_IN: dict[str, Callable[..., list[RunSpec]]] = {
+    "spec": spec_policy,
+    "interleave": interleave_policy,
+    "shuffle": shuffle_policy,
+}
+POLICIES = tuple(BUILT_IN)
+
+_resolved: dict[str, Callable[..., list[RunSpec]]] = {}
+
+
+def resolve_policy(name: str) -> Callable[..., list[RunSpec]]:
+    """The policy function `name` stands for; ConfigError (naming `policies.order`) if none.
+
+    Resolved once per name and process: a plug-in is imported code, loaded when the config
+    is checked, before anything runs.
+    """
+    if name in BUILT_IN:
+        return BUILT_IN[name]
+    if name in _resolved:
+        return _resolved[name]
+    function: object = None
+    if ":" in name:
+        module_name, _, attribute = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigError(
+                f"policies.order: cannot import {module_name!r} for order policy {name!r}: {exc}"
+            ) from None
+        function = getattr(module, attribute, None)
+    else:
+        found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+        if found:
+            function = found[0].load()
+    if not callable(function):
+        raise ConfigError(
+            f"policies.order: unknown order policy {name!r}; expected 'spec', 'interleave' "
+            f"or 'shuffle', a `package.module:function`, or a name in the "
+            f"{ENTRY_POINT_GROUP} entry point group"
+        )
+    _resolved[name] = function  # type: ignore[assignment]
+    return function  # type: ignore[return-value]
+
+
+def _apply(policy: str, specs: Sequence[RunSpec], seed: int, device: str) -> list[RunSpec]:
+    out = list(resolve_policy(policy)(list(specs), seed=seed, device=device))
+    if sorted(s.spec_id for s in out) != sorted(s.spec_id for s in specs) or not all(
+        isinstance(s, RunSpec) for s in out
+    ):
+        raise ConfigError(
+            f"policies.order: order policy {policy!r} did not return the same points it was "
+            f"given for device {device!r} ({len(specs)} in, {len(out)} out); a policy may "
+            "only reorder"
+        )
+    return out
+
+
 def order_points(specs: Sequence[RunSpec], policy: str, *, seed: int, device: str) -> list[RunSpec]:
-    """One device's points in the order its workers take them."""
-    if policy == "spec":
-        return list(specs)
-    if policy == "interleave":
-        return interleave(specs)
-    if policy == "shuffle":
-        return shuffle(specs, seed, device)
-    raise ConfigError(
-        f"policies.order: unknown order policy {policy!r}; expected one of {', '.join(POLICIES)}"
-    )
+    """One device's points in the order its workers take them, round (repeat) by round."""
+    resolve_policy(policy)  # an unknown name is an error even for a device with no points
+    rounds: dict[int, list[RunSpec]] = {}
+    for spec in specs:
+        rounds.setdefault(spec.repeat or 0, []).append(spec)
+    out: list[RunSpec] = []
+    for repeat in sorted(rounds):
+        out.extend(_apply(policy, rounds[repeat], seed + repeat, device))
+    return out
