@@ -85,22 +85,33 @@ def best_runs(
             return []
         top = max(e[metric] for e in candidates)
         return ranked([e for e in candidates if e[metric] == top], metric)[:1]
-    if by == "machine":
-        return _first_per(ranked(candidates, metric), lambda e: e["machine_id"])
-    return _first_per(ranked(candidates, metric), series_of)
+    group = (lambda e: e["machine_id"]) if by == "machine" else series_of
+    return ranked(_best_per(candidates, group, (metric,)), metric)
 
 
-def _first_per(
-    rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Any]
+_MISSING = float("-inf")
+
+
+def _best_per(
+    rows: Iterable[dict[str, Any]],
+    group: Callable[[dict[str, Any]], Any],
+    metrics: Sequence[str],
 ) -> list[dict[str, Any]]:
-    seen: set[Any] = set()
-    kept = []
+    """The best row of each group: highest `metrics` in turn (a missing value is lowest),
+    then the newer run, then the smaller run id, as `ranked` orders them.
+
+    One pass that keeps a winner per group, not a sort of every row: on 100,000 runs
+    `best --by series` and `table` stay well inside their one second.
+    """
+    best: dict[Any, tuple[tuple[Any, ...], dict[str, Any]]] = {}
     for row in rows:
-        value = key(row)
-        if value not in seen:
-            seen.add(value)
-            kept.append(row)
-    return kept
+        values = [row.get(m) for m in metrics]
+        key = (*(_MISSING if v is None else v for v in values), row["timestamp"])
+        name = group(row)
+        held = best.get(name)
+        if held is None or key > held[0] or (key == held[0] and row["run_id"] < held[1]["run_id"]):
+            best[name] = (key, row)
+    return [row for _, row in best.values()]
 
 
 TABLE_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
@@ -115,14 +126,13 @@ def machine_table(catalog: LoadedCatalog, filters: Filters) -> list[dict[str, An
     grouped by model (sorted by model slug), fastest first within a model: a table of
     several models is read one model at a time.
     """
-    rows = list(select(catalog.runs, filters))
+    rows = _best_per(select(catalog.runs, filters), series_of, TABLE_METRICS)
     rows.sort(key=lambda e: e["run_id"])
     rows.sort(key=lambda e: e["timestamp"], reverse=True)  # ties: the newer run
     rows.sort(
-        key=lambda e: [(e.get(m) is not None, e.get(m) or 0.0) for m in TABLE_METRICS],
+        key=lambda e: tuple(_MISSING if e.get(m) is None else e[m] for m in TABLE_METRICS),
         reverse=True,
     )
-    rows = _first_per(rows, series_of)
     rows.sort(key=model_key)  # stable: keeps the ranking within each model
     return rows
 
