@@ -42,6 +42,8 @@ def spec_label(spec: RunSpec) -> str:
         shape.append(f"n{spec.gen_tokens}")
     if shape:
         parts.append("/".join(shape))
+    if spec.repeat:
+        parts.append(f"r{spec.repeat}")
     if spec.failover_from:
         parts.append(f"(failover from {spec.failover_from})")
     return " ".join(parts)
