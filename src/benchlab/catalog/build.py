@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -265,6 +265,53 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def scan(
+    store: Store,
+    cached_dirs: dict[str, list[Any]],
+    known: Container[str],
+    result: BuildResult,
+    progress: Progress | None = None,
+) -> tuple[dict[str, dict], dict[str, list[Any]]]:
+    """Read the run dirs that changed since the cache was written (every dir without one).
+
+    A dir whose files are unchanged and whose run id is `known` (still in the catalog) is
+    not read. Returns (fresh entries by run id, the new dir cache).
+    """
+    hosts = collect_store_names(store.root).hosts
+    policy = default_policy()
+    passed: set[tuple[str, str]] = set()
+    new_cache: dict[str, list[Any]] = {}
+    scanned: dict[str, dict] = {}
+    for seen, (rel, run) in enumerate(iter_run_dirs(store), start=1):
+        if progress is not None and seen % 1000 == 0:
+            progress(seen)
+        names, ident = _signature(run)
+        cached = cached_dirs.get(rel)
+        if cached is not None and cached[1:] == ident and cached[0] in known:
+            new_cache[rel] = cached
+            result.dirs_unchanged += 1
+            continue
+        if not names:
+            continue
+        run_dir = Path(run.path)
+        if RECORD not in names and any(name not in names for name in REQUIRED_RUN_FILES):
+            result.warnings.append(f"{run_dir}: incomplete run dir skipped")
+            continue
+        try:
+            entry = extract_entry(store.root, run_dir, names, policy)
+            result.warnings.extend(check_public_entry(entry, hosts, policy, passed))
+        except BenchlabError as exc:
+            result.skipped += 1
+            result.warnings.append(f"skipped: {exc}")
+            continue
+        result.dirs_read += 1
+        held = scanned.get(entry["run_id"])
+        scanned[entry["run_id"]] = entry if held is None else winner(held, entry)
+        new_cache[rel] = [entry["run_id"], *ident]
+
+    return scanned, new_cache
+
+
 def build(store: Store, *, full: bool = False, progress: Progress | None = None) -> BuildResult:
     """Scan run dirs, union-merge them into catalog.json, write inventory and views.
 
@@ -294,36 +341,7 @@ def _build(store: Store, *, full: bool, progress: Progress | None) -> BuildResul
     old_inventory = load_inventory(store.inventory_path)
     specs = _machine_specs(store)
 
-    hosts = collect_store_names(store.root).hosts
-    policy = default_policy()
-    new_cache: dict[str, list[Any]] = {}
-    scanned: dict[str, dict] = {}
-    for seen, (rel, run) in enumerate(iter_run_dirs(store), start=1):
-        if progress is not None and seen % 1000 == 0:
-            progress(seen)
-        names, ident = _signature(run)
-        cached = cached_dirs.get(rel)
-        if cached is not None and cached[1:] == ident and cached[0] in old_entries:
-            new_cache[rel] = cached
-            result.dirs_unchanged += 1
-            continue
-        if not names:
-            continue
-        run_dir = Path(run.path)
-        if RECORD not in names and any(name not in names for name in REQUIRED_RUN_FILES):
-            result.warnings.append(f"{run_dir}: incomplete run dir skipped")
-            continue
-        try:
-            entry = extract_entry(store.root, run_dir, names)
-            result.warnings.extend(check_public_entry(entry, hosts, policy))
-        except BenchlabError as exc:
-            result.skipped += 1
-            result.warnings.append(f"skipped: {exc}")
-            continue
-        result.dirs_read += 1
-        held = scanned.get(entry["run_id"])
-        scanned[entry["run_id"]] = entry if held is None else winner(held, entry)
-        new_cache[rel] = [entry["run_id"], *ident]
+    scanned, new_cache = scan(store, cached_dirs, old_entries, result, progress)
 
     merged = dict(old_entries)
     touched: set[str] = set()

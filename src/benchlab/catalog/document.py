@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog.upgrade import upgrade
+from benchlab.catalog.upgrade import CATALOG_V2, CATALOG_V3, upgrade
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 from benchlab.layout import loads_json, parse_model, read_json
@@ -19,6 +19,9 @@ def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
     from benchlab.models import Catalog
 
     data = upgrade(data)
+    if isinstance(data, dict) and data.get("$schema") == CATALOG_V3:
+        check_head(path, data)
+        data = {"$schema": CATALOG_V2, "runs": data.get("runs", [])}
     parse_model(path, Catalog, data)
     entries: dict[str, dict] = {}
     first_seen: dict[str, int] = {}
@@ -69,3 +72,21 @@ def load_inventory(path: Path) -> dict[str, Any]:
     data = read_json(path)
     parse_model(path, MachineInventory, data)
     return data
+
+
+def check_head(path: Path | str, data: dict[str, Any]) -> None:
+    """The shape of a v3 catalog.json (its pending `runs`, if any, are checked by the caller
+    as v2 entries): machines' static fields, `retracted` ids."""
+    machines = data.get("machines", {})
+    if not isinstance(machines, dict) or not all(isinstance(v, dict) for v in machines.values()):
+        raise SchemaError(f"{path}: $.machines: expected an object of machine objects")
+    retracted = data.get("retracted", [])
+    if not isinstance(retracted, list) or not all(isinstance(r, str) for r in retracted):
+        raise SchemaError(f"{path}: $.retracted: expected an array of run ids")
+    if not isinstance(data.get("runs", []), list):
+        raise SchemaError(f"{path}: $.runs: expected an array")
+
+
+def parse_shard_entries(name: str, entries: list[dict]) -> dict[str, dict]:
+    """Validate one shard's entries as catalog entries (pydantic: for a build or a merge)."""
+    return parse_catalog(name, {"$schema": CATALOG_V2, "runs": entries})

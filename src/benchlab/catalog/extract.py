@@ -48,12 +48,19 @@ def _same_run(path: Path, doc: Any, run_id: str) -> None:
         raise SchemaError(f"{path}: $.run_id: {doc.run_id!r} differs from the run's {run_id!r}")
 
 
-def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None = None) -> dict:
+def extract_entry(
+    store_root: Path,
+    run_dir: Path,
+    present: Iterable[str] | None = None,
+    policy: Policy | None = None,
+) -> dict:
     """One run dir as a catalog entry (a plain dict, redacted through `scrub_public`).
 
     A dir with manifest, kernel and batch is a run; record.json is optional (absent means
     ok). A failed record with some of the required files missing is still a run: a failed
     attempt must show up, not vanish. Anything else raises StoreError naming the dir.
+    `policy`: the build's redaction policy, found once (finding it per entry costs more than
+    the rest of the extraction).
     """
     names = set(present) if present is not None else {p.name for p in run_dir.iterdir()}
     docs: dict[str, Any] = {}
@@ -75,7 +82,7 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
     )
     rel = run_dir.relative_to(store_root).as_posix()
     entry["path"] = rel + "/"
-    entry = scrub_public({k: v for k, v in entry.items() if v is not None})
+    entry = scrub_public({k: v for k, v in entry.items() if v is not None}, policy)
     # The slug of the public name: a tell the scrub replaced cannot survive in the id.
     entry["model_id"] = model_slug(str(entry["model"]))
     entry["series"] = series_id(entry)  # of the public values, as every reader sees them
@@ -86,30 +93,49 @@ def extract_entry(store_root: Path, run_dir: Path, present: Iterable[str] | None
 PUBLIC_ID_FIELDS = ("machine_id", "model_id", "precision", "backend", "mode")
 
 
-def check_public_entry(entry: dict[str, Any], hosts: Iterable[str], policy: Policy) -> list[str]:
+def check_public_entry(
+    entry: dict[str, Any],
+    hosts: Iterable[str],
+    policy: Policy,
+    passed: set[tuple[str, str]] | None = None,
+) -> list[str]:
     """The structural defence: every public id field has the shape of an id (not a path, an
     address, a user@host, or any tell the policy knows), and a machine id that is a host
     name is refused unless redaction.yaml's `allow.values` says that name is public: a run
     that fails is refused (SchemaError). A tag that fails is dropped from the entry, and the
     returned warnings say so. A tell no pattern knows still cannot reach a public file
-    through these fields."""
+    through these fields.
+
+    `passed`: (field, value) pairs already found safe under the same hosts and policy (a
+    build passes one set for all its entries). The checks are pure, and a fleet repeats a
+    few machines, models and tags across a million runs, so each is checked once."""
     where = entry.get("path") or entry.get("run_id")
+    seen = passed if passed is not None else set()
     try:
         for name in PUBLIC_ID_FIELDS:
-            if entry.get(name) is not None:
-                check_public_field(name, str(entry[name]), policy)
+            value = entry.get(name)
+            if value is not None and (name, str(value)) not in seen:
+                check_public_field(name, str(value), policy)
+                seen.add((name, str(value)))
         machine = str(entry["machine_id"])
-        refuse_hostname_as_id(machine, hosts, allow_public=machine.lower() in policy.allow_values)
+        if ("host", machine) not in seen:
+            allow = machine.lower() in policy.allow_values
+            refuse_hostname_as_id(machine, hosts, allow_public=allow)
+            seen.add(("host", machine))
     except BenchlabError as exc:
         raise SchemaError(f"{where}: {exc}") from None
     kept, warnings = [], []
     for tag in entry.get("tags", []):
+        if ("tags", tag) in seen:
+            kept.append(tag)
+            continue
         try:
             check_public_field("tags", tag, policy)
         except BenchlabError as exc:
             warnings.append(f"{where}: tag dropped: {exc}")
         else:
             kept.append(tag)
+            seen.add(("tags", tag))
     entry["tags"] = kept
     return warnings
 

@@ -12,12 +12,11 @@ recomputed from the entries every time.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from datetime import datetime, timedelta
 from typing import Any
 
-from benchlab.catalog.upgrade import CATALOG_SCHEMA, upgrade
+from benchlab.catalog.order import _entry_rank, _time_key, winner  # noqa: F401 (re-exported)
+from benchlab.catalog.upgrade import CATALOG_SCHEMA, CATALOG_V3, upgrade
 from benchlab.ids import slug
 from benchlab.layout import (
     canonical_json,
@@ -27,52 +26,6 @@ from benchlab.redact import scrub_public
 INVENTORY_SCHEMA = "benchmark/machine-inventory.v1"
 SUMMARY_STATIC = ("os", "arch", "cpu_cores", "gpu")
 """Machine summary fields that come from specs (the rest is counted from the entries)."""
-_ISO_TIME = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\Z"
-)
-
-# --- merge --------------------------------------------------------------------------------
-
-
-def _time_key(timestamp: Any) -> tuple[int, str]:
-    """A sortable UTC key for an ISO 8601 stamp; unparsable stamps sort below every real one.
-
-    Parsed here rather than with `datetime.fromisoformat`, whose accepted forms differ
-    between Python versions: every clone must rank and date entries the same way.
-    """
-    if not isinstance(timestamp, str):
-        return (0, "")
-    match = _ISO_TIME.match(timestamp)
-    if match is None:
-        return (0, timestamp)
-    year, month, day, hour, minute, second, fraction, zone = match.groups()
-    try:
-        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
-    except ValueError:
-        return (0, timestamp)
-    micros = (fraction or "").ljust(6, "0")[:6]
-    if zone is None or zone == "Z":
-        return (1, f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micros}Z")
-    sign = -1 if zone[0] == "+" else 1
-    moment += sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[-2:]))
-    return (1, f"{moment:%Y-%m-%dT%H:%M:%S}.{micros}Z")
-
-
-def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], int, str]:
-    return (
-        entry.get("status", "ok") == "ok",
-        _time_key(entry.get("timestamp")),
-        len(entry),
-        canonical_json(entry),
-    )
-
-
-def winner(a: dict, b: dict) -> dict:
-    """The entry every clone keeps for one run id: ok over failed, then newer, then the
-    greater canonical JSON. A total order, so the choice is commutative and associative."""
-    if a == b:
-        return a
-    return a if _entry_rank(a) >= _entry_rank(b) else b
 
 
 def merge_entries(*sides: Iterable[dict]) -> dict[str, dict]:
@@ -181,6 +134,54 @@ def merge_catalogs(*docs: dict[str, Any]) -> dict[str, Any]:
     static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
     retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
     return finalize(entries, static, retracted)
+
+
+def head_document(
+    static: dict[str, dict],
+    retracted: Iterable[str] = (),
+    pending: Iterable[dict] = (),
+) -> dict[str, Any]:
+    """The tracked v3 catalog.json: only what is not derived from the entries.
+
+    `static` is each machine's spec fields (os, arch, cores, gpu), kept for every machine
+    ever described (a machine whose runs were all retracted keeps its description: static
+    fields only grow, so the merge of two heads is a plain union). `pending` are entries a
+    merge brought in from a v2 side, kept inline until the next build shards them.
+    """
+    from benchlab.catalog.shards import LAYOUT
+
+    withdrawn = sorted(set(retracted))
+    gone = set(withdrawn)
+    machines = {
+        m: scrub_public({k: v for k, v in s.items() if k in SUMMARY_STATIC and v is not None})
+        for m, s in sorted(static.items())
+    }
+    doc: dict[str, Any] = {
+        "$schema": CATALOG_V3,
+        "version": "3.0",
+        "shards": LAYOUT,
+        "machines": machines,
+    }
+    if withdrawn:
+        doc["retracted"] = withdrawn
+    runs = sorted((e for e in pending if e["run_id"] not in gone), key=lambda e: e["run_id"])
+    if runs:
+        doc["runs"] = runs
+    return doc
+
+
+def merge_heads(*docs: dict[str, Any]) -> dict[str, Any]:
+    """The union of catalog.json versions where at least one is v3 (the git merge driver).
+
+    v3 with v3: static fields and `retracted` united. v3 with v1/v2: the single file's runs
+    are kept inline (`runs`, merged by `winner` with any already pending), so nothing is lost
+    and the next `bench catalog build` moves them into shards.
+    """
+    docs = tuple(upgrade(doc) for doc in docs)
+    static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
+    retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
+    pending = merge_entries(*(doc.get("runs", []) for doc in docs))
+    return head_document(static, retracted, pending.values())
 
 
 def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,10 @@ Format history:
 - v1: entries with machine, model, precision, backend, mode, status, tags and metrics.
 - v2: the full measurement identity per entry, `series`, `tests`, attempts, warnings,
   samples, stddevs; `retracted` run ids.
+- v3: the same entries, one line each in `catalog/<machine>/<ISO week>.jsonl` shards;
+  catalog.json keeps only the machines' static fields, `retracted` and the layout (see
+  `catalog.shards`). A v3 catalog.json may also hold `runs`: entries a git merge brought in
+  from a v2 side, which every reader includes and the next build moves into shards.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from benchlab.identity import precision_family, series_id
 
 CATALOG_V1 = "benchmark/catalog.v1"
 CATALOG_V2 = "benchmark/catalog.v2"
+CATALOG_V3 = "benchmark/catalog.v3"
 CATALOG_SCHEMA = CATALOG_V2
-KNOWN = (CATALOG_V1, CATALOG_V2)
+"""What a build writes for a new catalog; a v3 catalog stays v3 (see build.catalog_format)."""
+KNOWN = (CATALOG_V1, CATALOG_V2, CATALOG_V3)
 
 
 def upgrade_entry(entry: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""Catalog v3: entries in line-per-run shards, so the tracked record stays git-friendly.
+
+Why shards: a single catalog.json of 100,000 runs is 144 MB (GitHub refuses files over
+100 MB) and every commit rewrites the whole blob. In v3, `catalog.json` keeps only what is
+not derived (the machines' static fields, `retracted`, the layout) and each entry is one
+line of `catalog/<machine>/<ISO week>.jsonl` next to it: compact canonical JSON (sorted
+keys), lines sorted by run id. Adding a run adds one line to one shard; a week's shard
+stops changing once the week is over, so git packs old shards once.
+
+Why ISO weeks, not months: a shard must stay well under 20 MB at a million runs. A lab of
+100 machines sweeping nightly writes ~200 runs per machine per week; the synthetic fleet
+(7 machines, a million runs in six months) writes ~8,000 per machine per week, about 7 MB.
+Monthly shards of that fleet would be ~30 MB.
+
+Everything derived (counts, `last_updated`, the index, machine run counts) is recomputed by
+readers (DESIGN.md invariant 6), so the git merge driver merges a shard as a plain union of
+lines keyed by run id (`merge.winner` settles a shared id) and never reconciles a count.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchlab.catalog.order import _time_key, winner
+from benchlab.errors import SchemaError, StoreError
+from benchlab.ids import check_id
+
+SHARD_DIR = "catalog"
+SHARD_SUFFIX = ".jsonl"
+LAYOUT = "catalog/<machine_id>/<YYYY-Www>.jsonl"
+"""Written into catalog.json (`shards`) so a reader of the tracked files knows the rule."""
+UNDATED = "undated"
+
+
+def period_of(timestamp: Any) -> str:
+    """The ISO week (`2025-W02`) of an entry's UTC timestamp; `undated` when unparsable."""
+    known, key = _time_key(timestamp)
+    if not known:
+        return UNDATED
+    year, week, _ = date(int(key[0:4]), int(key[5:7]), int(key[8:10])).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def shard_name(entry: dict[str, Any]) -> str:
+    """The shard of one entry, relative to the store root (posix)."""
+    machine = check_id(entry["machine_id"], "machine id")
+    return f"{SHARD_DIR}/{machine}/{period_of(entry.get('timestamp'))}{SHARD_SUFFIX}"
+
+
+def shard_dir(catalog_path: Path) -> Path:
+    return catalog_path.parent / SHARD_DIR
+
+
+# --- lines --------------------------------------------------------------------------------
+
+
+def encode_line(entry: dict[str, Any]) -> bytes:
+    """One entry as its canonical line (no newline). The batch curve is stored compactly as
+    `[[batch, agg_tok_per_sec], ...]` (a third of the bytes of the object form)."""
+    curve = entry.get("batch_curve")
+    if curve:
+        entry = dict(entry)
+        entry["batch_curve"] = [[p["batch"], p["agg_tok_per_sec"]] for p in curve]
+    return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+
+
+def decode_entry(data: dict[str, Any]) -> dict[str, Any]:
+    """A parsed line as the entry every reader sees (the curve in its object form)."""
+    curve = data.get("batch_curve")
+    if curve and type(curve[0]) is list:
+        data["batch_curve"] = [
+            {"agg_tok_per_sec": p[1], "batch": p[0]} if type(p) is list and len(p) == 2 else p
+            for p in curve
+        ]
+    return data
+
+
+def parse_lines(raw: bytes, where: str) -> list[dict[str, Any]]:
+    """The entries of one shard's bytes; a bad line is one SchemaError naming file and line."""
+    out = []
+    loads = orjson.loads
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise SchemaError(f"{where}: line {number}: {exc.msg}") from None
+        if type(data) is not dict or type(data.get("run_id")) is not str:
+            raise SchemaError(f"{where}: line {number}: expected an entry object with a run_id")
+        out.append(decode_entry(data))
+    return out
+
+
+def render_shard(entries: Iterable[dict[str, Any]]) -> bytes:
+    """A shard's bytes: one canonical line per entry (ids unique), sorted by run id."""
+    ordered = sorted(entries, key=lambda e: e["run_id"])
+    return b"".join(encode_line(e) + b"\n" for e in ordered)
+
+
+def union(*sides: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Entries of any number of shards (or shard versions) keyed by run id, ties by `winner`."""
+    merged: dict[str, dict[str, Any]] = {}
+    for side in sides:
+        for entry in side:
+            held = merged.get(entry["run_id"])
+            merged[entry["run_id"]] = entry if held is None else winner(held, entry)
+    return merged
+
+
+def merge_shard_bytes(*sides: bytes, where: str = "shard") -> bytes:
+    """The git merge of one shard: the union of its versions' lines, canonical."""
+    entries = [parse_lines(raw, f"{where} (side {i})") for i, raw in enumerate(sides)]
+    return render_shard(union(*entries).values())
+
+
+# --- the shard tree -----------------------------------------------------------------------
+
+
+def iter_shards(catalog_path: Path) -> Iterator[tuple[str, Path]]:
+    """(name relative to the store, path) of every shard, sorted by name."""
+    base = shard_dir(catalog_path)
+    if not base.is_dir():
+        return
+    for machine in sorted(os.scandir(base), key=lambda d: d.name):
+        if machine.name.startswith(".") or not machine.is_dir():
+            continue
+        for item in sorted(os.scandir(machine.path), key=lambda d: d.name):
+            if item.name.endswith(SHARD_SUFFIX) and not item.name.startswith("."):
+                yield f"{SHARD_DIR}/{machine.name}/{item.name}", Path(item.path)
+
+
+def shard_stats(catalog_path: Path) -> list[tuple[str, int, int, int]]:
+    """(name, size, mtime_ns, inode) of every shard: what a cache of them is keyed on."""
+    out = []
+    for name, path in iter_shards(catalog_path):
+        stat = path.stat()
+        out.append((name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return out
+
+
+def read_shard(path: Path, name: str | None = None) -> list[dict[str, Any]]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_lines(raw, name or str(path))
+
+
+def read_all(catalog_path: Path) -> dict[str, dict[str, Any]]:
+    """Every shard's entries, keyed by run id (an id in two shards: `winner` keeps one)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for _name, path in iter_shards(catalog_path):
+        for entry in read_shard(path):
+            held = merged.get(entry["run_id"])
+            merged[entry["run_id"]] = entry if held is None else winner(held, entry)
+    return merged
