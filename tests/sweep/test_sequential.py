@@ -55,7 +55,9 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {
         p.relative_to(root).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns)
         for p in sorted(root.rglob("*"))
-        if p.is_file() and "/sweeps/" not in p.as_posix()
+        # sweeps/ (state, logs) and devices/ (the machines' appended history) are the
+        # sweep's own bookkeeping; everything else is run dirs, which a resume must not touch
+        if p.is_file() and "/sweeps/" not in p.as_posix() and "/devices/" not in p.as_posix()
     }
 
 

@@ -7,6 +7,12 @@ seed's "discovery"). Among several targets one is drawn with probability proport
 fitness from a seeded RNG; with probability `exploration` the draw ignores fitness and is
 uniform (the seed's "generic grid slot"), so a device at fitness 0 can rehabilitate itself
 instead of waiting to be forgotten. Every draw is recorded with the fitness it saw.
+
+Fitness lasts: a session seeds each device's window from `runs/devices/<machine>/history.jsonl`
+(history.py), which every session appends to, so a failover choice at the next session
+already knows which spare misbehaved last time. A point that waits in a device's queue past
+`pending_after_s` counts once against the device (seed 004's "pending jobs" as negative
+feedback: a device that cannot keep up should not be handed more work).
 """
 
 from __future__ import annotations
@@ -49,6 +55,10 @@ class FitnessBook:
         track = self._track(device)
         track.in_flight = max(track.in_flight - 1, 0)
         track.outcomes.append(ok)
+
+    def seed(self, device: str, outcomes: Sequence[bool]) -> None:
+        """Start `device`'s window from outcomes of earlier sessions (oldest first)."""
+        self._track(device).outcomes.extend(outcomes)
 
     def outcome(self, device: str, ok: bool) -> None:
         """An outcome that was never counted as started (a hole, a refused attempt)."""

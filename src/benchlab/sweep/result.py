@@ -23,6 +23,14 @@ class SweepResult:
     skipped: int = 0
     stopped: bool = False
     warnings: list[str] = field(default_factory=list)
+    deadline_reached: bool = False
+    """A time budget (`--for`) ran out: what is left is pending, not failed."""
+    rounds: int = 0
+    """Under a time budget, the rounds (repeats) this invocation reached."""
+    left_pending: int = 0
+    """Points known to this invocation that it did not start (stop request or deadline)."""
+    injected_waiting: int = 0
+    """Injected points whose not-before time had not come when the sweep ended."""
 
     @property
     def failed(self) -> list[RunRecord]:

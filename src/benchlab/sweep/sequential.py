@@ -9,11 +9,16 @@ result and is recorded as such.
 Resume, the locks and retries.jsonl are the session's (session.py, shared with the
 concurrent runner): a re-run executes exactly the points that have no ok record and touches
 none of the others; a stop request (`bench stop`) is honoured between points.
+
+Between points it also takes injected points that are due (inject.py) and, under a time
+budget (budget.py), moves on to the next round when a round is done and starts nothing that
+cannot finish in time. Every outcome is appended to the machine's history (history.py).
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,10 @@ from typing import Any
 from benchlab.devices.base import Transport
 from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
 from benchlab.sweep.attempt import Runner, retry_warning
+from benchlab.sweep.budget import MAX_ROUNDS, Budget, Durations, Rounds
 from benchlab.sweep.expand import expand, order_specs
+from benchlab.sweep.history import DeviceHistory
+from benchlab.sweep.inject import InjectedQueue, pending_path
 from benchlab.sweep.journal import as_store
 from benchlab.sweep.placeholders import resolve_device, worker_instance_id
 from benchlab.sweep.progress import QuietProgress
@@ -103,46 +111,134 @@ def run_sweep(
     *,
     fresh: bool = False,
     progress: Any = None,
+    budget: Budget | None = None,
     _opener: Opener | None = None,
     _backend: Callable[[str], Any] | None = None,
     _sleep: Callable[[float], None] = time.sleep,
     _clock: Callable[[], float] = time.monotonic,
     _git_info: Any = None,
 ) -> SweepResult:
-    """Run every pending point of `config` one after another; return all records."""
+    """Run every pending point of `config` one after another; return all records.
+
+    With `budget`, round after round (repeat k in round k) until its deadline.
+    """
     store = as_store(store)
     progress = progress if progress is not None else QuietProgress()
     began = _clock()
-    specs = order_specs(expand(config), config.policies)
+    rounds = Rounds(config, str(config_path or "sweep config")) if budget else None
+    specs = rounds.points(0) if rounds else order_specs(expand(config), config.policies)
     result = SweepResult(experiment=config.experiment, total=len(specs))
     transports = _Transports(config, _opener or _open_transport)
     with SweepSession(
-        store, config, config_path, specs=specs, fresh=fresh, progress=progress, result=result
+        store,
+        config,
+        config_path,
+        specs=specs,
+        fresh=fresh,
+        progress=progress,
+        result=result,
+        hold_all=budget is not None,
     ) as session:
-        pending = session.pending
         runner = session.guard(
             Runner(
                 store, config, experiment=config.experiment, git_info=_git_info, _backend=_backend
             )
         )
-        _call(progress, "start", len(pending))
+        history = DeviceHistory(store, config.experiment)
+        injected = InjectedQueue(pending_path(store, config.experiment), config.experiment)
+        durations = Durations.from_store(store, config) if budget else Durations()
+        queue: deque[RunSpec] = deque(session.pending)
+        seen = {session.run_id(spec) for spec in queue}
+        round_index = 0
+        _call(progress, "start", len(queue))
+        index = 0
         try:
-            for index, spec in enumerate(pending, 1):
+            while True:
+                for spec in _due(injected, session, seen, progress):
+                    queue.appendleft(spec)
                 if session.stop_requested():
                     result.stopped = True
                     progress.event(
-                        f"STOP requested: {len(pending) - index + 1} point(s) left pending; "
-                        "re-run to resume"
+                        f"STOP requested: {len(queue)} point(s) left pending; re-run to resume"
                     )
                     break
+                if budget is not None and budget.expired():
+                    result.deadline_reached = True
+                    break
+                if not queue:
+                    if rounds is None or round_index + 1 >= MAX_ROUNDS:
+                        break
+                    round_index += 1
+                    fresh_round = [
+                        spec
+                        for spec in rounds.points(round_index)
+                        if session.run_id(spec) not in seen and not session.journal.is_done(spec)
+                    ]
+                    seen.update(session.run_id(spec) for spec in fresh_round)
+                    queue.extend(fresh_round)
+                    if fresh_round:
+                        progress.event(
+                            f"ROUND {round_index}: {len(fresh_round)} point(s), "
+                            f"{budget.left() if budget else 0:.0f} s of the budget left"
+                        )
+                    continue
+                spec = queue[0]
+                if budget is not None and not budget.fits(durations.estimate(spec)):
+                    result.deadline_reached = True
+                    progress.event(
+                        f"DEADLINE {spec.spec_id} usually takes "
+                        f"{durations.estimate(spec) or 0:.1f} s, more than the "
+                        f"{budget.left():.1f} s (+ {budget.grace_s:g} s grace) left; not started"
+                    )
+                    break
+                queue.popleft()
+                index += 1
                 _call(progress, "point_started", spec)
                 record = _run_point(runner, session, transports, spec, config, progress, _sleep)
                 result.records.append(record)
-                progress.point_done(index, len(pending), spec, record)
+                durations.add(spec, record.timings.duration_s if record.status == "ok" else None)
+                _remember(history, spec, record, progress)
+                progress.point_done(index, index + len(queue), spec, record)
         finally:
             transports.close_all()
+        result.rounds = round_index + 1 if budget else 0
+        result.left_pending = len(queue)
+        result.injected_waiting = injected.waiting()
+        result.total = max(result.total, result.skipped + index + len(queue))
+        for warning in injected.warnings:
+            progress.event(f"WARNING {warning}")
     result.elapsed_s = _clock() - began
     return result
+
+
+def _due(
+    injected: InjectedQueue, session: SweepSession, seen: set[str], progress: Any
+) -> list[RunSpec]:
+    """Injected points whose time has come, that this session may run and has not queued."""
+    out = []
+    for spec in injected.poll():
+        run_id = session.run_id(spec)
+        if run_id in seen or session.journal.is_done(spec):
+            continue
+        if spec.device not in session.config.devices or spec.machine_id not in session.machines:
+            progress.event(
+                f"INJECT {spec.spec_id}: device {spec.device!r} is not measured by this "
+                "session; left in pending.jsonl for a run that holds it"
+            )
+            continue
+        seen.add(run_id)
+        progress.event(f"INJECT {spec.spec_id} queued next on {spec.device}")
+        out.append(spec)
+    return list(reversed(out))  # appendleft one by one keeps the file's order
+
+
+def _remember(history: DeviceHistory, spec: RunSpec, record: Any, progress: Any) -> None:
+    """One history line per point; history is advisory, so a full disk must not sink a run."""
+    outcome = "ok" if record.status == "ok" else "failed"
+    try:
+        history.record(spec.machine_id, spec.device, outcome, record.run_id)
+    except OSError as exc:
+        progress.event(f"WARNING device history of {spec.machine_id} not written: {exc}")
 
 
 def _run_point(

@@ -115,6 +115,7 @@ class SweepSession:
         progress: Any,
         result: SweepResult,
         journal: Any = None,
+        hold_all: bool = False,
     ) -> None:
         self.store = store
         self.config = config
@@ -130,6 +131,11 @@ class SweepSession:
         self.pending: list[RunSpec] = []
         self._lock = SweepLock(store, self.experiment)
         self._devices: DeviceLocks | None = None
+        self.hold_all = hold_all
+        """Lock every machine of `specs`, pending or not: a time budget runs later rounds
+        (and injected points) on machines whose first-round points are all done."""
+        self.machines: set[str] = set()
+        """The machine ids this session holds; only these may be measured by it."""
 
     # --- entry and exit -------------------------------------------------------------------
 
@@ -138,9 +144,9 @@ class SweepSession:
         try:
             self._warn(self._lock.warnings)
             clear_stop(self.store, self.experiment)
-            self._devices = DeviceLocks(
-                self.store, machines_needed(self.config, self._maybe_pending()), self.experiment
-            )
+            wanted = self.specs if self.hold_all else self._maybe_pending()
+            self.machines = machines_needed(self.config, wanted)
+            self._devices = DeviceLocks(self.store, self.machines, self.experiment)
             self._devices.acquire()
             self._warn(self._devices.warnings)
             self.result.stamp = self._begin()

@@ -1,0 +1,118 @@
+"""Device history that outlives a sweep (seed 004: fitness that lasts).
+
+`runs/devices/<machine>/history.jsonl` (private, beside the machine's lock): one line per
+outcome of a point on that machine, from every experiment and session, appended and fsynced
+line by line. The next session seeds each device's fitness from the most recent lines, so a
+device that failed all of yesterday's sweep starts today judged by that, not as new.
+
+Keyed by machine id, as the device lock is: two device ids on one machine are one thing
+measured. Bounded: past MAX_LINES the file is rewritten (atomically) keeping the newest
+KEEP_LINES, which is also the seed's "forgetting about old data".
+
+Outcomes: `ok` counts for the device; `failed` (any failure of the point), `transport` (an
+attempt lost to the transport), `hole` and `pending` (a point left waiting in the device's
+queue for longer than `policies.fitness.pending_after_s`) count against it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from benchlab.ids import check_id, utc_iso
+from benchlab.layout import Store, atomic_write_text
+
+HISTORY = "history.jsonl"
+MAX_LINES = 2000
+"""When a history file holds more lines than this, it is cut back to KEEP_LINES."""
+KEEP_LINES = 1000
+GOOD = frozenset({"ok"})
+OUTCOMES = frozenset({"ok", "failed", "transport", "hole", "pending"})
+
+
+def history_path(store: Store, machine_id: str) -> Path:
+    """`runs/devices/<machine>/history.jsonl`."""
+    return store.runs_dir / "devices" / check_id(machine_id, "machine id") / HISTORY
+
+
+def read_history(path: Path, limit: int = KEEP_LINES) -> list[dict[str, Any]]:
+    """The newest `limit` lines (oldest first); unreadable lines are skipped, not fatal."""
+    lines: deque[dict[str, Any]] = deque(maxlen=max(limit, 1))
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for count, text in enumerate(handle):
+                if count > MAX_LINES * 4:  # a file someone else let grow: read no further
+                    break
+                try:
+                    line = json.loads(text)
+                except ValueError:
+                    continue
+                if isinstance(line, dict) and line.get("outcome") in OUTCOMES:
+                    lines.append(line)
+    except OSError:
+        return []
+    return list(lines)
+
+
+def recent_outcomes(store: Store, machine_id: str, window: int) -> list[bool]:
+    """The machine's last `window` outcomes as good (True) or bad (False), oldest first."""
+    return [line["outcome"] in GOOD for line in read_history(history_path(store, machine_id))][
+        -window:
+    ]
+
+
+def fitness_of(lines: list[dict[str, Any]], window: int) -> float | None:
+    """Share of good outcomes among the last `window` lines; None when there are none."""
+    recent = lines[-window:]
+    if not recent:
+        return None
+    return sum(1 for line in recent if line.get("outcome") in GOOD) / len(recent)
+
+
+class DeviceHistory:
+    """The appender for one session. Thread-safe: workers record from their own threads."""
+
+    def __init__(self, store: Store, experiment: str) -> None:
+        self.store = store
+        self.experiment = experiment
+        self._lock = threading.Lock()
+        self._counts: dict[Path, int] = {}
+
+    def record(self, machine_id: str, device: str, outcome: str, run_id: str | None) -> None:
+        """Append one outcome line; cut the file back when it has grown past MAX_LINES."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"unknown outcome {outcome!r}")
+        path = history_path(self.store, machine_id)
+        line = {
+            "at": utc_iso(),
+            "device": device,
+            "experiment": self.experiment,
+            "outcome": outcome,
+            "run_id": run_id,
+        }
+        text = json.dumps(line, sort_keys=True) + "\n"
+        with self._lock:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path not in self._counts:
+                self._counts[path] = _count_lines(path)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self._counts[path] += 1
+            if self._counts[path] > MAX_LINES:
+                kept = read_history(path, KEEP_LINES)
+                atomic_write_text(path, "".join(json.dumps(x, sort_keys=True) + "\n" for x in kept))
+                self._counts[path] = len(kept)
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as handle:
+            return sum(1 for _ in handle)
+    except OSError:
+        return 0
