@@ -89,7 +89,9 @@ def test_bench_run_llama_sweep(
     elapsed = time.monotonic() - started
     out = capsys.readouterr().out
     assert "8 run(s) in " in out and ", 0 failed" in out, out
-    assert elapsed < 120, f"the sweep took {elapsed:.0f} s"
+    # Under 30 s on 2 idle cores; llama.cpp's 2-thread points slow down 10-100x when other
+    # work holds the cores (its threads spin at barriers), so only a hang fails here.
+    assert elapsed < 300, f"the sweep took {elapsed:.0f} s"
     runs = sorted(p for p in (store / "runs" / "by-machine" / "local").iterdir() if p.is_dir())
     assert len(runs) == 8
     for run_dir in runs:
