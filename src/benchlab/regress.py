@@ -25,7 +25,7 @@ from statistics import median
 from typing import Any, Literal
 
 from benchlab.errors import QueryError
-from benchlab.identity import series_id, series_key, series_label
+from benchlab.identity import series_id, series_label
 from benchlab.metrics import DEFAULT_METRIC
 
 LOWER_IS_BETTER = frozenset({"per_token_median_ms", "median_ms", "decode_ms_per_token"})
@@ -52,16 +52,23 @@ def version_label(entry: Entry) -> str | None:
     return " ".join(parts) or None
 
 
+def series_of(entry: Entry) -> str:
+    """The entry's series: the `series` id every catalog entry carries (`identity.series_id`,
+    the hash of `identity.series_key`, stored at build time), else computed from the entry.
+    Grouping by the stored id is what keeps a 10,000-run site build fast."""
+    return entry.get("series") or series_id(entry)
+
+
 def sort_key(entry: Entry) -> tuple[str, str]:
     """Series in reading order: by label, then by id (two series may share a label when
     they differ only in a field the label leaves out, such as the KV cache types)."""
-    return (series_label(entry), entry.get("series") or series_id(entry))
+    return (series_label(entry), series_of(entry))
 
 
-def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[Any, History]:
-    """Ok runs with a value for `metric`, grouped by `identity.series_key`, oldest first;
-    the series come in `sort_key` order."""
-    grouped: dict[Any, History] = defaultdict(list)
+def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[str, History]:
+    """Ok runs with a value for `metric`, by series id (`series_of`), oldest first; the
+    series come in `sort_key` order."""
+    grouped: dict[str, History] = defaultdict(list)
     for entry in entries:
         value = entry.get(metric)
         if (
@@ -70,7 +77,7 @@ def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[An
             and not isinstance(value, bool)
             and math.isfinite(value)
         ):
-            grouped[series_key(entry)].append((entry, float(value)))
+            grouped[series_of(entry)].append((entry, float(value)))
     for runs in grouped.values():
         runs.sort(key=lambda pair: (pair[0]["timestamp"], pair[0]["run_id"]))
     return dict(sorted(grouped.items(), key=lambda item: sort_key(item[1][0][0])))
@@ -78,7 +85,7 @@ def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[An
 
 def _series_fields(entry: Entry) -> dict[str, Any]:
     return {
-        "series": entry.get("series") or series_id(entry),
+        "series": series_of(entry),
         "label": series_label(entry),
         **{name: entry.get(name) for name in REPORT_FIELDS},
     }

@@ -6,10 +6,10 @@ are sorted, div ids are fixed, and nothing carries a wall-clock stamp, so two bu
 catalog are byte-identical (invariant 7).
 
 Runs are filtered by the one filter (`query.filters.select`) and grouped by the one series
-key (`identity.series_key`): a run at two threads is a line or bar of its own, never a point
-in the history of the same run at one thread, and its label (`identity.series_label`) says
-so. The trend chart marks the steps the regression detector (`benchlab.regress`) finds, in
-the detector's own series.
+key (`identity.series_key`, carried by each entry as its `series` id): a run at two threads
+is a line or bar of its own, never a point in the history of the same run at one thread, and
+its label (`identity.series_label`) says so. The trend chart marks the steps the regression
+detector (`benchlab.regress`) finds, in the detector's own series.
 
 Every point carries `customdata = [machine, model, precision, run_id, timestamp, series
 label, version, ...]`; the small filter script shipped with the site (assets/benchlab.js)
@@ -31,13 +31,13 @@ from typing import Any
 
 from benchlab.catalog.read import entry_curve
 from benchlab.errors import ConfigError, StoreError
-from benchlab.identity import series_id, series_key, series_label
+from benchlab.identity import series_id, series_label
 from benchlab.layout import atomic_write_text, read_json
 from benchlab.models import BatchResults
 from benchlab.publish.data import PublicData
 from benchlab.publish.static import copy_assets
 from benchlab.query.filters import Filters, chronological, select
-from benchlab.regress import Step, detect, sort_key, version_label
+from benchlab.regress import Step, detect, series_of, sort_key, version_label
 
 CHART_KINDS = ("throughput", "scaling", "prefill-decode", "cost", "trend")
 """Chart kinds in the order the site and `bench chart` show them."""
@@ -76,16 +76,15 @@ def throughput(run: Entry) -> float | None:
 
 
 def latest_by_series(runs: Iterable[Entry]) -> dict[str, Entry]:
-    """The newest run of each series (`identity.series_key`), by series id, in the
-    detector's reading order; ties go to the larger run id."""
-    latest: dict[Any, Entry] = {}
+    """The newest run of each series (`regress.series_of`: the detector's series), by series
+    id, in the detector's reading order; ties go to the larger run id."""
+    latest: dict[str, Entry] = {}
     for run in runs:
-        key = series_key(run)
+        key = series_of(run)
         best = latest.get(key)
         if best is None or (run["timestamp"], run["run_id"]) > (best["timestamp"], best["run_id"]):
             latest[key] = run
-    ordered = sorted(latest.values(), key=sort_key)
-    return {sort_key(run)[1]: run for run in ordered}
+    return {series_of(run): run for run in sorted(latest.values(), key=sort_key)}
 
 
 def label(run: Entry, machine: bool = True) -> str:
@@ -502,10 +501,10 @@ def trend_chart(
     `regressions` found over a larger set of whole series (the site finds them once for
     every page) are kept where their run is among `runs`.
     """
-    series: dict[Any, list[Entry]] = defaultdict(list)
+    series: dict[str, list[Entry]] = defaultdict(list)
     for run in runs:
         if throughput(run) is not None:
-            series[series_key(run)].append(run)
+            series[series_of(run)].append(run)
     lines = sorted(series.values(), key=lambda members: sort_key(members[0]))
     if regressions is None:
         regressions = find_regressions(runs)
