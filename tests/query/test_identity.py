@@ -457,3 +457,16 @@ def test_rich_never_cuts_ids(monkeypatch: pytest.MonkeyPatch) -> None:
         out = stream.getvalue()
         assert run_id in out and "…" not in out, width
         assert "862.20" in out
+
+
+def test_readme_compare_by_build_example_is_real(
+    golden_builds: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's `compare --by build` block is this golden catalog's output, verbatim."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    command = "$ bench compare --by build --model llama-3.2-1b\n"
+    block = readme[readme.index(command) + len(command) :]
+    block = block[: block.index("```")]
+    code, out, err = bench(capsys, "compare", "--by", "build", "--model", "llama-3.2-1b")
+    assert code == 0
+    assert out + err == block
