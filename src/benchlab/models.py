@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Status = Literal["ok", "failed"]
 FailureKind = Literal["transport", "measurement", "config", "parse"]
@@ -175,10 +175,33 @@ class ModelInfo(_Open):
 
 
 class GateInfo(_Open):
+    """A gate's verdict on one run (`manifest.json` `gate`, and `gate.json` in the run dir).
+
+    Written by benchlab.gates when a sweep declares gates (`bench run --publish`,
+    `bench regression --gates`). The seed's four fields come first; the rest say what was
+    compared with what, so a failed gate can be read without re-running anything.
+    """
+
     required: bool | None = None
-    status: str | None = None
+    status: str | None = Field(
+        default=None,
+        description="passed, failed, or unknown (the gate could not be checked: its metric "
+        "or its baseline run is missing).",
+    )
     min_speedup: float | None = None
     actual_speedup: float | None = None
+    name: str | None = None
+    metric: str | None = None
+    value: float | None = None
+    min: float | None = None
+    max: float | None = None
+    baseline: str | None = Field(default=None, description="A run id, or `previous`.")
+    baseline_run: str | None = Field(default=None, description="The run compared with.")
+    baseline_value: float | None = None
+    detail: str | None = None
+    checks: list[GateInfo] | None = Field(
+        default=None, description="Each gate's own verdict when several apply."
+    )
 
 
 class RunManifest(_Document):
@@ -523,6 +546,35 @@ class Policies(_Closed):
     )
 
 
+class GateConfig(_Closed):
+    """A gate a sweep declares: bounds on a metric, and/or a minimum speedup over a baseline.
+
+    Every condition given must hold. `min_speedup` with a `baseline` is value / baseline
+    value (0.95: at most 5% slower than the baseline); without one, the metric is itself a
+    speedup (e.g. `speedup`, peak over batch-1) and must reach `min_speedup`.
+    """
+
+    name: str | None = Field(default=None, description="Shown in verdicts (default: metric).")
+    metric: str = Field(default="peak_tok_per_sec", description="A record metric.")
+    min: float | None = Field(default=None, description="The metric must be >= this.")
+    max: float | None = Field(default=None, description="The metric must be <= this.")
+    min_speedup: float | None = Field(default=None, gt=0)
+    baseline: str | None = Field(
+        default=None,
+        description="A run id, or `previous`: the newest earlier ok run of the same series "
+        "(the first run of a series has none, and the speedup condition is skipped).",
+    )
+    required: bool = Field(default=True, description="A failed required gate fails CI.")
+    model: str | None = Field(default=None, description="Only points of this model.")
+    device: str | None = Field(default=None, description="Only points on this device.")
+
+    @model_validator(mode="after")
+    def _some_condition(self) -> GateConfig:
+        if self.min is None and self.max is None and self.min_speedup is None:
+            raise ValueError("a gate needs min, max or min_speedup")
+        return self
+
+
 class SweepConfig(_Closed):
     """`experiments/sweeps/<name>.yaml`."""
 
@@ -540,6 +592,11 @@ class SweepConfig(_Closed):
         default=None,
         description="The revision of the thing under test (a commit, a build): the version "
         "axis along which regressions are found. A `params.revision` axis overrides it.",
+    )
+    gates: list[GateConfig] = Field(
+        default_factory=list,
+        description="Gates each ok point is checked against (benchlab.gates); the verdict "
+        "goes into the run's manifest by `bench run --publish` or `bench regression --gates`.",
     )
 
 
