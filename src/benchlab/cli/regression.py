@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="examples:\n"
         "  bench regression --machine anthony-laptop --baseline run-id-12345\n"
         "  bench regression --machine pi5 --threshold 3%\n"
-        "  bench regression --detect --model smollm2-135m --format json",
+        "  bench regression --detect --model smollm2-135m --format json\n"
+        "  bench regression --gates --machine pi5",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--machine", help="the machine to check (required without --detect)")
@@ -39,7 +41,82 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--alpha", type=float, default=0.01, help="significance (default 0.01)")
     parser.add_argument("--min-change", default="1%", help="smallest step reported (default 1%%)")
     parser.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
+    gates = parser.add_argument_group(
+        "declared gates",
+        "bench regression --gates [--machine X] [--config SWEEP.yaml ...]: check every ok run "
+        "against the gates its sweep declares (`gates:`; the sweep's config is found through "
+        "its state.json, or given with --config), write each verdict into the run's "
+        "manifest.json and gate.json, and exit 1 when the newest run of a series fails a "
+        "required gate (or it cannot be checked).",
+    )
+    gates.add_argument("--gates", action="store_true", help="check the sweeps' declared gates")
+    gates.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="SWEEP",
+        help="a sweep config whose gates apply to its experiment's runs (repeatable)",
+    )
     parser.set_defaults(handler=run)
+
+
+def run_gates(args: argparse.Namespace) -> int:
+    """`--gates`: verdicts for every ok run, written to the run dirs; the newest per series
+    decides the exit code."""
+    import sys
+
+    from benchlab.gates import PASSED, GateBook, latest_per_series, shown
+    from benchlab.layout import Store, find_store
+    from benchlab.query.render import Column, Section, emit
+    from benchlab.sweep.config import load_sweep_config
+
+    configs = {c.experiment: c for c in (load_sweep_config(path) for path in args.config)}
+    book = GateBook(Store(find_store()), machine_id=args.machine, configs=configs)
+    if args.model:
+        book.records = {
+            k: r
+            for k, r in book.records.items()
+            if (r.get("spec") or {}).get("model") == args.model
+        }
+    verdicts = [book.write(v) for v in book.verdicts()]
+    for line in book.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    latest = latest_per_series(verdicts)
+    rows = []
+    for v in latest:
+        check = shown(v.gate)  # several gates: the one that failed
+        rows.append(
+            {
+                "run_id": v.run_id,
+                "gate": check.name,
+                "metric": check.metric,
+                "value": check.value,
+                "baseline": check.baseline_run or check.baseline,
+                "speedup": check.actual_speedup,
+                "required": v.gate.required,
+                "status": v.gate.status,
+                "detail": check.detail or "",
+            }
+        )
+    columns = [
+        Column("run_id", "run id"),
+        Column("gate", "gate"),
+        Column("metric", "metric"),
+        Column("value", "value", "num"),
+        Column("baseline", "baseline"),
+        Column("speedup", "speedup", "num"),
+        Column("required", "required"),
+        Column("status", "status"),
+        Column("detail", "detail"),
+    ]
+    failing = [v for v in latest if v.gate.required and v.gate.status != PASSED]
+    title = (
+        f"gates: newest run of {len(latest)} series, {len(failing)} failing "
+        f"({len(verdicts)} run(s) checked, {sum(v.written for v in verdicts)} verdict(s) written)"
+    )
+    emit([Section(columns, rows, title=title)], args.format, rows)
+    return 1 if failing else 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
     from benchlab.query.render import Column, Section, emit
     from benchlab.regress import compare_latest, detect, parse_threshold
 
+    if args.gates:
+        return run_gates(args)
     metric = check_metric(args.metric)
     if not args.detect and not args.machine:
         raise QueryError("--machine is required (or use --detect)")
