@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "bench run --machine-id ID --model smollm2-135m --precision q8 --config batch "
         "runs the reference benchmark once on this machine as experiment first-run-ID.",
     )
-    single.add_argument("--machine-id", help="this machine's id (see `bench onboard`)")
+    single.add_argument(
+        "--machine-id", help="this machine's id (default: .bench-machine-id, `bench onboard`)"
+    )
     single.add_argument("--model", help="reference model: tiny, smollm2-135m, smollm2-360m")
     single.add_argument("--precision", default="q8", help="f32 or q8 (default: q8)")
     single.add_argument(
@@ -40,6 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--fresh", action="store_true", help="start a new sweep (new stamp) instead of resuming"
+    )
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="after the sweep, record its gates' verdicts and run `bench catalog build`",
     )
     parser.add_argument(
         "--concurrent",
@@ -118,12 +125,17 @@ def run(args: argparse.Namespace) -> int:
         "(`dvc repro` runs it as the catalog stage)",
         file=chatter,
     )
+    if args.publish:  # the catalog without DVC; gate verdicts first (benchlab.gates says why)
+        from benchlab.gates import publish_sweep
+
+        print("\n".join(publish_sweep(store, config)), file=chatter)
     return 0 if result.ok else 1
 
 
 def _config(args: argparse.Namespace) -> Any:
     """The sweep config named on the command line, or the one point the flags describe."""
     from benchlab.errors import ConfigError
+    from benchlab.layout import find_store
     from benchlab.models import SweepConfig
     from benchlab.sweep.config import load_sweep_config, parse_sweep_config
 
@@ -131,6 +143,10 @@ def _config(args: argparse.Namespace) -> Any:
         if args.model or args.machine_id:
             raise ConfigError("give either CONFIG or --machine-id/--model, not both")
         return load_sweep_config(args.config)
+    if args.model and not args.machine_id:  # the id `bench onboard` left in .bench-machine-id
+        from benchlab.machines.onboard import read_machine_id
+
+        args.machine_id = read_machine_id(find_store())
     if not (args.model and args.machine_id):
         raise ConfigError("give a sweep CONFIG, or --machine-id and --model for one point")
     machine = args.machine_id
