@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -14,7 +15,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "own agent (locally, or over the transport a sweep config declares), writes the "
         "full specs privately (runs/by-machine/ID/specs.json) and redacted specs publicly "
         "(machines/ID/specs.json), runs one tiny smoke benchmark, rebuilds the catalog and "
-        "prints the machine's validation checklist. Exit 0 when the smoke benchmark passed.",
+        "prints the machine's validation checklist. A local onboarding writes the id to "
+        ".bench-machine-id at the repository root (the default of --machine-id here and of "
+        "`bench run --model M`); changed specs are copied to machines/ID/history/. "
+        "Exit 0 when the smoke benchmark passed.",
         epilog="examples:\n"
         "  bench onboard --interactive\n"
         "  bench onboard --machine-id new-node-01 --tags gpu,a100,linux\n"
@@ -22,7 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--interactive", action="store_true", help="ask for id, tags and cost")
-    parser.add_argument("--machine-id", help="slug naming the machine (default: the device id)")
+    parser.add_argument(
+        "--machine-id",
+        help="slug naming the machine (default: the device id, else .bench-machine-id)",
+    )
     parser.add_argument("--tags", default="", help="comma-separated tags, e.g. gpu,a100,linux")
     parser.add_argument("--cost-per-hour", type=float, help="USD per hour, for cost per token")
     parser.add_argument("--device", help="a device of --config to onboard remotely")
@@ -69,6 +76,10 @@ def run_onboard(args: argparse.Namespace) -> int:
             raise ConfigError(f"{args.config}: devices: no device {args.device!r}")
         device_id, device = args.device, config.devices[args.device]
     machine_id = args.machine_id or (device.machine_id if device else None) or device_id
+    if not machine_id:  # re-onboarding this clone's machine: the id it was given before
+        from benchlab.machines.onboard import read_machine_id
+
+        machine_id = read_machine_id(store.root)
     tags = [t.strip() for t in args.tags.split(",") if t.strip()]
     cost = args.cost_per_hour
     if args.interactive:
@@ -99,6 +110,8 @@ def run_onboard(args: argparse.Namespace) -> int:
         progress=progress,
     )
     smoke_ok = result.smoke is not None and result.smoke.status == "ok"
+    for note in result.warnings:
+        print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
         print(
             json.dumps(

@@ -3,16 +3,34 @@
 The specs come from the device's own agent (`sysinfo`), locally or over the device's
 transport, so a board reached over ssh is described by what it reports. The full specs stay
 private (they carry the hostname); the public copy goes through the redaction policy.
+
+Seed 002's machine files, written here:
+
+- `.bench-machine-id` at the repository root (the store's grandparent, `experiments/benchmark`
+  being the store): this clone's machine, so `bench run --model M` and a re-onboarding need no
+  `--machine-id`. Only a local onboarding writes it; a remote device is not this clone.
+  It is per clone, hence gitignored.
+- `machines/<id>/history/<stamp>.json`: a copy of the public specs each time they change
+  (a new GPU, a new OS), so the inventory's past is kept next to its present.
+- `README.md` in the smoke run's dir: what the run is, for a person browsing run dirs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.errors import BenchlabError
-from benchlab.ids import check_id
-from benchlab.layout import read_json, read_model, write_model
+from benchlab.errors import BenchlabError, ConfigError
+from benchlab.ids import check_id, sweep_stamp
+from benchlab.layout import (
+    atomic_write_json,
+    atomic_write_text,
+    canonical_json,
+    read_json,
+    read_model,
+    write_model,
+)
 from benchlab.models import DeviceConfig, MachineSpecs, RunRecord, SweepConfig
 
 if TYPE_CHECKING:
@@ -28,6 +46,103 @@ CHECKLIST = (
     ("comparison", "At least one comparison exists (vs another machine or baseline)"),
 )
 """Seed 002's checklist, in its order: a machine is production-ready when all pass."""
+
+MACHINE_ID_FILE = ".bench-machine-id"
+HISTORY_DIR = "history"
+
+
+def repo_root(store_root: Path) -> Path:
+    """The repository a store belongs to: two levels up from `experiments/benchmark`, else
+    the store's parent (a store placed elsewhere with --store or $BENCHLAB_STORE)."""
+    store_root = Path(store_root)
+    if store_root.name == "benchmark" and store_root.parent.name == "experiments":
+        return store_root.parent.parent
+    return store_root.parent
+
+
+def machine_id_path(store_root: Path) -> Path:
+    return repo_root(store_root) / MACHINE_ID_FILE
+
+
+def read_machine_id(store_root: Path) -> str | None:
+    """This clone's machine id from `.bench-machine-id`, or None when there is none.
+
+    A file whose content is not a safe id is an error naming the file, not a silent None:
+    a run under the wrong machine id would put its numbers in another machine's history.
+    """
+    path = machine_id_path(store_root)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    try:
+        return check_id(text, "machine id")
+    except BenchlabError as exc:
+        raise ConfigError(f"{path}: {exc}; fix it or re-run `bench onboard`") from None
+
+
+def write_machine_id(store_root: Path, machine_id: str) -> str | None:
+    """Write `.bench-machine-id`; return a warning when it named another machine before."""
+    path = machine_id_path(store_root)
+    try:
+        before = read_machine_id(store_root)
+    except ConfigError:
+        before = None
+    atomic_write_text(path, check_id(machine_id, "machine id") + "\n")
+    if before and before != machine_id:
+        return f"{path.name}: this clone was {before!r}, now {machine_id!r}"
+    return None
+
+
+def record_specs_history(store: Store, machine_id: str, *, stamp: str | None = None) -> Path | None:
+    """Copy the public specs into `machines/<id>/history/<stamp>.json` when they changed.
+
+    Compared with the newest copy, so re-onboarding an unchanged machine adds nothing.
+    Returns the new file, or None.
+    """
+    public = store.public_specs(machine_id)
+    if not public.is_file():
+        return None
+    specs = read_json(public)
+    history = public.parent / HISTORY_DIR
+    copies = sorted(history.glob("*.json")) if history.is_dir() else []
+    if copies:
+        try:
+            if canonical_json(read_json(copies[-1])) == canonical_json(specs):
+                return None
+        except BenchlabError:
+            pass  # a damaged copy: the new one supersedes it
+    target = history / f"{stamp or sweep_stamp()}.json"
+    atomic_write_json(target, specs)
+    return target
+
+
+def write_run_readme(store: Store, record: RunRecord, checks: list[Check]) -> Path:
+    """The smoke run's README.md (seed 002's optional run file): what ran, how, and why."""
+    run_dir = store.run_dir(record.machine_id, record.run_id)
+    metrics = ", ".join(
+        f"{name} {value:g}" for name, value in sorted(record.metrics.items()) if value is not None
+    )
+    lines = [
+        f"# {record.run_id}",
+        "",
+        f"The onboarding smoke run of machine `{record.machine_id}`: one tiny reference point",
+        "(`bench onboard`), proving that the agent, the backend and the store work end to end.",
+        "",
+        f"- status: {record.status}" + (f" ({record.error})" if record.error else ""),
+        f"- started: {record.timings.started_at}, {record.timings.duration_s} s",
+        f"- metrics: {metrics or 'none'}",
+        "",
+        "Checklist at onboarding:",
+        "",
+        *[f"- [{'x' if c.passed else ' '}] {c.text}" for c in checks],
+        "",
+    ]
+    path = run_dir / "README.md"
+    atomic_write_text(path, "\n".join(lines))
+    return path
 
 
 @dataclass(frozen=True)
@@ -105,7 +220,15 @@ def onboard(
         )
         result.smoke = sweep.records[0] if sweep.records else None
     build(store)
+    if record_specs_history(store, machine_id) is not None:
+        result.warnings.append(f"specs changed: a copy is kept under machines/{machine_id}/history")
     result.checks = checklist(store, machine_id)
+    if result.smoke is not None and (store.by_machine / machine_id / result.smoke.run_id).is_dir():
+        write_run_readme(store, result.smoke, result.checks)
+    if device.transport == "local":
+        note = write_machine_id(store.root, machine_id)
+        if note:
+            result.warnings.append(note)
     return result
 
 
@@ -157,7 +280,7 @@ def checklist(store: Store, machine_id: str) -> list[Check]:
     ok = [e for e in mine if e.get("status", "ok") == "ok"]
     smoke_ok = [e for e in ok if SMOKE_TAG in (e.get("tags") or [])]
     full = [e for e in ok if SMOKE_TAG not in (e.get("tags") or [])]
-    gated = [e for e in full if _gate_passed(store, e)]
+    gated, gate_note = _gated_runs(store, machine_id, full)
     checks.append(
         Check("smoke", CHECKLIST[2][1], bool(smoke_ok), f"{len(smoke_ok)} ok smoke run(s)")
     )
@@ -166,7 +289,7 @@ def checklist(store: Store, machine_id: str) -> list[Check]:
             "full_run",
             CHECKLIST[3][1],
             bool(gated),
-            f"{len(gated)} of {len(full)} full run(s) pass their gate",
+            f"{len(gated)} of {len(full)} full run(s) pass their gate" + gate_note,
         )
     )
     checks.append(
@@ -196,14 +319,31 @@ def checklist(store: Store, machine_id: str) -> list[Check]:
     return checks
 
 
-def _gate_passed(store: Store, entry: dict[str, Any]) -> bool:
-    """A run without a gate passes; one with a gate passes only if its manifest says so."""
-    path = entry.get("path")
-    manifest = store.root / str(path) / "manifest.json" if path else None
-    if manifest is None or not manifest.is_file():
-        return True  # the catalog keeps no gate: absent run dirs count as ungated
-    try:
-        gate = read_json(manifest).get("gate")
-    except BenchlabError:
-        return False
-    return not gate or not gate.get("required") or gate.get("status") == "passed"
+def _gated_runs(
+    store: Store, machine_id: str, full: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str]:
+    """The full runs whose gates pass, checked now from the run dirs (benchlab.gates).
+
+    A run is judged by the gates its sweep declares, or, when it declares none, by
+    gates.DEFAULT_GATE (its headline metric is there and at least half of the previous run of
+    its series). The verdict is recomputed rather than read from the manifest, so a gate
+    declared after the run still counts. A catalog entry whose run dir is absent on this
+    clone passes only if the entry carries a passed gate: no gate was seen passing here.
+    """
+    from benchlab.gates import DEFAULT_GATE, PASSED, GateBook
+
+    book = GateBook(store, machine_id=machine_id, default=DEFAULT_GATE)
+    passed, failing = [], []
+    for entry in full:
+        run_id = str(entry.get("run_id"))
+        if run_id in book.records:
+            verdict = book.verdict(run_id)
+            status = verdict.gate.status if verdict is not None else None
+            if status == PASSED:
+                passed.append(entry)
+            elif verdict is not None:
+                failing.append(f"{run_id}: {verdict.gate.status} ({verdict.gate.detail})")
+        elif (entry.get("gate") or {}).get("status") == PASSED:
+            passed.append(entry)
+    note = f"; {failing[-1]}" if failing and not passed else ""
+    return passed, note

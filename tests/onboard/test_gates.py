@@ -1,0 +1,187 @@
+"""Gates: the pure rule, and real sweeps whose declared gates are judged by `bench run
+--publish` and `bench regression --gates`, and by the onboarding checklist."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchlab.cli import main
+from benchlab.errors import ConfigError
+from benchlab.gates import FAILED, PASSED, UNKNOWN, evaluate
+from benchlab.layout import Store, read_json
+from benchlab.models import GateConfig
+from benchlab.sweep.config import parse_sweep_config
+
+
+def test_bounds() -> None:
+    gate = GateConfig(metric="decode_tok_per_sec", min=5, max=50)
+    assert evaluate(gate, {"decode_tok_per_sec": 10.0}, None).status == PASSED
+    low = evaluate(gate, {"decode_tok_per_sec": 4.0}, None)
+    assert low.status == FAILED and low.detail == "decode_tok_per_sec 4 < min 5"
+    assert evaluate(gate, {"decode_tok_per_sec": 51.0}, None).status == FAILED
+
+
+def test_speedup_over_a_baseline() -> None:
+    gate = GateConfig(metric="peak_tok_per_sec", min_speedup=0.95, baseline="previous")
+    ok = evaluate(gate, {"peak_tok_per_sec": 97.0}, {"peak_tok_per_sec": 100.0}, baseline_run="r1")
+    assert ok.status == PASSED and ok.actual_speedup == 0.97 and ok.baseline_run == "r1"
+    slow = evaluate(gate, {"peak_tok_per_sec": 90.0}, {"peak_tok_per_sec": 100.0})
+    assert slow.status == FAILED and "speedup 0.9 < min_speedup 0.95" in (slow.detail or "")
+    first = evaluate(gate, {"peak_tok_per_sec": 90.0}, None)
+    assert first.status == PASSED and "first run of its series" in (first.detail or "")
+
+
+def test_could_not_check_is_not_failed() -> None:
+    named = GateConfig(metric="peak_tok_per_sec", min_speedup=1.0, baseline="run-x")
+    missing_base = evaluate(named, {"peak_tok_per_sec": 9.0}, None)
+    assert missing_base.status == UNKNOWN and "run-x not found" in (missing_base.detail or "")
+    no_metric = evaluate(GateConfig(metric="speedup", min_speedup=2), {}, None)
+    assert no_metric.status == UNKNOWN and no_metric.detail == "the run has no speedup"
+    as_speedup = evaluate(GateConfig(metric="speedup", min_speedup=45), {"speedup": 44.92}, None)
+    assert as_speedup.status == FAILED and as_speedup.actual_speedup == 44.92  # seed 002's
+
+
+def test_a_gate_needs_a_condition() -> None:
+    with pytest.raises(ConfigError, match="gates"):
+        parse_sweep_config(
+            {
+                "experiment": "x",
+                "devices": {"d": {"transport": "local"}},
+                "matrix": {"backend": "reference", "model": "tiny"},
+                "gates": [{"metric": "peak_tok_per_sec"}],
+            },
+            "x.yaml",
+        )
+
+
+def gated_sweep(tmp_path: Path, gates: list[dict], machine: str = "box1") -> tuple[Path, Path]:  # type: ignore[type-arg]
+    """A real command-backend sweep whose decode figure is read from a file we can change."""
+    value = tmp_path / "value.txt"
+    value.write_text("10\n")
+    config = {
+        "experiment": "gated",
+        "devices": {"box": {"transport": "local", "machine_id": machine}},
+        "gates": gates,
+        "matrix": {
+            "backend": "command",
+            "model": "toy",
+            "precision": "f32",
+            "params": {
+                "argv": [
+                    "{python}",
+                    "-c",
+                    f"print('{{\"decode\": %s}}' % open({str(value)!r}).read().strip())",
+                ],
+                "parser": "json",
+                "fields": {"decode": "decode"},
+            },
+        },
+    }
+    path = tmp_path / "gated.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path, value
+
+
+NO_SLOWER = {
+    "name": "no-slower",
+    "metric": "decode_tok_per_sec",
+    "min_speedup": 0.9,
+    "baseline": "previous",
+}
+
+
+def test_publish_records_verdicts_and_regression_gates_fails_ci(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, value = gated_sweep(tmp_path, [NO_SLOWER, {"metric": "decode_tok_per_sec", "min": 1}])
+    base = ["--store", str(store)]
+    assert main([*base, "run", str(config), "--publish"]) == 0
+    out = capsys.readouterr().out
+    assert "gates: 1 of 1 run(s) pass" in out and "catalog: 1 new" in out
+    layout = Store(store)
+    [first_dir] = layout.by_machine.glob("box1/*/")
+    manifest = read_json(first_dir / "manifest.json")
+    assert manifest["gate"]["status"] == PASSED
+    assert read_json(first_dir / "gate.json") == manifest["gate"]
+    assert [c["name"] for c in manifest["gate"]["checks"]] == ["no-slower", "decode_tok_per_sec"]
+    assert len(read_json(layout.catalog_path)["runs"]) == 1  # published without DVC
+
+    value.write_text("4\n")  # the next build is 2.5x slower
+    assert main([*base, "run", str(config), "--fresh", "--publish"]) == 0
+    out = capsys.readouterr().out
+    assert "gates: 1 of 2 run(s) pass" in out and "no-slower: speedup 0.4 < min_speedup" in out
+    assert main([*base, "regression", "--gates", "--format", "json"]) == 1
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["status"] == FAILED and row["gate"] == "no-slower" and row["speedup"] == 0.4
+    assert row["baseline"] == first_dir.name
+
+    value.write_text("10\n")  # fixed: the newest run of the series passes again
+    assert main([*base, "run", str(config), "--fresh", "-q"]) == 0
+    capsys.readouterr()
+    assert main([*base, "regression", "--gates", "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["status"] == PASSED and row["speedup"] == 2.5
+    newest = max(layout.by_machine.glob("box1/*/"), key=lambda p: p.name)
+    assert read_json(newest / "manifest.json")["gate"]["status"] == PASSED  # written by --gates
+
+
+def test_regression_gates_takes_the_config_when_state_cannot_find_it(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, _ = gated_sweep(tmp_path, [{"metric": "decode_tok_per_sec", "max": 5}])
+    monkeypatch.chdir(tmp_path)
+    assert main(["--store", str(store), "run", "gated.yaml", "-q"]) == 0
+    moved = tmp_path / "elsewhere.yaml"
+    config.rename(moved)  # state.json's relative path no longer resolves
+    capsys.readouterr()
+    assert main(["--store", str(store), "regression", "--gates", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == [] and "gated.yaml not found" in captured.err
+    code = main(
+        ["--store", str(store), "regression", "--gates", "--config", str(moved), "--format", "json"]
+    )
+    assert code == 1
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["detail"] == "decode_tok_per_sec 10 > max 5"
+
+
+def test_onboarding_checklist_checks_a_real_gate(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchlab.machines.onboard import checklist
+
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    assert main(["onboard", "--machine-id", "box1", "--no-smoke"]) == 0
+    config, _ = gated_sweep(tmp_path, [{"metric": "decode_tok_per_sec", "min": 1000}])
+    assert main(["run", str(config), "--publish", "-q"]) == 0
+    full = {c.key: c for c in checklist(Store(store), "box1")}["full_run"]
+    assert not full.passed
+    assert "0 of 1 full run(s) pass their gate" in full.detail and "< min 1000" in full.detail
+
+    data = yaml.safe_load(config.read_text())
+    data["gates"] = [{"metric": "decode_tok_per_sec", "min": 5}]  # the same run, a gate it meets
+    config.write_text(yaml.safe_dump(data))
+    full = {c.key: c for c in checklist(Store(store), "box1")}["full_run"]
+    assert full.passed and full.detail == "1 of 1 full run(s) pass their gate"
+
+
+def test_a_run_without_declared_gates_meets_the_default_gate(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchlab.machines.onboard import checklist
+
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    config, value = gated_sweep(tmp_path, [])
+    assert main(["run", str(config), "--publish", "-q"]) == 0
+    assert {c.key: c for c in checklist(Store(store), "box1")}["full_run"].passed
+    value.write_text("3\n")  # a later run at under half the speed of the one before
+    data = yaml.safe_load(config.read_text())
+    data["experiment"] = "gated-again"
+    config.write_text(yaml.safe_dump(data))
+    main(["run", str(config), "--publish", "-q"])
+    full = {c.key: c for c in checklist(Store(store), "box1")}["full_run"]
+    assert full.passed and full.detail.startswith("1 of 2 full run(s)")
