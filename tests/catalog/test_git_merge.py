@@ -133,6 +133,7 @@ def test_install_is_idempotent_and_keeps_other_attributes(origin: Path) -> None:
         "*.png binary",
         "experiments/benchmark/catalog.json merge=benchlab-catalog",
         "experiments/benchmark/machines/catalog.json merge=benchlab-catalog",
+        "experiments/benchmark/catalog/**/*.jsonl merge=benchlab-catalog",
     ]
     driver = git(repo, "config", "merge.benchlab-catalog.driver").stdout.strip()
     assert driver.endswith("-m benchlab catalog merge-driver %O %A %B %P")

@@ -133,9 +133,10 @@ def test_missing_required_field(store: Path) -> None:
     [
         ([], "$: expected an object, got array"),
         (
-            {"$schema": "benchmark/catalog.v3"},
+            {"$schema": "benchmark/catalog.v4"},
             "$.$schema: expected one of benchmark/catalog.v1, benchmark/catalog.v2, "
-            "got 'benchmark/catalog.v3'; a newer benchlab wrote it: upgrade benchlab",
+            "benchmark/catalog.v3, got 'benchmark/catalog.v4'; a newer benchlab wrote it: "
+            "upgrade benchlab",
         ),
         ({"runs": {}}, "$.runs: expected an array, got object"),
         ({"runs": [3]}, "$.runs[0]: expected an object, got number"),

@@ -328,7 +328,30 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
         return _build(store, full=full, progress=progress)
 
 
+FORMAT_ENV = "BENCHLAB_CATALOG_FORMAT"
+"""`v3` makes a build write the sharded catalog (catalog.shards); a v3 catalog stays v3."""
+
+
+def catalog_format(path: Path) -> str:
+    """`v3` where catalog.json is already v3 or $BENCHLAB_CATALOG_FORMAT asks for it, else
+    `v2` (the single file, still the default while v3 is new)."""
+    from benchlab.catalog.upgrade import CATALOG_V3
+
+    if os.environ.get(FORMAT_ENV, "").strip().lower() == "v3":
+        return "v3"
+    try:
+        with path.open("rb") as handle:
+            start = handle.read(256)
+    except OSError:
+        return "v2"
+    return "v3" if f'"$schema": "{CATALOG_V3}"'.encode() in start else "v2"
+
+
 def _build(store: Store, *, full: bool, progress: Progress | None) -> BuildResult:
+    if catalog_format(store.catalog_path) == "v3":
+        from benchlab.catalog.build_v3 import build_v3
+
+        return build_v3(store, full=full, progress=progress)
     result = BuildResult()
     cache_path = store.runs_dir / CACHE_NAME
     cache = {} if full else _load_cache(cache_path)
@@ -402,7 +425,13 @@ def retract(store: Store, run_ids: list[str]) -> int:
     """Withdraw runs from the public record: their entries go, their ids join `retracted`,
     and no later build or merge brings them back. Returns how many entries were removed."""
     store.require()
+    for run_id in run_ids:
+        check_id(run_id, "run id")
     with catalog_lock(store):
+        if catalog_format(store.catalog_path) == "v3" and store.catalog_path.exists():
+            from benchlab.catalog.build_v3 import retract_v3
+
+            return retract_v3(store, run_ids)
         raw = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
         doc, entries = load_document(store.catalog_path, raw)
         for run_id in run_ids:

@@ -13,12 +13,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog.document import parse_catalog
-from benchlab.catalog.merge import INVENTORY_SCHEMA, merge_catalogs, merge_inventories
-from benchlab.catalog.text import render_catalog
-from benchlab.catalog.upgrade import CATALOG_SCHEMA, KNOWN
+from benchlab.catalog.document import parse_catalog, parse_shard_entries
+from benchlab.catalog.merge import (
+    INVENTORY_SCHEMA,
+    merge_catalogs,
+    merge_heads,
+    merge_inventories,
+)
+from benchlab.catalog.shards import SHARD_DIR, SHARD_SUFFIX
+from benchlab.catalog.text import render, render_catalog
+from benchlab.catalog.upgrade import CATALOG_SCHEMA, CATALOG_V3, KNOWN
 from benchlab.errors import SchemaError, StoreError
-from benchlab.layout import Store, atomic_write_text, loads_json, parse_model
+from benchlab.layout import Store, atomic_write_bytes, atomic_write_text, loads_json, parse_model
 
 MERGE_DRIVER = "benchlab-catalog"
 
@@ -39,14 +45,23 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
 
     The base is not needed: the union of both sides already holds everything the base held
     (entries are never deleted; a withdrawn run is listed in `retracted`, which is a union
-    too). A v1 side (a clone that has not upgraded) is read as v2. Returns the kind of
-    document merged.
+    too). A v1 side (a clone that has not upgraded) is read as v2. Where either side is v3,
+    the result is the v3 head (`merge.merge_heads`): a v2 side's entries are kept inline in
+    it until the next build shards them. A v3 shard (`%P` ends in .jsonl) is merged as a
+    union of lines. Returns the kind of document merged.
     """
     label = name or str(ours)
+    if label.endswith(SHARD_SUFFIX):
+        return _merge_shard(ours, theirs, label)
     sides = []
     for path, side in ((ours, "ours"), (theirs, "theirs")):
         sides.append(_read_side(path, f"{label} ({side})"))
     kinds = {side.get("$schema") for side in sides}
+    if kinds <= set(KNOWN) and CATALOG_V3 in kinds:
+        for data, side in zip(sides, ("ours", "theirs"), strict=True):
+            parse_catalog(f"{label} ({side})", data)
+        atomic_write_text(ours, render(merge_heads(*sides)))
+        return CATALOG_V3
     if kinds <= set(KNOWN):
         for data, side in zip(sides, ("ours", "theirs"), strict=True):
             parse_catalog(f"{label} ({side})", data)
@@ -64,6 +79,25 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
         )
     atomic_write_text(ours, render_catalog(merged))
     return str(merged["$schema"])
+
+
+def _merge_shard(ours: Path, theirs: Path, label: str) -> str:
+    """A v3 shard: the union of both sides' lines keyed by run id (`winner` settles a shared
+    id). Retracted ids are not known here (they live in catalog.json, merged on its own):
+    every reader drops them, and the next build removes them from the shard."""
+    from benchlab.catalog.shards import parse_lines, render_shard, union
+
+    sides = []
+    for path, side in ((ours, "ours"), (theirs, "theirs")):
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"{label} ({side}): cannot read: {exc.strerror}") from None
+        entries = parse_lines(raw, f"{label} ({side})")
+        parse_shard_entries(f"{label} ({side})", list(union(entries).values()))
+        sides.append(entries)
+    atomic_write_bytes(ours, render_shard(union(*sides).values()))
+    return "shard"
 
 
 def default_driver_command() -> str:
@@ -99,6 +133,7 @@ def install_merge_driver(store: Store, command: str | None = None) -> list[str]:
     targets = [
         (rel_root / "catalog.json").as_posix(),
         (rel_root / "machines" / "catalog.json").as_posix(),
+        (rel_root / SHARD_DIR / "**" / f"*{SHARD_SUFFIX}").as_posix(),
     ]
     wanted = [f"{target} merge={MERGE_DRIVER}" for target in targets]
     attributes = top / ".gitattributes"

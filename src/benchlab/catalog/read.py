@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from benchlab.catalog.upgrade import CATALOG_V1, KNOWN, upgrade
+from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3, KNOWN, upgrade
 from benchlab.errors import QueryError, SchemaError, StoreError
 
 logger = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
         raise StoreError(missing_catalog_message(path)) from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
-    key = cache_key(stat)
+    key = cache_key(stat) + _shards_key(path)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -168,6 +168,16 @@ def cache_key(stat: os.stat_result) -> tuple[Any, ...]:
     return (CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
+def _shards_key(path: Path) -> tuple[Any, ...]:
+    """A v3 catalog's entries live in shards next to it: the cache is valid while every
+    shard keeps its name, size, mtime and inode too (builds and git replace files whole)."""
+    from benchlab.catalog.shards import shard_dir, shard_stats
+
+    if not shard_dir(path).is_dir():
+        return ()
+    return tuple(shard_stats(path))
+
+
 def prime_cache(path: Path, cache: Path, doc: dict[str, Any]) -> None:
     """Cache the catalog a build has just written from `doc`, without reading it back.
 
@@ -179,7 +189,7 @@ def prime_cache(path: Path, cache: Path, doc: dict[str, Any]) -> None:
     gc.disable()
     try:
         loaded = check_catalog(path, doc)
-        _write_cache(cache, cache_key(stat), loaded)
+        _write_cache(cache, cache_key(stat) + _shards_key(path), loaded)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -288,6 +298,8 @@ def check_catalog(path: Path, doc: Any) -> LoadedCatalog:
             "a newer benchlab wrote it: upgrade benchlab"
         )
     doc = upgrade(doc)
+    if doc.get("$schema") == CATALOG_V3:
+        return _check_v3(path, doc)
     for key in ("version", "last_updated"):
         value = doc.get(key)
         if value is not None and type(value) is not str:
@@ -364,6 +376,57 @@ def _check_entries(path: Path, runs: list[Any]) -> None:
 
 
 _NUMBER_TYPES = (float, int)
+
+
+def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
+    """A v3 catalog: the entries of every shard (plus any still inline in catalog.json),
+    retracted ids dropped, sorted by run id; the machine summaries and `last_updated` are
+    derived here, as `merge.finalize` derives them for v2 (invariant 6)."""
+    from benchlab.catalog.order import _time_key, winner
+    from benchlab.catalog.shards import iter_shards, read_shard
+
+    machines = doc.get("machines", {})
+    if type(machines) is not dict or not all(type(v) is dict for v in machines.values()):
+        raise _fail(path, "$.machines", "an object of objects", machines)
+    retracted = doc.get("retracted", [])
+    if type(retracted) is not list:
+        raise _fail(path, "$.retracted", "an array", retracted)
+    pending = doc.get("runs", [])
+    if type(pending) is not list:
+        raise _fail(path, "$.runs", "an array", pending)
+    _check_entries(path, pending)
+    merged: dict[str, dict[str, Any]] = {}
+    for entry in pending:
+        merged[entry["run_id"]] = entry
+    for _name, shard in iter_shards(path):
+        entries = read_shard(shard, str(shard))
+        try:
+            _check_entries(shard, entries)
+        except SchemaError as exc:
+            raise SchemaError(str(exc).replace("$.runs[", "entry [")) from None
+        for entry in entries:
+            held = merged.get(entry["run_id"])
+            merged[entry["run_id"]] = entry if held is None else winner(held, entry)
+    for run_id in retracted:
+        merged.pop(run_id, None)
+    runs = [merged[k] for k in sorted(merged)]
+    counts: dict[str, int] = {}
+    last: dict[str, tuple[Any, str]] = {}
+    newest: tuple[Any, str] | None = None
+    for entry in runs:
+        machine = entry["machine_id"]
+        counts[machine] = counts.get(machine, 0) + 1
+        stamp = (_time_key(entry["timestamp"]), entry["timestamp"])
+        if machine not in last or stamp > last[machine]:
+            last[machine] = stamp
+        if newest is None or stamp > newest:
+            newest = stamp
+    summaries = {}
+    for machine in sorted(counts):
+        summary = {k: v for k, v in machines.get(machine, {}).items() if v is not None}
+        summary.update(id=machine, runs=counts[machine], last_run=last[machine][1])
+        summaries[machine] = summary
+    return LoadedCatalog(path, runs, summaries, newest[1] if newest else None)
 
 
 def _check_rare(path: Path, i: int, entry: dict[str, Any]) -> None:

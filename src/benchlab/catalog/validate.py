@@ -31,6 +31,10 @@ def validate(store: Store) -> ValidationReport:
     path = store.catalog_path
     if not path.exists():
         raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
+    from benchlab.catalog.build import catalog_format
+
+    if catalog_format(path) == "v3":
+        return _validate_v3(store)
     data, entries = load_document(path)
     expected = finalize(entries, _static_of(data.get("machines", {})), data.get("retracted", []))
     if [e["run_id"] for e in data.get("runs", [])] != sorted(entries):
@@ -70,3 +74,34 @@ def validate(store: Store) -> ValidationReport:
     ]
     warnings = [f"{run_id}: run dir absent on this clone" for run_id in sorted(absent)]
     return ValidationReport(runs=len(entries), absent=sorted(absent), warnings=warnings)
+
+
+def _validate_v3(store: Store) -> ValidationReport:
+    """A v3 catalog: catalog.json's shape, and each shard's entries valid, in the shard their
+    machine and week name, sorted and canonical (as a build writes them). Derived state is
+    not stored, so there is nothing else to disagree with the entries."""
+    from benchlab.catalog.document import parse_catalog, parse_shard_entries
+    from benchlab.catalog.read import load_catalog
+    from benchlab.catalog.shards import iter_shards, read_shard, render_shard, shard_name
+    from benchlab.layout import loads_json
+
+    path = store.catalog_path
+    parse_catalog(path, loads_json(path.read_bytes(), path))
+    for name, shard_path in iter_shards(path):
+        entries = read_shard(shard_path, name)
+        parse_shard_entries(name, entries)
+        for entry in entries:
+            if shard_name(entry) != name:
+                raise SchemaError(
+                    f"{name}: {entry['run_id']}: belongs in {shard_name(entry)}; "
+                    "rebuild with `bench catalog build`"
+                )
+        if render_shard(entries) != shard_path.read_bytes():
+            raise SchemaError(f"{name}: not sorted or not canonical; rebuild the catalog")
+    load_inventory(store.inventory_path)
+    loaded = load_catalog(path)
+    absent = sorted(
+        e["run_id"] for e in loaded.runs if e.get("path") and not (store.root / e["path"]).is_dir()
+    )
+    warnings = [f"{run_id}: run dir absent on this clone" for run_id in absent]
+    return ValidationReport(runs=len(loaded.runs), absent=absent, warnings=warnings)

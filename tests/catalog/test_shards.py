@@ -1,0 +1,232 @@
+"""Catalog v3: entries in shards. The same runs read the same as v2; adding a run touches one
+line of one shard; v2 migrates with nothing lost; shards merge as a union (properties, and a
+real two-clone `git merge` through the driver); retraction works on shards."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchlab.catalog.build import FORMAT_ENV
+from benchlab.catalog.merge_driver import merge_files
+from benchlab.catalog.read import load_catalog
+from benchlab.catalog.shards import (
+    encode_line,
+    iter_shards,
+    merge_shard_bytes,
+    parse_lines,
+    render_shard,
+    shard_name,
+)
+from benchlab.cli import main
+
+STEP = 86400
+
+
+def build(store: Path, *args: str) -> int:
+    return main(["--store", str(store), "catalog", "build", *args])
+
+
+def shard_files(store: Path) -> dict[str, bytes]:
+    return {name: path.read_bytes() for name, path in iter_shards(store / "catalog.json")}
+
+
+@pytest.fixture
+def v3(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FORMAT_ENV, "v3")
+
+
+def test_v3_reads_exactly_as_v2(
+    tmp_path: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, two = tmp_path / "a" / "store", tmp_path / "b" / "store"
+    for root in (one, two):
+        make_fleet(root, 40, seed=3, step_s=STEP)
+    assert build(one) == 0
+    monkeypatch.setenv(FORMAT_ENV, "v3")
+    assert build(two) == 0
+    old = load_catalog(one / "catalog.json")
+    new = load_catalog(two / "catalog.json")
+    assert json.loads((two / "catalog.json").read_text())["$schema"] == "benchmark/catalog.v3"
+    assert "runs" not in json.loads((two / "catalog.json").read_text())
+    assert new.runs == old.runs and len(new.runs) == 40
+    assert new.machines == old.machines
+    assert new.last_updated == old.last_updated
+    assert main(["--store", str(two), "catalog", "validate"]) == 0
+
+
+def test_one_new_run_is_one_line_of_one_shard(
+    store: Path, make_fleet: Callable[..., list[str]], v3: None
+) -> None:
+    make_fleet(store, 30, seed=4, step_s=STEP)
+    assert build(store) == 0
+    head = (store / "catalog.json").read_bytes()
+    before = shard_files(store)
+    [run_id] = make_fleet(store, 1, seed=4, first=30, step_s=STEP)
+    assert build(store) == 0
+    after = shard_files(store)
+    changed = [n for n in after if before.get(n) != after[n]]
+    assert len(changed) == 1 and (store / "catalog.json").read_bytes() == head
+    [name] = changed
+    old_lines = set(before.get(name, b"").splitlines())
+    new_lines = set(after[name].splitlines())
+    assert old_lines <= new_lines and len(new_lines - old_lines) == 1
+    [line] = new_lines - old_lines
+    assert json.loads(line)["run_id"] == run_id
+    assert build(store) == 0 and shard_files(store) == after  # quiet when nothing changed
+
+
+def test_a_v2_catalog_migrates_with_nothing_lost(
+    store: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_fleet(store, 20, seed=6, step_s=STEP)
+    assert build(store) == 0
+    v2 = load_catalog(store / "catalog.json")
+    # Runs only another clone had: their dirs are absent here, the entries must survive.
+    for run_dir in sorted((store / "runs" / "by-machine").glob("*/*Z"))[:5]:
+        for item in run_dir.iterdir():
+            item.unlink()
+        run_dir.rmdir()
+    monkeypatch.setenv(FORMAT_ENV, "v3")
+    assert build(store) == 0
+    assert load_catalog(store / "catalog.json").runs == v2.runs
+    monkeypatch.delenv(FORMAT_ENV)
+    assert build(store) == 0  # a v3 catalog stays v3 without the variable
+    assert json.loads((store / "catalog.json").read_text())["$schema"] == "benchmark/catalog.v3"
+
+
+def test_retract_removes_the_line_and_keeps_it_out(
+    store: Path, make_fleet: Callable[..., list[str]], v3: None
+) -> None:
+    ids = make_fleet(store, 10, seed=7, step_s=STEP)
+    assert build(store) == 0
+    assert main(["--store", str(store), "catalog", "retract", ids[3]]) == 0
+    assert build(store) == 0
+    runs = load_catalog(store / "catalog.json").runs
+    assert ids[3] not in {e["run_id"] for e in runs} and len(runs) == 9
+    assert json.loads((store / "catalog.json").read_text())["retracted"] == [ids[3]]
+
+
+# --- the shard merge --------------------------------------------------------------------
+
+RUN_IDS = [f"m0-model-q8-batch-abcdef01-2025010{d}T12000{s}Z" for d in range(6, 9) for s in "01"]
+
+entries = st.builds(
+    lambda run_id, status, peak, curve: {
+        "run_id": run_id,
+        "machine_id": "m0",
+        "timestamp": f"{run_id[-16:-12]}-{run_id[-12:-10]}-{run_id[-10:-8]}T12:00:00Z",
+        "model": "M",
+        "model_id": "m",
+        "precision": "q8",
+        "status": status,
+        "tags": [],
+        **({"peak_tok_per_sec": peak} if peak is not None else {}),
+        **({"batch_curve": [{"agg_tok_per_sec": 1.5, "batch": 1}]} if curve else {}),
+    },
+    st.sampled_from(RUN_IDS),
+    st.sampled_from(["ok", "failed"]),
+    st.one_of(st.none(), st.floats(0, 1e4, allow_nan=False)),
+    st.booleans(),
+)
+shards = st.lists(entries, max_size=6).map(
+    lambda es: render_shard({e["run_id"]: e for e in es}.values())
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(shards, shards, shards)
+def test_shard_merge_is_commutative_associative_idempotent(a: bytes, b: bytes, c: bytes) -> None:
+    assert merge_shard_bytes(a, b) == merge_shard_bytes(b, a)
+    assert merge_shard_bytes(merge_shard_bytes(a, b), c) == merge_shard_bytes(
+        a, merge_shard_bytes(b, c)
+    )
+    assert merge_shard_bytes(a, a) == a
+    merged = merge_shard_bytes(a, b)
+    assert merged == render_shard(parse_lines(merged, "m"))  # canonical
+
+
+@given(entries)
+def test_a_line_round_trips_and_the_curve_is_compact(entry: dict[str, Any]) -> None:
+    line = encode_line(entry)
+    assert parse_lines(line, "x") == [entry]
+    if "batch_curve" in entry:
+        assert b'"batch_curve":[[1,1.5]]' in line
+    assert shard_name(entry).startswith("catalog/m0/2025-W0")
+
+
+def test_the_driver_merges_a_v2_side_into_a_v3_head(
+    tmp_path: Path, store: Path, make_fleet: Callable[..., list[str]], v3: None
+) -> None:
+    make_fleet(store, 4, seed=8, step_s=STEP)
+    assert build(store) == 0
+    other = tmp_path / "other" / "store"
+    make_fleet(other, 3, seed=9, step_s=STEP)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(FORMAT_ENV)
+        assert build(other) == 0
+    theirs = load_catalog(other / "catalog.json").runs
+    merge_files(store / "catalog.json", store / "catalog.json", other / "catalog.json")
+    head = json.loads((store / "catalog.json").read_text())
+    assert head["$schema"] == "benchmark/catalog.v3" and len(head["runs"]) == 3
+    ids = {e["run_id"] for e in load_catalog(store / "catalog.json").runs}
+    assert {e["run_id"] for e in theirs} <= ids and len(ids) == 7
+    assert build(store) == 0
+    assert "runs" not in json.loads((store / "catalog.json").read_text())
+    assert len(load_catalog(store / "catalog.json").runs) == 7
+
+
+# --- a real two-clone merge ---------------------------------------------------------------
+
+STORE = Path("experiments") / "benchmark"
+
+
+def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=check, timeout=60
+    )
+
+
+@pytest.mark.integration
+def test_two_clones_merge_their_shards_through_the_driver(
+    tmp_path: Path, make_fleet: Callable[..., list[str]], v3: None
+) -> None:
+    work = tmp_path / "seed"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / ".gitignore").write_text("experiments/benchmark/runs/\n")
+    make_fleet(work / STORE, 2, seed=1, step_s=STEP)
+    assert build(work / STORE) == 0
+    assert main(["--store", str(work / STORE), "catalog", "install-merge-driver"]) == 0
+    git(work, "add", ".gitignore", ".gitattributes", str(STORE))
+    git(work, "commit", "-q", "-m", "seed")
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    clones = []
+    for name, first in (("alice", 2), ("bob", 3)):
+        repo = tmp_path / name
+        git(tmp_path, "clone", "-q", str(bare), str(repo))
+        assert main(["--store", str(repo / STORE), "catalog", "install-merge-driver"]) == 0
+        # Same machine, same week as the seed runs: both clones append to one shard.
+        make_fleet(repo / STORE, 1, seed=1, first=first, step_s=STEP)
+        assert build(repo / STORE) == 0
+        git(repo, "add", str(STORE))
+        git(repo, "commit", "-q", "-m", f"{name}: one more run")
+        clones.append(repo)
+    alice, bob = clones
+    git(alice, "push", "-q", "origin", "main")
+    git(bob, "fetch", "-q", "origin")
+    merged = git(bob, "merge", "--no-edit", "origin/main", check=False)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert git(bob, "status", "--porcelain").stdout == ""
+    assert len(load_catalog(bob / STORE / "catalog.json").runs) == 4
+    assert main(["--store", str(bob / STORE), "catalog", "validate"]) == 0
+    before = shard_files(bob / STORE)
+    assert build(bob / STORE) == 0 and shard_files(bob / STORE) == before
