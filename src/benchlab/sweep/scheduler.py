@@ -17,7 +17,17 @@ run id with a `failover-from:<device>` tag. Around that:
 - every retry, failover, trip and hole goes to retries.jsonl / schedule.json (schedule_log.py);
 - the lock, the stamp, resume and the logs are the session's (session.py, shared with the
   sequential runner), and a stop request is honoured within a second: points in flight
-  finish, the rest stay pending for resume.
+  finish, the rest stay pending for resume;
+- `policies.max_in_flight` caps the points running at once across every device (seed 003's
+  global slot count), on top of each device's own max_concurrency;
+- under a time budget (budget.py) each device moves on to its next round as soon as its
+  queue runs dry, so no device waits for the slowest one, and nothing starts after the
+  deadline or when its past duration cannot fit the grace;
+- injected points (inject.py) are read past a watermark as the sweep runs and go to the
+  front of their device's queue once due;
+- fitness is seeded from each machine's history and every outcome is appended to it
+  (history.py); a point left waiting in a queue past `fitness.pending_after_s` counts
+  against its device, once.
 
 All scheduling state lives in one `_Sweep` object behind one lock; each device has its own
 condition variable on that lock, so a finished point wakes only the workers it concerns.
@@ -42,9 +52,12 @@ from benchlab.layout import IN_FLIGHT, Store, atomic_write_bytes
 from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
 from benchlab.sweep.attempt import retry_warning
 from benchlab.sweep.breaker import Breaker
+from benchlab.sweep.budget import MAX_ROUNDS, Budget, Durations, Rounds
 from benchlab.sweep.clocks import measure
 from benchlab.sweep.fitness import FitnessBook
 from benchlab.sweep.groups import Group, resolve
+from benchlab.sweep.history import DeviceHistory, recent_outcomes
+from benchlab.sweep.inject import InjectedQueue, pending_path
 from benchlab.sweep.lock import stop_requested
 from benchlab.sweep.order import order_points
 from benchlab.sweep.progress import QuietProgress
@@ -57,6 +70,8 @@ STOP_POLL_S = 0.25
 MAX_WAIT_S = 1.0
 """No worker sleeps longer than this without looking at the state again."""
 CLOCK_GRACE_S = 30.0
+PENDING_CHECK_S = 5.0
+"""How often queues are looked at for points waiting past fitness.pending_after_s."""
 
 
 @dataclass
@@ -66,6 +81,8 @@ class _Point:
     attempt: int = 1
     failures: int = 0
     last_error: str = ""
+    queued_at: float = 0.0
+    waited_too_long: bool = False
 
 
 @dataclass
@@ -90,6 +107,10 @@ class _Device:
     busy: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
     trips: list[dict[str, Any]] = field(default_factory=list)
+    round: int = 0
+    has_rounds: bool = False
+    workers: int = 0
+    """Workers still taking points: an injected point goes only where one is left."""
 
 
 def _worker_id(device: str, index: int) -> str:
@@ -136,6 +157,12 @@ class _Sweep:
         log: ScheduleLog,
         transport_factory: Callable[[str, DeviceConfig], Transport],
         clock: Callable[[], float],
+        budget: Budget | None = None,
+        rounds: Rounds | None = None,
+        durations: Durations | None = None,
+        injected: InjectedQueue | None = None,
+        history: DeviceHistory | None = None,
+        machines: set[str] | None = None,
     ) -> None:
         self.store = store
         self.config = config
@@ -158,6 +185,28 @@ class _Sweep:
                 group=self.groups.get(device_config.resource_group or ""),
             )
         self.fitness = FitnessBook(config.policies.fitness)
+        self.budget = budget
+        self.rounds = rounds
+        self.durations = durations or Durations()
+        self.injected = injected
+        self.history = history
+        self.machines = machines
+        self.max_in_flight = config.policies.max_in_flight
+        self.in_flight = 0
+        self.deadline_reached = False
+        self.enqueued: set[str] = set()
+        self._pending_checked = clock()
+        self._later: list[str] = []
+        if history is not None:
+            for device_id, device_config in config.devices.items():
+                self.fitness.seed(
+                    device_id,
+                    recent_outcomes(
+                        store, device_config.machine_id or device_id, config.policies.fitness.window
+                    ),
+                )
+        for device_id in rounds.devices if rounds else ():
+            self.devices[device_id].has_rounds = True
         self.attempts = config.policies.retries.attempts
         self.outstanding = 0
         self.total = 0
@@ -186,7 +235,10 @@ class _Sweep:
                 device_specs, policies.order, seed=policies.order_seed, device=device_id
             )
             queue = self.devices[device_id].queue
-            queue.extend(_Point(spec, self.journal.run_id(spec)) for spec in ordered)
+            for spec in ordered:
+                point = _Point(spec, self.journal.run_id(spec), queued_at=self.clock())
+                self.enqueued.add(point.run_id)
+                queue.append(point)
         self.outstanding = self.total = len(specs)
 
     def measure_clocks(self) -> None:
@@ -227,7 +279,7 @@ class _Sweep:
 
     def _active(self) -> list[_Device]:
         """Devices with work, and the failover targets that work could move to."""
-        wanted = {d.id for d in self.devices.values() if d.queue}
+        wanted = {d.id for d in self.devices.values() if d.queue or d.has_rounds}
         for device_id in list(wanted):
             wanted.update(self.devices[device_id].config.failover_to)
         return [self.devices[d] for d in sorted(wanted)]
@@ -254,6 +306,7 @@ class _Sweep:
                     target=self._work, args=(device, worker), name=worker, daemon=True
                 )
                 threads.append(thread)
+                device.workers += 1
         for thread in threads:
             thread.start()
         try:
@@ -267,6 +320,9 @@ class _Sweep:
                         "finish, the rest stay pending for resume"
                     )
                     self.stop(requested=True)
+                self._take_injected()
+                self._check_pending()
+                self._flush_events()
                 self._publish_in_flight()
                 alive[0].join(STOP_POLL_S)
         except BaseException:
@@ -275,6 +331,7 @@ class _Sweep:
                 thread.join()
             raise
         finally:
+            self._flush_events()
             self._publish_in_flight()
         if self.crash is not None:
             raise self.crash
@@ -346,39 +403,169 @@ class _Sweep:
         return (
             bool(device.queue)
             and device.busy < device.config.max_concurrency
+            and (self.max_in_flight is None or self.in_flight < self.max_in_flight)
             and device.breaker.can_start()
         )
 
     def _next(self, device: _Device) -> _Job | _Drain | None:
         """Block until this device may start a point (or drain, or nothing is left)."""
         with self.lock:
-            while True:
-                if self.stopping:
+            job = self._next_locked(device)
+            if job is None:
+                device.workers -= 1  # under the same lock: no injected point lands after this
+        if self._later:
+            self._flush_events()
+        return job
+
+    def _next_locked(self, device: _Device) -> _Job | _Drain | None:
+        while True:
+            if self.stopping:
+                return None
+            if device.breaker.state == "drained" and device.queue:
+                points = list(device.queue)
+                device.queue.clear()
+                device.busy += 1
+                return _Drain(points)
+            if self.budget is not None:
+                if self.budget.expired():
+                    self._reach_deadline()
                     return None
-                if device.breaker.state == "drained" and device.queue:
-                    points = list(device.queue)
-                    device.queue.clear()
-                    device.busy += 1
-                    return _Drain(points)
-                if self.outstanding <= 0:
-                    self._wake_all()
+                if not device.queue:
+                    self._refill(device)
+            if self.outstanding <= 0:
+                self._wake_all()
+                return None
+            group = device.group
+            if self._ready(device) and (
+                group is None or group.turn(lambda m: self._ready(self.devices[m])) == device.id
+            ):
+                if self.budget is not None and not self._fits(device.queue[0]):
                     return None
-                group = device.group
-                if self._ready(device) and (
-                    group is None or group.turn(lambda m: self._ready(self.devices[m])) == device.id
+                probe = device.breaker.decide() == "probe"
+                point = device.queue.popleft()
+                device.busy += 1
+                self.in_flight += 1
+                if group is not None:
+                    group.start(device.id)
+                self.fitness.started(device.id)
+                return _Job(point, probe)
+            timeout = MAX_WAIT_S
+            ready_at = device.breaker.ready_at()
+            if ready_at is not None:
+                timeout = min(timeout, max(ready_at - self.clock(), 0.0) + 0.001)
+            device.cond.wait(timeout)
+
+    # --- budgets, injected points, waiting points (all called locked unless said) ------
+
+    def _fits(self, point: _Point) -> bool:
+        """May `point` start under the budget? If not, it and what follows stay pending."""
+        assert self.budget is not None
+        estimate = self.durations.estimate(point.spec)
+        if self.budget.fits(estimate):
+            return True
+        if not self.deadline_reached:
+            self.deadline_reached = True
+            self._event_later(
+                f"DEADLINE {point.spec.device}: {point.run_id} usually takes "
+                f"{estimate or 0:.1f} s, more than the {self.budget.left():.1f} s "
+                f"(+ {self.budget.grace_s:g} s grace) left; not started, left pending"
+            )
+        self._wake_all()
+        return False
+
+    def _reach_deadline(self) -> None:
+        if not self.deadline_reached:
+            self.deadline_reached = True
+            self._event_later(
+                "DEADLINE the time budget is spent: points in flight finish, nothing new "
+                "starts; re-run with --for to continue"
+            )
+        self._wake_all()
+
+    def _refill(self, device: _Device) -> None:
+        """The device's next round with work left, at the back of its queue (budget only)."""
+        if not device.has_rounds or device.breaker.state == "drained" or self.rounds is None:
+            return
+        while device.round + 1 < MAX_ROUNDS:
+            device.round += 1
+            points = [
+                _Point(spec, self.journal.run_id(spec), queued_at=self.clock())
+                for spec in self.rounds.for_device(device.round, device.id)
+            ]
+            points = [
+                p
+                for p in points
+                if p.run_id not in self.enqueued and not self.journal.is_done(p.spec)
+            ]
+            if points:
+                self.enqueued.update(p.run_id for p in points)
+                device.queue.extend(points)
+                self.outstanding += len(points)
+                self.total += len(points)
+                self._event_later(
+                    f"ROUND {device.round} {device.id}: {len(points)} point(s), "
+                    f"{self.budget.left() if self.budget else 0:.0f} s of the budget left"
+                )
+                return
+
+    def _take_injected(self) -> None:
+        """Due injected points to the front of their device's queue (main thread, unlocked)."""
+        if self.injected is None:
+            return
+        for spec in self.injected.poll():
+            run_id = self.journal.run_id(spec)
+            with self.lock:
+                device = self.devices.get(spec.device)
+                if run_id in self.enqueued or self.journal.is_done(spec):
+                    continue
+                if (
+                    device is None
+                    or device.workers <= 0
+                    or device.breaker.state == "drained"
+                    or (self.machines is not None and spec.machine_id not in self.machines)
                 ):
-                    probe = device.breaker.decide() == "probe"
-                    point = device.queue.popleft()
-                    device.busy += 1
-                    if group is not None:
-                        group.start(device.id)
-                    self.fitness.started(device.id)
-                    return _Job(point, probe)
-                timeout = MAX_WAIT_S
-                ready_at = device.breaker.ready_at()
-                if ready_at is not None:
-                    timeout = min(timeout, max(ready_at - self.clock(), 0.0) + 0.001)
-                device.cond.wait(timeout)
+                    line = (
+                        f"INJECT {spec.spec_id}: no worker of this session takes points on "
+                        f"{spec.device!r} now; left in pending.jsonl for a later run"
+                    )
+                else:
+                    self.enqueued.add(run_id)
+                    device.queue.appendleft(_Point(spec, run_id, queued_at=self.clock()))
+                    self.outstanding += 1
+                    self.total += 1
+                    self._wake(device)
+                    line = f"INJECT {spec.spec_id} queued next on {spec.device}"
+            self._event(line)
+        for warning in self.injected.warnings:
+            self._event(f"WARNING {warning}")
+        self.injected.warnings.clear()
+
+    def _check_pending(self) -> None:
+        """Points waiting past fitness.pending_after_s count once against their device."""
+        now = self.clock()
+        if now - self._pending_checked < PENDING_CHECK_S:
+            return
+        self._pending_checked = now
+        limit = self.config.policies.fitness.pending_after_s
+        stale: list[tuple[_Device, _Point]] = []
+        with self.lock:
+            for device in self.devices.values():
+                for point in device.queue:
+                    if not point.waited_too_long and now - point.queued_at > limit:
+                        point.waited_too_long = True
+                        self.fitness.outcome(device.id, False)
+                        stale.append((device, point))
+        for device, point in stale:
+            self._remember(device, "pending", point.run_id)
+
+    def _remember(self, device: _Device, outcome: str, run_id: str) -> None:
+        """One line of the machine's history; advisory, so a full disk only costs a warning."""
+        if self.history is None:
+            return
+        try:
+            self.history.record(device.config.machine_id or device.id, device.id, outcome, run_id)
+        except OSError as exc:
+            self._event_later(f"WARNING device history of {device.id} not written: {exc}")
 
     def _finish(
         self,
@@ -407,7 +594,12 @@ class _Sweep:
             )
             if device.group is not None:
                 device.group.finish()
+            self.in_flight -= 1
+            if self.max_in_flight is not None:
+                self._wake_all()  # a global slot is free: any device may be next
             self.fitness.finished(device.id, ok=record.status == "ok")
+            if record.status == "ok":
+                self.durations.add(point.spec, record.timings.duration_s)
             if kind == "transport":
                 error = record.error or "transport failure"
                 point.failures += 1
@@ -450,6 +642,12 @@ class _Sweep:
             self.write_schedule()
         if final:
             self._point_done(point.spec, record)
+        # after the progress line, so history's disk write never reorders the [i/n] lines
+        if kind == "transport":
+            self._remember(device, "transport", point.run_id)
+        elif final:
+            self._remember(device, "ok" if record.status == "ok" else "failed", record.run_id)
+        if final:
             return
         if retry_in:
             self.stop_event.wait(retry_in)
@@ -551,6 +749,7 @@ class _Sweep:
                 )
             else:
                 record = self.runner.write_hole(point.spec, point.run_id, hole_reason)
+            self._remember(device, "hole" if not point.failures else "failed", point.run_id)
             with self.lock:
                 device.outcomes["hole" if not point.failures else "failed"] += 1
                 self.records[record.run_id] = record
@@ -562,6 +761,8 @@ class _Sweep:
                         self.outstanding -= 1
                     else:
                         self.total += 1
+                        moved.queued_at = self.clock()
+                        self.enqueued.add(moved.run_id)
                         target_device.queue.append(moved)
                         self._wake(target_device)
                 else:
@@ -595,6 +796,18 @@ class _Sweep:
     def _event(self, line: str) -> None:
         with self._progress_lock:
             self.progress.event(line)
+
+    def _event_later(self, line: str) -> None:
+        """An event from code that holds the state lock: kept, and printed by the next
+        `_flush_events` outside it, so the progress sink is never written while scheduling
+        is held (and the lines keep their order)."""
+        self._later.append(line)
+
+    def _flush_events(self) -> None:
+        with self.lock:
+            lines, self._later = self._later, []
+        for line in lines:
+            self._event(line)
 
     def _point_done(self, spec: RunSpec, record: RunRecord) -> None:
         with self._progress_lock:
@@ -634,6 +847,9 @@ class _Sweep:
                     "retries": policies.retries.model_dump(),
                     "breaker": policies.breaker.model_dump(),
                     "fitness": policies.fitness.model_dump(),
+                    "repeats": policies.repeats,
+                    "max_in_flight": policies.max_in_flight,
+                    "budget_s": self.budget.seconds if self.budget else None,
                 },
                 "groups": {
                     name: {"members": list(group.members), "limit": group.limit}
@@ -648,6 +864,8 @@ class _Sweep:
                 "assignments": sorted(self.assignments, key=lambda a: (a["run_id"], a["attempt"])),
                 "points": {"total": self.total, "finished": self.done},
                 "stopped": self.stopped_by_request,
+                "deadline_reached": self.deadline_reached,
+                "rounds": {d.id: d.round for d in self.devices.values() if d.has_rounds},
             }
 
     def write_schedule(self) -> None:
@@ -667,6 +885,7 @@ def run_sweep_concurrent(
     *,
     fresh: bool = False,
     progress: Any = None,
+    budget: Budget | None = None,
     _runner: Any = None,
     _journal: Any = None,
     _transport_factory: Callable[[str, DeviceConfig], Transport] | None = None,
@@ -675,8 +894,9 @@ def run_sweep_concurrent(
 ) -> SweepResult:
     """Run a sweep across its devices at once; returns the sequential runner's SweepResult.
 
-    Seams (leading underscore, asv style) let tests and tools/perf inject a runner, a journal,
-    transports and a clock.
+    With `budget`, each device runs round after round (repeat k in round k) until the
+    deadline. Seams (leading underscore, asv style) let tests and tools/perf inject a runner,
+    a journal, transports and a clock.
     """
     from benchlab.sweep.expand import expand
     from benchlab.sweep.journal import as_store
@@ -684,7 +904,9 @@ def run_sweep_concurrent(
     st = as_store(store)
     sink = progress if progress is not None else QuietProgress()
     started = time.monotonic()
-    specs = expand(config, where=str(config_path or "sweep config"))
+    where = str(config_path or "sweep config")
+    rounds = Rounds(config, where) if budget is not None else None
+    specs = rounds.points(0) if rounds is not None else expand(config, where=where)
     result = SweepResult(experiment=config.experiment, total=len(specs))
     with SweepSession(
         st,
@@ -695,6 +917,7 @@ def run_sweep_concurrent(
         progress=sink,
         result=result,
         journal=_journal,
+        hold_all=budget is not None,
     ) as session:
         pending = session.pending
         if _runner is None:
@@ -710,6 +933,12 @@ def run_sweep_concurrent(
             log=session.log,
             transport_factory=_transport_factory or _default_transport,
             clock=_clock,
+            budget=budget,
+            rounds=rounds,
+            durations=Durations.from_store(st, config) if budget is not None else None,
+            injected=InjectedQueue(pending_path(st, config.experiment), config.experiment),
+            history=DeviceHistory(st, config.experiment),
+            machines=session.machines,
         )
         sweep.enqueue(pending)
         start = getattr(sink, "start", None)
@@ -726,5 +955,11 @@ def run_sweep_concurrent(
             sweep.write_schedule()
     result.records = sorted(sweep.records.values(), key=lambda r: r.run_id)
     result.stopped = sweep.stopped_by_request
+    result.deadline_reached = sweep.deadline_reached
+    result.rounds = max((d.round for d in sweep.devices.values()), default=0) + 1 if budget else 0
+    result.left_pending = sum(len(d.queue) for d in sweep.devices.values())
+    result.total = max(result.total, sweep.total + result.skipped)
+    if sweep.injected is not None:
+        result.injected_waiting = sweep.injected.waiting()
     result.elapsed_s = time.monotonic() - started
     return result
