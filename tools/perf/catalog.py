@@ -1,6 +1,7 @@
 """Catalog performance on a 100,000-run synthetic fleet (issue 2 targets).
 
     python tools/perf/catalog.py [--dir /tmp/bl-catalog-perf] [--rounds 3] [--full-again]
+                                 [--runs 100000] [--format v2|v3]
 
 Prints:
 - full build from scratch (`bench catalog build` on 100,000 run dirs, no catalog, no cache);
@@ -10,6 +11,9 @@ Prints:
 - `bench best --model smollm2-135m` wall time including interpreter start (median of 5;
   target <= 1.0 s), when the `best` verb exists.
 
+- the largest tracked catalog file (catalog.json, or the largest v3 shard); target <= 20 MB.
+
+`--format v3` sets BENCHLAB_CATALOG_FORMAT=v3 (the sharded catalog, see catalog/shards.py).
 Every figure is the wall time of a `python -m benchlab ...` subprocess, so interpreter
 start-up is included. The fleet is generated once (about a minute) and reused.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -31,6 +36,13 @@ RUNS = 100_000
 ADDED = 1_000
 SEED = 0
 SNAPSHOT = ("catalog.json", "machines/catalog.json", "runs/.catalog-cache.json")
+
+
+def largest_tracked(store: Path) -> tuple[str, int]:
+    """(name, bytes) of the largest public catalog file: catalog.json or a v3 shard."""
+    files = [store / "catalog.json", *sorted((store / "catalog").glob("*/*.jsonl"))]
+    sizes = [(p.relative_to(store).as_posix(), p.stat().st_size) for p in files if p.exists()]
+    return max(sizes, key=lambda item: item[1])
 
 
 def _make_fleet_module():
@@ -71,6 +83,7 @@ def ensure_fleet(store: Path, fleet) -> None:
 def clear_derived(store: Path) -> None:
     for name in SNAPSHOT:
         (store / name).unlink(missing_ok=True)
+    shutil.rmtree(store / "catalog", ignore_errors=True)  # v3 shards
     for name in ("by-model", "by-date"):
         shutil.rmtree(store / "runs" / name, ignore_errors=True)
 
@@ -86,23 +99,29 @@ def full_build(store: Path, baseline: Path, again: bool) -> tuple[float, bool]:
     for name in SNAPSHOT:
         target = baseline / name.replace("/", "__")
         shutil.copyfile(store / name, target)
+    shutil.rmtree(baseline / "catalog", ignore_errors=True)
+    if (store / "catalog").is_dir():
+        shutil.copytree(store / "catalog", baseline / "catalog")
     record.write_text(json.dumps({"seconds": elapsed}))
     return elapsed, False
 
 
 def restore(store: Path, baseline: Path, added: list[str], fleet) -> None:
     """Back to the 100,000-run baseline: drop added run dirs and views, restore files."""
+    from benchlab.catalog.read import load_catalog
     from benchlab.catalog.views import view_names
 
-    catalog = json.loads((store / "catalog.json").read_text())
     wanted = set(added)
-    for entry in catalog["runs"]:
+    for entry in load_catalog(store / "catalog.json").runs:
         if entry["run_id"] in wanted:
             for name in view_names(entry):
                 (store / "runs" / name).unlink(missing_ok=True)
             shutil.rmtree(store / entry["path"], ignore_errors=True)
     for name in SNAPSHOT:
         shutil.copyfile(baseline / name.replace("/", "__"), store / name)
+    if (baseline / "catalog").is_dir():
+        shutil.rmtree(store / "catalog", ignore_errors=True)
+        shutil.copytree(baseline / "catalog", store / "catalog")
 
 
 def incremental(store: Path, baseline: Path, rounds: int, fleet) -> list[float]:
@@ -138,7 +157,12 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/bl-catalog-perf"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--full-again", action="store_true", help="re-measure the full build")
+    parser.add_argument("--runs", type=int, default=RUNS, help="fleet size (default 100000)")
+    parser.add_argument("--format", choices=("v2", "v3"), default="v2")
     args = parser.parse_args()
+    globals()["RUNS"] = args.runs
+    if args.format == "v3":
+        os.environ["BENCHLAB_CATALOG_FORMAT"] = "v3"
     fleet = _make_fleet_module()
     store = args.dir / "store"
     baseline = args.dir / "baseline"
@@ -151,7 +175,9 @@ def main() -> int:
     best = best_times(store)
 
     print()
-    print(f"fleet: {RUNS} runs, seed {SEED}, in {store}")
+    print(f"fleet: {RUNS} runs, seed {SEED}, in {store}, catalog {args.format}")
+    name, size = largest_tracked(store)
+    print(f"largest tracked catalog file:   {size / 1e6:8.2f} MB ({name})  target <= 20 MB")
     note = " (measured earlier on this fleet; --full-again to re-measure)" if reused else ""
     print(f"full build from scratch:        {full:8.2f} s{note}")
     print(
