@@ -137,8 +137,9 @@ def test_drain_mid_sweep_leaves_holes_and_resume_measures_exactly_them(
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert process.returncode == 1, err
+    assert process.returncode in (0, 1), err  # failed points: 1, or 0 where a failure is a result
     first = json.loads(out)
+    assert first["failed"] > 0
     records = {(r["device"], r["spec"]["threads"]): r for r in first["records"]}
     assert len(records) == 12
     n1 = [r for (device, _), r in records.items() if device == "slurm-n1"]
