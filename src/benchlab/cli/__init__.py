@@ -31,6 +31,8 @@ VERB_MODULES = (
     "devices",
     "export",
     "stop",
+    "inject",
+    "outlier",
 )
 """Modules under benchlab.cli, each registering one verb or a group of verbs."""
 

@@ -1,8 +1,14 @@
 """`bench run CONFIG`: run (or resume) a sweep; `--dry-run` lists its points.
 
 A sweep resumes by default: points with an ok record are skipped and the others run.
-`--fresh` starts a new sweep (a new stamp, so new run ids). Exit 0 when every point is ok,
-1 when some point failed (its record says why; re-running retries it), 2 on bad input.
+`--fresh` starts a new sweep (a new stamp, so new run ids). `--for 3h` runs the matrix in
+rounds until the deadline (sweep/budget.py).
+
+Exit codes: 0 when the sweep ran to its end, failed points included: a failure is a result,
+recorded loudly in its record and in the closing lines, and a pipeline (`dvc repro`) must
+not stop at it unless asked: `--fail-on-error` makes failed points exit 1. A stop request
+or a spent time budget is a clean end (0). Errors of the sweep itself (bad config, a lock
+held by another sweep, a store that cannot be written) are 2 or the error's own code.
 """
 
 from __future__ import annotations
@@ -54,6 +60,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run devices at once (per-device workers, breaker, failover)",
     )
     parser.add_argument(
+        "--for",
+        dest="budget",
+        metavar="DURATION",
+        help="a time budget (3h, 90m, 45s, 1h30m): run the matrix in rounds (round k is "
+        "repeat k) until then; no point starts after it; with --dry-run, the estimate",
+    )
+    parser.add_argument(
+        "--grace",
+        metavar="DURATION",
+        default="60s",
+        help="with --for: a point whose past duration would end later than the deadline "
+        "plus this is not started (default: 60s)",
+    )
+    parser.add_argument(
+        "--fail-on-error",
+        action="store_true",
+        help="exit 1 when some point failed (default: 0; failures are recorded and listed)",
+    )
+    parser.add_argument(
         "-q", "--quiet", action="store_true", help="no per-point lines, only the closing line"
     )
     parser.add_argument(
@@ -74,11 +99,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
+    from benchlab.sweep.budget import parse_duration
 
     config = _config(args)
+    budget_s = parse_duration(args.budget) if args.budget else None
+    grace_s = parse_duration(args.grace, "--grace") if args.budget else 0.0
     store = Store(find_store())
     if args.dry_run:
-        return _dry_run(store, config, args)
+        return _dry_run(store, config, args, budget_s)
 
     from benchlab.sweep.preflight import preflight
     from benchlab.sweep.progress import make_progress, summary_line
@@ -91,8 +119,13 @@ def run(args: argparse.Namespace) -> int:
     for note in notes:
         progress.event(f"WARNING {note}")
     server = _metrics_server(store, config, args.prometheus_port, progress)
+    extra: dict[str, Any] = {}
+    if budget_s is not None:
+        from benchlab.sweep.budget import Budget
+
+        extra["budget"] = Budget(budget_s, grace_s)
     try:
-        result = runner(store, config, args.config, fresh=args.fresh, progress=progress)
+        result = runner(store, config, args.config, fresh=args.fresh, progress=progress, **extra)
     finally:
         progress.close()
         if server is not None:
@@ -111,12 +144,29 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(summary_line(len(result.records), result.elapsed_s, failed), file=out)
     if result.stopped:
-        left = result.total - result.skipped - len(result.records)
+        left = result.left_pending or result.total - result.skipped - len(result.records)
         print(f"stopped: {left} point(s) left pending; re-run to resume", file=chatter)
+    if budget_s is not None:
+        from benchlab.sweep.budget import words
+
+        print(
+            f"time budget {words(budget_s)}: reached round {max(result.rounds - 1, 0)}, "
+            f"{result.left_pending} point(s) left pending"
+            + ("; deadline reached" if result.deadline_reached else "")
+            + f"; `bench run {args.config} --for DURATION` continues",
+            file=chatter,
+        )
+    if result.injected_waiting:
+        print(
+            f"{result.injected_waiting} injected point(s) not due yet stay in pending.jsonl "
+            "for a later run",
+            file=chatter,
+        )
     if failed:
         print(
-            f"re-run `bench run {args.config}{' --concurrent' if args.concurrent else ''}` "
-            f"to retry the {failed} failed point(s); "
+            f"FAILED {failed} point(s) (see each record's error; `bench devices report "
+            f"{config.experiment}`); re-run `bench run {args.config}"
+            f"{' --concurrent' if args.concurrent else ''}` to retry them; "
             "points already ok are kept",
             file=chatter,
         )
@@ -129,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         from benchlab.gates import publish_sweep
 
         print("\n".join(publish_sweep(store, config)), file=chatter)
-    return 0 if result.ok else 1
+    return 1 if failed and args.fail_on_error else 0
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -199,13 +249,17 @@ def _runner(concurrent: bool) -> Any:
     return run_sweep_concurrent
 
 
-def _dry_run(store: Any, config: Any, args: argparse.Namespace) -> int:
+def _dry_run(
+    store: Any, config: Any, args: argparse.Namespace, budget_s: float | None = None
+) -> int:
     """List the points; read the journal if there is one; write nothing at all."""
     from benchlab.layout import canonical_json
     from benchlab.sweep.expand import expand, order_specs
     from benchlab.sweep.journal import SweepJournal
     from benchlab.sweep.progress import spec_label
 
+    if budget_s is not None:
+        return _dry_run_budget(store, config, args, budget_s)
     specs = order_specs(expand(config, where=str(args.config)), config.policies)
     journal = SweepJournal(store, config.experiment)
     state = None if args.fresh else journal.read_state()
@@ -251,6 +305,65 @@ def _dry_run(store: Any, config: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _dry_run_budget(store: Any, config: Any, args: argparse.Namespace, budget_s: float) -> int:
+    """What `--for` would do: points per round, the first round with work, the rounds the
+    past durations say fit (unknown until a point has run once); writes nothing."""
+    from benchlab.layout import canonical_json
+    from benchlab.sweep.budget import MAX_ROUNDS, Durations, Rounds, words
+    from benchlab.sweep.journal import SweepJournal
+
+    rounds = Rounds(config, str(args.config))
+    journal = SweepJournal(store, config.experiment)
+    state = None if args.fresh else journal.read_state()
+    if state is not None:
+        journal.use_stamp(state.stamp)
+    per_round = len(rounds.points(0))
+    first = 0
+    pending = per_round
+    if state is not None:
+        for k in range(MAX_ROUNDS):
+            pending = sum(1 for spec in rounds.points(k) if not journal.is_done(spec))
+            first = k
+            if pending:
+                break
+    durations = Durations.from_store(store, config)
+    round_s, unknown = durations.round_seconds(
+        config, rounds.points(first), concurrent=args.concurrent
+    )
+    estimate = int(budget_s // round_s) if round_s else None
+    data = {
+        "experiment": config.experiment,
+        "stamp": state.stamp if state else None,
+        "budget_s": budget_s,
+        "points_per_round": per_round,
+        "first_round": first,
+        "pending_in_first_round": pending,
+        "round_s": round(round_s, 3) if round_s else None,
+        "points_without_duration": unknown,
+        "estimated_rounds": estimate,
+    }
+    if args.format == "json":
+        sys.stdout.write(canonical_json(data))
+        return 0
+    stamp = state.stamp if state else "new sweep"
+    print(
+        f"{config.experiment} ({stamp}): {per_round} point(s) per round; "
+        f"round {first} has {pending} to run"
+    )
+    if round_s is None:
+        print(
+            f"estimated rounds in {words(budget_s)}: unknown (no point has run yet; "
+            "a round's duration is learnt from the first)"
+        )
+    else:
+        note = f", {unknown} point(s) with no past duration left out" if unknown else ""
+        print(
+            f"estimated rounds in {words(budget_s)}: {estimate} "
+            f"(one round ~ {words(round_s)} from past durations{note})"
+        )
+    return 0
+
+
 def _result_json(result: Any) -> str:
     from benchlab.layout import canonical_json, dump_model
 
@@ -263,6 +376,10 @@ def _result_json(result: Any) -> str:
             "ran": len(result.records),
             "failed": len(result.failed),
             "stopped": result.stopped,
+            "deadline_reached": result.deadline_reached,
+            "rounds": result.rounds,
+            "left_pending": result.left_pending,
+            "injected_waiting": result.injected_waiting,
             "elapsed_s": round(result.elapsed_s, 3),
             "records": [dump_model(record) for record in result.records],
         }
