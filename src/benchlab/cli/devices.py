@@ -1,4 +1,5 @@
-"""`bench devices report EXPERIMENT`: per-device error analysis of a sweep."""
+"""`bench devices report [EXPERIMENT]`: per-device error analysis of a sweep, or of every
+sweep of the store with fitness from the machines' lasting history."""
 
 from __future__ import annotations
 
@@ -23,7 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "stdout and stderr.",
         epilog="example: bench devices report lab --logs",
     )
-    report.add_argument("experiment", metavar="EXPERIMENT")
+    report.add_argument(
+        "experiment",
+        metavar="EXPERIMENT",
+        nargs="?",
+        help="one sweep; without it, every sweep of the store, with fitness from each "
+        "machine's history (runs/devices/<machine>/history.jsonl)",
+    )
     report.add_argument("--logs", action="store_true", help="print stdout/stderr tails too")
     report.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
     report.set_defaults(handler=run_report)
@@ -36,6 +43,8 @@ def run_report(args: argparse.Namespace) -> int:
     from benchlab.observe.health import report
     from benchlab.query.render import Column, Section, emit
 
+    if args.experiment is None:
+        return _fleet(args)
     health = report(Store(find_store()).require(), args.experiment)
     devices = [asdict(d) for d in health.devices]
     attempts = [asdict(a) for a in health.failed_attempts]
@@ -97,4 +106,34 @@ def run_report(args: argparse.Namespace) -> int:
         "failed_attempts": attempts,
     }
     emit(sections, args.format, data)
+    return 0
+
+
+def _fleet(args: argparse.Namespace) -> int:
+    """Every device over every sweep: what `report` says per sweep, summed."""
+    from dataclasses import asdict
+
+    from benchlab.layout import Store, find_store
+    from benchlab.observe.health import fleet_report
+    from benchlab.query.render import Column, Section, emit
+
+    devices = [asdict(d) for d in fleet_report(Store(find_store()).require())]
+    section = Section(
+        [
+            Column("device", "device"),
+            Column("machine_id", "machine"),
+            Column("fitness", "fitness", "num"),
+            Column("history", "history", "int"),
+            Column("experiments", "sweeps", "int"),
+            Column("transport_failures", "transport failures", "int"),
+            Column("ok", "ok", "int"),
+            Column("failed", "failed", "int"),
+            Column("holes", "holes", "int"),
+            Column("pending_too_long", "pending too long", "int"),
+            Column("trips", "trips", "int"),
+        ],
+        devices,
+        title="every sweep of this store",
+    )
+    emit([section], args.format, {"devices": devices})
     return 0

@@ -190,3 +190,56 @@ def report(store: Store, experiment: str, *, window: int | None = None) -> Sweep
             )
         )
     return health
+
+
+@dataclass
+class FleetDevice:
+    """One device over every sweep of the store (`bench devices report` with no experiment)."""
+
+    device: str
+    machine_id: str | None
+    fitness: float | None
+    """From the machine's lasting history (runs/devices/<machine>/history.jsonl)."""
+    history: int
+    experiments: int
+    transport_failures: int
+    ok: int = 0
+    failed: int = 0
+    holes: int = 0
+    pending_too_long: int = 0
+    trips: int = 0
+
+
+MAX_EXPERIMENTS = 10_000
+"""No store has more sweeps than this; a fleet report reads no further."""
+
+
+def fleet_report(store: Store, *, window: int = 20) -> list[FleetDevice]:
+    """Every device over every sweep of the store: each experiment's `report`, summed, and
+    fitness from the machines' lasting history rather than from one sweep."""
+    from benchlab.sweep.history import HISTORY, fitness_of, read_history
+
+    totals: dict[str, FleetDevice] = {}
+    sweeps = sorted(p for p in store.sweeps_dir.glob("*") if (p / "state.json").is_file())
+    for sweep_dir in sweeps[:MAX_EXPERIMENTS]:
+        health = report(store, sweep_dir.name, window=window)
+        for device in health.devices:
+            total = totals.setdefault(
+                device.device, FleetDevice(device.device, None, None, 0, 0, 0)
+            )
+            total.experiments += 1
+            total.transport_failures += device.transport_failures
+            total.ok += device.ok
+            total.failed += device.failed
+            total.holes += device.holes
+            total.trips += device.trips
+    devices_dir = store.runs_dir / "devices"
+    for path in sorted(devices_dir.glob(f"*/{HISTORY}")) if devices_dir.is_dir() else []:
+        lines = read_history(path)
+        for name in sorted({str(line.get("device")) for line in lines}):
+            total = totals.setdefault(name, FleetDevice(name, None, None, 0, 0, 0))
+            total.machine_id = path.parent.name
+            total.history = len(lines)
+            total.fitness = fitness_of(lines, window)
+            total.pending_too_long = sum(1 for x in lines if x.get("outcome") == "pending")
+    return [totals[name] for name in sorted(totals)]
