@@ -186,6 +186,29 @@ def series_label(entry: Mapping[str, Any]) -> str:
     return " ".join(str(p) for p in parts if p)
 
 
+def build_label(entry: Mapping[str, Any]) -> str | None:
+    """The backend build as people name it: its version string (`b4567 (1a2b3c4)`,
+    `benchlab 0.1.0`), else `b<build number>`, else the commit's first 8 hex digits; None
+    where the run did not say. `bench compare --by build` compares along it."""
+    version = entry.get("backend_version")
+    if version:
+        return str(version)
+    build = entry.get("backend_build")
+    if build is not None:
+        return f"b{build}"
+    commit = entry.get("backend_commit")
+    return str(commit)[:8] if commit else None
+
+
+def version_label(entry: Mapping[str, Any]) -> str | None:
+    """The whole version axis of one run: the build, plus `rev <revision>` where a sweep
+    declared one; None when the run said nothing."""
+    parts = [label] if (label := build_label(entry)) else []
+    if entry.get("revision"):
+        parts.append(f"rev {entry['revision']}")
+    return " ".join(parts) or None
+
+
 def axes_of(params: Mapping[str, Any]) -> dict[str, Any] | None:
     """The swept params that are identity axes of their own (scalars or lists of scalars)."""
     axes: dict[str, Any] = {}

@@ -25,7 +25,7 @@ from statistics import median
 from typing import Any, Literal
 
 from benchlab.errors import QueryError
-from benchlab.identity import series_id, series_label
+from benchlab.identity import series_id, series_label, version_label
 from benchlab.metrics import DEFAULT_METRIC
 
 LOWER_IS_BETTER = frozenset({"per_token_median_ms", "median_ms", "decode_ms_per_token"})
@@ -34,22 +34,6 @@ REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads
 
 Entry = Mapping[str, Any]
 History = list[tuple[Entry, float]]
-
-
-def version_label(entry: Entry) -> str | None:
-    """The version axis of one run as people read it: `benchlab 0.3.0`, `b4567 1a2b3c4d5`,
-    plus `rev <revision>` where a sweep declared one; None when the run said nothing."""
-    version = entry.get("backend_version")
-    parts = [str(version)] if version else []
-    build = entry.get("backend_build")
-    if build is not None and str(build) not in (version or ""):
-        parts.append(f"b{build}")
-    commit = entry.get("backend_commit")
-    if commit and str(commit)[:9] not in (version or ""):
-        parts.append(str(commit)[:9])
-    if entry.get("revision"):
-        parts.append(f"rev {entry['revision']}")
-    return " ".join(parts) or None
 
 
 def series_of(entry: Entry) -> str:

@@ -38,7 +38,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from benchlab.errors import ConfigError, StoreError
-from benchlab.identity import shape
+from benchlab.identity import shape, version_label
 from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
 from benchlab.models import HOLE_TAG
@@ -61,7 +61,7 @@ from benchlab.publish.data import PublicData
 from benchlab.publish.static import SITE_ASSETS, copy_assets
 from benchlab.query.filters import Filters
 from benchlab.redact import scrub_public
-from benchlab.regress import series_of, version_label
+from benchlab.regress import series_of
 
 RECENT_RUNS = 25
 HISTORY_RUNS = 50
