@@ -204,3 +204,22 @@ def test_an_import_and_a_live_run_of_the_same_rows_are_one_measurement(store: Pa
     [entry] = json.loads((store / "catalog.json").read_text())["runs"]
     assert entry["threads"] == 8 and entry["backend_build"] == 5163
     assert entry["backend_version"] == "b5163 (8cf427ff)" and entry["tests"] == tests
+
+
+def test_markdown_keeps_the_build_line_under_each_table() -> None:
+    """`build: <commit> (<number>)` under a table is the rows' llama.cpp version, so an
+    imported table lands on the version axis as a JSON import does; two builds' tables
+    appended in one file keep their own."""
+    table = (
+        "| model | size | params | backend | threads | test | t/s |\n"
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: |\n"
+        "| llama ?B all F32 | 14.01 MiB | 3.67 M | CPU | 1 | pp64 | 1189.21 ± 0.00 |\n"
+        "| llama ?B all F32 | 14.01 MiB | 3.67 M | CPU | 1 | tg16 | 306.69 ± 0.00 |\n\n"
+    )
+    rows = read_rows(table + "build: 0c1e570 (20261001)\n" + table + "build: 4227c9b (20250814)\n")
+    assert [(r["build_commit"], r["build_number"]) for r in rows] == [
+        ("0c1e570", 20261001),
+        ("0c1e570", 20261001),
+        ("4227c9b", 20250814),
+        ("4227c9b", 20250814),
+    ]

@@ -166,7 +166,7 @@ def import_llama_bench(
     model: str | None = None,
     tags: Iterable[str] = (),
 ) -> ImportReport:
-    """Import one llama-bench output file (json, jsonl, csv or markdown) for one machine."""
+    """Import one llama-bench output file (json, jsonl, csv, markdown or sql) for one machine."""
     check_id(machine_id, "machine id")
     try:
         data = path.read_bytes()
