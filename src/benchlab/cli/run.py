@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = _config(args)
     budget_s = parse_duration(args.budget) if args.budget else None
-    grace_s = parse_duration(args.grace, "--grace") if args.budget else 0.0
+    grace_s = parse_duration(args.grace, "--grace", allow_zero=True) if args.budget else 0.0
     store = Store(find_store())
     if args.dry_run:
         return _dry_run(store, config, args, budget_s)

@@ -41,15 +41,16 @@ _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 
 
-def parse_duration(text: str, flag: str = "--for") -> float:
+def parse_duration(text: str, flag: str = "--for", *, allow_zero: bool = False) -> float:
     """`3h`, `90m`, `45s`, `1h30m`, `2d` as seconds; ConfigError naming `flag` otherwise."""
     cleaned = text.strip().lower()
     parts = _PART.findall(cleaned)
     if not cleaned or "".join(f"{n}{u}" for n, u in parts) != cleaned:
         raise ConfigError(f"{flag} {text!r}: expected a duration such as 3h, 90m, 45s or 1h30m")
     seconds = sum(float(number) * _UNITS[unit] for number, unit in parts)
-    if not 0 < seconds <= MAX_BUDGET_S:
-        raise ConfigError(f"{flag} {text!r}: must be more than 0 s and at most 30 days")
+    if not (0 <= seconds if allow_zero else 0 < seconds) or seconds > MAX_BUDGET_S:
+        least = "at least" if allow_zero else "more than"
+        raise ConfigError(f"{flag} {text!r}: must be {least} 0 s and at most 30 days")
     return seconds
 
 
