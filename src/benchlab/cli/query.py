@@ -158,7 +158,7 @@ def _display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
     if fmt == "json":
         return rows
     from benchlab.identity import shape
-    from benchlab.query.verbs import version_label
+    from benchlab.identity import build_label
 
     out = []
     for row in rows:
@@ -168,7 +168,7 @@ def _display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
                 **row,
                 "shape": shape(row) or ", ".join(row.get("tests") or ()) or None,
                 "attempt": f"{attempt}/{attempts}" if attempt and attempts else attempt,
-                "version": version_label(row),
+                "version": build_label(row),
             }
         )
     return out

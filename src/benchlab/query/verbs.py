@@ -20,7 +20,7 @@ from typing import Any
 
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
-from benchlab.identity import SERIES_FIELDS, series_id
+from benchlab.identity import SERIES_FIELDS, build_label, series_id
 from benchlab.query.filters import Filters, check_metric, chronological, model_key, ranked, select
 from benchlab.query.show import resolve_run_id
 
@@ -35,19 +35,6 @@ def series_of(entry: dict[str, Any]) -> str:
     """The entry's series id: stored by every v2 catalog (and by the v1 upgrade); computed
     for a hand-made entry that lacks it, so a verb never splits or merges series itself."""
     return entry.get("series") or series_id(entry)
-
-
-def version_label(entry: dict[str, Any]) -> str | None:
-    """The backend build as people name it: its version string (`b4567`, `0.1.0`), else
-    `b<build number>`, else the commit's first 8 hex digits; None where the run did not say."""
-    version = entry.get("backend_version")
-    if version:
-        return str(version)
-    build = entry.get("backend_build")
-    if build is not None:
-        return f"b{build}"
-    commit = entry.get("backend_commit")
-    return str(commit)[:8] if commit else None
 
 
 # --- the verbs ----------------------------------------------------------------------------
@@ -190,7 +177,7 @@ _TEST_METRICS = (
 def axis_value(entry: dict[str, Any], axis: str) -> str | None:
     """An entry's value on a `compare --by` axis: its build label, revision or machine."""
     if axis == "build":
-        return version_label(entry)
+        return build_label(entry)
     if axis == "revision":
         revision = entry.get("revision")
         return str(revision) if revision is not None else None
