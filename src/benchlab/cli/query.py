@@ -157,8 +157,7 @@ def _display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
     themselves, so nothing is added for it."""
     if fmt == "json":
         return rows
-    from benchlab.identity import shape
-    from benchlab.identity import build_label
+    from benchlab.identity import build_label, shape
 
     out = []
     for row in rows:
