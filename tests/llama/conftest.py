@@ -7,6 +7,7 @@ helpers live in llama_tools.py (importable by the tests).
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -38,3 +39,15 @@ def llama_build() -> Any:
 def tiny_model(llama_build: Any) -> Path:
     """The cached tiny f32 GGUF."""
     return models_tool.ensure_model("tiny", "f32", cache_dir=CACHE)
+
+
+@pytest.fixture(scope="session")
+def older_build(llama_build: Any) -> Any:
+    """The older version's build, for two-build comparisons. Building it is opt-in when it is
+    not cached (BENCHLAB_LLAMA_BOTH=1), to keep a cold run of tests/llama to one build."""
+    older = build_tool.OLDER_VERSION
+    if not (CACHE / older / build_tool.MANIFEST).is_file() and (
+        os.environ.get("BENCHLAB_LLAMA_BOTH") != "1"
+    ):
+        pytest.skip(f"python tools/llama/build.py --version {older} (or BENCHLAB_LLAMA_BOTH=1)")
+    return build_tool.ensure_build(older, cache_dir=CACHE)
