@@ -223,3 +223,13 @@ def test_markdown_keeps_the_build_line_under_each_table() -> None:
         ("4227c9b", 20250814),
         ("4227c9b", 20250814),
     ]
+
+
+def test_markdown_imports_reach_the_catalog_without_rounded_sizes(store: Path) -> None:
+    """Markdown prints the model's size and parameters rounded ("4.36 GiB"): they stay in
+    the raw rows, not in the integer identity fields the catalog validates."""
+    main(["--store", str(store), "migrate", str(DATA / "llama-bench-new.md"), "--machine-id", "r"])
+    assert main(["--store", str(store), "catalog", "build"]) == 0
+    [entry] = json.loads((store / "catalog.json").read_text())["runs"]
+    assert entry.get("model_size") is None and entry.get("model_params") is None
+    assert entry["decode_tok_per_sec"] == pytest.approx(120.60)

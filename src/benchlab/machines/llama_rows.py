@@ -25,8 +25,9 @@ _TEST = re.compile(
 _RATE = re.compile(r"^(?P<avg>[\d.]+)(?:\s*±\s*(?P<std>[\d.]+))?$")
 _MD_COLUMNS = {
     "model": "model_type",
-    "size": "model_size",
-    "params": "model_n_params",
+    # "size" and "params" stay as printed ("14.01 MiB", "3.67 M"): rounded, they are not
+    # the byte and parameter counts the other formats give (model_size, model_n_params),
+    # and an identity field holding text would split the series and fail the catalog.
     "backend": "backends",
     "threads": "n_threads",
     "ngl": "n_gpu_layers",
