@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.kit.cli import run_cli
 
 
 @pytest.fixture(autouse=True)
@@ -27,3 +29,13 @@ def store(tmp_path: Path) -> Path:
     root = tmp_path / "repo" / "experiments" / "benchmark"
     root.mkdir(parents=True)
     return root
+
+
+@pytest.fixture
+def bench(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """Run `bench ARGS` in-process: `code, out, err = bench("list", "--model", "x")`."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        return run_cli(capsys, *argv)
+
+    return run
