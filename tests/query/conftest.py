@@ -12,19 +12,14 @@ but for threads): what `table`, `best --by series` and `compare --by build` must
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.kit.entries import make_entry
+from tests.kit.runs import write_run
 
-from benchlab.identity import precision_family, series_id
 from benchlab.layout import Store, write_model
-from benchlab.models import (
-    BatchResults,
-    Catalog,
-    CatalogEntry,
-    KernelResults,
-    RunManifest,
-    RunRecord,
-)
+from benchlab.models import Catalog, CatalogEntry
 
 LAPTOP_Q8 = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
 LAPTOP_Q8_LATER = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250107T090000Z"
@@ -36,31 +31,7 @@ LAPTOP_QWEN = "anthony-laptop-qwen3-1.7b-q8-batch-12345678-20250109T100000Z"
 
 
 def _entry(run_id: str, machine: str, timestamp: str, **fields: object) -> CatalogEntry:
-    base: dict[str, object] = {
-        "run_id": run_id,
-        "machine_id": machine,
-        "timestamp": timestamp,
-        "model": "SmolLM2-135M",
-        "model_id": "smollm2-135m",
-        "precision": "q8",
-        "tags": ["kernel", "batch"],
-        "backend": "reference",
-        "backend_version": "benchlab 0.1.0",
-        "mode": "batch",
-        "threads": 4,
-        "prompt_tokens": 32,
-        "gen_tokens": 16,
-        "batch_sizes": [1, 64],
-        "tests": ["pp32", "tg16"],
-        "attempt": 1,
-        "attempts": 3,
-        "path": f"runs/by-machine/{machine}/{run_id}/",
-    }
-    base.update(fields)
-    # As catalog.extract does: derived from the public values every reader sees.
-    base["precision_family"] = precision_family(str(base["precision"]))
-    base["series"] = series_id(base)
-    return CatalogEntry.model_validate(base)
+    return CatalogEntry.model_validate(make_entry(run_id, machine, timestamp, **fields))
 
 
 def golden_entries() -> list[CatalogEntry]:
@@ -245,100 +216,20 @@ def write_catalog(root: Path, entries: list[CatalogEntry]) -> Path:
     return path
 
 
-def write_run_dir(root: Path, run_id: str, *, record: bool = True) -> Path:
-    """The seed's three REQUIRED files (and a record) for LAPTOP_Q8."""
-    run_dir = Store(root).run_dir("anthony-laptop", run_id)
-    write_model(
-        run_dir / "manifest.json",
-        RunManifest.model_validate(
-            {
-                "run_id": run_id,
-                "machine_id": "anthony-laptop",
-                "timestamp": "2025-01-06T12:00:00Z",
-                "git": {"rev": "9a0135c", "branch": "master", "dirty": False},
-                "harness": {"name": "benchlab", "version": "0.1.0"},
-                "model": {
-                    "name": "SmolLM2-135M",
-                    "source": "HuggingFaceTB/SmolLM2-135M",
-                    "precision": "q8",
-                    "quantization": "Q8_0",
-                },
-                "tags": ["kernel", "batch"],
-                "backend": "reference",
-                "mode": "batch",
-            }
-        ),
-    )
-    write_model(
-        run_dir / "kernel.json",
-        KernelResults.model_validate(
-            {
-                "run_id": run_id,
-                "engine": "reference Q8_0",
-                "precision": "Q8_0",
-                "model": "SmolLM2-135M",
-                "benchmark": {
-                    "prefill": [
-                        {"tokens": 16, "median_ms": 8.2, "tok_per_sec": 1951.2},
-                        {"tokens": 64, "median_ms": 28.5, "tok_per_sec": 2245.6},
-                    ],
-                    "decode": {"per_token_median_ms": 7.8, "tok_per_sec": 128.2},
-                },
-            }
-        ),
-    )
-    write_model(
-        run_dir / "batch.json",
-        BatchResults.model_validate(
-            {
-                "run_id": run_id,
-                "engine": "reference batched decode",
-                "model": "SmolLM2-135M",
-                "precision": "Q8_0",
-                "baseline": {"batch": 1, "tok_per_sec": 70.6},
-                "peak": {"batch": 64, "agg_tok_per_sec": 862.2, "speedup_vs_baseline": 12.21},
-                "points": [
-                    {
-                        "batch": 1,
-                        "per_user_ms_per_tok": 14.16,
-                        "agg_tok_per_sec": 70.6,
-                        "speedup_vs_baseline": 1.0,
-                    },
-                    {
-                        "batch": 64,
-                        "per_user_ms_per_tok": 74.23,
-                        "agg_tok_per_sec": 862.2,
-                        "speedup_vs_baseline": 12.21,
-                    },
-                ],
-            }
-        ),
-    )
-    if record:
-        write_model(
-            run_dir / "record.json",
-            RunRecord.model_validate(
-                {
-                    "run_id": run_id,
-                    "spec_id": run_id.rsplit("-", 1)[0],
-                    "machine_id": "anthony-laptop",
-                    "device": "anthony-laptop",
-                    "status": "ok",
-                    "attempt": 2,
-                    "attempts": 3,
-                    "warnings": ["attempt 1 failed: transport: ssh dropped"],
-                    "timings": {"duration_s": 42.5},
-                }
-            ),
-        )
-    return run_dir
+LAPTOP_Q8_RECORD: dict[str, Any] = {
+    "attempt": 2,
+    "attempts": 3,
+    "warnings": ["attempt 1 failed: transport: ssh dropped"],
+    "duration_s": 42.5,
+}
+"""What LAPTOP_Q8's record says: its first attempt's ssh dropped (the catalog entry agrees)."""
 
 
 @pytest.fixture
 def golden(store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The golden store, pointed to by $BENCHLAB_STORE; only LAPTOP_Q8 has a run dir."""
     write_catalog(store, golden_entries())
-    write_run_dir(store, LAPTOP_Q8)
+    write_run(store, LAPTOP_Q8, **LAPTOP_Q8_RECORD)
     monkeypatch.setenv("BENCHLAB_STORE", str(store))
     return store
 

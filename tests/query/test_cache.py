@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.kit.cli import run_cli
 
 from benchlab.catalog import read
 from benchlab.catalog.read import load_catalog
@@ -15,7 +16,6 @@ from benchlab.errors import SchemaError
 from benchlab.layout import Store
 
 from .conftest import LAPTOP_Q8
-from .helpers import bench
 
 CURVE = [{"agg_tok_per_sec": 70.6, "batch": 1}, {"agg_tok_per_sec": 862.2, "batch": 64}]
 
@@ -79,8 +79,8 @@ def test_batch_curves_survive_the_cache(golden: Path, capsys: pytest.CaptureFixt
             entry["batch_curve"] = CURVE
     store.catalog_path.write_text(json.dumps(doc))
     argv = ["best", "--model", "smollm2-135m", "--format", "json"]
-    cold = bench(capsys, *argv)
+    cold = run_cli(capsys, *argv)
     assert store.query_cache.is_file()
-    warm = bench(capsys, *argv)
+    warm = run_cli(capsys, *argv)
     assert cold == warm
     assert json.loads(warm[1])[0]["batch_curve"] == CURVE

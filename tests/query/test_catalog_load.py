@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from tests.kit.cli import run_cli
 
 from benchlab import models
 from benchlab.catalog.read import ENTRY_FIELDS, FAILURE_KINDS, STATUSES, check_catalog, load_catalog
 from benchlab.errors import SchemaError, StoreError
 
 from .conftest import LAPTOP_Q8
-from .helpers import bench
 
 GOOD_ENTRY: dict[str, Any] = {
     "run_id": LAPTOP_Q8,
@@ -170,12 +170,12 @@ def test_malformed_json_names_line_and_column(store: Path) -> None:
 
 def test_cli_errors_are_one_line_exit_2(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = store / "catalog.json"
-    code, out, err = bench(capsys, "--store", str(store), "best", "--model", "x")
+    code, out, err = run_cli(capsys, "--store", str(store), "best", "--model", "x")
     assert (code, out) == (2, "")
     assert err == f"bench: error: {path}: file not found; run `bench catalog build` first\n"
     _write(store, _catalog({**GOOD_ENTRY, "speedup": "x"}))
     for verb in (["list"], ["best"], ["table", "--model", "x"], ["summary"], ["show", "y"]):
-        code, out, err = bench(capsys, "--store", str(store), *verb)
+        code, out, err = run_cli(capsys, "--store", str(store), *verb)
         assert (code, out) == (2, ""), verb
         assert err == (
             f"bench: error: {path}: $.runs[0].speedup: expected a number or null, got string\n"
@@ -183,7 +183,7 @@ def test_cli_errors_are_one_line_exit_2(store: Path, capsys: pytest.CaptureFixtu
 
 
 def test_missing_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = bench(capsys, "--store", str(tmp_path / "nowhere"), "list")
+    code, _, err = run_cli(capsys, "--store", str(tmp_path / "nowhere"), "list")
     assert code == 2
     assert err.count("\n") == 1 and "no store here" in err
 

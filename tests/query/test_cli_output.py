@@ -9,11 +9,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests.kit.cli import run_cli
 
 from benchlab.catalog.read import ENTRY_FIELDS
 
 from .conftest import LAPTOP_Q8, MAC_Q8
-from .helpers import bench
 
 
 def dedent(text: str) -> str:
@@ -21,7 +21,7 @@ def dedent(text: str) -> str:
 
 
 def test_list_table(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = bench(capsys, "list", "--machine", "PI5")
+    code, out, err = run_cli(capsys, "list", "--machine", "PI5")
     assert (code, err) == (0, "")
     assert out == dedent(
         """
@@ -34,7 +34,7 @@ def test_list_table(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_list_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(capsys, "list", "--model", "qwen3-1.7b", "--format", "markdown")
+    code, out, _ = run_cli(capsys, "list", "--model", "qwen3-1.7b", "--format", "markdown")
     assert code == 0
     assert out == dedent(
         """
@@ -49,7 +49,7 @@ def test_list_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None
 def test_list_json_is_full_entries_in_order(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "list", "--model", "smollm2-135m", "--format", "json")
+    code, out, _ = run_cli(capsys, "list", "--model", "smollm2-135m", "--format", "json")
     rows = json.loads(out)
     assert code == 0
     assert [r["timestamp"][:10] for r in rows] == [
@@ -66,7 +66,7 @@ def test_list_json_is_full_entries_in_order(
 
 
 def test_list_csv(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(capsys, "list", "--precision", "Q4", "--format", "csv")
+    code, out, _ = run_cli(capsys, "list", "--precision", "Q4", "--format", "csv")
     assert code == 0
     assert list(csv.reader(io.StringIO(out))) == [
         [
@@ -97,18 +97,18 @@ def test_list_csv(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_list_empty_says_so_and_exits_0(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench(capsys, "list", "--model", "nosuch") == (
+    assert run_cli(capsys, "list", "--model", "nosuch") == (
         0,
         "",
         "bench: no runs match --model nosuch "
         "(no model 'nosuch' in the catalog; known: qwen3-1.7b, smollm2-135m)\n",
     )
-    code, out, _ = bench(capsys, "list", "--model", "nosuch", "--format", "json")
+    code, out, _ = run_cli(capsys, "list", "--model", "nosuch", "--format", "json")
     assert (code, out) == (0, "[]\n")
 
 
 def test_best_table(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = bench(
+    code, out, err = run_cli(
         capsys, "best", "--model", "smollm2-135m", "--metric", "peak_tok_per_sec"
     )
     assert (code, err) == (0, "")
@@ -122,7 +122,7 @@ def test_best_table(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_best_by_machine_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys, "best", "--model", "SmolLM2-135M", "--by", "machine", "--format", "markdown"
     )
     assert code == 0
@@ -138,7 +138,7 @@ def test_best_by_machine_markdown(golden: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_best_other_metric_json_and_csv(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys,
         "best",
         "--model",
@@ -150,7 +150,7 @@ def test_best_other_metric_json_and_csv(golden: Path, capsys: pytest.CaptureFixt
     )
     assert code == 0
     assert [r["run_id"] for r in json.loads(out)] == [MAC_Q8]
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys, "best", "--model", "smollm2-135m", "--metric", "speedup", "--format", "csv"
     )
     assert out.splitlines() == [
@@ -164,7 +164,7 @@ def test_best_counts_only_ok_runs_unless_asked(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The only pi5 q8 run failed and has no metrics: nothing to rank.
-    code, out, err = bench(
+    code, out, err = run_cli(
         capsys, "best", "--model", "smollm2-135m", "--machine", "pi5", "--precision", "q8"
     )
     assert (code, out) == (1, "")
@@ -172,14 +172,16 @@ def test_best_counts_only_ok_runs_unless_asked(
         "bench: no runs match --model smollm2-135m --machine pi5 --precision q8 --status ok "
         "(with a peak_tok_per_sec)\n"
     )
-    code, out, _ = bench(capsys, "best", "--machine", "pi5", "--status", "any", "--format", "json")
+    code, out, _ = run_cli(
+        capsys, "best", "--machine", "pi5", "--status", "any", "--format", "json"
+    )
     assert code == 0 and json.loads(out)[0]["precision"] == "q4"
 
 
 def test_best_nothing_matches_exits_1_json_prints_empty(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = bench(capsys, "best", "--model", "nosuch", "--format", "json")
+    code, out, err = run_cli(capsys, "best", "--model", "nosuch", "--format", "json")
     assert (code, out) == (1, "[]\n")
     assert err.startswith("bench: no runs match --model nosuch")
 
@@ -187,7 +189,7 @@ def test_best_nothing_matches_exits_1_json_prints_empty(
 def test_unknown_metric_is_one_line_listing_valid_ones(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = bench(capsys, "best", "--model", "smollm2-135m", "--metric", "tok_s")
+    code, out, err = run_cli(capsys, "best", "--model", "smollm2-135m", "--metric", "tok_s")
     assert (code, out) == (2, "")
     assert err == (
         "bench: error: --metric: unknown metric 'tok_s'; valid: peak_tok_per_sec, "
@@ -196,7 +198,7 @@ def test_unknown_metric_is_one_line_listing_valid_ones(
 
 
 def test_table_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(capsys, "table", "--model", "smollm2-135m", "--precision", "q8")
+    code, out, _ = run_cli(capsys, "table", "--model", "smollm2-135m", "--precision", "q8")
     assert code == 0
     assert out == dedent(
         """
@@ -206,7 +208,7 @@ def test_table_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[st
         mac-m3pro       q8               8  p32/n16  benchlab 0.1.0      640.50           80.10    8.00x        1800.00        150.30  mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z
         """  # noqa: E501
     )
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys, "table", "--model", "smollm2-135m", "--precision", "q8", "--format", "markdown"
     )
     assert out == dedent(
@@ -222,13 +224,13 @@ def test_table_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[st
 def test_table_failed_runs_only_with_status(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys, "table", "--model", "smollm2-135m", "--status", "failed", "--format", "csv"
     )
     assert code == 0
     row = "pi5,q8,4,p32/n16,benchlab 0.1.0,,,,,,pi5-smollm2-135m-q8"
     assert out.splitlines()[1].startswith(row)
-    code, out, err = bench(capsys, "table", "--model", "nosuch")
+    code, out, err = run_cli(capsys, "table", "--model", "nosuch")
     assert (code, out) == (1, "")
     assert err == (
         "bench: no runs match --model nosuch --status ok "
@@ -237,7 +239,7 @@ def test_table_failed_runs_only_with_status(
 
 
 def test_summary_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(capsys, "summary", "--group-by", "machine")
+    code, out, _ = run_cli(capsys, "summary", "--group-by", "machine")
     assert code == 0
     assert out == dedent(
         """
@@ -248,7 +250,7 @@ def test_summary_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[
         pi5                2   1       1              95.50           95.50  2025-01-08T08:00:00Z
         """
     )
-    code, out, _ = bench(capsys, "summary", "--group-by", "model", "--format", "markdown")
+    code, out, _ = run_cli(capsys, "summary", "--group-by", "model", "--format", "markdown")
     assert out == dedent(
         """
         | model | runs | ok | failed | median peak tok/s | max peak tok/s | last run |
@@ -262,14 +264,14 @@ def test_summary_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[
 def test_summary_by_precision_and_date_json_csv(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "summary", "--group-by", "precision", "--format", "json")
+    code, out, _ = run_cli(capsys, "summary", "--group-by", "precision", "--format", "json")
     assert code == 0
     assert [(r["precision"], r["count"], r["failed"]) for r in json.loads(out)] == [
         ("bf16", 1, 0),
         ("q4", 1, 0),
         ("q8", 5, 1),
     ]
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys,
         "summary",
         "--group-by",
@@ -290,7 +292,7 @@ def test_summary_by_precision_and_date_json_csv(
 def test_compare_table_shows_ratios_to_the_first(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "compare", "--run-id", LAPTOP_Q8, "--run-id", MAC_Q8)
+    code, out, _ = run_cli(capsys, "compare", "--run-id", LAPTOP_Q8, "--run-id", MAC_Q8)
     assert code == 0
     assert out == dedent(
         """
@@ -317,7 +319,7 @@ def test_compare_markdown_json_three_runs_and_missing_values(
 ) -> None:
     failed = "pi5-smollm2-135m-q8-batch-a1b2c3d4-20250107T150000Z"
     argv = ["compare", "--run-id", MAC_Q8, "--run-id", LAPTOP_Q8, "--run-id", failed]
-    code, out, _ = bench(capsys, *argv, "--format", "json")
+    code, out, _ = run_cli(capsys, *argv, "--format", "json")
     assert code == 0
     data = json.loads(out)
     assert [r["run_id"] for r in data["runs"]] == [MAC_Q8, LAPTOP_Q8, failed]
@@ -325,17 +327,17 @@ def test_compare_markdown_json_three_runs_and_missing_values(
     assert peak["metric"] == "peak_tok_per_sec"
     assert peak["values"] == [640.5, 862.2, None]
     assert peak["ratios"] == [1.0, pytest.approx(862.2 / 640.5), None]
-    code, out, _ = bench(capsys, *argv, "--format", "markdown")
+    code, out, _ = run_cli(capsys, *argv, "--format", "markdown")
     assert "| metric | A | B | B/A | C | C/A |" in out
     assert "| peak_tok_per_sec | 640.50 | 862.20 | 1.35x | - | - |" in out
     assert out.startswith("### runs\n\n| run | run id |")
 
 
 def test_compare_unknown_run_id_exits_2(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = bench(capsys, "compare", "--run-id", LAPTOP_Q8, "--run-id", "nope")
+    code, out, err = run_cli(capsys, "compare", "--run-id", LAPTOP_Q8, "--run-id", "nope")
     assert (code, out) == (2, "")
     assert err == f"bench: error: {golden / 'catalog.json'}: no run 'nope' in the catalog\n"
-    code, _, err = bench(capsys, "compare", "--run-id", LAPTOP_Q8)
+    code, _, err = run_cli(capsys, "compare", "--run-id", LAPTOP_Q8)
     assert code == 2
     assert err == (
         "bench: error: compare: give at least two --run-id, or --by build|revision|machine\n"
@@ -346,5 +348,5 @@ def test_store_flag_points_at_the_store(
     golden: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("BENCHLAB_STORE")
-    code, out, _ = bench(capsys, "--store", str(golden), "best", "--format", "csv")
+    code, out, _ = run_cli(capsys, "--store", str(golden), "best", "--format", "csv")
     assert code == 0 and LAPTOP_Q8 in out

@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests.kit.cli import run_cli
+from tests.kit.runs import write_run
 
 from benchlab.catalog.read import LoadedCatalog, load_catalog
 from benchlab.errors import QueryError
@@ -30,9 +32,7 @@ from .conftest import (
     PI5_T4_B4500,
     PI5_T4_B4600,
     PI5_T4_B4600_AGAIN,
-    write_run_dir,
 )
-from .helpers import bench
 
 
 def dedent(text: str) -> str:
@@ -54,13 +54,13 @@ def ids(rows: list[dict[str, object]]) -> list[str]:
 def test_t1_and_t2_are_distinct_in_list_json_and_table(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "list", "--model", "smollm2-135m", "--format", "json")
+    code, out, _ = run_cli(capsys, "list", "--model", "smollm2-135m", "--format", "json")
     rows = json.loads(out)
     assert code == 0 and ids(rows) == [LOCAL_T1, LOCAL_T2]
     assert [r["threads"] for r in rows] == [1, 2]
     assert rows[0]["series"] != rows[1]["series"]
     assert all(r["series"] and r["series"].startswith("s") for r in rows)
-    code, out, _ = bench(capsys, "table", "--model", "smollm2-135m", "--format", "json")
+    code, out, _ = run_cli(capsys, "table", "--model", "smollm2-135m", "--format", "json")
     assert code == 0 and ids(json.loads(out)) == [LOCAL_T2, LOCAL_T1]
 
 
@@ -69,7 +69,7 @@ def test_table_one_row_per_series_exact(
 ) -> None:
     # No batch peak on llama-bench kernel runs: ranked by decode tok/s. pi5 t4's best run is
     # b4500's (8.00 tok/s), though b4600 ran later.
-    code, out, err = bench(capsys, "table", "--model", "llama-3.2-1b")
+    code, out, err = run_cli(capsys, "table", "--model", "llama-3.2-1b")
     assert (code, err) == (0, "")
     assert out == dedent(
         """
@@ -86,7 +86,7 @@ def test_table_one_row_per_series_exact(
 def test_table_without_model_has_a_model_column(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "table", "--threads", "2", "--format", "markdown")
+    code, out, _ = run_cli(capsys, "table", "--threads", "2", "--format", "markdown")
     assert code == 0
     assert out == dedent(
         """
@@ -101,7 +101,7 @@ def test_table_without_model_has_a_model_column(
 def test_list_shows_threads_shape_and_attempts(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "list", "--threads", "2", "--status", "ok")
+    code, out, _ = run_cli(capsys, "list", "--threads", "2", "--status", "ok")
     assert code == 0
     assert out == dedent(
         """
@@ -129,7 +129,7 @@ def test_shape_falls_back_to_the_tests() -> None:
 def test_best_by_machine_says_which_measurement_won(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys, "best", "--model", "llama-3.2-1b", "--by", "machine", "--metric",
         "decode_tok_per_sec",
     )  # fmt: skip
@@ -145,7 +145,7 @@ def test_best_by_machine_says_which_measurement_won(
 
 
 def test_best_by_series(golden_builds: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(capsys, "best", "--model", "smollm2-135m", "--by", "series")
+    code, out, _ = run_cli(capsys, "best", "--model", "smollm2-135m", "--by", "series")
     assert code == 0
     assert out == dedent(
         """
@@ -214,7 +214,7 @@ def test_identity_flags_in_describe() -> None:
 def test_compare_by_build_exact(golden_builds: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Defaults: the two newest builds that share a measurement. pi5 t4 under b4600 ran twice:
     # the latest run (41.0 / 7.6) is the one compared.
-    code, out, err = bench(capsys, "compare", "--by", "build", "--model", "llama-3.2-1b")
+    code, out, err = run_cli(capsys, "compare", "--by", "build", "--model", "llama-3.2-1b")
     assert code == 0
     assert out == dedent(
         """
@@ -233,7 +233,7 @@ def test_compare_by_build_exact(golden_builds: Path, capsys: pytest.CaptureFixtu
 def test_compare_by_build_named_values_markdown(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys, "compare", "--by", "build", "--a", "4400", "--b", "5e6f", "--format", "markdown"
     )
     assert code == 0
@@ -252,7 +252,7 @@ def test_compare_by_build_named_values_markdown(
 def test_compare_by_build_json_names_the_runs(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "compare", "--by", "build", "--threads", "4", "--format", "json")
+    code, out, _ = run_cli(capsys, "compare", "--by", "build", "--threads", "4", "--format", "json")
     data = json.loads(out)
     assert code == 0
     assert (data["axis"], data["a"], data["b"]) == ("build", "b4500 (1a2b3c4d)", "b4600 (5e6f7a8b)")
@@ -268,7 +268,7 @@ def test_compare_by_build_json_names_the_runs(
 
 
 def test_compare_by_machine(golden_builds: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = bench(
+    code, out, err = run_cli(
         capsys, "compare", "--by", "machine", "--a", "pi5", "--b", "mac-m3pro", "--format", "csv"
     )
     assert code == 0
@@ -280,7 +280,7 @@ def test_compare_by_machine(golden_builds: Path, capsys: pytest.CaptureFixture[s
     assert err == (
         "bench: note: measurements not compared: 1 only under pi5; 1 only under mac-m3pro\n"
     )
-    code, out, err = bench(capsys, "compare", "--by", "machine")
+    code, out, err = run_cli(capsys, "compare", "--by", "machine")
     assert (code, out) == (2, "")
     assert err == (
         "bench: error: compare --by machine: give --a and --b "
@@ -315,7 +315,7 @@ def test_compare_by_reference_rows_include_the_batch_peak() -> None:
 
 def test_compare_by_errors(golden_builds: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def error(*argv: str) -> str:
-        code, out, err = bench(capsys, "compare", *argv)
+        code, out, err = run_cli(capsys, "compare", *argv)
         assert (code, out) == (2, "")
         return err
 
@@ -345,7 +345,7 @@ def test_compare_by_errors(golden_builds: Path, capsys: pytest.CaptureFixture[st
 def test_compare_by_nothing_shared_exits_1(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = bench(
+    code, out, err = run_cli(
         capsys, "compare", "--by", "build", "--a", "benchlab 0.1.0", "--b", "b4600"
     )
     assert (code, out) == (1, "")
@@ -373,7 +373,7 @@ def test_machine_table_function_is_per_series(builds: LoadedCatalog) -> None:
 
 
 def test_list_limit_keeps_the_newest(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(capsys, "list", "--limit", "3", "--format", "json")
+    code, out, _ = run_cli(capsys, "list", "--limit", "3", "--format", "json")
     assert code == 0
     assert [r["timestamp"] for r in json.loads(out)] == [
         "2025-01-08T08:00:00Z",
@@ -381,29 +381,29 @@ def test_list_limit_keeps_the_newest(golden: Path, capsys: pytest.CaptureFixture
         "2025-01-09T10:00:00Z",
     ]
     with pytest.raises(SystemExit):
-        bench(capsys, "list", "--help")
+        run_cli(capsys, "list", "--help")
     out = capsys.readouterr().out
     assert "only the newest N runs (still printed oldest first)" in " ".join(out.split())
 
 
 def test_unknown_model_did_you_mean(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = bench(capsys, "best", "--model", "smollm2")
+    code, out, err = run_cli(capsys, "best", "--model", "smollm2")
     assert (code, out) == (1, "")
     assert err == (
         "bench: no runs match --model smollm2 --status ok (no model 'smollm2' in the catalog; "
         "did you mean smollm2-135m?) (with a peak_tok_per_sec)\n"
     )
     # A known model with no run matching the other filters is not called unknown.
-    code, _, err = bench(capsys, "table", "--model", "qwen3-1.7b", "--machine", "pi5")
+    code, _, err = run_cli(capsys, "table", "--model", "qwen3-1.7b", "--machine", "pi5")
     assert err == "bench: no runs match --model qwen3-1.7b --machine pi5 --status ok\n"
 
 
 def test_show_and_compare_take_a_unique_prefix(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "show", "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106")
+    code, out, _ = run_cli(capsys, "show", "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106")
     assert code == 0 and f"run_id                {LAPTOP_Q8}" in out
-    code, out, _ = bench(
+    code, out, _ = run_cli(
         capsys, "compare", "--run-id", "mac-m3pro-smollm2", "--run-id", "pi5-smollm2-135m-q4",
         "--format", "json",
     )  # fmt: skip
@@ -414,7 +414,7 @@ def test_show_and_compare_take_a_unique_prefix(
 def test_ambiguous_prefix_is_one_line_with_candidates(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = bench(capsys, "show", "anthony-laptop")
+    code, out, err = run_cli(capsys, "show", "anthony-laptop")
     assert (code, out) == (2, "")
     assert err == (
         "bench: error: run id prefix 'anthony-laptop' is ambiguous: 3 runs start with it: "
@@ -422,7 +422,7 @@ def test_ambiguous_prefix_is_one_line_with_candidates(
         "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z, "
         "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250107T090000Z\n"
     )
-    code, _, err = bench(capsys, "compare", "--run-id", "pi5", "--run-id", "mac-m3pro-qwen")
+    code, _, err = run_cli(capsys, "compare", "--run-id", "pi5", "--run-id", "mac-m3pro-qwen")
     assert code == 2 and err.startswith("bench: error: run id prefix 'pi5' is ambiguous: 2 runs")
     assert err.count("\n") == 1
 
@@ -431,8 +431,8 @@ def test_show_prefix_of_an_uncatalogued_run_dir(
     store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    write_run_dir(store, LAPTOP_Q8)  # no catalog at all
-    code, out, err = bench(capsys, "show", LAPTOP_Q8[:30], "--format", "json")
+    write_run(store, LAPTOP_Q8)  # no catalog at all
+    code, out, err = run_cli(capsys, "show", LAPTOP_Q8[:30], "--format", "json")
     assert code == 0 and json.loads(out)["run_id"] == LAPTOP_Q8
     assert "not in the catalog yet" in err
 
@@ -467,6 +467,6 @@ def test_readme_compare_by_build_example_is_real(
     command = "$ bench compare --by build --model llama-3.2-1b\n"
     block = readme[readme.index(command) + len(command) :]
     block = block[: block.index("```")]
-    code, out, err = bench(capsys, "compare", "--by", "build", "--model", "llama-3.2-1b")
+    code, out, err = run_cli(capsys, "compare", "--by", "build", "--model", "llama-3.2-1b")
     assert code == 0
     assert out + err == block

@@ -9,15 +9,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests.kit.cli import run_cli
+from tests.kit.runs import write_run
 
 from benchlab.query.show import ABSENT_NOTE, UNCATALOGUED_NOTE, show_run
 
-from .conftest import LAPTOP_Q8, MAC_Q8, write_run_dir
-from .helpers import bench
+from .conftest import LAPTOP_Q8, MAC_Q8
 
 
 def test_show_reads_the_run_dir(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = bench(capsys, "show", LAPTOP_Q8)
+    code, out, err = run_cli(capsys, "show", LAPTOP_Q8)
     assert (code, err) == (0, "")
     assert out == textwrap.dedent(
         f"""\
@@ -64,7 +65,7 @@ def test_show_reads_the_run_dir(golden: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_show_json_carries_every_document(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = bench(capsys, "show", LAPTOP_Q8, "--format", "json")
+    code, out, _ = run_cli(capsys, "show", LAPTOP_Q8, "--format", "json")
     data = json.loads(out)
     assert code == 0
     assert data["source"] == "run_dir" and data["note"] is None and data["missing"] == []
@@ -78,7 +79,7 @@ def test_show_json_carries_every_document(golden: Path, capsys: pytest.CaptureFi
 def test_show_markdown_has_a_section_per_table(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = bench(capsys, "show", LAPTOP_Q8, "--format", "markdown")
+    code, out, _ = run_cli(capsys, "show", LAPTOP_Q8, "--format", "markdown")
     assert code == 0
     assert out.startswith("| field | value |\n|---|---|\n| run_id | ")
     assert "\n\n### batch curve\n\n| batch | per-user ms/tok | agg tok/s | speedup |\n" in out
@@ -88,7 +89,7 @@ def test_show_markdown_has_a_section_per_table(
 def test_show_degrades_to_the_catalog_entry_and_says_so(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = bench(capsys, "show", MAC_Q8)
+    code, out, err = run_cli(capsys, "show", MAC_Q8)
     assert code == 0
     assert err == "bench: note: run dir absent on this clone; showing the catalog entry\n"
     assert out.splitlines()[2:5] == [
@@ -97,7 +98,7 @@ def test_show_degrades_to_the_catalog_entry_and_says_so(
         "machine_id            mac-m3pro",
     ]
     assert "peak_tok_per_sec      640.5" in out
-    code, out, err = bench(capsys, "show", MAC_Q8, "--format", "json")
+    code, out, err = run_cli(capsys, "show", MAC_Q8, "--format", "json")
     data = json.loads(out)
     assert data["source"] == "catalog"
     assert data["note"] == ABSENT_NOTE
@@ -119,9 +120,9 @@ def test_show_a_run_not_yet_in_the_catalog(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_id = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250301T000000Z"
-    write_run_dir(golden, run_id, record=False)
+    write_run(golden, run_id, record=False)
     (golden / "runs" / "by-machine" / "anthony-laptop" / run_id / "batch.json").unlink()
-    code, out, err = bench(capsys, "show", run_id)
+    code, out, err = run_cli(capsys, "show", run_id)
     assert code == 0
     assert err == f"bench: note: {UNCATALOGUED_NOTE}; run dir lacks batch.json\n"
     assert re.search(r"^status +ok \(no record\.json\)$", out, re.MULTILINE)
@@ -133,7 +134,7 @@ def test_show_without_catalog_still_reads_a_run_dir(
 ) -> None:
     (golden / "catalog.json").unlink()
     assert show_run(golden, LAPTOP_Q8).source == "run_dir"
-    code, _, err = bench(capsys, "show", MAC_Q8)
+    code, _, err = run_cli(capsys, "show", MAC_Q8)
     assert code == 2
     assert err.endswith("catalog.json: file not found; run `bench catalog build` first\n")
 
@@ -141,7 +142,7 @@ def test_show_without_catalog_still_reads_a_run_dir(
 def test_show_never_follows_a_path_out_of_the_store(
     golden: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    outside = write_run_dir(tmp_path / "elsewhere", LAPTOP_Q8)
+    outside = write_run(tmp_path / "elsewhere", LAPTOP_Q8)
     shutil.rmtree(golden / "runs")
     catalog = json.loads((golden / "catalog.json").read_text())
     for entry in catalog["runs"]:
@@ -159,7 +160,7 @@ def test_show_malformed_run_file_names_file_and_field(
     data = json.loads(batch.read_text())
     data["points"][1]["agg_tok_per_sec"] = "fast"
     batch.write_text(json.dumps(data))
-    code, out, err = bench(capsys, "show", LAPTOP_Q8)
+    code, out, err = run_cli(capsys, "show", LAPTOP_Q8)
     assert (code, out) == (2, "")
     assert err.startswith(f"bench: error: {batch}: $.points[1].agg_tok_per_sec: ")
     assert err.count("\n") == 1
@@ -169,12 +170,12 @@ def test_show_malformed_run_file_names_file_and_field(
 def test_show_refuses_unsafe_ids(
     golden: Path, capsys: pytest.CaptureFixture[str], run_id: str
 ) -> None:
-    code, out, err = bench(capsys, "show", run_id)
+    code, out, err = run_cli(capsys, "show", run_id)
     assert (code, out) == (2, "")
     assert err.startswith("bench: error: unsafe run id")
 
 
 def test_show_unknown_run_id(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = bench(capsys, "show", "nope")
+    code, out, err = run_cli(capsys, "show", "nope")
     assert (code, out) == (2, "")
     assert err == f"bench: error: {golden / 'catalog.json'}: no run 'nope' in the catalog\n"
