@@ -8,50 +8,38 @@ import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tests.kit.runs import write_run
 
 from benchlab.cli import main
 from benchlab.layout import Store, atomic_write_json
+from benchlab.models import Status
 from benchlab.observe.exporter import scrape, serve_in_background
 
 STAMP = "20261201T000000Z"
 
 
-def _spec(device: str, threads: int) -> dict[str, Any]:
-    return {
-        "spec_id": f"{device}-tiny-q8-decode-t{threads}",
-        "experiment": "lab",
-        "device": device,
-        "machine_id": device,
-        "backend": "reference",
-        "model": "tiny",
-        "precision": "q8",
-        "mode": "decode",
-        "threads": threads,
-        "prompt_tokens": 128,
-        "gen_tokens": 64,
-    }
-
-
-def _record(store: Store, device: str, threads: int, status: str = "ok") -> None:
-    spec = _spec(device, threads)
-    run_id = f"{spec['spec_id']}-{STAMP}"
-    record = {
-        "$schema": "benchmark/run-record.v1",
-        "run_id": run_id,
-        "spec_id": spec["spec_id"],
-        "machine_id": device,
-        "device": device,
-        "experiment": "lab",
-        "status": status,
-        "failure_kind": None if status == "ok" else "measurement",
-        "metrics": {"prefill_tok_per_sec": 50.0 * threads, "decode_tok_per_sec": 10.0 * threads},
-        "telemetry": {"power_w": {"median": 7.5}, "temperature_c": {"max": 61.0}},
-        "spec": spec,
-    }
-    atomic_write_json(store.run_dir(device, run_id) / "record.json", record)
+def _record(store: Store, device: str, threads: int, status: Status = "ok") -> None:
+    """One point of the `lab` sweep, as the runner leaves it: q8 decode at `threads`."""
+    write_run(
+        store.root,
+        f"{device}-tiny-q8-decode-t{threads}-{STAMP}",
+        machine_id=device,
+        model="tiny",
+        precision="q8",
+        mode="decode",
+        experiment="lab",
+        threads=threads,
+        prompt_tokens=128,
+        gen_tokens=64,
+        prefill=[(128, 1000 * 128 / (50.0 * threads), 50.0 * threads)],
+        decode=10.0 * threads,
+        decode_ms=None,
+        batch=(),
+        status=status,
+        telemetry={"power_w": {"median": 7.5}, "temperature_c": {"max": 61.0}},
+    )
 
 
 @pytest.fixture

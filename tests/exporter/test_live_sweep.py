@@ -13,26 +13,24 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tests.kit.configs import write_sweep
 
 pytestmark = pytest.mark.integration
 
-CONFIG = """
-experiment: live
-devices:
-  box-a: {transport: local, machine_id: box-a}
-  box-b: {transport: local, machine_id: box-b}
-matrix:
-  device: [box-a, box-b]
-  backend: command
-  model: tiny
-  precision: f32
-  threads: [1, 2]
-  prompt_tokens: 8
-  gen_tokens: 4
-  params:
-    argv: ["{python}", "-c", "import time; time.sleep(0.6); print('{\\"d\\": {threads}5.0}')"]
-    fields: {decode: d}
-"""
+SLEEP_THEN_PRINT = "import time; time.sleep(0.6); print('{\"d\": {threads}5.0}')"
+MATRIX = {
+    "device": ["box-a", "box-b"],
+    "backend": "command",
+    "model": "tiny",
+    "threads": [1, 2],
+    "prompt_tokens": 8,
+    "gen_tokens": 4,
+    "params": {
+        "argv": ["{python}", "-c", SLEEP_THEN_PRINT],
+        "fields": {"decode": "d"},
+    },
+}
+"""Four command points on two local devices, each sleeping long enough to be scraped."""
 
 
 def _free_port() -> int:
@@ -50,8 +48,12 @@ def _scrape(url: str) -> str | None:
 
 
 def test_metrics_of_a_running_sweep(store: Path, tmp_path: Path, prom_parse) -> None:
-    config = tmp_path / "live.yaml"
-    config.write_text(CONFIG)
+    config = write_sweep(
+        tmp_path / "live.yaml",
+        experiment="live",
+        devices={name: {"transport": "local", "machine_id": name} for name in ("box-a", "box-b")},
+        matrix=MATRIX,
+    )
     port = _free_port()
     url = f"http://127.0.0.1:{port}/metrics"
     env = {**os.environ, "BENCHLAB_STORE": str(store)}
