@@ -127,7 +127,7 @@ def test_real_concurrent_sweep_survives_injected_transport_failures(
     config = write_config(tmp_path, {"box1": box1, "box2": box2}, policies)
     code = main(["--store", str(store), "run", str(config), "--concurrent", "--format", "json"])
     out = json.loads(capsys.readouterr().out)
-    assert code == 1
+    assert code == 0  # holes are recorded results; only --fail-on-error exits 1
     records = {(r["device"], r["spec"]["threads"]): r for r in out["records"]}
     first = records[("box1", 1)]
     assert first["status"] == "ok"
@@ -204,7 +204,7 @@ def test_bench_stop_from_another_process_and_worker_ids_reach_the_prefix(
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert process.returncode == 1, out
+    assert process.returncode == 0, out  # a stop request is a clean end: the rest is pending
     assert "stopped:" in out and "left pending" in out
     assert not (sweep / "stop").exists() and not (sweep / "lock").exists()
     records = [json.loads(p.read_text()) for p in store.glob("runs/by-machine/box/*/record.json")]

@@ -31,7 +31,7 @@ def test_report_keeps_failures_of_earlier_sessions_after_a_resume(
         "breaker": {"failure_threshold": 2, "recovery_after_s": 0.2, "drain_after_cooldowns": 1},
     }
     config = write_config(tmp_path, {"box1": box1, "box2": box2}, policies)
-    run = ["--store", str(store), "run", str(config), "--concurrent", "--quiet"]
+    run = ["--store", str(store), "run", str(config), "--concurrent", "--quiet", "--fail-on-error"]
     assert main(run) == 1
     flag.unlink()
     assert main(run) == 0  # the resume runs box2's two points, both ok
@@ -67,7 +67,7 @@ def test_a_third_session_keeps_both_earlier_ones(
         "breaker": {"failure_threshold": 5, "recovery_after_s": 0.2, "drain_after_cooldowns": 1},
     }
     config = write_config(tmp_path, {"box1": box1}, policies)
-    run = ["--store", str(store), "run", str(config), "--concurrent", "--quiet"]
+    run = ["--store", str(store), "run", str(config), "--concurrent", "--quiet", "--fail-on-error"]
     assert main(run) == 1
     assert main(run) == 1
     flag.unlink()

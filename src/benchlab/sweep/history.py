@@ -74,19 +74,25 @@ def fitness_of(lines: list[dict[str, Any]], window: int) -> float | None:
 
 
 class DeviceHistory:
-    """The appender for one session. Thread-safe: workers record from their own threads."""
+    """The appender for one session. Thread-safe: workers record from their own threads.
+
+    `record` only buffers; `flush` writes the buffered lines, one append per file. The
+    concurrent scheduler flushes from its main thread at every poll (a quarter second), so
+    the workers never wait on the disk for what is advisory; a crash loses at most the
+    lines of that last quarter second, never a record.
+    """
 
     def __init__(self, store: Store, experiment: str) -> None:
         self.store = store
         self.experiment = experiment
         self._lock = threading.Lock()
+        self._buffer: dict[Path, list[str]] = {}
         self._counts: dict[Path, int] = {}
 
     def record(self, machine_id: str, device: str, outcome: str, run_id: str | None) -> None:
-        """Append one outcome line; cut the file back when it has grown past MAX_LINES."""
+        """Buffer one outcome line for the machine's history."""
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
-        path = history_path(self.store, machine_id)
         line = {
             "at": utc_iso(),
             "device": device,
@@ -94,20 +100,28 @@ class DeviceHistory:
             "outcome": outcome,
             "run_id": run_id,
         }
-        text = json.dumps(line, sort_keys=True) + "\n"
+        path = history_path(self.store, machine_id)
         with self._lock:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path not in self._counts:
-                self._counts[path] = _count_lines(path)
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            self._counts[path] += 1
-            if self._counts[path] > MAX_LINES:
-                kept = read_history(path, KEEP_LINES)
-                atomic_write_text(path, "".join(json.dumps(x, sort_keys=True) + "\n" for x in kept))
-                self._counts[path] = len(kept)
+            self._buffer.setdefault(path, []).append(json.dumps(line, sort_keys=True) + "\n")
+
+    def flush(self) -> None:
+        """Append what is buffered; cut a file back when it has grown past MAX_LINES."""
+        with self._lock:
+            buffered, self._buffer = self._buffer, {}
+            for path, lines in sorted(buffered.items()):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if path not in self._counts:
+                    self._counts[path] = _count_lines(path)
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.write("".join(lines))
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                self._counts[path] += len(lines)
+                if self._counts[path] > MAX_LINES:
+                    kept = read_history(path, KEEP_LINES)
+                    text = "".join(json.dumps(x, sort_keys=True) + "\n" for x in kept)
+                    atomic_write_text(path, text)
+                    self._counts[path] = len(kept)
 
 
 def _count_lines(path: Path) -> int:

@@ -192,6 +192,8 @@ class _Sweep:
         self.history = history
         self.machines = machines
         self.max_in_flight = config.policies.max_in_flight
+        self._device_order = sorted(self.devices)
+        self._slot_next = 0
         self.in_flight = 0
         self.deadline_reached = False
         self.enqueued: set[str] = set()
@@ -322,6 +324,7 @@ class _Sweep:
                     self.stop(requested=True)
                 self._take_injected()
                 self._check_pending()
+                self._flush_history()
                 self._flush_events()
                 self._publish_in_flight()
                 alive[0].join(STOP_POLL_S)
@@ -331,6 +334,7 @@ class _Sweep:
                 thread.join()
             raise
         finally:
+            self._flush_history()
             self._flush_events()
             self._publish_in_flight()
         if self.crash is not None:
@@ -436,15 +440,16 @@ class _Sweep:
                 self._wake_all()
                 return None
             group = device.group
-            if self._ready(device) and (
-                group is None or group.turn(lambda m: self._ready(self.devices[m])) == device.id
-            ):
+            if self._may_start(device) and self._slot_turn(device):
                 if self.budget is not None and not self._fits(device.queue[0]):
                     return None
                 probe = device.breaker.decide() == "probe"
                 point = device.queue.popleft()
                 device.busy += 1
                 self.in_flight += 1
+                self._slot_next = (self._device_order.index(device.id) + 1) % len(
+                    self._device_order
+                )
                 if group is not None:
                     group.start(device.id)
                 self.fitness.started(device.id)
@@ -454,6 +459,26 @@ class _Sweep:
             if ready_at is not None:
                 timeout = min(timeout, max(ready_at - self.clock(), 0.0) + 0.001)
             device.cond.wait(timeout)
+
+    def _may_start(self, device: _Device) -> bool:
+        """Ready, and its resource group's turn (called locked)."""
+        group = device.group
+        return self._ready(device) and (
+            group is None or group.turn(lambda m: self._ready(self.devices[m])) == device.id
+        )
+
+    def _slot_turn(self, device: _Device) -> bool:
+        """With policies.max_in_flight, global slots go round robin across devices, as a
+        resource group's turns do: otherwise the worker that just freed a slot takes it
+        again at once and one device runs its whole queue while the others wait."""
+        if self.max_in_flight is None:
+            return True
+        count = len(self._device_order)
+        for step in range(count):
+            candidate = self.devices[self._device_order[(self._slot_next + step) % count]]
+            if candidate.workers > 0 and self._may_start(candidate):
+                return candidate.id == device.id
+        return False
 
     # --- budgets, injected points, waiting points (all called locked unless said) ------
 
@@ -559,13 +584,18 @@ class _Sweep:
             self._remember(device, "pending", point.run_id)
 
     def _remember(self, device: _Device, outcome: str, run_id: str) -> None:
-        """One line of the machine's history; advisory, so a full disk only costs a warning."""
+        """One line of the machine's history (buffered; the main thread writes it)."""
+        if self.history is not None:
+            self.history.record(device.config.machine_id or device.id, device.id, outcome, run_id)
+
+    def _flush_history(self) -> None:
+        """Main thread: append the buffered history; advisory, so a full disk only warns."""
         if self.history is None:
             return
         try:
-            self.history.record(device.config.machine_id or device.id, device.id, outcome, run_id)
+            self.history.flush()
         except OSError as exc:
-            self._event_later(f"WARNING device history of {device.id} not written: {exc}")
+            self._event(f"WARNING device history not written: {exc}")
 
     def _finish(
         self,

@@ -237,6 +237,7 @@ def _remember(history: DeviceHistory, spec: RunSpec, record: Any, progress: Any)
     outcome = "ok" if record.status == "ok" else "failed"
     try:
         history.record(spec.machine_id, spec.device, outcome, record.run_id)
+        history.flush()
     except OSError as exc:
         progress.event(f"WARNING device history of {spec.machine_id} not written: {exc}")
 
