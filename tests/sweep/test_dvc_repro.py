@@ -114,3 +114,48 @@ def test_dvc_repro_in_a_fresh_clone(tmp_path: Path) -> None:
         assert path.stat().st_mtime_ns == mtime, f"{path} was rewritten"
     catalog = json.loads((clone / "experiments" / "benchmark" / "catalog.json").read_text())
     assert len(catalog["runs"]) == 5
+
+
+FLAKY = """
+experiment: flaky
+devices: {local: {transport: local}}
+policies: {retries: {attempts: 1, backoff_s: 0}}
+matrix:
+  backend: command
+  model: tiny
+  precision: [f32, q8]
+  params:
+    argv:
+      - "{python}"
+      - "-c"
+      - "import json, sys; print(json.dumps(dict(decode=1))); sys.exit(PRECISION == 'q8')"
+    fields: {decode: decode}
+"""
+
+
+def test_dvc_repro_concurrent_with_a_failed_point_goes_on_unless_asked(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(REPO), str(clone)], tmp_path)
+    sweep = clone / "experiments" / "sweeps" / "flaky.yaml"
+    sweep.write_text(FLAKY.replace("PRECISION", "'{precision}'"), encoding="utf-8")
+    params = clone / "params.yaml"
+    text = params.read_text().replace(
+        "experiments/sweeps/local.yaml", str(sweep.relative_to(clone))
+    )
+    params.write_text(text.replace("concurrent: false", "concurrent: true"))
+
+    first = run(["dvc", "repro", "catalog"], clone)
+    assert "bench run experiments/sweeps/flaky.yaml --concurrent" in first.stdout
+    assert "FAILED 1 point(s)" in first.stdout and "Running stage 'catalog'" in first.stdout
+    catalog = json.loads((clone / "experiments" / "benchmark" / "catalog.json").read_text())
+    local = [e for e in catalog["runs"] if e["machine_id"] == "local"]
+    assert sorted(e["status"] for e in local) == ["failed", "ok"]
+
+    params.write_text(params.read_text().replace("fail-on-error: false", "fail-on-error: true"))
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PYTHONPATH": str(clone / "src")}
+    env.pop("BENCHLAB_STORE", None)
+    gate = subprocess.run(
+        ["dvc", "repro", "catalog"], cwd=clone, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert gate.returncode != 0, gate.stdout
+    assert "--fail-on-error" in gate.stdout and "Running stage 'catalog'" not in gate.stdout
