@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.kit.backend import envelope as kit_envelope
 
 from benchlab.devices.local import LocalTransport
 from benchlab.models import AgentEnvelope, DeviceConfig, RunSpec
@@ -26,9 +27,8 @@ def make_spec(backend: str, **fields: Any) -> RunSpec:
 
 
 def envelope(stdout: str = "", *, exit_code: int | None = 0, **fields: Any) -> AgentEnvelope:
-    return AgentEnvelope(
-        started_at=1.0, finished_at=2.0, exit_code=exit_code, stdout=stdout, **fields
-    )
+    """The kit's device answer, read as the runner reads it before a backend parses it."""
+    return AgentEnvelope.model_validate(kit_envelope(stdout, exit_code, **fields))
 
 
 @pytest.fixture
