@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
 from benchlab.errors import ConfigError
@@ -62,14 +63,14 @@ def gated_sweep(tmp_path: Path, gates: list[dict], machine: str = "box1") -> tup
     """A real command-backend sweep whose decode figure is read from a file we can change."""
     value = tmp_path / "value.txt"
     value.write_text("10\n")
-    config = {
-        "experiment": "gated",
-        "devices": {"box": {"transport": "local", "machine_id": machine}},
-        "gates": gates,
-        "matrix": {
+    path = write_sweep(
+        tmp_path / "gated.yaml",
+        experiment="gated",
+        devices={"box": {"transport": "local", "machine_id": machine}},
+        gates=gates,
+        matrix={
             "backend": "command",
             "model": "toy",
-            "precision": "f32",
             "params": {
                 "argv": [
                     "{python}",
@@ -80,9 +81,7 @@ def gated_sweep(tmp_path: Path, gates: list[dict], machine: str = "box1") -> tup
                 "fields": {"decode": "decode"},
             },
         },
-    }
-    path = tmp_path / "gated.yaml"
-    path.write_text(yaml.safe_dump(config))
+    )
     return path, value
 
 

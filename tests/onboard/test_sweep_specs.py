@@ -5,30 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
 from benchlab.layout import Store, read_json
 
-CONFIG = """
-experiment: specs
-devices:
-  box: {transport: local, machine_id: box}
-  away: {transport: exec, command: [/nonexistent/wrapper], machine_id: away}
-matrix:
-  device: box
-  backend: reference
-  model: tiny
-  precision: f32
-  batch_sizes: [1]
-  params: {reps: 1, batch_steps: 2}
-"""
+DEVICES = {
+    "box": {"transport": "local", "machine_id": "box"},
+    "away": {"transport": "exec", "command": ["/nonexistent/wrapper"], "machine_id": "away"},
+}
+"""One device that answers and one whose wrapper does not exist."""
+MATRIX = {"device": "box", "batch_sizes": [1], "params": {"reps": 1, "batch_steps": 2}}
 
 
 def test_specs_recorded_once_and_unreachable_devices_noted(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "specs.yaml"
-    config.write_text(CONFIG)
+    config = write_sweep(
+        tmp_path / "specs.yaml", experiment="specs", devices=DEVICES, matrix=MATRIX
+    )
     assert main(["--store", str(store), "run", str(config)]) == 0
     specs_path = Store(store).private_specs("box")
     specs = read_json(specs_path)
