@@ -7,40 +7,37 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.kit.runs import write_run
 
 from benchlab.cli import main
+from benchlab.models import Status
 
 from .conftest import git
 
 RUN = "gpu1-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
 
 
-def make_run(repo: Path, *, status: str = "ok", run_id: str = RUN) -> Path:
+def make_run(repo: Path, *, status: Status = "ok", run_id: str = RUN) -> Path:
+    """A gpu1 run whose manifest and raw output are full of tells (host, zone, IP, home)."""
     store = repo / "experiments" / "benchmark"
     machine = store / "runs" / "by-machine" / "gpu1"
-    run = machine / run_id
-    (run / "raw").mkdir(parents=True)
+    machine.mkdir(parents=True, exist_ok=True)
     (machine / "specs.json").write_text(json.dumps({"machine_id": "gpu1", "hostname": "orca-7"}))
-    manifest = {
-        "run_id": run_id,
-        "machine_id": "gpu1",
-        "model": {"name": "SmolLM2-135M", "precision": "q8", "source": "/home/qzhang/m.gguf"},
-        "config": {"host": "orca-7", "zone": "us-east-1a", "workers": 16},
-        "notes": "orca-7 (p4d.24xlarge, i-0abc1234def567890) via 10.0.0.5",
-    }
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    (run / "record.json").write_text(
-        json.dumps(
-            {
-                "run_id": run_id,
-                "status": status,
-                "failure_kind": None if status == "ok" else "measurement",
-            }
-        )
+    return write_run(
+        store,
+        run_id,
+        machine_id="gpu1",
+        model_source="/home/qzhang/m.gguf",
+        manifest_extra={
+            "config": {"host": "orca-7", "zone": "us-east-1a", "workers": 16},
+            "notes": "orca-7 (p4d.24xlarge, i-0abc1234def567890) via 10.0.0.5",
+        },
+        status=status,
+        raw={
+            "stdout.txt": "connected to orca-7 at 10.0.0.5\npp512 5523.67\n",
+            "trace.bin": b"\0\x01orca-7",
+        },
     )
-    (run / "raw" / "stdout.txt").write_text("connected to orca-7 at 10.0.0.5\npp512 5523.67\n")
-    (run / "raw" / "trace.bin").write_bytes(b"\0\x01orca-7")
-    return run
 
 
 @pytest.fixture
@@ -78,6 +75,8 @@ def test_promote_writes_a_redacted_scanned_force_added_copy(
     assert not (copy / "raw" / "trace.bin").exists()
     prefix = f"experiments/benchmark/runs/public/gpu1/{RUN}"
     assert staged(repo) == [
+        f"{prefix}/batch.json",
+        f"{prefix}/kernel.json",
         f"{prefix}/manifest.json",
         f"{prefix}/raw/stdout.txt",
         f"{prefix}/record.json",

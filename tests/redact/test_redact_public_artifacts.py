@@ -5,12 +5,11 @@ clean. A new public artifact (a verb that writes something published) belongs in
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from tests.kit.fleet import load_make_fleet
 
 from benchlab.cli import main
 
@@ -23,17 +22,6 @@ TELLS = {
     "topology": "GPU0\t X \tNV12\tNV12\nGPU1\tNV12\t X \tNV12\n00000000:3B:00.0",
     "secret": "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz12345678",
 }
-
-
-def _make_fleet() -> object:
-    name = "benchlab_tools_make_fleet"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tools/perf/make_fleet.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name].make_fleet
 
 
 def _inject(store: Path) -> None:
@@ -70,7 +58,7 @@ def test_catalog_inventory_charts_and_site_scan_clean(
 ) -> None:
     store = tmp_path / "lab" / "experiments" / "benchmark"
     store.mkdir(parents=True)
-    _make_fleet()(store, 40)  # type: ignore[operator]
+    load_make_fleet().make_fleet(store, 40)
     _inject(store)
     # A clone carries the repo's policy (its allow list skips vendored plotly.min.js).
     policy = REPO / "experiments" / "benchmark" / "redaction.yaml"
