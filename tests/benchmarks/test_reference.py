@@ -13,6 +13,7 @@ from benchlab.agent.reference_bench import MODELS, build_model, parameter_count
 from benchlab.benchmarks import get_backend
 from benchlab.devices.local import LocalTransport
 from benchlab.errors import ConfigError, DeviceError, MeasurementError, ParseError
+from benchlab.metrics import derive
 from benchlab.models import AgentEnvelope, BatchResults, DeviceConfig, KernelResults
 
 from .conftest import derived
@@ -130,9 +131,14 @@ def test_parse_rejects_non_finite_numbers(device, spec_factory, envelope_factory
     envelope, _ = run_point(device, spec)
     data = json.loads(envelope.stdout)
     data["decode"]["tok_per_sec"] = float("inf")
-    parsed = get_backend("reference").parse(envelope_factory(json.dumps(data)), spec, "rid")
+    with pytest.raises(ParseError, match=r"decode\.tok_per_sec\s+Input should be a finite"):
+        get_backend("reference").parse(envelope_factory(json.dumps(data)), spec, "rid")
+
+
+def test_the_one_derivation_refuses_non_finite_numbers_for_every_backend() -> None:
+    kernel = {"benchmark": {"prefill": [], "decode": {"tok_per_sec": float("nan")}}}
     with pytest.raises(ParseError, match=r"decode_tok_per_sec.*not finite"):
-        derived(parsed, spec)  # the one derivation refuses it, for every backend
+        derive(kernel, {"points": []})
 
 
 def test_failed_or_timed_out_runs_are_measurements(spec_factory, envelope_factory):
