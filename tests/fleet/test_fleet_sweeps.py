@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import yaml
 from fleet_hosts import Fleet
+from tests.kit.configs import sweep_dict
+from tests.kit.scheduler import Events
 
 from benchlab.layout import Store
 from benchlab.models import RunRecord, SweepConfig
@@ -37,30 +39,6 @@ from benchlab.sweep.scheduler import run_sweep_concurrent
 pytestmark = pytest.mark.integration
 
 SWEEP_LIMIT_S = 90.0
-
-
-class Recorder:
-    """A progress sink that keeps every event line (thread-safe)."""
-
-    def __init__(self) -> None:
-        self.events: list[str] = []
-        self.records: list[RunRecord] = []
-        self._lock = threading.Lock()
-
-    def point_done(self, done: int, total: int, spec: Any, record: RunRecord) -> None:
-        with self._lock:
-            self.records.append(record)
-
-    def event(self, line: str) -> None:
-        with self._lock:
-            self.events.append(line)
-
-    def close(self) -> None:
-        pass
-
-    def saw(self, prefix: str) -> list[str]:
-        with self._lock:
-            return [line for line in self.events if line.startswith(prefix)]
 
 
 def points(count: int, seconds: float) -> list[dict[str, Any]]:
@@ -86,22 +64,21 @@ def make_config(
     retries: dict[str, Any] | None = None,
     breaker: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
-        "experiment": experiment,
-        "devices": {name: fleet.device(name, **extra) for name, extra in devices.items()},
-        "policies": {
+    return sweep_dict(
+        experiment=experiment,
+        devices={name: fleet.device(name, **extra) for name, extra in devices.items()},
+        policies={
             "retries": retries or {"attempts": 3, "backoff_s": 0.1},
             "breaker": breaker
             or {"failure_threshold": 3, "recovery_after_s": 2, "drain_after_cooldowns": 2},
         },
-        "matrix": {
+        matrix={
             "device": list(devices),
             "backend": "command",
             "model": "sleeper",
-            "precision": "f32",
             "params": points(count, seconds),
         },
-    }
+    )
 
 
 def in_background(work: Callable[[], SweepResult]) -> tuple[threading.Thread, dict[str, Any]]:
@@ -178,7 +155,7 @@ def test_group_members_never_overlap_and_take_turns(fleet: Fleet, store: Path) -
             seconds=0.4,
         )
     )
-    result = run_sweep_concurrent(store, config, None, progress=Recorder())
+    result = run_sweep_concurrent(store, config, None, progress=Events())
     assert len(result.records) == 9
     assert not result.failed, [r.error for r in result.failed]
 
@@ -223,7 +200,7 @@ def test_short_cut_opens_the_breaker_and_the_probe_brings_it_back(
             breaker={"failure_threshold": 2, "recovery_after_s": 2, "drain_after_cooldowns": 10},
         )
     )
-    progress = Recorder()
+    progress = Events()
     thread, box = in_background(
         lambda: run_sweep_concurrent(store, config, None, progress=progress)
     )
@@ -280,7 +257,7 @@ def test_host_cut_for_good_is_drained_and_resume_measures_exactly_the_holes(
             breaker={"failure_threshold": 1, "recovery_after_s": 1, "drain_after_cooldowns": 2},
         )
     )
-    progress = Recorder()
+    progress = Events()
     thread, box = in_background(
         lambda: run_sweep_concurrent(store, config, None, progress=progress)
     )
@@ -313,7 +290,7 @@ def test_host_cut_for_good_is_drained_and_resume_measures_exactly_the_holes(
 
     before = record_bytes(store, [r for r in result.records if r.status == "ok"])
     fleet.restore("h3")
-    again = run_sweep_concurrent(store, config, None, progress=Recorder())
+    again = run_sweep_concurrent(store, config, None, progress=Events())
     assert sorted(r.run_id for r in again.records) == sorted(r.run_id for r in missing)
     assert all(r.status == "ok" for r in again.records)
     assert again.skipped == 15 - len(missing)
@@ -363,7 +340,7 @@ def test_controller_killed_mid_sweep_resumes_without_duplicates(
     assert 3 <= len(done_before) < 12
 
     config = parse_sweep_config(data)
-    result = run_sweep_concurrent(store, config, str(path), progress=Recorder())
+    result = run_sweep_concurrent(store, config, str(path), progress=Events())
     assert result.skipped == len(done_before)
     assert len(result.records) == 12 - len(done_before)
     assert all(r.status == "ok" for r in result.records)
@@ -402,7 +379,7 @@ def test_clock_offsets_are_reported_within_their_uncertainty(fleet: Fleet, store
     config: SweepConfig = parse_sweep_config(
         make_config(fleet, "clocks", {"h0": {}, "h1": {}, "h2": skewed}, count=1, seconds=0.1)
     )
-    progress = Recorder()
+    progress = Events()
     result = run_sweep_concurrent(store, config, None, progress=progress)
     assert not result.failed, [r.error for r in result.failed]
     clocks = json.loads((sweep_dir(store, "clocks") / "schedule.json").read_text())["clocks"]
