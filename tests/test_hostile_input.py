@@ -6,12 +6,12 @@ nothing written. The bad inputs are real files; nothing is mocked.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
 from benchlab.errors import SchemaError, StoreError
@@ -111,11 +111,8 @@ def test_deep_or_recursive_yaml_is_one_line(
 def test_hidden_characters_in_a_model_name_are_refused(
     name: str, store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "names.yaml"
-    hidden = json.dumps(f"tiny{HIDDEN[name]}x")  # a YAML double-quoted scalar with \u escapes
-    config.write_text(
-        f"experiment: names\ndevices: {{local: {{transport: local}}}}\n"
-        f"matrix: {{backend: reference, precision: f32, model: {hidden}}}\n"
+    config = write_sweep(
+        tmp_path / "names.yaml", experiment="names", matrix={"model": f"tiny{HIDDEN[name]}x"}
     )
     before = files_under(store)
     assert main(["--store", str(store), "run", str(config), "--dry-run"]) == 2
@@ -127,10 +124,8 @@ def test_hidden_characters_in_a_model_name_are_refused(
 def test_hidden_characters_in_a_device_name_are_refused(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = tmp_path / "dev.yaml"
-    config.write_text(
-        'experiment: dev\ndevices: {"gpu1\\u202e2kcab": {transport: local}}\n'
-        "matrix: {backend: reference, precision: f32, model: tiny}\n"
+    config = write_sweep(
+        tmp_path / "dev.yaml", experiment="dev", devices={"gpu1\u202e2kcab": {"transport": "local"}}
     )
     assert main(["--store", str(store), "run", str(config), "--dry-run"]) == 2
     assert "U+202E" in one_line_error(capsys, config)
