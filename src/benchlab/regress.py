@@ -13,6 +13,17 @@ A series is `identity.series_key`: the whole measurement identity less the versi
 of the same run at one thread, and a new llama.cpp build or a new revision of the thing under
 test shows up as a step inside its series, reported with the version before and after it.
 Entries are the catalog reader's plain dicts (`catalog.read.load_catalog`).
+
+Two guards keep the report honest at fleet scale, where hundreds of short series are
+tested at once. A split must also be *large against the series' own noise* (`min_effect`,
+in robust standard deviations: 1.4826 x the median absolute deviation within the segments),
+so a significant-looking wobble of a noisy series (a -6 % step in +-10 % noise) is not
+reported as certain. And a step too recent to hold `min_segment` runs after it is not
+dropped: the *tail check* asks whether the newest runs all lie beyond every run since the
+last step, by more than `suspect_effect` robust deviations, and reports it as `suspect`
+with the exact probability of that ordering by chance. Suspects of one machine that start
+together (a new driver, a thermal problem) corroborate each other: their p-values are
+combined by Fisher's method, and the confidence says so.
 """
 
 from __future__ import annotations
@@ -20,7 +31,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any, Literal
 
@@ -34,6 +45,16 @@ REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads
 
 Entry = Mapping[str, Any]
 History = list[tuple[Entry, float]]
+
+MIN_EFFECT = 1.5
+"""A confirmed step moves the median by at least this many robust standard deviations of
+the series' noise. Uniform +-10 % noise has a robust sd of 7.4 %: a 5.9 % wobble is 0.8."""
+SUSPECT_EFFECT = 3.0
+"""A suspect (too few runs after it to confirm) must stand this far outside the noise."""
+MIN_BASELINE = 4
+"""Runs since the last step that a tail check needs as its baseline."""
+MAX_TAIL = 5
+"""The most newest runs the tail check looks at."""
 
 
 def series_of(entry: Entry) -> str:
@@ -129,20 +150,41 @@ def best_split(
     return split, p_value
 
 
+def robust_sd(values: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation: the standard deviation of normal noise,
+    undisturbed by the odd wedged run."""
+    if not values:
+        return 0.0
+    centre = median(values)
+    return 1.4826 * median(abs(v - centre) for v in values)
+
+
+def effect_size(before: Sequence[float], after: Sequence[float]) -> float:
+    """|median after - median before| in robust standard deviations of the noise within
+    the two segments (residuals about each segment's own median, pooled)."""
+    mb, ma = median(before), median(after)
+    noise = robust_sd([v - mb for v in before] + [v - ma for v in after])
+    if noise <= 0:
+        noise = 1e-9 * max(abs(mb), abs(ma), 1e-300)
+    return abs(ma - mb) / noise
+
+
 def find_steps(
     values: Sequence[float],
     *,
     alpha: float = 0.01,
     min_change: float = 0.01,
     min_segment: int = 3,
+    min_effect: float = MIN_EFFECT,
     permutations: int = 999,
     seed: int = 0,
 ) -> list[tuple[int, float]]:
     """Every step by binary segmentation: (first index after the step, p-value), in order.
 
     A split counts when its permutation p-value is below `alpha` AND the segment medians
-    differ by at least `min_change` (relative): significant but negligible steps are noise
-    to whoever reads the report.
+    differ by at least `min_change` (relative) AND by `min_effect` robust standard
+    deviations of the noise: significant but negligible steps, and wobbles no larger than
+    the series' own noise, are noise to whoever reads the report.
     """
     found: list[tuple[int, float]] = []
 
@@ -161,7 +203,20 @@ def find_steps(
         visit(lo + split, hi)
 
     visit(0, len(values))
-    return sorted(found)
+    found.sort()
+    # The effect is judged between neighbouring cuts, once segmentation is done: at the top
+    # level a segment may still hold a second step, whose spread would hide the first.
+    while found:
+        bounds = [0, *(cut for cut, _ in found), len(values)]
+        effects = [
+            effect_size(values[bounds[i] : bounds[i + 1]], values[bounds[i + 1] : bounds[i + 2]])
+            for i in range(len(found))
+        ]
+        weakest = min(range(len(found)), key=lambda i: effects[i])
+        if effects[weakest] >= min_effect:
+            break
+        del found[weakest]
+    return found
 
 
 @dataclass(frozen=True)
@@ -185,6 +240,10 @@ class Step:
     revision_before: str | None = None
     revision_after: str | None = None
     identity: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    status: Literal["confirmed", "suspect"] = "confirmed"
+    runs_after: int = 0
+    effect: float = 0.0
+    corroborated_by: int = 0
 
     @property
     def version_changed(self) -> bool:
@@ -212,6 +271,10 @@ class Step:
             revision_before=self.revision_before,
             revision_after=self.revision_after,
             version_changed=self.version_changed,
+            status=self.status,
+            runs_after=self.runs_after,
+            effect=round(self.effect, 2),
+            corroborated_by=self.corroborated_by,
         )
         return row
 
@@ -221,6 +284,60 @@ def _kind(metric: str, change: float) -> Literal["regression", "improvement"]:
     return "regression" if worse else "improvement"
 
 
+def tail_step(
+    values: Sequence[float],
+    start: int = 0,
+    *,
+    min_change: float = 0.01,
+    suspect_effect: float = SUSPECT_EFFECT,
+    min_baseline: int = MIN_BASELINE,
+    max_tail: int = MAX_TAIL,
+) -> tuple[int, float, float] | None:
+    """A step among the newest runs too recent to confirm: (first index of the tail,
+    one-sided p-value, effect), or None.
+
+    The baseline is `values[start:]` less the tail (the runs since the last confirmed step).
+    The tail is the longest run of newest values (at most `max_tail`) that all lie below the
+    baseline's minimum, or all above its maximum. Under no change every ordering is equally
+    likely, so the chance that the k newest of n runs are the k lowest is 1 / C(n, k): an
+    exact p-value for any noise distribution. The median of the tail must also differ from
+    the baseline's by `min_change` and by `suspect_effect` robust deviations of the baseline.
+    """
+    n = len(values)
+    for k in range(max_tail, 0, -1):  # the longest tail that qualifies
+        base = values[start : n - k]
+        tail = values[n - k :]
+        if len(base) < min_baseline:
+            continue
+        if not (max(tail) < min(base) or min(tail) > max(base)):
+            continue
+        mb, mt = median(base), median(tail)
+        if mb == 0 or abs(mt - mb) / abs(mb) < min_change:
+            continue
+        noise = robust_sd(base) or 1e-9 * abs(mb)
+        effect = abs(mt - mb) / noise
+        if effect < suspect_effect:
+            continue
+        # Both directions were looked at: the two-sided p-value is twice the one-sided.
+        return n - k, min(1.0, 2.0 / math.comb(len(base) + k, k)), effect
+    return None
+
+
+def fisher_combined(p_values: Sequence[float]) -> float:
+    """Fisher's method: the p-value of several independent tests taken together (the
+    chi-squared survival function with 2m degrees of freedom has a closed form)."""
+    m = len(p_values)
+    if m == 0:
+        return 1.0
+    x = -2.0 * sum(math.log(max(p, 1e-300)) for p in p_values)
+    half = x / 2.0
+    term, total = 1.0, 1.0
+    for i in range(1, m):
+        term *= half / i
+        total += term
+    return min(1.0, math.exp(-half) * total)
+
+
 def detect(
     entries: Iterable[Entry],
     metric: str = DEFAULT_METRIC,
@@ -228,17 +345,54 @@ def detect(
     alpha: float = 0.01,
     min_change: float = 0.01,
     min_segment: int = 3,
+    min_effect: float = MIN_EFFECT,
+    suspects: bool = True,
 ) -> list[Step]:
-    """Step changes in every series' history, oldest first within a series."""
+    """Step changes in every series' history, oldest first within a series: confirmed steps
+    (rank scan, permutation test, effect size) and, with `suspects`, a step among the newest
+    runs too recent to confirm (`tail_step`), its confidence raised where other series of
+    the same machine stepped the same way at the same time (`fisher_combined`)."""
     steps: list[Step] = []
     for runs in histories(entries, metric).values():
         fields = _series_fields(runs[0][0])
         values = [value for _, value in runs]
-        cuts = find_steps(values, alpha=alpha, min_change=min_change, min_segment=min_segment)
+        cuts = find_steps(
+            values,
+            alpha=alpha,
+            min_change=min_change,
+            min_segment=min_segment,
+            min_effect=min_effect,
+        )
         bounds = [0, *(cut for cut, _ in cuts), len(values)]
+        found: list[tuple[int, float, float, float, float, str]] = []
         for number, (cut, p_value) in enumerate(cuts, start=1):
-            before = median(values[bounds[number - 1] : cut])
-            after = median(values[cut : bounds[number + 1]])
+            segment_before = values[bounds[number - 1] : cut]
+            segment_after = values[cut : bounds[number + 1]]
+            found.append(
+                (
+                    cut,
+                    p_value,
+                    median(segment_before),
+                    median(segment_after),
+                    effect_size(segment_before, segment_after),
+                    "confirmed",
+                )
+            )
+        if suspects:
+            tail = tail_step(values, bounds[-2], min_change=min_change)
+            if tail is not None and tail[0] - bounds[-2] >= MIN_BASELINE:
+                first, p_value, effect = tail
+                found.append(
+                    (
+                        first,
+                        p_value,
+                        median(values[bounds[-2] : first]),
+                        median(values[first:]),
+                        effect,
+                        "suspect",
+                    )
+                )
+        for cut, p_value, before, after, effect, status in found:
             change = (after - before) / before
             good, bad = runs[cut - 1][0], runs[cut][0]
             steps.append(
@@ -258,10 +412,72 @@ def detect(
                     version_after=version_label(bad),
                     revision_before=good.get("revision"),
                     revision_after=bad.get("revision"),
-                    identity=fields,
+                    identity={**fields, "last_good_timestamp": good["timestamp"]},
+                    status=status,  # type: ignore[arg-type]
+                    runs_after=len(values) - cut,
+                    effect=effect,
                 )
             )
-    return steps
+    return corroborate(steps)
+
+
+def corroborate(steps: Sequence[Step]) -> list[Step]:
+    """Suspects of one machine, same direction, whose windows (last good run to first bad
+    run) overlap, corroborate each other: each gets the Fisher-combined confidence of the
+    group and the count of the others. Confirmed steps are left as they are."""
+    groups: dict[tuple[Any, str], list[int]] = defaultdict(list)
+    for index, step in enumerate(steps):
+        if step.status == "suspect":
+            groups[(step.identity.get("machine_id"), step.kind)].append(index)
+    out = list(steps)
+    for members in groups.values():
+        for index in members:
+            step = steps[index]
+            lo = step.identity.get("last_good_timestamp", step.first_bad_timestamp)
+            peers = [
+                steps[j]
+                for j in members
+                if steps[j].identity.get("last_good_timestamp", "") <= step.first_bad_timestamp
+                and steps[j].first_bad_timestamp >= lo
+            ]
+            if len(peers) < 2:
+                continue
+            combined = fisher_combined([1.0 - p.confidence for p in peers])
+            out[index] = replace(
+                step,
+                confidence=max(step.confidence, 1.0 - combined),
+                corroborated_by=len(peers) - 1,
+            )
+    return out
+
+
+def window_start(entries: Iterable[Entry], days: float) -> str | None:
+    """The start of the "what changed" window: the newest run's timestamp less `days`.
+
+    Derived from the data, never the wall clock (invariant 7): two builds of one catalog
+    agree, and the window is "the last `days` of measurements", which is what a reader who
+    last looked one publish ago wants when runs arrive in bursts."""
+    from datetime import datetime, timedelta, timezone
+
+    newest = max((e["timestamp"] for e in entries), default=None)
+    if newest is None:
+        return None
+    try:
+        moment = datetime.strptime(newest, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return (moment - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def recent(steps: Iterable[Step], since: str | None) -> list[Step]:
+    """The steps whose first bad run is at or after `since` (all when None), newest first,
+    regressions before improvements at equal time."""
+    chosen = [s for s in steps if since is None or s.first_bad_timestamp >= since]
+    return sorted(
+        chosen,
+        key=lambda s: (s.first_bad_timestamp, s.kind == "regression", s.series),
+        reverse=True,
+    )
 
 
 # --- latest versus baseline ---------------------------------------------------------------

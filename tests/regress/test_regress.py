@@ -197,3 +197,53 @@ def test_a_build_change_is_a_step_inside_the_series_with_versions_either_side() 
     row = step.as_row()
     assert row["version_before"] == "benchlab 0.1.0" and row["version_changed"] is True
     assert row["threads"] == 2 and row["series"] == history[0]["series"]
+
+
+def test_a_wobble_no_larger_than_the_noise_is_not_a_confirmed_step() -> None:
+    """A -6 % shift in +-10 % uniform noise: the old detector called such wobbles certain."""
+    rng = np.random.default_rng(5)
+    values = [100 * (0.94 if i >= 20 else 1.0) * rng.uniform(0.9, 1.1) for i in range(40)]
+    assert find_steps(values, min_effect=0.0) != []  # significant by ranks alone ...
+    assert find_steps(values) == []  # ... but under 1.5 robust deviations of the noise
+
+
+def test_a_recent_step_with_too_few_runs_to_confirm_is_a_suspect() -> None:
+    rng = np.random.default_rng(3)
+    values = [100 * rng.uniform(0.9, 1.1) for _ in range(11)] + [70.0, 71.0]
+    [step] = detect(entries(values))
+    assert step.status == "suspect" and step.kind == "regression"
+    assert step.first_bad_run == "pi5-run-011" and step.runs_after == 2
+    assert step.confidence == pytest.approx(1 - 2 / 78)  # the 2 newest of 13 the 2 lowest
+    assert detect(entries(values), suspects=False) == []
+
+
+def test_suspects_of_one_machine_corroborate_each_other() -> None:
+    rng = np.random.default_rng(4)
+    history = []
+    for model in ("a", "b", "c"):
+        values = [100 * rng.uniform(0.9, 1.1) for _ in range(11)] + [70.0]
+        history += entries(values, tag=model, model_id=model, model=model)
+    steps = detect(history)
+    assert len(steps) == 3 and {s.status for s in steps} == {"suspect"}
+    assert all(s.corroborated_by == 2 for s in steps)
+    assert all(s.confidence > 0.9 > 1 - 2 / 12 for s in steps)  # stronger than each alone
+
+
+def test_fisher_combined_matches_the_chi_squared_tail() -> None:
+    from benchlab.regress import fisher_combined
+
+    assert fisher_combined([0.05]) == pytest.approx(0.05)
+    assert fisher_combined([0.05, 0.05]) == pytest.approx(0.0175, abs=1e-4)
+    assert fisher_combined([]) == 1.0
+
+
+def test_the_window_is_counted_back_from_the_newest_run() -> None:
+    from benchlab.regress import recent, window_start
+
+    history = entries(noisy([(20, 100.0), (20, 80.0)]))
+    since = window_start(history, 1)
+    assert since == "2026-01-01T15:00:00Z"  # newest run 2026-01-02T15:00, less one day
+    [step] = detect(history)
+    assert recent([step], since) == [step]
+    assert recent([step], "2026-01-02T00:00:00Z") == []
+    assert window_start([], 14) is None
