@@ -239,3 +239,13 @@ def test_an_address_after_a_version_elsewhere_on_the_line_is_still_found(policy:
 def test_cloud_cli_flags_need_the_cli_on_the_line(policy: Policy) -> None:
     hits = find(policy, ["az aks show -g ml-rg -n aks-1", "npm install -g left-pad", "head -n 5"])
     assert [(h.index, h.value) for h in hits] == [(0, "ml-rg"), (0, "aks-1")]
+
+
+def test_svg_path_data_is_not_an_address(policy: Policy) -> None:
+    """An icon in a built page: `2.41.44.82` inside path data is drawing, not an IP."""
+    icon = '<path d="M12 22l-2.41-3.44c.74.27 1.55.44 2.41.44.82 0 1.63-.17 2.37-.44z"/>'
+    assert [h for h in find(policy, [icon]) if h.tell_class == tells.IP] == []
+    for line in ("at 10.0.0.5", "host h1 10.0.0.5", 'retried on "orca-7" 10.0.0.5'):
+        assert [h.value for h in find(policy, [line]) if h.tell_class == tells.IP] == [
+            "10.0.0.5"
+        ]

@@ -301,9 +301,26 @@ _VERSION_CONTEXT = _c(
 )
 
 
+_SVG_PATH_CHARS = re.compile(r"[MmLlHhVvCcSsQqTtAaZz\d.,\s-]*")
+_SVG_COMMANDS = re.compile(r"[MmLlHhVvCcSsQqTtAaZz]")
+
+
+def _inside_svg_path(before: str) -> bool:
+    """SVG path data (`c.74.27 1.55.44 2.41.44.82`: an icon in a built page) runs numbers
+    together that read as dotted quads. Everything since the last quote being path commands
+    and numbers, with several of each, is drawing, not an address."""
+    tail = before.rsplit('"', 1)[-1]
+    return (
+        _SVG_PATH_CHARS.fullmatch(tail) is not None
+        and len(_SVG_COMMANDS.findall(tail)) >= 3
+        and sum(ch.isdigit() for ch in tail) >= 6
+    )
+
+
 def _not_after_version_word(before: str) -> bool:
-    """`driver 1.2.3.4` is a version; an address elsewhere on the line is still found."""
-    return _VERSION_CONTEXT.search(before) is None
+    """`driver 1.2.3.4` is a version and path data is a drawing; an address elsewhere on
+    the line is still found."""
+    return _VERSION_CONTEXT.search(before) is None and not _inside_svg_path(before)
 
 
 # --- hardware identifiers -------------------------------------------------------------------
