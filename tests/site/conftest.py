@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs in importlib mode
 
-from site_factory import thread_runs, write_store
+from site_factory import thread_runs, write_fleet, write_store
 
 
 @pytest.fixture
@@ -22,4 +22,11 @@ def public_store(store: Path):
 def threads_store(store: Path):
     """The public store plus a t1 twin of gpu-box's SmolLM2-135M q8 series (t4)."""
     write_store(store, thread_runs())
+    return store
+
+
+@pytest.fixture
+def fleet_store(store: Path):
+    """The generated fleet with pi5's planted -28 % step on its q4 runs."""
+    write_fleet(store)
     return store

@@ -147,3 +147,78 @@ def write_store(root: Path, extra: list[CatalogEntry] | None = None) -> Store:
         ),
     )
     return store
+
+
+FLEET_MACHINES = {
+    "gpu-box": 40.0,
+    "laptop": 8.0,
+    "mac": 12.0,
+    "nuc": 5.0,
+    "pi5": 1.0,
+    "jetson": 3.0,
+}
+FLEET_MODELS = ("SmolLM2-135M", "Llama-3.2-1B")
+FLEET_PRECISIONS = ("q4", "q8")
+FLEET_DAYS = 60
+STEP_DAY = 50
+"""pi5's q4 runs drop 28 % from this day on: 5 runs of each of its two q4 series, 10 in all."""
+
+
+def fleet_runs(seed: int = 7) -> list[CatalogEntry]:
+    """A generated fleet: six machines, two models, two precisions, a run of each series
+    every other day for 60 days with +-10 % uniform noise, the laptop at 1, 2 and 4 threads
+    (decode and batch throughput grow with threads), decode stddevs, and one planted step:
+    pi5's q4 runs lose 28 % from day 50 on (the newest run is day 58: inside the 14-day
+    window)."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for machine, speed in FLEET_MACHINES.items():
+        for model in FLEET_MODELS:
+            for precision in FLEET_PRECISIONS:
+                for threads in (1, 2, 4) if machine == "laptop" else (4,):
+                    base = speed * (1.6 if precision == "q4" else 1.0)
+                    base *= (3.0 if "135M" in model else 1.0) * (threads / 4) ** 0.6
+                    for day in range(0, FLEET_DAYS, 2):
+                        rate = base * rng.uniform(0.9, 1.1)
+                        if machine == "pi5" and precision == "q4" and day >= STEP_DAY:
+                            rate *= 0.72
+                        run = entry(
+                            machine, model, precision, day, rate, threads=threads,
+                            decode_stddev=round(rate * 0.04, 4),
+                            prefill_stddev=round(rate * 0.3, 4),
+                            tests=["pp32", "tg16"], attempt=1, attempts=3,
+                            warnings=1 if day % 20 == 0 else 0,
+                        )  # fmt: skip
+                        run_id = run.run_id.replace("0000abcd", f"0000t{threads:03d}")
+                        out.append(run.model_copy(update={"run_id": run_id}))
+    return sorted(out, key=lambda r: r.run_id)
+
+
+def write_fleet(root: Path) -> Store:
+    """The generated fleet as a public store (catalog.json and the inventory)."""
+    store = Store(root)
+    entries = fleet_runs()
+    summaries = {
+        m: MachineSummary(
+            id=m, os="Linux", arch="x86_64", runs=sum(r.machine_id == m for r in entries),
+            last_run=max(r.timestamp for r in entries if r.machine_id == m),
+        )
+        for m in FLEET_MACHINES
+    }  # fmt: skip
+    catalog = Catalog(last_updated=max(r.timestamp for r in entries), machines=summaries,
+                      runs=entries)  # fmt: skip
+    write_model(store.catalog_path, catalog)
+    write_model(
+        store.inventory_path,
+        MachineInventory(machines={m: InventoryEntry(id=m, os="Linux") for m in FLEET_MACHINES}),
+    )
+    return store
+
+
+def write_empty(root: Path) -> Store:
+    """A store whose catalog holds no runs yet."""
+    store = Store(root)
+    write_model(store.catalog_path, Catalog(last_updated=None, machines={}, runs=[]))
+    return store

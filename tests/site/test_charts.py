@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from benchlab.publish.charts import (
     latest_by_series,
     scaling_chart,
     shown,
+    throughput_chart,
     trend_chart,
 )
 from benchlab.publish.data import load_public
@@ -108,9 +110,11 @@ def test_bench_chart_writes_a_directory_with_plotly_once(public_store, capsys):
         "benchlab.css",
         "benchlab.js",
         "cost.html",
+        "decode.html",
         "plotly.min.js",
         "prefill-decode.html",
         "scaling.html",
+        "threads.html",
         "throughput.html",
         "trend.html",
     ]
@@ -176,6 +180,9 @@ def test_png_and_svg_through_kaleido(public_store):
     assert main([*argv, "--format", "svg", "--output", str(out)]) == 0
     svg = (out / "throughput.svg").read_text()
     assert svg.startswith("<svg") and "laptop" in svg
+    # The y axis carries numbers of its own (a static image has no hover).
+    ticks = re.findall(r'class="ytick"[^>]*>.*?<text[^>]*>([^<]+)</text>', svg)
+    assert len(ticks) >= 3 and all(re.search(r"\d", t) for t in ticks), ticks
     target = out / "t.png"
     assert main([*argv[:5], "--format", "png", "--output", str(target)]) == 0
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -191,8 +198,75 @@ def test_a_wide_throughput_range_gets_a_log_axis():
     )
     similar = _dicts(entry("a", "tiny", "f32", 0, 100.0), entry("b", "tiny", "f32", 0, 150.0))
     for runs, axis in ((slow_and_fast, "log"), (similar, None)):
-        for chart in (scaling_chart(runs), trend_chart(runs)):
-            assert chart.figure["layout"]["yaxis"].get("type") == axis, chart.slug
+        for chart in (scaling_chart(runs), trend_chart(runs), throughput_chart(runs)):
+            yaxis = chart.figure["layout"]["yaxis"]
+            assert yaxis.get("type") == axis, chart.slug
+            # A log axis says so on its title; a linear one starts at zero.
+            assert ("(log scale)" in yaxis["title"]["text"]) == (axis == "log"), chart.slug
+
+
+def test_peak_aggregate_and_decode_never_share_an_axis(public_store):
+    data = load_public(Store(public_store))
+    peak, decode = build_charts(data, Filters(model="SmolLM2-135M"), ["throughput", "decode"])
+    assert peak.figure["layout"]["yaxis"]["title"]["text"].startswith("Peak aggregate")
+    assert decode.figure["layout"]["yaxis"]["title"]["text"].startswith("Decode")
+    newest = latest_by_series(shown(data.runs, Filters(model="SmolLM2-135M")))
+    peaks = {r["peak_tok_per_sec"] for r in newest.values()}
+    decodes = {r["decode_tok_per_sec"] for r in newest.values()}
+    assert {y for t in peak.figure["data"] for y in t["y"]} <= peaks
+    assert {y for t in decode.figure["data"] for y in t["y"]} <= decodes
+    [split] = build_charts(data, Filters(model="SmolLM2-135M"), ["prefill-decode"])
+    axes = {(t.get("yaxis", "y"), t["legendgroup"]) for t in split.figure["data"]}
+    assert axes == {("y", "prefill"), ("y2", "decode")}
+
+
+def test_colour_by_model_dash_by_precision_and_the_top_series_drawn():
+    runs = []
+    for machine in ("a", "b", "c"):
+        for model in ("m1", "m2", "m3"):
+            for precision in ("q4", "q8"):
+                runs += _dicts(*(entry(machine, model, precision, d, 10.0 + d) for d in range(3)))
+    chart = trend_chart(runs)
+    lines = chart.figure["data"]
+    assert len(lines) == 18
+    by_model: dict[str, set[str]] = {}
+    by_precision: dict[str, set[str]] = {}
+    for trace in lines:
+        model, precision = trace["customdata"][0][1], trace["customdata"][0][2]
+        by_model.setdefault(model, set()).add(trace["line"]["color"])
+        by_precision.setdefault(precision, set()).add(trace["line"]["dash"])
+    assert all(len(colors) == 1 for colors in by_model.values())
+    assert len({c for colors in by_model.values() for c in colors}) == 3
+    assert all(len(d) == 1 for d in by_precision.values()) and len(by_precision) == 2
+    drawn = [t for t in lines if t.get("visible", True) is True]
+    assert len(drawn) == 8
+    assert chart.figure["layout"]["meta"] == {"hidden": 10, "total": 18}
+
+
+def test_series_chart_draws_band_steps_and_threshold_and_downsamples():
+    from benchlab.publish.charts import MAX_POINTS, series_chart
+    from benchlab.regress import detect
+
+    values = [100.0 + (i % 5) for i in range(400)] + [70.0 + (i % 5) for i in range(20)]
+    runs = [
+        entry("pi5", "tiny", "q4", i / 24, v / 8**0.7, decode_stddev=1.5).model_dump(mode="json")
+        for i, v in enumerate(values)
+    ]
+    for run in runs:
+        run["run_id"] = run["run_id"] + f"-{runs.index(run):04d}"
+    steps = detect(runs)
+    assert [s.kind for s in steps] == ["regression"]
+    chart = series_chart(runs, steps, "s", "peak_tok_per_sec", 0.05)
+    names = [t["name"] for t in chart.figure["data"]]
+    assert names == ["runs", "detected step"]
+    points = chart.figure["data"][0]
+    assert len(points["x"]) <= MAX_POINTS + 1 and steps[0].first_bad_run in {
+        p[3] for p in points["customdata"]
+    }
+    bands = [s for s in chart.figure["layout"]["shapes"] if s["type"] == "rect"]
+    assert len(bands) == 2  # one threshold band per segment, split at the step
+    decode = series_chart(runs, [], "d", "decode_tok_per_sec", 0.05)
+    assert [t["name"] for t in decode.figure["data"]][:2] == ["+1 stddev", "± stddev"]
 
 
 def test_runs_differing_only_in_threads_are_two_lines_of_the_trend(threads_store):
@@ -202,8 +276,8 @@ def test_runs_differing_only_in_threads_are_two_lines_of_the_trend(threads_store
     lines = [t for t in trend.figure["data"] if t["name"] != "regression"]
     assert len(lines) == 2
     assert sorted(t["name"] for t in lines) == [
-        "gpu-box SmolLM2-135M q8 reference t1 p32/n16",
-        "gpu-box SmolLM2-135M q8 reference t4 p32/n16",
+        "gpu-box q8 reference t1 p32/n16",  # one model: its name is the page's, not the line's
+        "gpu-box q8 reference t4 p32/n16",
     ]
     assert all(len(t["x"]) == 12 for t in lines)
     assert {row["threads"] for row in trend.rows} == {1, 4}
@@ -215,5 +289,5 @@ def test_trend_hover_names_the_build_change_of_a_regression(public_store):
     data = load_public(Store(public_store))
     [chart] = build_charts(data, Filters(machines=("laptop",), model="llama-3.2-1b"), ["trend"])
     [marker] = [t for t in chart.figure["data"] if t["name"] == "regression"]
-    assert marker["customdata"][0][8] == "version benchlab 0.1.0 → benchlab 0.2.0"
-    assert "%{customdata[8]}" in marker["hovertemplate"]
+    assert marker["customdata"][0][9] == "version benchlab 0.1.0 → benchlab 0.2.0"
+    assert "%{customdata[9]}" in marker["hovertemplate"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html
+import json
 import re
+from dataclasses import replace
 
 import markdown
 from hypothesis import given, settings
@@ -49,15 +51,38 @@ def test_every_generated_link_points_at_a_generated_page(public_store):
         if not path.endswith(".md"):
             continue
         base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
-        for target in re.findall(r"\]\(([^)#]+\.md)\)", text):
+        targets = re.findall(r"\]\(([^)#]+\.md)\)", text)
+        targets += [t[:-5] + ".md" for t in re.findall(r'href="([^"#?]+\.html)', text)]
+        for target in targets:
             resolved = re.sub(r"[^/]+/\.\./", "", base + target)
             assert resolved in files, f"{path} links {target}"
+        for series, run_id in re.findall(
+            r'href="[./]*run\.html\?s=(s[0-9a-f]+)&amp;r=([^"]+)"', text
+        ):
+            data = files[f"bl/runs/{series}.js"]
+            assert json.dumps(run_id) in data, f"{path} links run {run_id} without its details"
+
+
+_CELL = re.compile(r"<td[^>]*>(.*?)</td>")
+
+
+def _rows(text: str, table_id: str) -> list[list[str]]:
+    """The cells (as text) of an HTML table of a rendered page."""
+    body = re.search(rf'<table[^>]*id="{table_id}".*?<tbody>(.*?)</tbody>', text, re.S)
+    assert body, table_id
+    return [
+        [
+            html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", row)
+        ]
+        for row in re.findall(r"<tr>(.*?)</tr>", body.group(1))
+    ]
 
 
 def test_regressions_page_lists_the_step(public_store):
     text = render_pages(load_public(Store(public_store))).files["regressions.md"]
-    assert "[laptop](machines/laptop.md)" in text and "Llama" in text
-    assert "−" in text  # a drop in percent
+    assert "laptop llama-3.2-1b q8 reference t4 p32/n16" in text
+    assert re.search(r'data-label="Change"[^>]*>-5\d\.\d %<', text)  # the halving, in percent
 
 
 def test_rendering_is_deterministic(public_store):
@@ -71,7 +96,9 @@ def test_no_mkdocs_writes_only_markdown_and_assets(public_store, tmp_path, capsy
     argv = ["--store", str(public_store), "site", "build", "--no-mkdocs", "--docs", str(docs)]
     assert main(argv) == 0
     assert (docs / "index.md").is_file() and (docs / "about.md").is_file()
-    assert (docs / "bl" / "plotly.min.js").stat().st_size > 1_000_000
+    loader = (docs / "bl" / "plotly.js").read_bytes()
+    assert 300_000 < len(loader) < 700_000  # the basic bundle, compressed
+    assert not (docs / "bl" / "plotly.min.js").exists()
     assert sorted(p.name for p in (docs / "machines").iterdir()) == [
         "gpu-box.md",
         "laptop.md",
@@ -81,21 +108,70 @@ def test_no_mkdocs_writes_only_markdown_and_assets(public_store, tmp_path, capsy
 
 def test_runs_differing_only_in_threads_are_two_rows_on_the_site(threads_store):
     files = render_pages(load_public(Store(threads_store))).files
-    model_page = files["models/smollm2-135m.md"]
-    rows = [
-        line
-        for line in model_page.splitlines()
-        if line.startswith("| [gpu\\-box]") and "| q8 |" in line
-    ]
-    assert len(rows) == 2
-    assert {row.split("|")[3].strip() for row in rows} == {"1", "4"}  # the Threads column
-    assert all("benchlab 0\\.1\\.0" in row for row in rows)  # the version, md-escaped
+    machine_page = files["machines/gpu-box.md"]
+    labels = [row[0] for row in _rows_any(machine_page)]
+    assert "SmolLM2-135M q8 reference t1 p32/n16" in labels
+    assert "SmolLM2-135M q8 reference t4 p32/n16" in labels
     trend = files["bl/charts/model-smollm2-135m-trend.js"]
     assert "reference t1 p32/n16" in trend and "reference t4 p32/n16" in trend
 
 
+def _rows_any(text: str) -> list[list[str]]:
+    body = re.search(r"<tbody>(.*?)</tbody>", text, re.S)
+    assert body
+    return [
+        [
+            html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", row)
+        ]
+        for row in re.findall(r"<tr>(.*?)</tr>", body.group(1))
+    ]
+
+
 def test_regressions_page_shows_the_version_before_and_after(public_store):
     text = render_pages(load_public(Store(public_store))).files["regressions.md"]
-    [row] = [line for line in text.splitlines() if line.startswith("| ") and "laptop" in line]
-    assert "benchlab 0\\.1\\.0" in row and "**benchlab 0\\.2\\.0**" in row
-    assert "| 4 |" in row  # threads
+    [row] = [line for line in text.splitlines() if line.startswith("<tr>") and "laptop" in line]
+    assert "benchlab 0.1.0 → <strong>benchlab 0.2.0</strong>" in row
+
+
+def test_home_lists_what_changed_first_with_the_planted_step(fleet_store):
+    text = render_pages(load_public(Store(fleet_store))).files["index.md"]
+    body = text.split("# What changed", 1)[1]
+    assert body.index('id="what-changed"') < body.index("## Fastest machine")
+    rows = _rows(text, "what-changed")
+    assert rows and all("pi5" in row[2] and " q4 " in row[2] for row in rows)
+    assert {row[0] for row in rows} == {"regression"}
+    assert all(-32 < float(row[1].split()[0]) < -24 for row in rows)  # the planted -28 %
+    assert "benchlab 0.1.0" in rows[0][4]
+
+
+def test_a_recent_step_with_few_runs_after_is_a_suspect(fleet_store, tmp_path):
+    """Cut the fleet two days after the step: one run after it per series is not enough to
+    confirm, so the home page says suspect rather than nothing."""
+    from benchlab.publish.data import PublicData
+
+    data = load_public(Store(fleet_store))
+    cut = [r for r in data.runs if r["timestamp"] < "2025-02-26"]
+    files = render_pages(PublicData(replace(data.catalog, runs=cut))).files
+    rows = _rows(files["index.md"], "what-changed")
+    pi5 = [row for row in rows if "pi5" in row[2]]
+    assert pi5 and all(row[0] == "suspect regression" for row in pi5)
+    assert all(row[8] == "1" for row in pi5)  # runs after
+    assert "more series on this machine agree" in pi5[0][7]
+
+
+def test_an_empty_catalog_says_no_runs_yet_not_all_clear(tmp_path):
+    from site_factory import write_empty
+
+    store = write_empty(tmp_path / "experiments" / "benchmark")
+    files = render_pages(load_public(store)).files
+    assert "No runs yet" in files["index.md"] and "No step" not in files["index.md"]
+    assert "No runs yet" in files["regressions.md"]
+    assert "No step found" not in files["regressions.md"]
+
+
+def test_fastest_machine_table_is_sorted_fastest_first(fleet_store):
+    files = render_pages(load_public(Store(fleet_store))).files
+    rows = _rows(files["models/llama-3.2-1b.md"], "fastest-q8")
+    peaks = [float(row[1].replace(",", "")) for row in rows]
+    assert peaks == sorted(peaks, reverse=True) and rows[0][0] == "gpu-box"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-KINDS = ("throughput", "scaling", "prefill-decode", "cost", "trend")
+KINDS = ("throughput", "decode", "scaling", "threads", "prefill-decode", "cost", "trend")
 """publish.charts.CHART_KINDS, spelled out so `bench --help` need not import plotly's side."""
 
 

@@ -38,7 +38,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from benchlab.errors import ConfigError, StoreError
-from benchlab.identity import shape, version_label
+from benchlab.identity import SERIES_FIELDS, shape, version_label
 from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
 from benchlab.models import HOLE_TAG
@@ -47,25 +47,48 @@ from benchlab.publish.charts import (
     Regression,
     base_layout,
     build_charts,
+    builds_chart,
     chart_json,
     cost_per_million,
     cost_rows,
-    find_regressions,
     label,
     latest_by_series,
+    scaling_chart,
+    series_chart,
     shown,
+    threads_chart,
     throughput,
+    throughput_chart,
     trend_chart,
 )
 from benchlab.publish.data import PublicData
 from benchlab.publish.static import SITE_ASSETS, copy_assets
 from benchlab.query.filters import Filters
 from benchlab.redact import scrub_public
-from benchlab.regress import series_of
+from benchlab.regress import Step, detect, recent, series_of, window_start
 
 RECENT_RUNS = 25
 HISTORY_RUNS = 50
-REGRESSIONS_METHOD = "step detection of benchlab.regress, rank-based with a permutation test"
+WINDOW_DAYS = 14
+"""The home page's "what changed" window, counted back from the newest run (not today)."""
+CHANGES_LIMIT = 50
+STEPS_LIMIT = 200
+FASTEST_LIMIT = 200
+SERIES_LIMIT = 200
+COST_LIMIT = 100
+TREND_POINTS = 120
+"""Points per series on the overview trend charts; a series' own page draws up to 300."""
+SERIES_BAND = 0.05
+"""The threshold band drawn around each segment's median on a series' page."""
+COMPARE_VALUES = 6
+COMPARE_ROWS = 400
+COMPARE_FIELDS = (
+    "model", "machine_id", "precision", "backend", "threads", "shape", "test", "a", "b", "speedup"
+)  # fmt: skip
+REGRESSIONS_METHOD = (
+    "step detection of benchlab.regress: a rank scan with a permutation test and an effect "
+    "size gate, plus a tail check for steps too recent to confirm"
+)
 
 Entry = dict[str, Any]
 
@@ -361,172 +384,701 @@ def _health(data: PublicData, pages: Pages) -> tuple[list[dict[str, Any]], Chart
     return rows, chart
 
 
-def render_pages(data: PublicData) -> Rendered:
-    """Every generated page and chart script, as text by relative path."""
-    env = environment()
-    pages = page_names(data)
-    files: dict[str, str] = {}
-    runs = data.runs
-    ok_runs = shown(runs)
-    # Found once over every whole series; each page's trend keeps those among its runs.
-    regressions = find_regressions(ok_runs)
+Cell = tuple[Markup, Any]
 
-    def add_charts(charts: Sequence[Chart]) -> None:
-        for c in charts:
-            if not c.empty:
-                files[f"bl/charts/{c.slug}.js"] = _chart_script(c)
 
-    def page(path: str, template: str, **context: Any) -> None:
-        files[path] = env.get_template(template).render(**context)
+def _link(href: str, text: Any) -> Markup:
+    return Markup('<a href="{}">{}</a>').format(href, text)
 
-    # Home.
-    home = {
-        c.slug.removeprefix("home-"): c
-        for c in build_charts(data, kinds=("throughput",), prefix="home-")
-    }
-    pair = headline_pair(ok_runs)
-    [split] = build_charts(
-        data,
-        Filters(model=pair[0], precision=pair[1]) if pair else Filters(),
-        kinds=("prefill-decode",),
-        prefix="home-",
-    )
-    if pair:
-        split.title = f"Prefill vs decode: {pair[0]} · {pair[1]} (log scale)"
-        split.figure["layout"]["title"]["text"] = html.escape(split.title)
-    home["prefill-decode"] = split
-    add_charts(home.values())
-    stats = {
-        "machines": len(data.machine_ids()),
-        "models": len(pages.models),
-        "ok": sum(r.get("status", "ok") == "ok" for r in runs),
-        "failed": sum(r.get("status") == "failed" and not _is_hole(r) for r in runs),
-        "holes": sum(_is_hole(r) for r in runs),
-    }
-    page(
-        "index.md",
-        "home.md.j2",
-        root="",
-        stats=stats,
-        last_updated=_time(data.catalog.last_updated),
-        charts=home,
-        machines=_machine_rows(data, pages),
-        recent=[_run_row(r, pages) for r in _newest_first(runs)[:RECENT_RUNS]],
-    )
 
-    # Compare and cost.
-    compare = build_charts(data, kinds=("throughput", "cost"), prefix="compare-")
-    add_charts(compare)
-    latest = list(latest_by_series(ok_runs).values())
-    cost_table = [
-        {
-            "machine": row["machine"],
-            "machine_page": pages.machine(row["machine"]),
-            "model": row["model"],
-            "model_page": pages.model(row["model"]),
-            "precision": row["precision"],
-            "threads": "–" if row["threads"] is None else str(row["threads"]),
-            "version": row["version"] or "–",
-            "tok": _num(row["tok_per_sec"]),
-            "price": f"${row['cost_per_hour']:,.2f}",
-            "usd": f"${row['usd_per_million_tokens']:,.4f}",
-        }
-        for row in cost_rows(ok_runs, data)
+def _cell_num(value: float | None, digits: int = 1, suffix: str = "") -> Cell:
+    """A number cell: shown formatted, sorted by its value (blank sorts last)."""
+    if value is None:
+        return (Markup("–"), "")
+    return (Markup("{}{}").format(f"{value:,.{digits}f}", suffix), f"{value:.6g}")
+
+
+def _cell(text: Any, key: Any = None) -> Cell:
+    return (text if isinstance(text, Markup) else Markup("{}").format(text), key)
+
+
+@dataclass
+class Table:
+    """An HTML table the page script can sort (`sort` names the column and the direction
+    the rows already come in); `hidden` rows were left out to keep pages small."""
+
+    columns: list[tuple[str, str]]
+    rows: list[list[Cell]]
+    sort: str = ""
+    hidden: int = 0
+    ident: str = ""
+
+
+class Links:
+    """Run pages: `run.html?s=<series>&r=<run id>`, one client-rendered page whose data is
+    the series' run file (bl/runs/<series>.js). Every run a page or chart links is
+    remembered here, and only those runs' details are published: bounded by what the pages
+    show, not by the catalog's size."""
+
+    def __init__(self) -> None:
+        self.linked: dict[str, set[str]] = {}
+
+    def run(self, run: Entry, root: str) -> str:
+        sid = series_of(run)
+        self.linked.setdefault(sid, set()).add(run["run_id"])
+        return f"{root}run.html?s={sid}&r={run['run_id']}"
+
+    def from_chart(self, chart: Chart) -> None:
+        for trace in chart.figure["data"]:
+            for point in trace.get("customdata") or ():
+                if len(point) > 7 and isinstance(point[7], str) and point[7].startswith("s"):
+                    self.linked.setdefault(point[7], set()).add(point[3])
+
+
+_DETAIL_SKIP = frozenset({"path", "series"})
+
+
+def _run_details(run: Entry) -> dict[str, Any]:
+    """What a run page shows: the entry less its store path, plus the labels the site uses
+    (series, version, shape)."""
+    detail = {k: v for k, v in run.items() if k not in _DETAIL_SKIP and v not in (None, [], {})}
+    detail["label"] = label(run)
+    detail["version"] = version_label(run)
+    detail["shape"] = shape(run) or None
+    detail["tests"] = list(run.get("tests") or ())
+    return detail
+
+
+def _json_script(name: str, key: str, payload: Any) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f"(window.{name}=window.{name}||{{}})[{json.dumps(key)}]={text};\n"
+
+
+def _step_status(step: Step) -> Markup:
+    kind = "bad" if step.kind == "regression" else "ok"
+    text = step.kind if step.status == "confirmed" else f"suspect {step.kind}"
+    css = "suspect" if step.status == "suspect" else kind
+    return Markup('<span class="bl-badge bl-badge--{}">{}</span>').format(css, text)
+
+
+def _confidence(step: Step) -> Cell:
+    text = f"{step.confidence:.3f}" if step.confidence < 0.999 else "≥ 0.999"
+    if step.corroborated_by:
+        text += f" ({step.corroborated_by} more series on this machine agree)"
+    return (Markup("{}").format(text), f"{step.confidence:.6f}")
+
+
+def _versions(step: Step) -> Markup:
+    before = step.version_before or "not recorded"
+    after = step.version_after or "not recorded"
+    if step.version_changed:
+        return Markup("{} → <strong>{}</strong>").format(before, after)
+    return Markup("same: {}").format(after)
+
+
+def steps_table(
+    steps: Sequence[Step],
+    by_id: dict[str, Entry],
+    series_pages: dict[str, str],
+    links: Links,
+    root: str,
+    limit: int,
+    show_series: bool = True,
+) -> Table:
+    """The detector's steps as rows: kind and status, size, series, first bad run (a link
+    to its run page), the build or revision either side, confidence, runs after it."""
+    columns = [("Status", "text"), ("Change", "num")]
+    if show_series:
+        columns.append(("Series", "text"))
+    columns += [
+        ("First bad run (UTC)", "text"),
+        ("Build before → after", "text"),
+        ("Before tok/s", "num"),
+        ("After tok/s", "num"),
+        ("Confidence", "num"),
+        ("Runs after", "num"),
     ]
-    page(
-        "compare.md",
-        "compare.md.j2",
-        root="",
-        charts=compare,
-        cost_rows=cost_table,
-        table=[_result_row(r, pages, data) for r in latest],
+    rows = []
+    for step in steps[:limit]:
+        bad = by_id.get(step.first_bad_run)
+        run_cell = (
+            _link(links.run(bad, root), _time(step.first_bad_timestamp))
+            if bad is not None
+            else Markup("{}").format(_time(step.first_bad_timestamp))
+        )
+        row = [
+            (_step_status(step), f"{step.status} {step.kind}"),
+            _cell_num(100 * step.change, 1, " %"),
+        ]
+        if show_series:
+            page_name = series_pages.get(step.series)
+            text = step.label
+            row.append(
+                _cell(
+                    _link(f"{root}series/{page_name[:-3]}.html", text) if page_name else text, text
+                )
+            )
+        row += [
+            _cell(run_cell, step.first_bad_timestamp),
+            _cell(_versions(step)),
+            _cell_num(step.before, 2),
+            _cell_num(step.after, 2),
+            _confidence(step),
+            _cell_num(step.runs_after, 0),
+        ]
+        rows.append(row)
+    return Table(columns, rows, hidden=max(0, len(steps) - limit))
+
+
+def _neg(stamp: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in stamp)
+
+
+def _ordered_changes(steps: Sequence[Step]) -> list[Step]:
+    """What a reader wants first: regressions (confirmed, then suspect), then improvements;
+    newest first within each."""
+    rank = {("regression", "confirmed"): 0, ("regression", "suspect"): 1}
+    return sorted(
+        steps,
+        key=lambda s: (rank.get((s.kind, s.status), 2), _neg(s.first_bad_timestamp), s.series),
     )
 
-    # Regressions.
-    flagged = {series_of(g.run) for g in regressions}
-    flagged_runs = [r for r in ok_runs if series_of(r) in flagged]
-    reg_chart = trend_chart(flagged_runs, "regressions-trend", regressions)
-    add_charts([reg_chart])
-    page(
-        "regressions.md",
-        "regressions.md.j2",
-        root="",
-        method=REGRESSIONS_METHOD,
-        chart=reg_chart,
-        rows=[_regression_row(g, pages) for g in reversed(regressions)],
+
+def _series_pages(ok_runs: Sequence[Entry]) -> dict[str, str]:
+    """A page per series that has data (an ok run): `series/<series id>.md`."""
+    return {sid: f"{sid}.md" for sid in sorted({series_of(r) for r in ok_runs})}
+
+
+def _best_per_machine(runs: Sequence[Entry], metric: str) -> list[Entry]:
+    """Each machine's best newest-run-of-a-series for `metric`, fastest first."""
+    best: dict[str, Entry] = {}
+    for run in latest_by_series(runs).values():
+        value = run.get(metric)
+        if value is None:
+            continue
+        held = best.get(run["machine_id"])
+        if held is None or (value, run["run_id"]) > (held[metric], held["run_id"]):
+            best[run["machine_id"]] = run
+    return sorted(best.values(), key=lambda r: (-r[metric], r["machine_id"]))
+
+
+def _identity_value(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def _status_badge(run: Entry) -> Markup:
+    if _is_hole(run):
+        return Markup('<span class="bl-badge bl-badge--hole">hole</span>')
+    if run.get("status", "ok") == "ok":
+        return Markup('<span class="bl-badge bl-badge--ok">ok</span>')
+    kind = run.get("failure_kind")
+    return Markup('<span class="bl-badge bl-badge--bad">failed{}</span>').format(
+        f" · {kind}" if kind else ""
     )
 
-    # Fleet health.
-    health_rows, health_chart = _health(data, pages)
-    add_charts([health_chart])
-    page("health.md", "health.md.j2", root="", rows=health_rows, chart=health_chart)
 
-    # One page per machine.
-    machine_nav = []
-    for machine_id in data.machine_ids():
-        mine = [r for r in runs if r["machine_id"] == machine_id]
-        prefix = f"machine-{machine_id}-"
-        charts = build_charts(
-            data,
-            Filters(machines=(machine_id,)),
-            kinds=("throughput", "trend", "scaling"),
-            prefix=prefix,
-            regressions=regressions,
-        )
-        add_charts(charts)
-        newest = _newest_first(mine)
-        page(
-            f"machines/{pages.machine(machine_id)}",
-            "machine.md.j2",
-            root="../",
-            machine_id=machine_id,
-            summary={
-                "runs": len(mine),
-                "ok": sum(r.get("status", "ok") == "ok" for r in mine),
-                "failed": sum(r.get("status") == "failed" and not _is_hole(r) for r in mine),
-                "holes": sum(_is_hole(r) for r in mine),
-                "last_run": _time(newest[0]["timestamp"] if newest else None),
-            },
-            specs=_specs_rows(data, machine_id),
-            charts=charts,
-            history=[_run_row(r, pages) for r in newest[:HISTORY_RUNS]],
-            hidden=max(0, len(newest) - HISTORY_RUNS),
-        )
-        machine_nav.append({html.escape(machine_id): f"machines/{pages.machine(machine_id)}"})
+class _Site:
+    """One render: the pages, the run links they make, and the lookups they share."""
 
-    # One page per model.
-    model_nav = []
-    for model, name in pages.models.items():
-        mine = [r for r in runs if r["model"] == model]
-        ids = {r["model_id"] for r in mine if r.get("model_id")}
-        filters = Filters(model=sorted(ids)[0] if len(ids) == 1 else model)
-        charts = build_charts(
-            data,
-            filters,
-            prefix=f"model-{name.removesuffix('.md')}-",
-            regressions=regressions,
-        )
-        add_charts(charts)
-        newest_ok = [r for r in ok_runs if r["model"] == model]
-        page(
-            f"models/{name}",
-            "model.md.j2",
-            root="../",
-            model=model,
-            summary={
-                "ok": sum(r.get("status", "ok") == "ok" for r in mine),
-                "failed": sum(r.get("status") == "failed" for r in mine),
-                "machines": len({r["machine_id"] for r in mine}),
-                "precisions": ", ".join(sorted({r["precision"] for r in mine})) or "–",
-            },
-            charts=charts,
-            table=[_result_row(r, pages, data) for r in latest_by_series(newest_ok).values()],
-        )
-        model_nav.append({html.escape(model): f"models/{name}"})
+    def __init__(self, data: PublicData) -> None:
+        self.data = data
+        self.env = environment()
+        self.pages = page_names(data)
+        self.files: dict[str, str] = {}
+        self.runs = data.runs
+        self.ok_runs = shown(self.runs)
+        self.by_id = {r["run_id"]: r for r in self.runs}
+        self.links = Links()
+        self.steps = detect(self.ok_runs)
+        self.since = window_start(self.ok_runs, WINDOW_DAYS)
+        self.regressions = [
+            Regression(self.by_id[st.first_bad_run], self.by_id[st.first_bad_run][st.metric],
+                       st.before, st.after, st)
+            for st in self.steps
+            if st.kind == "regression" and st.status == "confirmed"
+            and st.first_bad_run in self.by_id
+        ]  # fmt: skip
+        self.series_pages = _series_pages(self.ok_runs)
 
+    def add_charts(self, charts: Iterable[Chart]) -> None:
+        for chart in charts:
+            self.links.from_chart(chart)
+            if not chart.empty:
+                self.files[f"bl/charts/{chart.slug}.js"] = _chart_script(chart)
+
+    def page(self, path: str, template: str, **context: Any) -> None:
+        self.files[path] = self.env.get_template(template).render(**context)
+
+    def series_link(self, run: Entry, root: str, text: str | None = None) -> Markup:
+        sid = series_of(run)
+        shown_text = text if text is not None else label(run)
+        if sid in self.series_pages:
+            return _link(f"{root}series/{sid}.html", shown_text)
+        return Markup("{}").format(shown_text)
+
+    def machine_link(self, machine_id: str, root: str) -> Markup:
+        return _link(f"{root}machines/{self.pages.machine(machine_id)[:-3]}.html", machine_id)
+
+    def model_link(self, model: str, root: str, anchor: str = "") -> Markup:
+        return _link(f"{root}models/{self.pages.model(model)[:-3]}.html{anchor}", model)
+
+    def runs_table(
+        self, rows_in: Sequence[Entry], root: str, limit: int, machine: bool = True
+    ) -> Table:
+        columns = [("Time (UTC)", "text")]
+        if machine:
+            columns.append(("Machine", "text"))
+        columns += [
+            ("Model", "text"),
+            ("Precision", "text"),
+            ("Threads", "num"),
+            ("Status", "text"),
+            ("Peak tok/s", "num"),
+            ("Decode tok/s", "num"),
+            ("Build", "text"),
+            ("Attempt", "text"),
+            ("Series", "text"),
+        ]
+        rows = []
+        for run in rows_in[:limit]:
+            row = [
+                _cell(_link(self.links.run(run, root), _time(run["timestamp"])), run["timestamp"])
+            ]
+            if machine:
+                row.append(_cell(self.machine_link(run["machine_id"], root), run["machine_id"]))
+            attempt, attempts = run.get("attempt"), run.get("attempts")
+            row += [
+                _cell(self.model_link(run["model"], root), run["model"]),
+                _cell(run["precision"]),
+                _cell_num(run.get("threads"), 0),
+                _cell(_status_badge(run), run.get("status", "ok")),
+                _cell_num(run.get("peak_tok_per_sec")),
+                _cell_num(run.get("decode_tok_per_sec")),
+                _cell(version_label(run) or "–"),
+                _cell(f"{attempt}/{attempts}" if attempt and attempts else "–"),
+                _cell(self.series_link(run, root, "series")),
+            ]
+            rows.append(row)
+        return Table(columns, rows, sort="0:desc", hidden=max(0, len(rows_in) - limit))
+
+    # --- pages ---------------------------------------------------------------------------
+
+    def home(self) -> None:
+        """What changed first; then the fastest machine per model and precision."""
+        window_steps = _ordered_changes(recent(self.steps, self.since))
+        changed = steps_table(
+            window_steps, self.by_id, self.series_pages, self.links, "", CHANGES_LIMIT
+        )
+        changed.ident = "what-changed"
+        newest = max((r["timestamp"] for r in self.ok_runs), default=None)
+        groups: dict[tuple[str, str], list[Entry]] = {}
+        for run in self.ok_runs:
+            groups.setdefault((run["model"], run["precision"]), []).append(run)
+        fastest_rows = []
+        for (model, precision), members in sorted(groups.items()):
+            peak = _best_per_machine(members, "peak_tok_per_sec")
+            decode = _best_per_machine(members, "decode_tok_per_sec")
+            fastest_rows.append(
+                [
+                    _cell(self.model_link(model, "", f"#precision-{slug(precision)}"), model),
+                    _cell(precision),
+                    _cell(peak[0]["machine_id"] if peak else "–"),
+                    _cell_num(peak[0]["peak_tok_per_sec"] if peak else None),
+                    _cell(decode[0]["machine_id"] if decode else "–"),
+                    _cell_num(decode[0]["decode_tok_per_sec"] if decode else None),
+                    _cell_num(len({r["machine_id"] for r in members}), 0),
+                ]
+            )
+        fastest = Table(
+            [
+                ("Model", "text"),
+                ("Precision", "text"),
+                ("Fastest (peak aggregate)", "text"),
+                ("Peak tok/s", "num"),
+                ("Fastest (decode)", "text"),
+                ("Decode tok/s", "num"),
+                ("Machines", "num"),
+            ],
+            fastest_rows[:FASTEST_LIMIT],
+            sort="0:asc",
+            hidden=max(0, len(fastest_rows) - FASTEST_LIMIT),
+            ident="fastest",
+        )
+        runs = self.runs
+        stats = {
+            "machines": len(self.data.machine_ids()),
+            "models": len(self.pages.models),
+            "series": len(self.series_pages),
+            "ok": len(self.ok_runs),
+            "failed": sum(r.get("status") == "failed" and not _is_hole(r) for r in runs),
+            "holes": sum(_is_hole(r) for r in runs),
+        }
+        self.page(
+            "index.md",
+            "home.md.j2",
+            root="",
+            empty=not runs,
+            stats=stats,
+            since=_time(self.since),
+            newest=_time(newest),
+            window_days=WINDOW_DAYS,
+            changed=changed,
+            changes_total=len(window_steps),
+            regressions_in_window=sum(st.kind == "regression" for st in window_steps),
+            last_updated=_time(self.data.catalog.last_updated),
+            fastest=fastest,
+            machines=_machine_rows(self.data, self.pages),
+            recent=self.runs_table(_newest_first(runs), "", RECENT_RUNS),
+        )
+
+    def compare(self) -> None:
+        index = self._compare_data()
+        cost_table = [
+            {
+                "machine": row["machine"],
+                "machine_page": self.pages.machine(row["machine"]),
+                "model": row["model"],
+                "model_page": self.pages.model(row["model"]),
+                "precision": row["precision"],
+                "threads": "–" if row["threads"] is None else str(row["threads"]),
+                "version": row["version"] or "–",
+                "tok": _num(row["tok_per_sec"]),
+                "price": f"${row['cost_per_hour']:,.2f}",
+                "usd": f"${row['usd_per_million_tokens']:,.4f}",
+            }
+            for row in cost_rows(self.ok_runs, self.data)[:COST_LIMIT]
+        ]
+        [cost] = build_charts(self.data, kinds=("cost",), prefix="compare-")
+        self.add_charts([cost])
+        self.page(
+            "compare.md",
+            "compare.md.j2",
+            root="",
+            index=Markup(_json_script("BENCHLAB_COMPARE_INDEX", "index", index)),
+            has_pairs=bool(index["axes"]),
+            chart=cost,
+            cost_rows=cost_table,
+        )
+
+    def _compare_data(self) -> dict[str, Any]:
+        """The compare page's tables, computed by `query.verbs.compare_axis` (the function
+        behind `bench compare --by`) for every pair among the newest builds and revisions
+        and among the machines with the most runs; each pair is a small script the page
+        loads when picked. Returns the index the page embeds."""
+        from benchlab.catalog.read import LoadedCatalog
+        from benchlab.errors import QueryError
+        from benchlab.query.verbs import axis_values, compare_axis
+
+        ok_runs = self.ok_runs
+        catalog = LoadedCatalog(path=self.data.catalog.path, runs=list(ok_runs))
+        index: dict[str, Any] = {"axes": []}
+        for axis in ("machine", "build", "revision"):
+            values = axis_values(ok_runs, axis)
+            if len(values) < 2:
+                continue
+            if axis == "machine":
+                counts = Counter(r["machine_id"] for r in ok_runs)
+                chosen = sorted(sorted(values, key=lambda v: (-counts[v], v))[:COMPARE_VALUES])
+            else:
+                chosen = values[-COMPARE_VALUES:]
+            pairs: list[str] = []
+            for i, a in enumerate(chosen):
+                for j in range(i + 1, len(chosen)):
+                    try:
+                        result = compare_axis(catalog, Filters(), axis, a, chosen[j])
+                    except QueryError:
+                        continue
+                    if not result.rows:
+                        continue
+                    key = f"{axis}-{i}-{j}"
+                    rows = []
+                    for row in result.rows[:COMPARE_ROWS]:
+                        run_a, run_b = self.by_id.get(row["run_a"]), self.by_id.get(row["run_b"])
+                        rows.append(
+                            {
+                                **{k: row.get(k) for k in COMPARE_FIELDS},
+                                "link_a": self.links.run(run_a, "") if run_a else None,
+                                "link_b": self.links.run(run_b, "") if run_b else None,
+                            }
+                        )
+                    self.files[f"bl/compare/{key}.js"] = _json_script(
+                        "BENCHLAB_COMPARE",
+                        key,
+                        {
+                            "a": result.a,
+                            "b": result.b,
+                            "rows": rows,
+                            "hidden": max(0, len(result.rows) - COMPARE_ROWS),
+                            "only_a": result.only_a,
+                            "only_b": result.only_b,
+                        },
+                    )
+                    pairs.append(key)
+            if pairs:
+                # compare_axis's own default for builds and revisions: the newest two.
+                default = pairs[-1] if axis != "machine" else pairs[0]
+                index["axes"].append(
+                    {"axis": axis, "values": chosen, "pairs": pairs, "default": default}
+                )
+        return index
+
+    def regressions_page(self) -> None:
+        everything = sorted(self.steps, key=lambda st: (_neg(st.first_bad_timestamp), st.series))
+        table = steps_table(everything, self.by_id, self.series_pages, self.links, "", STEPS_LIMIT)
+        flagged = {g.step.series for g in self.regressions}
+        flagged_runs = [r for r in self.ok_runs if series_of(r) in flagged]
+        chart = trend_chart(
+            flagged_runs, "regressions-trend", self.regressions, max_points=TREND_POINTS
+        )
+        self.add_charts([chart])
+        self.page(
+            "regressions.md",
+            "regressions.md.j2",
+            root="",
+            empty=not self.runs,
+            series_count=len(self.series_pages),
+            method=REGRESSIONS_METHOD,
+            chart=chart,
+            table=table,
+            total=len(everything),
+        )
+
+    def machine_pages(self) -> list[Any]:
+        nav = []
+        by_machine: dict[str, list[Entry]] = {}
+        for run in self.runs:
+            by_machine.setdefault(run["machine_id"], []).append(run)
+        for machine_id in self.data.machine_ids():
+            mine = by_machine.get(machine_id, [])
+            mine_ok = [r for r in mine if r.get("status", "ok") == "ok"]
+            mine_ok = shown(mine_ok)
+            prefix = f"machine-{machine_id}-"
+            charts = [
+                throughput_chart(mine_ok, prefix + "throughput"),
+                throughput_chart(mine_ok, prefix + "decode", "decode_tok_per_sec"),
+                trend_chart(mine_ok, prefix + "trend", self.regressions, max_points=TREND_POINTS),
+            ]
+            self.add_charts(charts)
+            counts = Counter(series_of(r) for r in mine_ok)
+            series_rows = []
+            for run in latest_by_series(mine_ok).values():
+                series_rows.append(
+                    [
+                        _cell(self.series_link(run, "../", label(run, machine=False)), label(run)),
+                        _cell_num(run.get("peak_tok_per_sec")),
+                        _cell_num(run.get("decode_tok_per_sec")),
+                        _cell(version_label(run) or "–"),
+                        _cell_num(counts[series_of(run)], 0),
+                        _cell(
+                            _link(self.links.run(run, "../"), _time(run["timestamp"])),
+                            run["timestamp"],
+                        ),
+                    ]
+                )
+            series_rows.sort(key=lambda row: -float(row[1][1] or 0))
+            newest_runs = _newest_first(mine)
+            self.page(
+                f"machines/{self.pages.machine(machine_id)}",
+                "machine.md.j2",
+                root="../",
+                machine_id=machine_id,
+                summary={
+                    "runs": len(mine),
+                    "ok": len(mine_ok),
+                    "failed": sum(r.get("status") == "failed" and not _is_hole(r) for r in mine),
+                    "holes": sum(_is_hole(r) for r in mine),
+                    "last_run": _time(newest_runs[0]["timestamp"] if newest_runs else None),
+                },
+                specs=_specs_rows(self.data, machine_id),
+                charts=charts,
+                series=Table(
+                    [
+                        ("Series", "text"),
+                        ("Peak tok/s", "num"),
+                        ("Decode tok/s", "num"),
+                        ("Build", "text"),
+                        ("Runs", "num"),
+                        ("Newest run (UTC)", "text"),
+                    ],
+                    series_rows[:SERIES_LIMIT],
+                    sort="1:desc",
+                    hidden=max(0, len(series_rows) - SERIES_LIMIT),
+                ),
+                history=self.runs_table(newest_runs, "../", HISTORY_RUNS, machine=False),
+            )
+            nav.append({html.escape(machine_id): f"machines/{self.pages.machine(machine_id)}"})
+        return nav
+
+    def model_pages(self) -> list[Any]:
+        """The fastest machines per precision (sorted tables), then the charts: peak and
+        decode by machine, batch scaling per thread count, decode by threads, history."""
+        nav = []
+        by_model: dict[str, list[Entry]] = {}
+        for run in self.runs:
+            by_model.setdefault(run["model"], []).append(run)
+        for model, name in self.pages.models.items():
+            mine = by_model.get(model, [])
+            mine_ok = shown(mine)
+            prefix = f"model-{name.removesuffix('.md')}-"
+            charts = [
+                throughput_chart(mine_ok, prefix + "throughput"),
+                throughput_chart(mine_ok, prefix + "decode", "decode_tok_per_sec"),
+                scaling_chart(mine_ok, self.data.store_root, prefix + "scaling"),
+                threads_chart(mine_ok, prefix + "threads"),
+                trend_chart(mine_ok, prefix + "trend", self.regressions, max_points=TREND_POINTS),
+            ]
+            self.add_charts(charts)
+            sections = []
+            for precision in sorted({r["precision"] for r in mine_ok}):
+                best = _best_per_machine(
+                    [r for r in mine_ok if r["precision"] == precision], "peak_tok_per_sec"
+                )
+                rows = [
+                    [
+                        _cell(self.machine_link(r["machine_id"], "../"), r["machine_id"]),
+                        _cell_num(r.get("peak_tok_per_sec")),
+                        _cell_num(r.get("decode_tok_per_sec")),
+                        _cell_num(r.get("prefill_tok_per_sec")),
+                        _cell_num(r.get("threads"), 0),
+                        _cell(shape(r) or "–"),
+                        _cell(r.get("backend") or "–"),
+                        _cell(version_label(r) or "–"),
+                        _cell(self.series_link(r, "../", "history")),
+                        _cell(_link(self.links.run(r, "../"), _time(r["timestamp"])),
+                              r["timestamp"]),
+                    ]
+                    for r in best
+                ]  # fmt: skip
+                sections.append(
+                    {
+                        "precision": precision,
+                        "anchor": f"precision-{slug(precision)}",
+                        "table": Table(
+                            [
+                                ("Machine", "text"),
+                                ("Peak tok/s", "num"),
+                                ("Decode tok/s", "num"),
+                                ("Prefill tok/s", "num"),
+                                ("Threads", "num"),
+                                ("Shape", "text"),
+                                ("Backend", "text"),
+                                ("Build", "text"),
+                                ("Series", "text"),
+                                ("Run (UTC)", "text"),
+                            ],
+                            rows,
+                            sort="1:desc",
+                            ident=f"fastest-{slug(precision)}",
+                        ),
+                    }
+                )
+            self.page(
+                f"models/{name}",
+                "model.md.j2",
+                root="../",
+                model=model,
+                summary={
+                    "ok": len(mine_ok),
+                    "failed": sum(r.get("status") == "failed" for r in mine),
+                    "machines": len({r["machine_id"] for r in mine}),
+                    "precisions": ", ".join(sorted({r["precision"] for r in mine})) or "–",
+                },
+                charts=charts,
+                sections=sections,
+            )
+            nav.append({html.escape(model): f"models/{name}"})
+        return nav
+
+    def series_pages_(self) -> None:
+        """asv's per-benchmark graph, one page per series with data."""
+        steps_by_series: dict[str, list[Step]] = {}
+        for st in self.steps:
+            steps_by_series.setdefault(st.series, []).append(st)
+        history_of: dict[str, list[Entry]] = {}
+        for run in self.ok_runs:
+            history_of.setdefault(series_of(run), []).append(run)
+        all_of: dict[str, list[Entry]] = {}
+        for run in self.runs:
+            all_of.setdefault(series_of(run), []).append(run)
+        for sid, name in self.series_pages.items():
+            history = history_of[sid]
+            newest = history[-1]
+            mine_steps = steps_by_series.get(sid, [])
+            charts = [
+                series_chart(history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec",
+                             SERIES_BAND),
+                series_chart(history, detect(history, "decode_tok_per_sec"),
+                             f"series-{sid}-decode", "decode_tok_per_sec", SERIES_BAND),
+                builds_chart(history, f"series-{sid}-builds"),
+            ]  # fmt: skip
+            charts = [c for c in charts if not c.empty]
+            self.add_charts(charts)
+            identity = [
+                (field_name, _identity_value(newest.get(field_name)))
+                for field_name in SERIES_FIELDS
+                if newest.get(field_name) is not None
+            ]
+            ordered = sorted(mine_steps, key=lambda st: _neg(st.first_bad_timestamp))
+            self.page(
+                f"series/{name}",
+                "series.md.j2",
+                root="../",
+                title=label(newest),
+                sid=sid,
+                machine=self.machine_link(newest["machine_id"], "../"),
+                model=self.model_link(newest["model"], "../"),
+                identity=identity,
+                count=len(history),
+                version=version_label(newest) or "not recorded",
+                charts=charts,
+                steps=steps_table(
+                    ordered, self.by_id, self.series_pages, self.links, "../", STEPS_LIMIT,
+                    show_series=False,
+                ),
+                runs=self.runs_table(_newest_first(all_of[sid]), "../", HISTORY_RUNS,
+                                     machine=False),
+            )  # fmt: skip
+
+    def run_data(self) -> None:
+        """The run page (one, client-rendered) and a details file per series it reads."""
+        self.page("run.md", "run.md.j2", root="")
+        for sid in sorted(self.links.linked):
+            members = {
+                rid: _run_details(self.by_id[rid])
+                for rid in sorted(self.links.linked[sid])
+                if rid in self.by_id
+            }
+            payload = {
+                "series_page": f"series/{sid}.html" if sid in self.series_pages else None,
+                "runs": members,
+            }
+            self.files[f"bl/runs/{sid}.js"] = _json_script("BENCHLAB_RUNS", sid, payload)
+
+
+def render_pages(data: PublicData) -> Rendered:
+    """Every generated page, chart script and run data file, as text by relative path.
+
+    Every page is bounded whatever the catalog's size: histories are downsampled
+    (`charts.MAX_POINTS`, `TREND_POINTS`), tables are limited (their hidden rows counted),
+    aggregates (newest run per series, best per machine) stand in for run lists, and run
+    details are published only for the runs some page shows."""
+    site = _Site(data)
+    site.home()
+    site.compare()
+    site.regressions_page()
+    health_rows, health_chart = _health(data, site.pages)
+    site.add_charts([health_chart])
+    site.page("health.md", "health.md.j2", root="", rows=health_rows, chart=health_chart)
+    machine_nav = site.machine_pages()
+    model_nav = site.model_pages()
+    site.series_pages_()
+    site.run_data()
     nav: list[Any] = [
-        {"Overview": "index.md"},
-        {"Compare and cost": "compare.md"},
+        {"What changed": "index.md"},
+        {"Compare": "compare.md"},
         {"Regressions": "regressions.md"},
         {"Fleet health": "health.md"},
     ]
@@ -534,36 +1086,7 @@ def render_pages(data: PublicData) -> Rendered:
         nav.append({"Machines": machine_nav})
     if model_nav:
         nav.append({"Models": model_nav})
-    return Rendered(files=files, nav=nav)
-
-
-def headline_pair(runs: Sequence[Entry]) -> tuple[str, str] | None:
-    """The model and precision measured on the most machines (then most runs, then name):
-    the home page's prefill/decode chart shows it, the model pages show the rest."""
-    machines: dict[tuple[str, str], set[str]] = {}
-    counts: Counter[tuple[str, str]] = Counter()
-    for run in runs:
-        key = (run["model"], run["precision"])
-        machines.setdefault(key, set()).add(run["machine_id"])
-        counts[key] += 1
-    if not counts:
-        return None
-    return min(counts, key=lambda k: (-len(machines[k]), -counts[k], k))
-
-
-def _regression_row(g: Regression, pages: Pages) -> dict[str, Any]:
-    """A step of the detector: the run row of its first bad run, the medians either side,
-    and the version axis either side (a build change inside the series shows here)."""
-    step = g.step
-    return {
-        **_run_row(g.run, pages),
-        "before": _num(g.before),
-        "after": _num(g.after),
-        "change": f"−{100 * g.drop:.1f} %",
-        "version_before": step.version_before or "–",
-        "version_after": step.version_after or "–",
-        "version_changed": step.version_changed,
-    }
+    return Rendered(files=site.files, nav=nav)
 
 
 # --- the build ------------------------------------------------------------------------------

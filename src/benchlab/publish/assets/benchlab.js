@@ -1,19 +1,112 @@
-/* benchlab charts: render every .bl-chart from window.BENCHLAB_CHARTS and wire the
-   machine / model / precision filter bars. Points carry customdata [machine, model,
-   precision, ...]; filtering keeps the points whose first three fields match. */
+/* benchlab: the site's one script, vanilla and small.
+
+   - charts: render every .bl-chart from window.BENCHLAB_CHARTS once plotly is there (the
+     site's plotly.js resolves window.BENCHLAB_PLOTLY; a standalone page loads window.Plotly),
+     themed from MkDocs Material's light/dark colours, a "show all" button where only the top
+     series are drawn, and a click on a point opens its run page;
+   - filter bars (machine / model / precision), their state kept in the URL hash;
+   - sortable tables (click or Enter on a heading);
+   - the compare page (axis, A, B; state in the hash) and the run page.
+   Points carry customdata [machine, model, precision, run id, time, label, version, series];
+   user strings reach the DOM only through textContent. */
 (function () {
   "use strict";
   var DIMS = ["machine", "model", "precision"];
 
-  function charts() {
-    return Array.prototype.slice.call(document.querySelectorAll(".bl-chart[data-chart]"));
+  function all(selector, root) {
+    return Array.prototype.slice.call((root || document).querySelectorAll(selector));
   }
 
-  function render(div) {
+  function el(tag, text, attrs) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    return node;
+  }
+
+  function decode(text) {
+    /* Chart labels hold user strings as HTML entities; show them as the plain text. */
+    var area = document.createElement("textarea");
+    area.innerHTML = text;
+    return area.value;
+  }
+
+  /* --- the URL hash: filters and picks, as key=value&key=value ------------------------ */
+
+  function hashState() {
+    var state = {};
+    var text = window.location.hash.replace(/^#/, "");
+    if (text.indexOf("=") < 0) { return state; }
+    text.split("&").forEach(function (part) {
+      var kv = part.split("=");
+      if (kv.length === 2) { state[decodeURIComponent(kv[0])] = decodeURIComponent(kv[1]); }
+    });
+    return state;
+  }
+
+  function setHash(state) {
+    var parts = Object.keys(state).sort().filter(function (k) { return state[k]; })
+      .map(function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(state[k]); });
+    var url = window.location.href.split("#")[0] + (parts.length ? "#" + parts.join("&") : "");
+    try { window.history.replaceState(null, "", url); } catch (e) { window.location.hash = parts.join("&"); }
+  }
+
+  /* --- charts -------------------------------------------------------------------------- */
+
+  function charts() { return all(".bl-chart[data-chart]"); }
+
+  function theme() {
+    var style = window.getComputedStyle(document.body);
+    var fg = style.getPropertyValue("--md-default-fg-color").trim() || "#1f2937";
+    return { font: { color: fg } };
+  }
+
+  function narrow() { return window.innerWidth < 600; }
+
+  function render(Plotly, div) {
     var spec = (window.BENCHLAB_CHARTS || {})[div.getAttribute("data-chart")];
-    if (!spec || !window.Plotly) { return; }
+    if (!spec) { return; }
     div.blOriginal = spec.data;
-    window.Plotly.newPlot(div, filtered(spec.data, {}), spec.layout, spec.config);
+    div.blSpec = spec;
+    var layout = Object.assign({}, spec.layout, theme());
+    if (narrow()) {
+      layout.margin = Object.assign({}, layout.margin, { l: 44, r: 6 });
+      layout.title = Object.assign({}, layout.title, { font: { size: 13 } });
+      if (spec.data.length > 5) {
+        /* A crowded legend would bury a phone-sized plot: hover names each line instead. */
+        layout.showlegend = false;
+        layout.height = 380;
+        layout.margin.b = 56;
+      }
+    }
+    Plotly.newPlot(div, filtered(spec.data, currentFilters()), layout, spec.config);
+    var meta = spec.layout.meta || {};
+    if (meta.hidden) {
+      var button = el("button", "Show all " + meta.total + " series", { type: "button", "class": "bl-showall" });
+      button.addEventListener("click", function () {
+        var shownAll = button.getAttribute("data-all") === "1";
+        var visible = div.data.map(function (t, i) {
+          var original = div.blOriginal[i] || {};
+          return shownAll ? (original.visible === undefined ? true : original.visible) : true;
+        });
+        Plotly.restyle(div, { visible: visible });
+        button.setAttribute("data-all", shownAll ? "0" : "1");
+        button.textContent = shownAll ? "Show all " + meta.total + " series" : "Show the top " + (meta.total - meta.hidden) + " only";
+      });
+      div.parentNode.insertBefore(button, div);
+    }
+    div.on("plotly_click", function (event) {
+      var point = event && event.points && event.points[0];
+      var custom = point && point.customdata;
+      if (custom && custom.length > 7 && typeof custom[7] === "string" && custom[7].charAt(0) === "s") {
+        var root = div.getAttribute("data-root") || "";
+        window.location.href = root + "run.html?s=" + encodeURIComponent(custom[7]) + "&r=" + encodeURIComponent(custom[3]);
+      }
+    });
+  }
+
+  function retheme(Plotly) {
+    charts().forEach(function (div) { if (div.blSpec) { Plotly.relayout(div, { "font.color": theme().font.color }); } });
   }
 
   function keep(point, wanted) {
@@ -25,63 +118,111 @@
   }
 
   function filtered(data, wanted) {
+    var any = DIMS.some(function (d) { return wanted[d]; });
+    if (!any) { return data; }
     return data.map(function (trace) {
       var custom = trace.customdata || [];
+      if (!custom.length) { return trace; }
       var index = [];
       for (var i = 0; i < custom.length; i++) { if (keep(custom[i], wanted)) { index.push(i); } }
       var copy = {};
       Object.keys(trace).forEach(function (key) {
         var value = trace[key];
-        copy[key] = Array.isArray(value) && value.length === custom.length && custom.length
+        copy[key] = Array.isArray(value) && value.length === custom.length
           ? index.map(function (i) { return value[i]; }) : value;
       });
-      copy.visible = index.length > 0;
+      if (trace.marker && Array.isArray(trace.marker.color) && trace.marker.color.length === custom.length) {
+        copy.marker = Object.assign({}, trace.marker, { color: index.map(function (i) { return trace.marker.color[i]; }) });
+      }
+      copy.visible = index.length > 0 ? (trace.visible === undefined ? true : trace.visible) : false;
       return copy;
     });
+  }
+
+  function currentFilters() {
+    var state = hashState();
+    var wanted = {};
+    DIMS.forEach(function (d) { if (state[d]) { wanted[d] = state[d]; } });
+    return wanted;
   }
 
   function values(dim) {
     var seen = {};
     charts().forEach(function (div) {
       (div.blOriginal || []).forEach(function (trace) {
-        (trace.customdata || []).forEach(function (point) { seen[String(point[dim])] = true; });
+        (trace.customdata || []).forEach(function (point) { if (point[dim]) { seen[String(point[dim])] = true; } });
       });
     });
     return Object.keys(seen).sort();
   }
 
-  function decode(text) {
-    /* Chart labels hold user strings as HTML entities; show them as the plain text. */
-    var area = document.createElement("textarea");
-    area.innerHTML = text;
-    return area.value;
-  }
-
-  function wire(bar) {
-    var selects = bar.querySelectorAll("select[data-dim]");
-    Array.prototype.forEach.call(selects, function (select) {
-      var dim = DIMS.indexOf(select.getAttribute("data-dim"));
-      values(dim).forEach(function (value) {
-        var option = document.createElement("option");
-        option.value = value;
-        option.textContent = decode(value);
+  function wire(Plotly, bar) {
+    var selects = all("select[data-dim]", bar);
+    var state = hashState();
+    selects.forEach(function (select) {
+      var name = select.getAttribute("data-dim");
+      values(DIMS.indexOf(name)).forEach(function (value) {
+        var option = el("option", decode(value), { value: value });
         select.appendChild(option);
       });
+      if (state[name]) { select.value = state[name]; }
       select.addEventListener("change", apply);
     });
     function apply() {
-      var wanted = {};
-      Array.prototype.forEach.call(selects, function (select) {
-        wanted[select.getAttribute("data-dim")] = select.value;
-      });
+      var next = hashState();
+      selects.forEach(function (select) { next[select.getAttribute("data-dim")] = select.value; });
+      setHash(next);
+      var wanted = currentFilters();
       charts().forEach(function (div) {
-        if (div.blOriginal) { window.Plotly.react(div, filtered(div.blOriginal, wanted), div.layout); }
+        if (div.blOriginal) { Plotly.react(div, filtered(div.blOriginal, wanted), div.layout); }
       });
     }
   }
 
-  function tables() {
-    Array.prototype.forEach.call(document.querySelectorAll("input[data-table-filter]"), function (input) {
+  /* --- sortable tables ------------------------------------------------------------------ */
+
+  function cellKey(cell, numeric) {
+    var raw = cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent.trim();
+    if (!numeric) { return raw.toLowerCase(); }
+    var number = parseFloat(String(raw).replace(/[^0-9eE.+-]/g, ""));
+    return isNaN(number) ? null : number;
+  }
+
+  function sortTable(table, column, direction) {
+    var head = table.tHead.rows[0].cells[column];
+    var numeric = head.getAttribute("data-kind") === "num";
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (x, y) {
+      var a = cellKey(x.cells[column], numeric), b = cellKey(y.cells[column], numeric);
+      if (a === null || a === "") { return b === null || b === "" ? 0 : 1; }
+      if (b === null || b === "") { return -1; }
+      var order = a < b ? -1 : a > b ? 1 : 0;
+      return direction === "asc" ? order : -order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+      th.setAttribute("aria-sort", i === column ? (direction === "asc" ? "ascending" : "descending") : "none");
+    });
+  }
+
+  function sortable(table) {
+    var sorted = (table.getAttribute("data-sorted") || "").split(":");
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
+      th.setAttribute("aria-sort", String(column) === sorted[0] ? (sorted[1] === "asc" ? "ascending" : "descending") : "none");
+      function go() {
+        var now = th.getAttribute("aria-sort");
+        var numeric = th.getAttribute("data-kind") === "num";
+        var direction = now === "descending" ? "asc" : now === "ascending" ? "desc" : numeric ? "desc" : "asc";
+        sortTable(table, column, direction);
+      }
+      th.addEventListener("click", go);
+      th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
+    });
+  }
+
+  function tableFilters() {
+    all("input[data-table-filter]").forEach(function (input) {
       var table = document.getElementById(input.getAttribute("data-table-filter"));
       if (!table) { return; }
       input.addEventListener("input", function () {
@@ -93,10 +234,208 @@
     });
   }
 
+  /* --- loading a data script (works from file://, where fetch does not) ---------------- */
+
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var script = el("script", null, { src: src });
+      script.onload = resolve;
+      script.onerror = function () { reject(new Error("cannot load " + src)); };
+      document.head.appendChild(script);
+    });
+  }
+
+  function fmt(value, digits) {
+    if (value === null || value === undefined || value === "") { return "–"; }
+    if (typeof value !== "number") { return String(value); }
+    return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  }
+
+  function htmlTable(columns, rows, sorted) {
+    /* columns: [label, kind]; rows: arrays of cells, each a string/number or {text, href, v}. */
+    var wrap = el("div", null, { "class": "bl-table" });
+    var table = el("table", null, { "data-bl-sort": "" });
+    if (sorted) { table.setAttribute("data-sorted", sorted); }
+    var head = table.createTHead().insertRow();
+    columns.forEach(function (c) {
+      var th = el("th", c[0], { "data-kind": c[1], tabindex: "0" });
+      if (c[1] === "num") { th.className = "bl-num"; }
+      head.appendChild(th);
+    });
+    var body = table.createTBody();
+    rows.forEach(function (row) {
+      var tr = body.insertRow();
+      row.forEach(function (cell, i) {
+        var td = tr.insertCell();
+        if (columns[i][1] === "num") { td.className = "bl-num"; }
+        if (cell && typeof cell === "object") {
+          if (cell.href) { td.appendChild(el("a", cell.text, { href: cell.href })); } else { td.textContent = cell.text; }
+          if (cell.v !== undefined && cell.v !== null) { td.setAttribute("data-v", String(cell.v)); }
+        } else {
+          td.textContent = cell === null || cell === undefined ? "–" : String(cell);
+        }
+      });
+    });
+    wrap.appendChild(table);
+    sortable(table);
+    return wrap;
+  }
+
+  /* --- the compare page ------------------------------------------------------------------ */
+
+  function comparePage() {
+    var box = document.getElementById("bl-compare");
+    var index = ((window.BENCHLAB_COMPARE_INDEX || {}).index) || null;
+    if (!box || !index || !index.axes.length) { return; }
+    var pick = {};
+    ["axis", "a", "b"].forEach(function (k) { pick[k] = box.querySelector("[data-compare=" + k + "]"); });
+    var note = box.querySelector("[data-compare=note]");
+    var target = box.querySelector("[data-compare=table]");
+    var byAxis = {};
+    index.axes.forEach(function (entry) {
+      byAxis[entry.axis] = entry;
+      pick.axis.appendChild(el("option", entry.axis, { value: entry.axis }));
+    });
+    function fillValues(axis) {
+      var entry = byAxis[axis];
+      ["a", "b"].forEach(function (k) {
+        pick[k].textContent = "";
+        entry.values.forEach(function (v, i) { pick[k].appendChild(el("option", v, { value: String(i) })); });
+      });
+    }
+    function show() {
+      var axis = pick.axis.value, entry = byAxis[axis];
+      var i = parseInt(pick.a.value, 10), j = parseInt(pick.b.value, 10);
+      setHash({ by: axis, a: entry.values[i], b: entry.values[j] });
+      target.textContent = "";
+      if (i === j) { note.textContent = "Pick two different values."; return; }
+      var swap = i > j, key = axis + "-" + Math.min(i, j) + "-" + Math.max(i, j);
+      if (entry.pairs.indexOf(key) < 0) { note.textContent = "These two share no measurement."; return; }
+      loadScript("bl/compare/" + key + ".js").then(function () {
+        var data = window.BENCHLAB_COMPARE[key];
+        var a = swap ? data.b : data.a, b = swap ? data.a : data.b;
+        note.textContent = axis + ": A = " + a + ", B = " + b + ". Speedup is B/A; " +
+          (swap ? data.only_b : data.only_a) + " measurement(s) only under A and " +
+          (swap ? data.only_a : data.only_b) + " only under B are not compared" +
+          (data.hidden ? "; " + data.hidden + " more row(s) left out." : ".");
+        var columns = [["Model", "text"]];
+        if (axis !== "machine") { columns.push(["Machine", "text"]); }
+        columns = columns.concat([["Precision", "text"], ["Backend", "text"], ["Threads", "num"],
+          ["Shape", "text"], ["Test", "text"], ["t/s A", "num"], ["t/s B", "num"], ["Speedup", "num"]]);
+        var rows = data.rows.map(function (r) {
+          var va = swap ? r.b : r.a, vb = swap ? r.a : r.b;
+          var la = swap ? r.link_b : r.link_a, lb = swap ? r.link_a : r.link_b;
+          var speed = va && vb !== null ? vb / va : null;
+          var row = [r.model];
+          if (axis !== "machine") { row.push(r.machine_id); }
+          return row.concat([r.precision, r.backend, r.threads, r.shape, r.test,
+            { text: fmt(va, 2), href: la, v: va }, { text: fmt(vb, 2), href: lb, v: vb },
+            { text: speed === null ? "–" : fmt(speed, 2) + "×", v: speed }]);
+        });
+        target.appendChild(htmlTable(columns, rows, ""));
+      }, function (e) { note.textContent = String(e.message); });
+    }
+    var state = hashState();
+    var first = byAxis[state.by] ? state.by : index.axes[0].axis;
+    pick.axis.value = first;
+    fillValues(first);
+    function choose(axis, a, b) {
+      var entry = byAxis[axis];
+      var def = entry.default.split("-");
+      var ia = entry.values.indexOf(a), ib = entry.values.indexOf(b);
+      pick.a.value = String(ia >= 0 ? ia : def[1]);
+      pick.b.value = String(ib >= 0 ? ib : def[2]);
+    }
+    choose(first, state.a, state.b);
+    pick.axis.addEventListener("change", function () { fillValues(pick.axis.value); choose(pick.axis.value); show(); });
+    pick.a.addEventListener("change", show);
+    pick.b.addEventListener("change", show);
+    show();
+  }
+
+  /* --- the run page ---------------------------------------------------------------------- */
+
+  var RUN_METRICS = [["peak_tok_per_sec", "Peak aggregate tok/s"], ["baseline_tok_per_sec", "Batch-1 tok/s"],
+    ["speedup", "Speedup"], ["prefill_tok_per_sec", "Prefill tok/s"], ["prefill_stddev", "Prefill stddev"],
+    ["decode_tok_per_sec", "Decode tok/s"], ["decode_stddev", "Decode stddev"]];
+  var RUN_IDENTITY = ["machine_id", "model", "model_id", "model_digest", "model_size", "model_params",
+    "precision", "backend", "version", "revision", "mode", "threads", "shape", "prompt_tokens",
+    "gen_tokens", "depth", "batch_sizes", "n_batch", "n_ubatch", "gpu_layers", "flash_attn",
+    "type_k", "type_v", "axes"];
+
+  function runPage(Plotly) {
+    var box = document.getElementById("bl-run");
+    if (!box) { return; }
+    var params = new URLSearchParams(window.location.search);
+    var sid = params.get("s"), rid = params.get("r");
+    if (!sid || !/^s[0-9a-f]+$/.test(sid) || !rid) {
+      box.textContent = "This page shows one run: open it from a table or a chart point.";
+      return;
+    }
+    loadScript("bl/runs/" + sid + ".js").then(function () {
+      var data = (window.BENCHLAB_RUNS || {})[sid] || { runs: {} };
+      var run = data.runs[rid];
+      box.textContent = "";
+      if (!run) { box.appendChild(el("p", "Run " + rid + " is not among the runs this site publishes details of.")); return; }
+      document.querySelector("article h1").textContent = run.label;
+      document.title = run.run_id + " · " + document.title;
+      var status = run.status || "ok";
+      var lead = el("p", null, { "class": "bl-lead" });
+      lead.appendChild(el("span", status === "ok" ? "ok" : "failed" + (run.failure_kind ? " · " + run.failure_kind : ""),
+        { "class": "bl-badge bl-badge--" + (status === "ok" ? "ok" : "bad") }));
+      lead.appendChild(document.createTextNode(" " + run.timestamp.replace("T", " ").replace("Z", "") + " UTC · attempt " +
+        (run.attempt || 1) + "/" + (run.attempts || run.attempt || 1) + " · " + (run.warnings || 0) + " warning(s) · "));
+      if (data.series_page) { lead.appendChild(el("a", "series history", { href: data.series_page })); }
+      box.appendChild(lead);
+      box.appendChild(el("p", run.run_id, { "class": "bl-runid" }));
+      if (run.error) { box.appendChild(el("p", run.error, { "class": "bl-callout bl-callout--empty" })); }
+      box.appendChild(el("h2", "Metrics"));
+      box.appendChild(htmlTable([["Metric", "text"], ["Value", "num"]],
+        RUN_METRICS.filter(function (m) { return run[m[0]] !== undefined; })
+          .map(function (m) { return [m[1], { text: fmt(run[m[0]], 2), v: run[m[0]] }]; }), ""));
+      box.appendChild(el("h2", "Tests"));
+      box.appendChild(el("p", (run.tests && run.tests.length) ? run.tests.join(", ") : "none recorded"));
+      box.appendChild(el("h2", "Identity"));
+      box.appendChild(htmlTable([["Field", "text"], ["Value", "text"]],
+        RUN_IDENTITY.filter(function (k) { return run[k] !== undefined && run[k] !== null; })
+          .map(function (k) { return [k, typeof run[k] === "object" ? JSON.stringify(run[k]) : run[k]]; })
+          .concat([["tags", (run.tags || []).join(", ") || "–"]]), ""));
+      var curve = run.batch_curve || [];
+      box.appendChild(el("h2", "Batch curve"));
+      if (!curve.length) { box.appendChild(el("p", "This run has no batch points.")); return; }
+      var div = el("div", null, { "class": "bl-chart bl-chart--run" });
+      var figure = el("div", null, { "class": "bl-figure" });
+      figure.appendChild(div);
+      box.appendChild(figure);
+      Plotly.newPlot(div, [{ type: "scatter", mode: "lines+markers", name: "aggregate",
+        x: curve.map(function (p) { return p.batch; }), y: curve.map(function (p) { return p.agg_tok_per_sec; }),
+        hovertemplate: "batch %{x}: <b>%{y:,.1f} tok/s</b><extra></extra>" }],
+        Object.assign({ height: 360, margin: { l: 56, r: 12, t: 16, b: 48 }, paper_bgcolor: "rgba(0,0,0,0)",
+          plot_bgcolor: "rgba(0,0,0,0)", xaxis: { type: "log", dtick: 0.30103, title: { text: "Batch size (log scale)" }, gridcolor: "rgba(128,128,128,0.25)" },
+          yaxis: { title: { text: "Aggregate tokens/s" }, rangemode: "tozero", gridcolor: "rgba(128,128,128,0.25)" } }, theme()),
+        { displaylogo: false, responsive: true });
+    }, function () { box.textContent = "No published details for series " + sid + "."; });
+  }
+
+  /* --- start ------------------------------------------------------------------------------ */
+
+  function withPlotly() {
+    if (window.BENCHLAB_PLOTLY) { return window.BENCHLAB_PLOTLY; }
+    return Promise.resolve(window.Plotly || null);
+  }
+
   function start() {
-    charts().forEach(render);
-    Array.prototype.forEach.call(document.querySelectorAll(".bl-filter"), wire);
-    tables();
+    all("table[data-bl-sort]").forEach(sortable);
+    tableFilters();
+    comparePage();
+    withPlotly().then(function (Plotly) {
+      if (!Plotly) { return; }
+      charts().forEach(function (div) { render(Plotly, div); });
+      all(".bl-filter").forEach(function (bar) { if (bar.querySelector("select[data-dim]")) { wire(Plotly, bar); } });
+      runPage(Plotly);
+      new MutationObserver(function () { retheme(Plotly); })
+        .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+    });
   }
 
   if (document.readyState === "loading") {
