@@ -16,6 +16,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+OUTLIER_TAG = "outlier"
+"""The tag `bench mark-outlier` gives a run: it stays listed, but no repeat statistic counts
+it."""
+
 T_975: tuple[float, ...] = (
     12.706,
     4.303,

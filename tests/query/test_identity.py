@@ -213,18 +213,18 @@ def test_identity_flags_in_describe() -> None:
 
 def test_compare_by_build_exact(golden_builds: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Defaults: the two newest builds that share a measurement. pi5 t4 under b4600 ran twice:
-    # the latest run (41.0 / 7.6) is the one compared.
+    # its mean (40.5 / 7.4) is compared, with the 95% interval of the two repeats.
     code, out, err = run_cli(capsys, "compare", "--by", "build", "--model", "llama-3.2-1b")
     assert code == 0
     assert out == dedent(
         """
         build: A = b4500 (1a2b3c4d), B = b4600 (5e6f7a8b)
-        model         machine  precision  threads  shape      test   t/s b4500 (1a2b3c4d)  t/s b4600 (5e6f7a8b)  speedup
-        ------------  -------  ---------  -------  ---------  -----  --------------------  --------------------  -------
-        Llama-3.2-1B  pi5      q4_k_m           2  p512/n128  pp512                 20.00                 22.00    1.10x
-        Llama-3.2-1B  pi5      q4_k_m           2  p512/n128  tg128                  5.00                  5.50    1.10x
-        Llama-3.2-1B  pi5      q4_k_m           4  p512/n128  pp512                 36.00                 41.00    1.14x
-        Llama-3.2-1B  pi5      q4_k_m           4  p512/n128  tg128                  8.00                  7.60    0.95x
+        model         machine  precision  threads  shape      test   t/s b4500 (1a2b3c4d)  ±95%  t/s b4600 (5e6f7a8b)  ±95%  speedup
+        ------------  -------  ---------  -------  ---------  -----  --------------------  ----  --------------------  ----  -------
+        Llama-3.2-1B  pi5      q4_k_m           2  p512/n128  pp512                 20.00     -                 22.00     -    1.10x
+        Llama-3.2-1B  pi5      q4_k_m           2  p512/n128  tg128                  5.00     -                  5.50     -    1.10x
+        Llama-3.2-1B  pi5      q4_k_m           4  p512/n128  pp512                 36.00     -                 40.50  6.35    1.12x
+        Llama-3.2-1B  pi5      q4_k_m           4  p512/n128  tg128                  8.00     -                  7.40  2.54    0.93x
         """  # noqa: E501
     )
     assert err == "bench: note: measurements not compared: 2 only under b4600 (5e6f7a8b)\n"
@@ -241,10 +241,10 @@ def test_compare_by_build_named_values_markdown(
         """
         ### build: A = b4400 (0a1b2c3d), B = b4600 (5e6f7a8b)
 
-        | model | machine | precision | threads | shape | test | t/s b4400 (0a1b2c3d) | t/s b4600 (5e6f7a8b) | speedup |
-        |---|---|---|---:|---|---|---:|---:|---:|
-        | Llama-3.2-1B | pi5 | q4_k_m | 4 | p512/n128 | pp512 | 30.00 | 41.00 | 1.37x |
-        | Llama-3.2-1B | pi5 | q4_k_m | 4 | p512/n128 | tg128 | 7.00 | 7.60 | 1.09x |
+        | model | machine | precision | threads | shape | test | t/s b4400 (0a1b2c3d) | ±95% | t/s b4600 (5e6f7a8b) | ±95% | speedup |
+        |---|---|---|---:|---|---|---:|---:|---:|---:|---:|
+        | Llama-3.2-1B | pi5 | q4_k_m | 4 | p512/n128 | pp512 | 30.00 | - | 40.50 | 6.35 | 1.35x |
+        | Llama-3.2-1B | pi5 | q4_k_m | 4 | p512/n128 | tg128 | 7.00 | - | 7.40 | 2.54 | 1.06x |
         """  # noqa: E501
     )
 
@@ -263,7 +263,10 @@ def test_compare_by_build_json_names_the_runs(
     ]
     tg = next(r for r in data["rows"] if r["test"] == "tg128")
     assert (tg["run_a"], tg["run_b"]) == (PI5_T4_B4500, PI5_T4_B4600_AGAIN)
-    assert tg["speedup"] == pytest.approx(7.6 / 8.0)
+    # b4600 was measured twice: the mean of its repeats, with their spread and interval.
+    assert tg["stats_b"]["n"] == 2 and tg["b"] == pytest.approx((7.2 + 7.6) / 2)
+    assert tg["stats_b"]["ci95"] == pytest.approx([7.4 - 2.5412, 7.4 + 2.5412])
+    assert tg["speedup"] == pytest.approx(7.4 / 8.0)
     assert (data["only_a"], data["only_b"]) == (0, 1)
 
 
@@ -272,11 +275,13 @@ def test_compare_by_machine(golden_builds: Path, capsys: pytest.CaptureFixture[s
         capsys, "compare", "--by", "machine", "--a", "pi5", "--b", "mac-m3pro", "--format", "csv"
     )
     assert code == 0
-    assert out == (
-        "model,precision,threads,shape,test,a,b,speedup\n"
-        f"Llama-3.2-1B,q4_k_m,4,p512/n128,pp512,41.0,150.0,{150.0 / 41.0!r}\n"
-        f"Llama-3.2-1B,q4_k_m,4,p512/n128,tg128,7.6,30.0,{30.0 / 7.6!r}\n"
-    )
+    header, *rows = [line.split(",") for line in out.splitlines()]
+    assert header == "model,precision,threads,shape,test,a,pm_a,b,pm_b,speedup".split(",")
+    expected = [("pp512", 40.5, 12.706 * 0.5, 150.0), ("tg128", 7.4, 12.706 * 0.2, 30.0)]
+    for row, (test, a, pm_a, b) in zip(rows, expected, strict=True):
+        assert row[:5] == ["Llama-3.2-1B", "q4_k_m", "4", "p512/n128", test] and row[8] == ""
+        values = [float(row[5]), float(row[6]), float(row[7]), float(row[9])]
+        assert values == pytest.approx([a, pm_a, b, b / a])
     assert err == (
         "bench: note: measurements not compared: 1 only under pi5; 1 only under mac-m3pro\n"
     )
@@ -470,3 +475,34 @@ def test_readme_compare_by_build_example_is_real(
     code, out, err = run_cli(capsys, "compare", "--by", "build", "--model", "llama-3.2-1b")
     assert code == 0
     assert out + err == block
+
+
+def test_compare_means_repeats_and_leaves_outliers_out(tmp_path: Path) -> None:
+    """Three runs of one measurement under b2, one marked an outlier: B is the mean of the
+    other two, with their interval; A (one run) has no interval."""
+    from benchlab.catalog.read import LoadedCatalog
+    from benchlab.query.filters import Filters
+    from benchlab.query.verbs import compare_axis
+    from tests.kit.entries import make_entry
+
+    def run(n: int, build: str, decode: float, tags: list[str] | None = None) -> dict:
+        return make_entry(
+            f"m-r{n}",
+            "m",
+            f"2025-01-0{n}T00:00:00Z",
+            backend_version=build,
+            decode_tok_per_sec=decode,
+            tags=tags or [],
+        )
+
+    runs = [
+        run(1, "b1", 10.0),
+        run(2, "b2", 12.0),
+        run(3, "b2", 14.0),
+        run(4, "b2", 99.0, ["outlier"]),
+    ]
+    result = compare_axis(LoadedCatalog(tmp_path / "c.json", runs), Filters(), "build")
+    [row] = [r for r in result.rows if r["metric"] == "decode_tok_per_sec"]
+    assert (row["a"], row["b"], row["speedup"]) == (10.0, 13.0, 1.3)
+    assert row["stats_b"]["n"] == 2 and row["pm_a"] is None
+    assert row["pm_b"] == pytest.approx(12.706)  # t(1 df) x stddev sqrt(2) / sqrt(2 runs)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 
-OUTLIER_TAG = "outlier"
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -33,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from benchlab.ids import check_id
     from benchlab.layout import RECORD, Store, find_store, read_model, write_model
     from benchlab.models import RunRecord
+    from benchlab.stats import OUTLIER_TAG
 
     store = Store(find_store())
     check_id(args.run_id, "run id")

@@ -382,12 +382,14 @@ def _compare_axis(args: argparse.Namespace) -> int:
     specs += [("threads", "threads", "int"), ("shape", "shape", "text")]
     if any(row.get("revision") for row in result.rows):
         specs.append(("revision", "revision", "text"))
-    specs += [
-        ("test", "test", "text"),
-        ("a", f"t/s {result.a}", "num"),
-        ("b", f"t/s {result.b}", "num"),
-        ("speedup", "speedup", "ratio"),
-    ]
+    repeated = any(row["pm_a"] is not None or row["pm_b"] is not None for row in result.rows)
+    specs += [("test", "test", "text"), ("a", f"t/s {result.a}", "num")]
+    if repeated:  # means of repeats: say how sure each side is
+        specs.append(("pm_a", "±95%", "num"))
+    specs.append(("b", f"t/s {result.b}", "num"))
+    if repeated:
+        specs.append(("pm_b", "±95%", "num"))
+    specs.append(("speedup", "speedup", "ratio"))
     title = f"{args.by}: A = {result.a}, B = {result.b}"
     if result.rows or args.format == "json":
         _emit([Section(_columns(*specs), result.rows, title=title)], args.format, result.as_json())

@@ -20,9 +20,10 @@ from typing import Any
 
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
-from benchlab.identity import SERIES_FIELDS, build_label, series_id
+from benchlab.identity import SERIES_FIELDS, build_label, identity_key, series_id
 from benchlab.query.filters import Filters, check_metric, chronological, model_key, ranked, select
 from benchlab.query.show import resolve_run_id
+from benchlab.stats import OUTLIER_TAG
 
 GROUPS = ("machine", "model", "precision", "date")
 BEST_BY = ("machine", "series")
@@ -301,9 +302,11 @@ def compare_axis(
     A and B default to the newest two values present (`axis_values`) that share a
     measurement (`_default_pair`); for machines, whose order means nothing, both must be
     given unless exactly two are present. Under each
-    value, each measurement's latest ok run is used (a real run `bench show` can open,
-    named in the row), and each of its tests (pp512, tg128 ... and the batch peak) is one
-    row: value under A, value under B, and B/A.
+    value, each measurement's ok runs are its repeats (runs tagged `outlier` left out):
+    each of its tests (pp512, tg128 ... and the batch peak) is one row with the mean under
+    A, the mean under B and B/A, plus each side's count, standard deviation and 95%
+    confidence interval (`benchlab.stats`). With one run a side, its value is that run's.
+    The latest run of each side is named in the row (a real run `bench show` can open).
     """
     if axis not in COMPARE_AXES:
         raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
@@ -321,11 +324,15 @@ def compare_axis(
         raise QueryError(
             f"compare --by machine: give --a and --b (machines present: {_few(sorted(present))})"
         )
-    latest: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
+    repeats: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]] = {}
     for entry in chronological(entries):
         value = axis_value(entry, axis)
-        if value is not None:
-            latest[(value, _pair_key(entry, axis))] = entry  # later runs replace earlier
+        if value is not None and OUTLIER_TAG not in entry.get("tags", ()):
+            repeats.setdefault((value, _pair_key(entry, axis)), []).append(entry)
+    for key, runs in repeats.items():  # repeats are runs of the exact same measurement
+        exact = identity_key(runs[-1])
+        repeats[key] = [run for run in runs if identity_key(run) == exact]
+    latest = {key: runs[-1] for key, runs in repeats.items()}
     keys: dict[str, set[tuple[Any, ...]]] = {value: set() for value in present}
     for value, key in latest:
         keys[value].add(key)
@@ -333,7 +340,7 @@ def compare_axis(
     keys_a, keys_b = keys[value_a], keys[value_b]
     rows: list[dict[str, Any]] = []
     for key in keys_a & keys_b:
-        rows += _test_rows(latest[(value_a, key)], latest[(value_b, key)], axis)
+        rows += _test_rows(repeats[(value_a, key)], repeats[(value_b, key)], axis)
     rows.sort(key=_row_order)
     return AxisComparison(
         axis,
@@ -380,9 +387,28 @@ def _default_pair(
     raise QueryError(f"compare --by {axis}: need two {axis} values, found {_few(present)}")
 
 
-def _test_rows(run_a: dict[str, Any], run_b: dict[str, Any], axis: str) -> list[dict[str, Any]]:
+def _side(runs: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
+    """One side of a compare row: the mean of its repeats and how sure it is."""
+    from benchlab.stats import summarize
+
+    values = [float(run[metric]) for run in runs if run.get(metric) is not None]
+    if not values:
+        return None
+    stats = summarize(values)
+    ci = (
+        [stats.ci_low, stats.ci_high]
+        if stats.ci_low is not None and stats.ci_high is not None
+        else None
+    )
+    return {"mean": stats.mean, "n": stats.n, "stddev": stats.stddev, "ci95": ci}
+
+
+def _test_rows(
+    runs_a: list[dict[str, Any]], runs_b: list[dict[str, Any]], axis: str
+) -> list[dict[str, Any]]:
     from benchlab.identity import shape
 
+    run_a, run_b = runs_a[-1], runs_b[-1]
     tests = list(run_a.get("tests") or ())
     base = {
         "model": run_a["model"],
@@ -398,9 +424,11 @@ def _test_rows(run_a: dict[str, Any], run_b: dict[str, Any], axis: str) -> list[
         base["revision"] = run_a.get("revision")
     rows = []
     for metric, prefix, fallback in _TEST_METRICS:
-        value_a, value_b = run_a.get(metric), run_b.get(metric)
-        if value_a is None and value_b is None:
+        side_a, side_b = _side(runs_a, metric), _side(runs_b, metric)
+        if side_a is None and side_b is None:
             continue
+        value_a = side_a["mean"] if side_a else None
+        value_b = side_b["mean"] if side_b else None
         names = [t for t in tests if prefix and t.startswith(prefix)]
         test = names[0] if names else fallback
         if metric == "peak_tok_per_sec" and run_a.get("batch_sizes"):
@@ -413,9 +441,21 @@ def _test_rows(run_a: dict[str, Any], run_b: dict[str, Any], axis: str) -> list[
                 "a": value_a,
                 "b": value_b,
                 "speedup": value_b / value_a if value_a and value_b is not None else None,
+                "stats_a": side_a,
+                "stats_b": side_b,
+                "pm_a": _half_width(side_a),
+                "pm_b": _half_width(side_b),
             }
         )
     return rows
+
+
+def _half_width(side: dict[str, Any] | None) -> float | None:
+    """± of the 95% interval, for the table (None with one run: no spread to speak of)."""
+    if side is None or side["ci95"] is None:
+        return None
+    low, high = side["ci95"]
+    return (high - low) / 2
 
 
 def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
