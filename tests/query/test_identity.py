@@ -480,10 +480,11 @@ def test_readme_compare_by_build_example_is_real(
 def test_compare_means_repeats_and_leaves_outliers_out(tmp_path: Path) -> None:
     """Three runs of one measurement under b2, one marked an outlier: B is the mean of the
     other two, with their interval; A (one run) has no interval."""
+    from tests.kit.entries import make_entry
+
     from benchlab.catalog.read import LoadedCatalog
     from benchlab.query.filters import Filters
     from benchlab.query.verbs import compare_axis
-    from tests.kit.entries import make_entry
 
     def run(n: int, build: str, decode: float, tags: list[str] | None = None) -> dict:
         return make_entry(
