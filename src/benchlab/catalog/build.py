@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import os
-import time
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from benchlab.catalog.merge import INVENTORY_SCHEMA, _static_of, finalize, merge
 from benchlab.catalog.text import _decode, _digest, render, render_catalog, reusable_items
 from benchlab.catalog.upgrade import CATALOG_SCHEMA
 from benchlab.catalog.views import rebuild_views, refresh_views
-from benchlab.errors import BenchlabError, SchemaError, StoreError
+from benchlab.errors import BenchlabError, SchemaError
 from benchlab.ids import check_id
 from benchlab.layout import (
     RECORD,
@@ -36,6 +35,7 @@ from benchlab.layout import (
     parse_model,
     read_json,
 )
+from benchlab.locks import ExclusiveFile
 from benchlab.redact import default_policy, scrub_public
 from benchlab.redact.policy import collect_store_names
 
@@ -214,55 +214,31 @@ class BuildResult:
         return text
 
 
+class CatalogLock(ExclusiveFile):
+    """One catalog build (or retraction) at a time per store."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store.runs_dir / LOCK_NAME, "the catalog")
+
+    def _refusal(self, holder: dict[str, Any]) -> str:
+        return (
+            f"{self.path}: another catalog build holds the lock "
+            f"({self._describe(holder) if holder else 'unreadable lock'}); wait for it to "
+            "finish, or remove the lock if that build is gone"
+        )
+
+
 @contextlib.contextmanager
 def catalog_lock(store: Store, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    """One build at a time per store. A lock whose holder is gone is taken over; a live
-    holder is waited for (bounded), then named in the error."""
-    path = store.runs_dir / LOCK_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            holder = _lock_holder(path)
-            if holder is None or not _alive(holder):
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-                continue
-            if time.monotonic() >= deadline:
-                raise StoreError(
-                    f"{path}: another catalog build (pid {holder}) holds the lock; "
-                    "wait for it to finish"
-                ) from None
-            time.sleep(0.1)
-            continue
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"{os.getpid()}\n")
-        break
+    """Hold the store's catalog lock; a live holder is waited for (bounded), then named."""
+    lock = CatalogLock(store)
+    lock.acquire(wait_s)
+    for line in lock.warnings:
+        log.warning("%s", line)
     try:
         yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-
-
-def _lock_holder(path: Path) -> int | None:
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        lock.release()
 
 
 def scan(

@@ -21,126 +21,21 @@ sweep runs on (seed 004's "simple kill mechanism").
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchlab.errors import StoreError
 from benchlab.ids import check_id, utc_iso
 from benchlab.layout import LOCK, STOP_REQUEST, Store, atomic_write_json
+from benchlab.locks import ExclusiveFile, holder_is_alive, read_holder
 
 DEVICES_DIR = "devices"
 """`runs/devices/`: the device locks (layout.py owns the store's other names)."""
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def holder_is_alive(holder: dict[str, Any]) -> bool:
-    """Is the process named in a lock still running? Unknowable for another host: assume so."""
-    if holder.get("host") != socket.gethostname():
-        return True
-    pid = holder.get("pid")
-    return not isinstance(pid, int) or _pid_alive(pid)
-
-
-class _ExclusiveFile:
-    """A lock file created complete and exclusively, holding who holds it (pid, host, ...).
-
-    Subclasses say what the lock guards (`_refusal`); the taking, the stale-lock take-over and
-    the release are shared, so the experiment lock and the device locks behave alike.
-    """
-
-    def __init__(self, path: Path, label: str, extra: dict[str, Any] | None = None) -> None:
-        self.path = path
-        self.directory = path.parent
-        self.label = label
-        self.extra = dict(extra or {})
-        self.warnings: list[str] = []
-        self._held = False
-
-    def _describe(self, holder: dict[str, Any]) -> str:
-        return (
-            f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, "
-            f"since {holder.get('started_at', '?')}"
-        )
-
-    def _refusal(self, holder: dict[str, Any]) -> str:
-        raise NotImplementedError
-
-    def acquire(self) -> Any:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        mine = {
-            **self.extra,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started_at": utc_iso(),
-        }
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".lock.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(mine, handle, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            for _ in range(2):
-                try:
-                    os.link(tmp, self.path)
-                except FileExistsError:
-                    holder = _read(self.path)
-                    if holder is None:
-                        continue  # released between our attempt and our read: try again
-                    if holder and not holder_is_alive(holder):
-                        self._take_over(holder)
-                        continue
-                    raise StoreError(self._refusal(holder)) from None
-                self._held = True
-                return self
-            raise StoreError(f"{self.path}: could not take the lock for {self.label}")
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-
-    def _take_over(self, holder: dict[str, Any]) -> None:
-        """Move a dead holder's lock aside; if it turned out to be someone else's, give up."""
-        aside = self.path.with_name(f".{self.path.name}.stale.{os.getpid()}")
-        try:
-            os.rename(self.path, aside)
-        except FileNotFoundError:
-            return
-        if _read(aside) != holder:
-            os.rename(aside, self.path)  # a live process took it meanwhile: put it back
-            raise StoreError(self._refusal(_read(self.path) or {}))
-        aside.unlink(missing_ok=True)
-        self.warnings.append(
-            f"took over a stale lock of {self.label} ({self._describe(holder)}, no longer running)"
-        )
-
-    def release(self) -> None:
-        if self._held:
-            self.path.unlink(missing_ok=True)
-            self._held = False
-
-
-class SweepLock(_ExclusiveFile):
+class SweepLock(ExclusiveFile):
     """Hold `runs/sweeps/<experiment>/lock` for the life of a sweep (a context manager)."""
 
     def __init__(self, store: Store, experiment: str) -> None:
@@ -167,7 +62,7 @@ def device_lock_path(store: Store, machine_id: str) -> Path:
     return store.runs_dir / DEVICES_DIR / f"{check_id(machine_id, 'machine id')}.lock"
 
 
-class DeviceLock(_ExclusiveFile):
+class DeviceLock(ExclusiveFile):
     """One machine measured by one sweep at a time, whatever the experiment.
 
     Keyed by machine id, not device id: two device ids on one machine (a host and its pods)
@@ -238,7 +133,7 @@ def clear_stop(store: Store, experiment: str) -> None:
 def request_stop(store: Store, experiment: str) -> dict[str, Any]:
     """Leave a stop request for a running sweep; StoreError when the experiment is not running."""
     directory = store.sweep_dir(experiment)
-    holder = _read(directory / LOCK)
+    holder = read_holder(directory / LOCK)
     if not holder or not holder_is_alive(holder):
         raise StoreError(
             f"{directory / LOCK}: experiment {experiment!r} is not running; nothing to stop"
