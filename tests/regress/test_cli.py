@@ -139,3 +139,31 @@ def test_the_default_local_sweep_twice_is_not_a_regression(
     assert len(rows) == 8 and not any(row["regression"] for row in rows)
     assert {row["threads"] for row in rows} == {1, 2}
     assert all(" t1 " in row["label"] or " t2 " in row["label"] for row in rows)
+
+
+def test_ci_gate_writes_a_markdown_summary_and_fails_over_the_threshold(
+    catalog: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")  # $GITHUB_STEP_SUMMARY is appended to, never replaced
+    base = ["--store", str(catalog), "regression", "--detect", "--summary-md", str(summary)]
+    assert main([*base, "--fail-over", "10%"]) == 1
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### Benchmark regressions (peak_tok_per_sec)")
+    assert "**FAIL**: 1 confirmed regression(s) of 10 % or more" in text
+    assert "| regression ❌ | -2" in text and "pi5 smollm2-135m q8 reference" in text
+    # A bigger threshold passes the same step; the summary still lists it.
+    assert main([*base, "--fail-over", "30%"]) == 0
+    assert "**PASS**: no confirmed regression of 30 % or more" in summary.read_text()
+
+
+def test_ci_gate_window_counts_back_from_the_newest_run(
+    catalog: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The step is at run 20 of 40 (hourly): 20 hours before the newest run."""
+    base = ["--store", str(catalog), "regression", "--detect", "--format", "json"]
+    assert main([*base, "--window", "0.5"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main([*base, "--window", "1"]) == 1
+    [step] = json.loads(capsys.readouterr().out)
+    assert step["status"] == "confirmed" and step["runs_after"] == 20

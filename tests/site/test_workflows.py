@@ -68,3 +68,18 @@ def test_site_workflow_deploys_with_the_official_pages_actions():
         "bench site build",
     ):
         assert needle in text
+
+
+def test_regressions_workflow_gates_on_the_detector_and_writes_the_summary():
+    text = (REPO / ".github" / "workflows" / "regressions.yml").read_text()
+    for needle in (
+        "bench regression --detect --window 14 --fail-over",
+        "--summary-md regressions.md",
+        'cat regressions.md >> "$GITHUB_STEP_SUMMARY"',
+        "gh pr comment",
+        "pull-requests: write",
+        "FAIL_OVER: ${{ inputs.fail_over || '10%' }}",
+    ):
+        assert needle in text
+    site = (REPO / ".github" / "workflows" / "site.yml").read_text()
+    assert '--summary-md "$GITHUB_STEP_SUMMARY"' in site

@@ -41,6 +41,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--alpha", type=float, default=0.01, help="significance (default 0.01)")
     parser.add_argument("--min-change", default="1%", help="smallest step reported (default 1%%)")
     parser.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
+    ci = parser.add_argument_group(
+        "CI gate (with --detect)",
+        "bench regression --detect --window 14 --fail-over 10% "
+        '--summary-md "$GITHUB_STEP_SUMMARY": '
+        "only steps whose first bad run is within DAYS of the newest run (counted from the data, "
+        "not the clock), a Markdown summary appended to FILE, and exit 1 only for a confirmed "
+        "regression at least that large. Suspects (too few runs after the step to confirm) are "
+        "listed but never fail the job.",
+    )
+    ci.add_argument("--window", type=float, metavar="DAYS", help="only steps in the last DAYS")
+    ci.add_argument(
+        "--fail-over",
+        metavar="PCT",
+        help="exit 1 only for a confirmed regression of at least PCT (e.g. 10%%; default: any)",
+    )
+    ci.add_argument(
+        "--summary-md",
+        type=Path,
+        metavar="FILE",
+        help="append a Markdown summary to FILE (for $GITHUB_STEP_SUMMARY or a PR comment)",
+    )
     gates = parser.add_argument_group(
         "declared gates",
         "bench regression --gates [--machine X] [--config SWEEP.yaml ...]: check every ok run "
@@ -125,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
     from benchlab.query.filters import Filters, check_metric, select
     from benchlab.query.render import Column, Section, emit
-    from benchlab.regress import compare_latest, detect, parse_threshold
+    from benchlab.regress import compare_latest, detect, parse_threshold, recent, window_start
 
     if args.gates:
         return run_gates(args)
@@ -139,9 +160,24 @@ def run(args: argparse.Namespace) -> int:
     series = [Column("label", "series")]
     if args.detect:
         steps = detect(entries, metric, alpha=args.alpha, min_change=min_change)
+        since = None
+        if args.window is not None:
+            since = window_start(entries, args.window)
+            steps = recent(steps, since)
+        fail_over = parse_threshold(args.fail_over, "--fail-over") if args.fail_over else 0.0
+        failing = [
+            s
+            for s in steps
+            if s.kind == "regression" and s.status == "confirmed" and abs(s.change) >= fail_over
+        ]
+        if args.summary_md is not None:
+            text = summary_markdown(steps, failing, metric, fail_over, since, len(entries))
+            with args.summary_md.open("a", encoding="utf-8") as handle:
+                handle.write(text)
         rows = [step.as_row() for step in steps]
         columns = [
             *series,
+            Column("status", "status"),
             Column("kind", "kind"),
             Column("change", "change %", "num"),
             Column("before", "before", "num"),
@@ -149,10 +185,12 @@ def run(args: argparse.Namespace) -> int:
             Column("version_before", "version before"),
             Column("version_after", "version after"),
             Column("confidence", "confidence", "num"),
+            Column("runs_after", "runs after", "num"),
             Column("first_bad_run", "first bad run"),
         ]
-        found = any(step.kind == "regression" for step in steps)
-        title = f"steps in {metric} ({len(steps)} found)"
+        found = bool(failing)
+        title = f"steps in {metric} ({len(steps)} found"
+        title += f" since {since})" if since else ")"
     else:
         results = compare_latest(
             entries, args.machine, baseline_run=args.baseline, threshold=threshold, metric=metric
@@ -177,3 +215,51 @@ def run(args: argparse.Namespace) -> int:
         row["change"] = round(row["change"] * 100, 2)
     emit([Section(columns, rows, title=title)], args.format, rows)
     return 1 if found else 0
+
+
+def summary_markdown(
+    steps: list,
+    failing: list,
+    metric: str,
+    fail_over: float,
+    since: str | None,
+    runs: int,
+) -> str:
+    """The gate's verdict as Markdown, in the shape github-action-benchmark's alert has: a
+    verdict line, then one row per step (newest first) with its size, series, first bad
+    run, the build either side and a confidence. Pure text: the same steps, the same bytes."""
+    over = f" of {100 * fail_over:g} % or more" if fail_over else ""
+    lines = [f"### Benchmark regressions ({metric})", ""]
+    if not runs:
+        lines.append("No runs yet: nothing to check.")
+        return "\n".join(lines) + "\n\n"
+    scope = f"steps whose first bad run is at or after {since}" if since else "every step"
+    if failing:
+        lines.append(f"**FAIL**: {len(failing)} confirmed regression(s){over} ({scope}).")
+    else:
+        lines.append(f"**PASS**: no confirmed regression{over} ({scope}, {runs} runs checked).")
+    if steps:
+        lines += [
+            "",
+            "| status | change | series | first bad run | build before → after | confidence "
+            "| runs after |",
+            "|---|--:|---|---|---|--:|--:|",
+        ]
+        for s in steps:
+            status = s.kind if s.status == "confirmed" else f"suspect {s.kind}"
+            mark = " ❌" if s in failing else ""
+            cells = [
+                f"{status}{mark}",
+                f"{100 * s.change:+.1f} %",
+                _md_cell(s.label),
+                f"`{s.first_bad_run}`",
+                _md_cell(f"{s.version_before or '–'} → {s.version_after or '–'}"),
+                f"{s.confidence:.3f}",
+                str(s.runs_after),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
