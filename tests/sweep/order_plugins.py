@@ -1,4 +1,4 @@
-"""Order policy plug-ins for the tests (importable as `order_plugins:...`)."""
+"""Order policy plug-ins for the tests (named `tests.sweep.order_plugins:...`)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from sweep_fakes import FakeBackend, FakeTransport, envelope, make_config
+from tests.kit.backend import FakeBackend, envelope
+from tests.kit.transport import FakeTransport
+from tests.sweep.lab import lab_config
 
 from benchlab.errors import ConfigError, DeviceError, MeasurementError, ParseError
 from benchlab.ids import slug
@@ -22,7 +24,7 @@ GIT = GitInfo(rev="abc1234", branch="main", dirty=False)
 
 @pytest.fixture
 def setup(store: Path):
-    config = make_config(
+    config = lab_config(
         devices={
             "laptop": {"transport": "local", "command_timeout_s": 30},
             "pi5": {"transport": "local", "failover_to": ["pi5-spare"]},
@@ -164,7 +166,7 @@ def test_ok_run_without_metrics_is_parse_failure(setup) -> None:
 
 
 def test_unknown_backend_is_config(store: Path) -> None:
-    config = make_config()
+    config = lab_config()
 
     def refuse(name: str):
         raise ConfigError(f"backend {name!r}: unknown")

@@ -9,49 +9,47 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.kit.configs import write_sweep
+from tests.sweep import order_plugins
+from tests.sweep.lab import ONE_ATTEMPT, command_params
 
 from benchlab.cli import main
 from benchlab.layout import Store
 from benchlab.sweep.history import DeviceHistory
 from benchlab.sweep.inject import InjectedQueue, append_points
 
-SLEEPY = """
-experiment: {experiment}
-devices:
-{devices}
-policies: {policies}
-matrix:
-{matrix}
-  backend: command
-  model: tiny
-  params:
-    argv:
-      - "{{python}}"
-      - "-c"
-      - "import json, time; time.sleep({sleep}); print(json.dumps(dict(decode=10)))"
-    fields: {{decode: decode}}
-"""
+PLUGINS = order_plugins.__name__
+"""The order plug-ins' module as `policies.order` names it (imported here, so it is found)."""
+
+SLEEPY = "import json, time; time.sleep(SLEEP); print(json.dumps(dict(decode=10)))"
 
 
 def write(
     tmp_path: Path,
     *,
     experiment: str = "bud",
-    devices: str = "  local: {transport: local}",
-    policies: str = "{retries: {attempts: 1, backoff_s: 0}}",
-    matrix: str = "  precision: [f32, q8]",
+    devices: dict[str, Any] | None = None,
+    policies: dict[str, Any] = ONE_ATTEMPT,
+    matrix: dict[str, Any] | None = None,
     sleep: float = 0.05,
 ) -> Path:
-    path = tmp_path / f"{experiment}.yaml"
-    path.write_text(
-        SLEEPY.format(
-            experiment=experiment, devices=devices, policies=policies, matrix=matrix, sleep=sleep
-        ),
-        encoding="utf-8",
+    """A sweep of command points that sleep `sleep` s and report 10 t/s; `matrix` (f32 and
+    q8 unless given) names the axes, the command is always the same."""
+    return write_sweep(
+        tmp_path / f"{experiment}.yaml",
+        experiment=experiment,
+        devices=devices,
+        policies=policies,
+        matrix={
+            "precision": ["f32", "q8"],
+            **(matrix or {}),
+            "backend": "command",
+            "params": command_params(SLEEPY.replace("SLEEP", str(sleep))),
+        },
     )
-    return path
 
 
 @pytest.fixture
@@ -74,7 +72,7 @@ def stamp(text: str) -> float:
 
 
 def test_repeats_are_own_runs_in_one_series(tmp_path: Path, env: Path, capsys) -> None:
-    path = write(tmp_path, matrix="  precision: f32\n  repeats: 3")
+    path = write(tmp_path, matrix={"precision": "f32", "repeats": 3})
     assert main(["run", str(path)]) == 0
     out = capsys.readouterr().out
     assert "local command tiny f32 r2:" in out
@@ -115,7 +113,7 @@ def test_a_point_that_cannot_finish_before_the_grace_is_left_pending(
     tmp_path: Path, env: Path, capsys
 ) -> None:
     # round 0 takes ~1.3 s of a 2 s budget; round 1 would end ~0.6 s past it: not started
-    path = write(tmp_path, matrix="  precision: f32", sleep=1.0)
+    path = write(tmp_path, matrix={"precision": "f32"}, sleep=1.0)
     assert main(["run", str(path), "--for", "2s", "--grace", "0s"]) == 0
     out = capsys.readouterr().out
     assert "DEADLINE" in out and "not started" in out and "1 point(s) left pending" in out
@@ -123,15 +121,15 @@ def test_a_point_that_cannot_finish_before_the_grace_is_left_pending(
 
 
 def test_concurrent_budget_with_a_global_slot_limit(tmp_path: Path, env: Path, capsys) -> None:
-    devices = (
-        "  a: {transport: local, max_concurrency: 2}\n"
-        "  b: {transport: local, machine_id: b-m, max_concurrency: 2}"
-    )
+    devices = {
+        "a": {"transport": "local", "max_concurrency": 2},
+        "b": {"transport": "local", "machine_id": "b-m", "max_concurrency": 2},
+    }
     path = write(
         tmp_path,
         devices=devices,
-        policies="{retries: {attempts: 1, backoff_s: 0}, max_in_flight: 1}",
-        matrix="  device: [a, b]\n  precision: [f32, q8]",
+        policies={**ONE_ATTEMPT, "max_in_flight": 1},
+        matrix={"device": ["a", "b"]},
         sleep=0.2,
     )
     assert main(["run", str(path), "--concurrent", "--for", "3s"]) == 0
@@ -169,7 +167,7 @@ def test_injected_points_watermark_and_not_before(tmp_path: Path, env: Path) -> 
 
 
 def test_bench_inject_reaches_a_running_sweep(tmp_path: Path, env: Path, capsys) -> None:
-    path = write(tmp_path, matrix="  precision: f32\n  threads: 1", sleep=1.5)
+    path = write(tmp_path, matrix={"precision": "f32", "threads": 1}, sleep=1.5)
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchlab", "run", str(path), "--concurrent"],
         stdout=subprocess.PIPE,
@@ -190,14 +188,14 @@ def test_bench_inject_reaches_a_running_sweep(tmp_path: Path, env: Path, capsys)
 
 
 def test_order_plugin_and_a_plugin_that_drops_a_point(tmp_path: Path, env: Path, capsys) -> None:
-    path = write(tmp_path, policies="{order: 'order_plugins:reverse'}")
+    path = write(tmp_path, policies={"order": f"{PLUGINS}:reverse"})
     assert main(["run", str(path), "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert " q8 " in lines[1] and " f32 " in lines[2]
-    bad = write(tmp_path, experiment="bad", policies="{order: 'order_plugins:drop_one'}")
+    bad = write(tmp_path, experiment="bad", policies={"order": f"{PLUGINS}:drop_one"})
     assert main(["run", str(bad), "--dry-run"]) == 2
     assert "may only reorder" in capsys.readouterr().err
-    nowhere = write(tmp_path, experiment="nowhere", policies="{order: 'no_such_mod:f'}")
+    nowhere = write(tmp_path, experiment="nowhere", policies={"order": "no_such_mod:f"})
     assert main(["run", str(nowhere), "--dry-run"]) == 2
     assert "policies.order: cannot import 'no_such_mod'" in capsys.readouterr().err
 
@@ -205,21 +203,26 @@ def test_order_plugin_and_a_plugin_that_drops_a_point(tmp_path: Path, env: Path,
 def test_fitness_lasts_across_sessions_and_steers_failover(
     tmp_path: Path, env: Path, capsys
 ) -> None:
-    devices = (
-        "  main: {transport: exec, command: [/bin/false], failover_to: [spare-a, spare-b]}\n"
-        "  spare-a: {transport: local}\n"
-        "  spare-b: {transport: local, machine_id: spare-b-m}"
-    )
-    policies = (
-        "{retries: {attempts: 1, backoff_s: 0}, fitness: {exploration: 0}, "
-        "breaker: {failure_threshold: 1, recovery_after_s: 0, drain_after_cooldowns: 1}}"
-    )
+    devices = {
+        "main": {
+            "transport": "exec",
+            "command": ["/bin/false"],
+            "failover_to": ["spare-a", "spare-b"],
+        },
+        "spare-a": {"transport": "local"},
+        "spare-b": {"transport": "local", "machine_id": "spare-b-m"},
+    }
+    policies = {
+        **ONE_ATTEMPT,
+        "fitness": {"exploration": 0},
+        "breaker": {"failure_threshold": 1, "recovery_after_s": 0, "drain_after_cooldowns": 1},
+    }
     path = write(
         tmp_path,
         experiment="fit",
         devices=devices,
         policies=policies,
-        matrix="  device: main\n  precision: [f32, q8, q4]",
+        matrix={"device": "main", "precision": ["f32", "q8", "q4"]},
     )
     history = DeviceHistory(Store(env), "an-earlier-sweep")
     for _ in range(5):
@@ -245,7 +248,7 @@ def test_pending_too_long_counts_against_the_device(tmp_path: Path, env: Path) -
     from benchlab.sweep.scheduler import PENDING_CHECK_S, _Sweep
 
     config = load_sweep_config(
-        write(tmp_path, policies="{fitness: {pending_after_s: 10}}", matrix="  precision: f32")
+        write(tmp_path, policies={"fitness": {"pending_after_s": 10}}, matrix={"precision": "f32"})
     )
     journal = SweepJournal(Store(env), "bud")
     journal.begin(False, None)
@@ -273,7 +276,7 @@ def test_pending_too_long_counts_against_the_device(tmp_path: Path, env: Path) -
 
 
 def test_mark_outlier_survives_a_rebuild(tmp_path: Path, env: Path, capsys) -> None:
-    assert main(["run", str(write(tmp_path, matrix="  precision: f32"))]) == 0
+    assert main(["run", str(write(tmp_path, matrix={"precision": "f32"}))]) == 0
     (record,) = records(env)
     assert main(["mark-outlier", record["run_id"], "--reason", "thermal throttling"]) == 0
     assert main(["catalog", "build"]) == 0

@@ -8,35 +8,33 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.kit.configs import write_sweep
+from tests.sweep.lab import ONE_ATTEMPT, command_params
 
 from benchlab.cli import main
 from benchlab.ids import slug
 
 REPO = Path(__file__).resolve().parents[2]
 
-COMMAND_SWEEP = """
-experiment: clitest
-devices:
-  local: {transport: local}
-policies: {retries: {attempts: 1, backoff_s: 0}}
-matrix:
-  backend: command
-  model: tiny
-  precision: [f32, q8]
-  threads: [1, 2]
-  params:
-    argv:
-      - "{python}"
-      - "-c"
-      - "import json, sys; t = {threads}; print(json.dumps(dict(decode=10 + t))); sys.exit(FAIL)"
-    fields: {decode: decode}
-"""
+CLITEST_CODE = (
+    "import json, sys; t = {threads}; print(json.dumps(dict(decode=10 + t))); sys.exit(FAIL)"
+)
 
 
-def config(tmp_path: Path, fail: str = "0", text: str = COMMAND_SWEEP) -> Path:
-    path = tmp_path / "clitest.yaml"
-    path.write_text(text.replace("FAIL", fail), encoding="utf-8")
-    return path
+def config(tmp_path: Path, fail: str = "0", python: str = "{python}") -> Path:
+    """Four command points (f32/q8 x 1/2 threads) that report 10 + threads; `fail` is the
+    exit status expression, `python` the interpreter the device is asked for."""
+    return write_sweep(
+        tmp_path / "clitest.yaml",
+        experiment="clitest",
+        policies=ONE_ATTEMPT,
+        matrix={
+            "backend": "command",
+            "precision": ["f32", "q8"],
+            "threads": [1, 2],
+            "params": command_params(CLITEST_CODE.replace("FAIL", fail), python=python),
+        },
+    )
 
 
 @pytest.fixture
@@ -104,8 +102,7 @@ def test_failed_points_exit_0_unless_fail_on_error_and_json_output(
 def test_missing_backend_binary_is_exit_2_and_writes_nothing(
     tmp_path: Path, env: Path, capsys
 ) -> None:
-    text = COMMAND_SWEEP.replace('- "{python}"', '- "no-such-bench-binary"')
-    assert main(["run", str(config(tmp_path, text=text))]) == 2
+    assert main(["run", str(config(tmp_path, python="no-such-bench-binary"))]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "clitest.yaml: matrix.backend: command cannot run tiny f32 on device 'local'" in err
@@ -127,20 +124,19 @@ def test_quiet_and_the_tools_shim(tmp_path: Path, env: Path) -> None:
 
 
 def test_reference_backend_tiny_point(tmp_path: Path, env: Path, capsys) -> None:
-    text = """
-experiment: ref
-devices: {local: {transport: local}}
-matrix:
-  backend: reference
-  model: tiny
-  precision: q8
-  threads: 1
-  prompt_tokens: 16
-  gen_tokens: 4
-  batch_sizes: [1, 2]
-  params: {reps: 1, batch_steps: 2}
-"""
-    assert main(["run", str(config(tmp_path, text=text))]) == 0
+    path = write_sweep(
+        tmp_path / "ref.yaml",
+        experiment="ref",
+        matrix={
+            "precision": "q8",
+            "threads": 1,
+            "prompt_tokens": 16,
+            "gen_tokens": 4,
+            "batch_sizes": [1, 2],
+            "params": {"reps": 1, "batch_steps": 2},
+        },
+    )
+    assert main(["run", str(path)]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith("[  1/1] local reference tiny q8 t1 p16/n4: prefill ")
     (run,) = [p for p in (env / "runs" / "by-machine" / "local").iterdir() if p.is_dir()]

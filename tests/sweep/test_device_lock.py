@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.kit.configs import write_sweep
+from tests.sweep.lab import ONE_ATTEMPT, command_params
 
 from benchlab.errors import StoreError
 from benchlab.layout import RECORD, Store
@@ -29,29 +31,23 @@ from benchlab.sweep.sequential import run_sweep
 
 pytestmark = pytest.mark.integration
 
-SWEEP = """
-experiment: {experiment}
-devices:
-  local: {{transport: local}}
-policies: {{retries: {{attempts: 1, backoff_s: 0}}}}
-matrix:
-  backend: command
-  model: tiny
-  precision: f32
-  threads: [1, 2]
-  params:
-    argv: ["{python}", "-c", "import time; time.sleep({sleep}); print('{{\\"decode\\": 5}}')"]
-    parser: json
-    fields: {{decode: decode}}
-"""
 WAIT_S = 30.0
 
 
-def write_sweep(tmp_path: Path, experiment: str, sleep: float) -> Path:
-    path = tmp_path / f"{experiment}.yaml"
-    text = SWEEP.format(experiment=experiment, python="{python}", sleep=sleep)
-    path.write_text(text, encoding="utf-8")
-    return path
+def sleeper(tmp_path: Path, experiment: str, sleep: float) -> Path:
+    """Two command points (threads 1 and 2) on the one local device, each sleeping `sleep` s:
+    long enough to be caught holding the device lock."""
+    code = f"import time; time.sleep({sleep}); print('{{\"decode\": 5}}')"
+    return write_sweep(
+        tmp_path / f"{experiment}.yaml",
+        experiment=experiment,
+        policies=ONE_ATTEMPT,
+        matrix={
+            "backend": "command",
+            "threads": [1, 2],
+            "params": command_params(code, parser="json"),
+        },
+    )
 
 
 def bench_run(path: Path, store: Path) -> subprocess.Popen[str]:
@@ -82,8 +78,8 @@ def run_files(store: Path) -> dict[Path, bytes]:
 def test_a_second_experiment_on_a_held_device_is_refused_naming_the_holder(
     tmp_path: Path, store: Path
 ) -> None:
-    alpha = write_sweep(tmp_path, "alpha", sleep=1.5)
-    beta = write_sweep(tmp_path, "beta", sleep=0)
+    alpha = sleeper(tmp_path, "alpha", sleep=1.5)
+    beta = sleeper(tmp_path, "beta", sleep=0)
     first = bench_run(alpha, store)
     lock = device_lock_path(Store(store), "local")
     deadline = time.monotonic() + WAIT_S
@@ -118,8 +114,8 @@ def test_a_second_experiment_on_a_held_device_is_refused_naming_the_holder(
 def test_a_resumed_stamp_that_names_another_experiments_run_dirs_is_refused(
     tmp_path: Path, store: Path
 ) -> None:
-    alpha = write_sweep(tmp_path, "alpha", sleep=0)
-    beta = write_sweep(tmp_path, "beta", sleep=0)
+    alpha = sleeper(tmp_path, "alpha", sleep=0)
+    beta = sleeper(tmp_path, "beta", sleep=0)
     done = bench_run(alpha, store)
     _, err = done.communicate(timeout=WAIT_S * 2)
     assert done.returncode == 0, err
@@ -145,8 +141,8 @@ def test_a_resumed_stamp_that_names_another_experiments_run_dirs_is_refused(
 def test_a_new_stamp_in_the_same_second_moves_on_instead_of_overwriting(
     tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    alpha = load_sweep_config(write_sweep(tmp_path, "alpha", sleep=0))
-    beta = load_sweep_config(write_sweep(tmp_path, "beta", sleep=0))
+    alpha = load_sweep_config(sleeper(tmp_path, "alpha", sleep=0))
+    beta = load_sweep_config(sleeper(tmp_path, "beta", sleep=0))
     assert [s.spec_id for s in expand(alpha)] == [s.spec_id for s in expand(beta)]
     first = run_sweep(store, alpha, None)
     assert first.ok

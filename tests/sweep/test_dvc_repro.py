@@ -14,22 +14,27 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.kit.configs import write_sweep
+from tests.sweep.lab import ONE_ATTEMPT, command_params
 
 REPO = Path(__file__).resolve().parents[2]
 
-TINY = """
-experiment: tiny
-devices: {local: {transport: local}}
-matrix:
-  backend: reference
-  model: tiny
-  precision: PRECISIONS
-  threads: 1
-  prompt_tokens: 16
-  gen_tokens: 4
-  batch_sizes: [1, 2]
-  params: {reps: 1, batch_steps: 2}
-"""
+
+def write_tiny(path: Path, threads: int | list[int] = 1) -> Path:
+    """The `tiny` sweep: the reference backend's tiny model at f32 and q8, in seconds."""
+    return write_sweep(
+        path,
+        experiment="tiny",
+        matrix={
+            "precision": ["f32", "q8"],
+            "threads": threads,
+            "prompt_tokens": 16,
+            "gen_tokens": 4,
+            "batch_sizes": [1, 2],
+            "params": {"reps": 1, "batch_steps": 2},
+        },
+    )
+
 
 pytestmark = [
     pytest.mark.integration,
@@ -50,7 +55,7 @@ def test_dvc_repro_in_a_fresh_clone(tmp_path: Path) -> None:
     run(["git", "clone", "-q", str(REPO), str(clone)], tmp_path)
     assert "analytics = false" in (clone / ".dvc" / "config").read_text()
     sweep = clone / "experiments" / "sweeps" / "tiny.yaml"
-    sweep.write_text(TINY.replace("PRECISIONS", "[f32, q8]"), encoding="utf-8")
+    write_tiny(sweep)
     params = clone / "params.yaml"
     params.write_text(
         params.read_text().replace("experiments/sweeps/local.yaml", "experiments/sweeps/tiny.yaml")
@@ -105,8 +110,7 @@ def test_dvc_repro_in_a_fresh_clone(tmp_path: Path) -> None:
     assert "Running stage" not in second.stdout
     assert "up to date" in second.stdout
 
-    two_thread_counts = TINY.replace("threads: 1", "threads: [1, 2]")
-    sweep.write_text(two_thread_counts.replace("PRECISIONS", "[f32, q8]"), encoding="utf-8")
+    write_tiny(sweep, threads=[1, 2])
     third = run(["dvc", "repro", "catalog"], clone)
     assert "2 of 4 point(s) already done, 2 to run" in third.stdout
     assert len([p for p in machine.iterdir() if p.is_dir()]) == 4
@@ -116,28 +120,23 @@ def test_dvc_repro_in_a_fresh_clone(tmp_path: Path) -> None:
     assert len(catalog["runs"]) == 5
 
 
-FLAKY = """
-experiment: flaky
-devices: {local: {transport: local}}
-policies: {retries: {attempts: 1, backoff_s: 0}}
-matrix:
-  backend: command
-  model: tiny
-  precision: [f32, q8]
-  params:
-    argv:
-      - "{python}"
-      - "-c"
-      - "import json, sys; print(json.dumps(dict(decode=1))); sys.exit(PRECISION == 'q8')"
-    fields: {decode: decode}
-"""
+FLAKY_CODE = "import json, sys; print(json.dumps(dict(decode=1))); sys.exit('{precision}' == 'q8')"
 
 
 def test_dvc_repro_concurrent_with_a_failed_point_goes_on_unless_asked(tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     run(["git", "clone", "-q", str(REPO), str(clone)], tmp_path)
     sweep = clone / "experiments" / "sweeps" / "flaky.yaml"
-    sweep.write_text(FLAKY.replace("PRECISION", "'{precision}'"), encoding="utf-8")
+    write_sweep(
+        sweep,
+        experiment="flaky",
+        policies=ONE_ATTEMPT,
+        matrix={
+            "backend": "command",
+            "precision": ["f32", "q8"],
+            "params": command_params(FLAKY_CODE),
+        },
+    )
     params = clone / "params.yaml"
     text = params.read_text().replace(
         "experiments/sweeps/local.yaml", str(sweep.relative_to(clone))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from sweep_fakes import BASE_CONFIG, make_config
+from tests.sweep.lab import lab_config, lab_dict
 
 from benchlab.errors import ConfigError
 from benchlab.ids import slug
@@ -16,7 +14,7 @@ from benchlab.sweep.placeholders import resolve_device, substitute
 
 
 def test_product_in_fixed_order_one_device_each() -> None:
-    specs = expand(make_config())
+    specs = expand(lab_config())
     assert [(s.device, s.precision) for s in specs] == [
         ("laptop", "f32"),
         ("laptop", "q8"),
@@ -24,7 +22,7 @@ def test_product_in_fixed_order_one_device_each() -> None:
         ("pi5", "q8"),
     ]
     assert all(s.threads == 4 and s.prompt_tokens == 128 and s.gen_tokens == 64 for s in specs)
-    assert [s.spec_id for s in specs] == [s.spec_id for s in expand(make_config())]
+    assert [s.spec_id for s in specs] == [s.spec_id for s in expand(lab_config())]
     assert len({s.spec_id for s in specs}) == 4
     first = specs[0]
     assert first.spec_id.startswith("laptop-smollm2-135m-f32-batch-")
@@ -32,22 +30,22 @@ def test_product_in_fixed_order_one_device_each() -> None:
 
 
 def test_spec_id_ignores_experiment_but_not_measurement() -> None:
-    a = expand(make_config())
-    b = expand(make_config(experiment="other"))
+    a = expand(lab_config())
+    b = expand(lab_config(experiment="other"))
     assert [s.spec_id for s in a] == [s.spec_id for s in b]
-    c = expand(make_config(matrix={"threads": 2}))
+    c = expand(lab_config(matrix={"threads": 2}))
     assert {s.spec_id for s in a}.isdisjoint(s.spec_id for s in c)
 
 
 def test_batch_sizes_list_is_fixed_list_of_lists_is_axis() -> None:
-    fixed = expand(make_config(matrix={"device": "laptop", "batch_sizes": [1, 4, 8]}))
+    fixed = expand(lab_config(matrix={"device": "laptop", "batch_sizes": [1, 4, 8]}))
     assert [s.batch_sizes for s in fixed] == [[1, 4, 8], [1, 4, 8]]
-    axis = expand(make_config(matrix={"device": "laptop", "batch_sizes": [[1, 2], [1, 8]]}))
+    axis = expand(lab_config(matrix={"device": "laptop", "batch_sizes": [[1, 2], [1, 8]]}))
     assert [s.batch_sizes for s in axis] == [[1, 2], [1, 8], [1, 2], [1, 8]]
 
 
 def test_params_mapping_fixed_list_is_axis_and_devices_alias() -> None:
-    data = json.loads(json.dumps(BASE_CONFIG))
+    data = lab_dict()
     data["matrix"].pop("device")
     data["matrix"].update(devices=["pi5"], precision="q8", params=[{"reps": 1}, {"reps": 2}])
     specs = expand(parse_sweep_config(data, "lab.yaml"))
@@ -58,11 +56,11 @@ def test_params_mapping_fixed_list_is_axis_and_devices_alias() -> None:
 
 def test_same_measurement_twice_is_an_error() -> None:
     with pytest.raises(ConfigError, match="duplicate value"):
-        expand(make_config(matrix={"threads": [2, 2]}))
+        expand(lab_config(matrix={"threads": [2, 2]}))
 
 
 def test_failover_spec_gets_own_id_and_tag() -> None:
-    config = make_config(
+    config = lab_config(
         devices={
             "laptop": {"transport": "local"},
             "pi5": {"transport": "local", "failover_to": ["pi5-spare"]},
@@ -80,7 +78,7 @@ def test_failover_spec_gets_own_id_and_tag() -> None:
 
 
 def test_order_policies_are_deterministic() -> None:
-    specs = expand(make_config(matrix={"threads": [1, 2, 4]}))
+    specs = expand(lab_config(matrix={"threads": [1, 2, 4]}))
     assert order_specs(specs, Policies()) == specs
     inter = order_specs(specs, Policies(order="interleave"))
     assert [(s.device, s.precision, s.threads) for s in inter[:4]] == [
@@ -97,7 +95,7 @@ def test_order_policies_are_deterministic() -> None:
 
 
 def test_placeholders_per_worker() -> None:
-    config = make_config(
+    config = lab_config(
         devices={
             "laptop": {
                 "transport": "exec",
@@ -119,5 +117,5 @@ def test_placeholders_per_worker() -> None:
 
 
 def test_model_slug_is_the_id_component() -> None:
-    spec = expand(make_config(matrix={"model": "SmolLM2-135M"}))[0]
+    spec = expand(lab_config(matrix={"model": "SmolLM2-135M"}))[0]
     assert spec.spec_id.split("-batch-")[0] == f"laptop-{slug('SmolLM2-135M')}-f32"

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sweep_fakes import make_config
+from tests.kit.runs import write_run
+from tests.sweep.lab import lab_config
 
 from benchlab.layout import RECORD, Store, atomic_write_json, write_model
-from benchlab.models import RunRecord, SweepState
+from benchlab.models import RunRecord, RunSpec, SweepState
 from benchlab.sweep.expand import expand
 from benchlab.sweep.journal import SweepJournal
 
@@ -32,6 +33,12 @@ def record(journal: SweepJournal, spec, status: str) -> RunRecord:
     return rec
 
 
+def imported_run(journal: SweepJournal, spec: RunSpec) -> None:
+    """A whole run without a record.json, where this point's run dir is: what `bench
+    migrate` leaves, which counts as done."""
+    write_run(journal.store.root, journal.run_id(spec), machine_id=spec.machine_id, record=False)
+
+
 def test_begin_fixes_stamp_resume_reuses_fresh_renews(store: Path) -> None:
     journal = SweepJournal(Store(store), "lab")
     assert journal.read_state() is None
@@ -46,18 +53,17 @@ def test_begin_fixes_stamp_resume_reuses_fresh_renews(store: Path) -> None:
     assert state_path.stat().st_mtime_ns == before  # resuming writes nothing
     fresh = again.begin(True, "x.yaml", now=T0)  # same second: still a new, later stamp
     assert fresh == "20250106T120001Z"
-    spec = expand(make_config())[0]
+    spec = expand(lab_config())[0]
     assert again.run_id(spec) == f"{spec.spec_id}-{fresh}"
 
 
 def test_is_done_only_for_ok_record_or_complete_import(store: Path) -> None:
     journal = SweepJournal(Store(store), "lab")
     journal.begin(False, None, now=T0)
-    ok, failed, imported, partial, corrupt, *_ = expand(make_config(matrix={"threads": [1, 2, 4]}))
+    ok, failed, imported, partial, corrupt, *_ = expand(lab_config(matrix={"threads": [1, 2, 4]}))
     record(journal, ok, "ok")
     record(journal, failed, "failed")
-    for name in ("manifest.json", "kernel.json", "batch.json"):
-        atomic_write_json(journal.run_dir(imported) / name, {})
+    imported_run(journal, imported)
     atomic_write_json(journal.run_dir(partial) / "manifest.json", {})
     journal.run_dir(corrupt).mkdir(parents=True)
     (journal.run_dir(corrupt) / RECORD).write_text('{"status": "ok"')  # not JSON
@@ -68,7 +74,7 @@ def test_is_done_only_for_ok_record_or_complete_import(store: Path) -> None:
     assert not journal.is_done(corrupt)
 
 
-SPECS = expand(make_config(matrix={"threads": [1, 2, 4, 8], "gen_tokens": [16, 64]}))
+SPECS = expand(lab_config(matrix={"threads": [1, 2, 4, 8], "gen_tokens": [16, 64]}))
 
 
 @settings(
@@ -89,7 +95,6 @@ def test_pending_is_exactly_the_not_ok_points(tmp_path_factory, states: list[str
         if state in ("ok", "failed"):
             record(journal, spec, state)
         elif state == "import":
-            for name in ("manifest.json", "kernel.json", "batch.json"):
-                atomic_write_json(journal.run_dir(spec) / name, {})
+            imported_run(journal, spec)
     expected = [s for s, state in zip(SPECS, states, strict=True) if state in ("none", "failed")]
     assert journal.pending(SPECS) == expected

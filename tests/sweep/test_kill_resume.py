@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.kit.configs import write_sweep
+from tests.sweep.lab import ONE_ATTEMPT, command_params
 
 from benchlab.layout import Store
 from benchlab.sweep.config import load_sweep_config
@@ -23,23 +25,6 @@ SNIPPET = (
     "import json, random, time; time.sleep(random.uniform(0.1, 0.3)); "
     "print(json.dumps(dict(decode={threads})))"
 )
-SWEEP = """
-experiment: killtest
-devices:
-  local: {transport: local}
-policies: {retries: {attempts: 1, backoff_s: 0}}
-matrix:
-  backend: command
-  model: tiny
-  precision: [f32, q8]
-  threads: [1, 2, 3, 4, 5, 6, 7, 8]
-  params:
-    argv:
-      - "{python}"
-      - "-c"
-      - "SNIPPET"
-    fields: {decode: decode}
-"""
 KILLS = 6
 
 
@@ -55,8 +40,17 @@ def bench_run(path: Path, store: Path) -> subprocess.Popen[bytes]:
 
 @pytest.mark.integration
 def test_sigkill_at_random_moments_then_resume(tmp_path: Path, store: Path) -> None:
-    path = tmp_path / "killtest.yaml"
-    path.write_text(SWEEP.replace("SNIPPET", SNIPPET), encoding="utf-8")
+    path = write_sweep(
+        tmp_path / "killtest.yaml",
+        experiment="killtest",
+        policies=ONE_ATTEMPT,
+        matrix={
+            "backend": "command",
+            "precision": ["f32", "q8"],
+            "threads": list(range(1, 9)),
+            "params": command_params(SNIPPET),
+        },
+    )
     specs = expand(load_sweep_config(path))
     rng = random.Random(20250106)
     killed = 0

@@ -13,25 +13,11 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.kit.configs import write_sweep
+from tests.sweep.lab import ONE_ATTEMPT
 
 from benchlab.cli import main
 from benchlab.observe.exporter import scrape
-
-SWEEP = """
-experiment: onederiv
-devices:
-  local: {transport: local}
-policies: {retries: {attempts: 1, backoff_s: 0}}
-matrix:
-  backend: reference
-  model: tiny
-  precision: f32
-  threads: 1
-  prompt_tokens: 16
-  gen_tokens: 4
-  batch_sizes: [1, 2]
-  params: {prefill_sizes: [64, 128], reps: 1, batch_steps: 2}
-"""
 
 
 @pytest.mark.slow
@@ -39,8 +25,18 @@ def test_progress_record_catalog_best_exporter_agree(
     tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    config = tmp_path / "onederiv.yaml"
-    config.write_text(SWEEP, encoding="utf-8")
+    config = write_sweep(
+        tmp_path / "onederiv.yaml",
+        experiment="onederiv",
+        policies=ONE_ATTEMPT,
+        matrix={
+            "threads": 1,
+            "prompt_tokens": 16,
+            "gen_tokens": 4,
+            "batch_sizes": [1, 2],
+            "params": {"prefill_sizes": [64, 128], "reps": 1, "batch_steps": 2},
+        },
+    )
     assert main(["run", str(config)]) == 0
     progress = capsys.readouterr().out
     shown = float(re.search(r"prefill ([\d.]+) t/s", progress).group(1))  # type: ignore[union-attr]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from sweep_fakes import make_config
+from tests.sweep.lab import lab_config
 
 from benchlab.models import RunRecord
 from benchlab.sweep.expand import expand
@@ -24,7 +24,7 @@ def rec(spec, **kw) -> RunRecord:
 
 
 def test_point_line_matches_the_seed() -> None:
-    spec = expand(make_config(matrix={"precision": "q8"}))[0]
+    spec = expand(lab_config(matrix={"precision": "q8"}))[0]
     ok = rec(
         spec, status="ok", metrics={"prefill_tok_per_sec": 56.83, "decode_tok_per_sec": 15.564}
     )
@@ -59,7 +59,7 @@ def test_progress_kinds_and_rich_bar_on_tty_only() -> None:
     stream = Tty()
     bar = make_progress(stream)
     assert isinstance(bar, RichProgress)
-    spec = expand(make_config())[0]
+    spec = expand(lab_config())[0]
     bar.start(2)
     bar.point_started(spec)
     bar.point_done(1, 2, spec, rec(spec, status="ok", metrics={"decode_tok_per_sec": 2.0}))

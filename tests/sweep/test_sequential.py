@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from sweep_fakes import FakeBackend, FakeTransport, envelope, make_config
+from tests.kit.backend import FakeBackend, envelope
+from tests.kit.transport import FakeTransport
+from tests.sweep.lab import lab_config
 
 from benchlab.errors import DeviceError, StoreError
 from benchlab.layout import Store
@@ -69,7 +71,7 @@ def test_all_ok_progress_lines_and_transport_reuse(store: Path) -> None:
         def _print(self, line: str) -> None:
             lines.append(line)
 
-    result = sweep(store, make_config(), fleet, progress=Capture())
+    result = sweep(store, lab_config(), fleet, progress=Capture())
     assert len(result.records) == 4 and not result.failed and result.ok
     assert result.skipped == 0 and result.total == 4 and len(result.stamp) == 16
     assert lines[0] == (
@@ -84,7 +86,7 @@ def test_transport_retry_warning_and_retries_jsonl(store: Path) -> None:
     fleet = Fleet()
     fleet.scripts["pi5"] = [DeviceError("ssh dropped", "pi5")]
     sleeps: list[float] = []
-    config = make_config(policies={"retries": {"attempts": 3, "backoff_s": 2}})
+    config = lab_config(policies={"retries": {"attempts": 3, "backoff_s": 2}})
     result = sweep(store, config, fleet, sleeps=sleeps)
     assert result.ok
     pi5 = [r for r in result.records if r.device == "pi5"]
@@ -103,7 +105,7 @@ def test_retries_exhausted_and_non_transport_not_retried(store: Path) -> None:
     fleet = Fleet()
     fleet.scripts["pi5"] = [DeviceError("down", "pi5")] * 3
     fleet.scripts["laptop"] = [envelope("", exit_code=137, stderr="Killed")]
-    result = sweep(store, make_config(), fleet)
+    result = sweep(store, lab_config(), fleet)
     kinds = [(r.device, r.status, r.failure_kind, r.attempt) for r in result.records]
     assert kinds == [
         ("laptop", "failed", "measurement", 1),
@@ -119,33 +121,33 @@ def test_retries_exhausted_and_non_transport_not_retried(store: Path) -> None:
 def test_resume_runs_exactly_the_not_ok_points_and_touches_nothing_else(store: Path) -> None:
     fleet = Fleet()
     fleet.scripts["pi5"] = [DeviceError("down", "pi5")] * 3
-    first = sweep(store, make_config(), fleet)
+    first = sweep(store, lab_config(), fleet)
     failed_ids = {r.run_id for r in first.failed}
     assert len(failed_ids) == 1
     before = snapshot(store)
     again = Fleet()
-    second = sweep(store, make_config(), again)
+    second = sweep(store, lab_config(), again)
     assert second.stamp == first.stamp and second.skipped == 3
     assert [r.run_id for r in second.records] == sorted(failed_ids) and second.ok
     after = snapshot(store)
     for path, stat in before.items():
         if not any(rid in path for rid in failed_ids):
             assert after[path] == stat, f"{path} was rewritten"
-    third = sweep(store, make_config(), Fleet())
+    third = sweep(store, lab_config(), Fleet())
     assert third.records == [] and third.skipped == 4 and third.ok
     assert snapshot(store) == after
 
 
 def test_fresh_starts_new_ids(store: Path) -> None:
-    first = sweep(store, make_config(), Fleet())
-    second = sweep(store, make_config(), Fleet(), fresh=True)
+    first = sweep(store, lab_config(), Fleet())
+    second = sweep(store, lab_config(), Fleet(), fresh=True)
     assert second.stamp > first.stamp and len(second.records) == 4
     assert {r.run_id for r in first.records}.isdisjoint(r.run_id for r in second.records)
 
 
 def test_stop_request_leaves_the_rest_pending(store: Path) -> None:
     fleet = Fleet()
-    config = make_config()
+    config = lab_config()
     calls = {"n": 0}
 
     def stop_after_first(verb, payload):
@@ -172,13 +174,13 @@ def test_stop_request_leaves_the_rest_pending(store: Path) -> None:
 
 def test_second_sweep_of_same_experiment_is_refused(store: Path) -> None:
     with SweepLock(Store(store), "lab"), pytest.raises(StoreError, match="already running"):
-        sweep(store, make_config(), Fleet())
+        sweep(store, lab_config(), Fleet())
 
 
 def test_every_json_file_parses(store: Path) -> None:
     fleet = Fleet()
     fleet.scripts["laptop"] = [envelope("not json")]
-    sweep(store, make_config(), fleet)
+    sweep(store, lab_config(), fleet)
     files = [p for p in store.rglob("*.json")]
     assert len(files) > 10
     for path in files:
