@@ -5,35 +5,34 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
+from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
 from benchlab.layout import Store
 from benchlab.sweep.lock import SweepLock
 
 
-def config_file(tmp_path: Path, devices: dict, policies: dict | None = None) -> Path:  # type: ignore[type-arg]
-    data = {
-        "experiment": "bad",
-        "devices": devices,
-        "matrix": {
+def config_file(tmp_path: Path, devices: dict[str, Any], **sections: Any) -> Path:
+    """bad.yaml: one command point per device; `sections` (policies, resource_groups) are
+    written as given, so each test names only the bad value it is about."""
+    return write_sweep(
+        tmp_path / "bad.yaml",
+        experiment="bad",
+        devices=devices,
+        matrix={
             "device": list(devices),
             "backend": "command",
             "model": "toy",
-            "precision": "f32",
             "params": {
                 "argv": ["{python}", "-c", "print('{\"decode\": 1.0}')"],
                 "fields": {"decode": "decode"},
             },
         },
-    }
-    if policies:
-        data["policies"] = policies
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+        **sections,
+    )
 
 
 def refused(store: Path, path: Path, capsys: pytest.CaptureFixture[str]) -> str:
@@ -62,10 +61,11 @@ def test_concurrency_below_one(
 def test_group_concurrency_below_one(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = config_file(tmp_path, {"pi5": {**LOCAL, "resource_group": "g"}})
-    data = yaml.safe_load(path.read_text())
-    data["resource_groups"] = {"g": {"group_max_concurrency": 0}}
-    path.write_text(yaml.safe_dump(data))
+    path = config_file(
+        tmp_path,
+        {"pi5": {**LOCAL, "resource_group": "g"}},
+        resource_groups={"g": {"group_max_concurrency": 0}},
+    )
     line = refused(store, path, capsys)
     assert f"{path}: resource_groups.g.group_max_concurrency: " in line
 

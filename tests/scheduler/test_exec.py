@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
+from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
 from benchlab.devices.bundle import cache_dir
@@ -81,27 +82,33 @@ def test_exec_needs_a_prefix() -> None:
         ExecTransport("box", DeviceConfig(transport="exec"))
 
 
-def write_config(tmp_path: Path, devices: dict, policies: dict) -> Path:  # type: ignore[type-arg]
-    config = {
-        "experiment": "flaky",
-        "devices": devices,
-        "policies": policies,
-        "matrix": {
+def write_config(
+    tmp_path: Path,
+    devices: dict[str, Any],
+    policies: dict[str, Any],
+    *,
+    threads: list[int] | None = None,
+    code: str = "print('{\"decode\": 12.5}')",
+) -> Path:
+    """flaky.yaml: every device x `threads` (1 and 2 unless given), each point `python -c
+    code` reporting its decode rate as JSON."""
+    return write_sweep(
+        tmp_path / "flaky.yaml",
+        experiment="flaky",
+        devices=devices,
+        policies=policies,
+        matrix={
             "device": list(devices),
             "backend": "command",
             "model": "toy",
-            "precision": "f32",
-            "threads": [1, 2],
+            "threads": threads or [1, 2],
             "params": {
-                "argv": ["{python}", "-c", "print('{\"decode\": 12.5}')"],
+                "argv": ["{python}", "-c", code],
                 "parser": "json",
                 "fields": {"decode": "decode"},
             },
         },
-    }
-    path = tmp_path / "flaky.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    )
 
 
 def flaky_device(tmp_path: Path, name: str, failures: int) -> tuple[dict, Path]:  # type: ignore[type-arg]
@@ -176,13 +183,9 @@ def test_bench_stop_from_another_process_and_worker_ids_reach_the_prefix(
             }
         },
         {"retries": {"attempts": 1}},
+        threads=[1, 2, 3, 4, 5, 6],
+        code="import time; time.sleep(0.4); print('{\"decode\": 3.0}')",
     )
-    data = yaml.safe_load(config.read_text())
-    data["matrix"]["threads"] = [1, 2, 3, 4, 5, 6]
-    data["matrix"]["params"]["argv"] = [
-        "{python}", "-c", "import time; time.sleep(0.4); print('{\"decode\": 3.0}')"
-    ]  # fmt: skip
-    config.write_text(yaml.safe_dump(data))
     env = {**os.environ, "BENCHLAB_STORE": str(store)}
     process = subprocess.Popen(
         [sys.executable, "-m", "benchlab", "run", str(config), "--concurrent", "-q"],

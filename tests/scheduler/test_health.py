@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.kit.scheduler import Events, fleet_factory, real_runner
+from tests.scheduler.lab import make_config
 
 from benchlab.cli import main
 from benchlab.devices.fake import FakeBehaviour
 from benchlab.layout import Store
 from benchlab.observe.health import report
 from benchlab.sweep.scheduler import run_sweep_concurrent
-
-from .fakes import Events, fleet_factory, make_config, real_runner
 
 FAST_BREAKER = {"failure_threshold": 2, "recovery_after_s": 0.1, "drain_after_cooldowns": 1}
 

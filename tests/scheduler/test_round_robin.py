@@ -7,11 +7,11 @@ from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.kit.scheduler import LightRunner, fleet_factory
+from tests.scheduler.lab import make_config
 
 from benchlab.devices.fake import FakeBehaviour
 from benchlab.sweep.scheduler import run_sweep_concurrent
-
-from .fakes import LightRunner, fleet_factory, make_config
 
 
 def check_fair(completed: list[str], members: list[str], n: int) -> None:

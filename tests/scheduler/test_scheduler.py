@@ -9,6 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.kit.backend import FakeBackend
+from tests.kit.scheduler import SCHEDULER_DECODE, Events, fleet_factory, real_runner
+from tests.scheduler.lab import make_config
 
 from benchlab.devices.fake import FakeBehaviour, FakeMachine
 from benchlab.errors import StoreError
@@ -19,8 +22,6 @@ from benchlab.sweep.order import order_points
 from benchlab.sweep.schedule_log import read_retries
 from benchlab.sweep.scheduler import run_sweep_concurrent
 from benchlab.sweep.sequential import run_sweep
-
-from .fakes import Events, fleet_factory, make_config, real_runner
 
 FAST_BREAKER = {"failure_threshold": 3, "recovery_after_s": 0.15, "drain_after_cooldowns": 2}
 
@@ -277,14 +278,12 @@ def test_same_records_as_the_sequential_reference(store: Path, tmp_path: Path) -
             "pod": FakeBehaviour(),
         }
 
-    from tests.scheduler.fakes import FakeBackend
-
     sequential = run_sweep(
         store,
         config,
         "lab.yaml",
         _opener=fleet_factory(fleet()),
-        _backend=lambda _: FakeBackend(),
+        _backend=lambda _: FakeBackend(decode=SCHEDULER_DECODE),
         _sleep=lambda _: None,
         _git_info={},
     )
