@@ -3,83 +3,36 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.kit.runs import SEED_RUN_ID
 
 from benchlab.catalog.extract import extract_entry
 from benchlab.catalog.merge import _time_key, winner
 from benchlab.errors import SchemaError, StoreError
 from benchlab.identity import series_id
 
-RUN_ID = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
+SEED002 = Path(__file__).resolve().parents[1] / "data" / "seed002"
 
 
 def seed_run(root: Path, *, record: dict[str, Any] | None = None) -> Path:
-    """The seed 002 example run (manifest, kernel, batch), optionally with a record."""
-    run_dir = root / "runs" / "by-machine" / "anthony-laptop" / RUN_ID
-    run_dir.mkdir(parents=True)
-    docs = {
-        "manifest.json": {
-            "$schema": "benchmark/run-manifest.v1",
-            "run_id": RUN_ID,
-            "machine_id": "anthony-laptop",
-            "timestamp": "2025-01-06T12:00:00Z",
-            "git": {"rev": "9a0135c", "branch": "master", "dirty": False},
-            "harness": {"name": "fak", "version": "0.24.0"},
-            "model": {
-                "name": "SmolLM2-135M",
-                "family": "smollm2",
-                "precision": "q8",
-                "quantization": "Q8_0",
-            },
-            "tags": ["kernel", "batch", "smoke"],
-            "backend": "llama-bench",
-            "mode": "batch",
-            "config": {"workload_file": "/home/anthony/fak/workload.json"},
-        },
-        "kernel.json": {
-            "$schema": "benchmark/kernel-results.v1",
-            "run_id": RUN_ID,
-            "engine": "fak Q8_0 (all-core)",
-            "precision": "Q8_0",
-            "model": "SmolLM2-135M",
-            "benchmark": {
-                "prefill": [
-                    {"tokens": 16, "median_ms": 8.2, "tok_per_sec": 1951.2},
-                    {"tokens": 64, "median_ms": 28.5, "tok_per_sec": 2245.6},
-                    {"tokens": 256, "median_ms": 145.8, "tok_per_sec": 1756.0},
-                ],
-                "decode": {"prompt_tokens": 16, "tok_per_sec": 128.2},
-            },
-        },
-        "batch.json": {
-            "$schema": "benchmark/batch-results.v1",
-            "run_id": RUN_ID,
-            "engine": "fak multi-user batched decode Q8_0",
-            "model": "SmolLM2-135M",
-            "precision": "Q8_0",
-            "baseline": {"batch": 1, "tok_per_sec": 70.6},
-            "peak": {"batch": 512, "agg_tok_per_sec": 862.2, "speedup_vs_baseline": 12.21},
-            "points": [
-                {"batch": 512, "per_user_ms_per_tok": 1.16, "agg_tok_per_sec": 862.19},
-                {"batch": 1, "per_user_ms_per_tok": 83.39, "agg_tok_per_sec": 11.99},
-            ],
-        },
-    }
+    """The seed 002 example run (manifest, kernel, batch: golden files, copied as they are),
+    optionally with a record."""
+    run_dir = root / "runs" / "by-machine" / "anthony-laptop" / SEED_RUN_ID
+    shutil.copytree(SEED002, run_dir, ignore=shutil.ignore_patterns("README.md"))
     if record is not None:
-        docs["record.json"] = record
-    for name, doc in docs.items():
-        (run_dir / name).write_text(json.dumps(doc), encoding="utf-8")
+        (run_dir / "record.json").write_text(json.dumps(record), encoding="utf-8")
     return run_dir
 
 
 def failed_record(**overrides: Any) -> dict[str, Any]:
     record = {
         "$schema": "benchmark/run-record.v1",
-        "run_id": RUN_ID,
-        "spec_id": RUN_ID[: -len("-20250106T120000Z")],
+        "run_id": SEED_RUN_ID,
+        "spec_id": SEED_RUN_ID[: -len("-20250106T120000Z")],
         "machine_id": "anthony-laptop",
         "device": "anthony-laptop",
         "status": "failed",
@@ -106,7 +59,7 @@ def test_seed_run_becomes_the_seed_entry(tmp_path: Path) -> None:
     entry = extract_entry(tmp_path, seed_run(tmp_path))
     assert entry.pop("series") == series_id(entry)
     assert entry == {
-        "run_id": RUN_ID,
+        "run_id": SEED_RUN_ID,
         "machine_id": "anthony-laptop",
         "timestamp": "2025-01-06T12:00:00Z",
         "model": "SmolLM2-135M",
@@ -126,7 +79,7 @@ def test_seed_run_becomes_the_seed_entry(tmp_path: Path) -> None:
             {"batch": 1, "agg_tok_per_sec": 11.99},
             {"batch": 512, "agg_tok_per_sec": 862.19},
         ],
-        "path": f"runs/by-machine/anthony-laptop/{RUN_ID}/",
+        "path": f"runs/by-machine/anthony-laptop/{SEED_RUN_ID}/",
     }
 
 
