@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.kit.backend import envelope
 
 from benchlab.cli import main
 from benchlab.layout import read_model
@@ -189,12 +190,10 @@ def test_an_import_and_a_live_run_of_the_same_rows_are_one_measurement(store: Pa
         gen_tokens=128,
         params={"model_path": "m.gguf", "batch": 2048, "ubatch": 512, "n_gpu_layers": -1},
     )
-    envelope = AgentEnvelope(
-        started_at=1.0, finished_at=2.0, exit_code=0, stdout=source.read_text()
-    )
+    answer = AgentEnvelope.model_validate(envelope(source.read_text()))
     from benchlab.sweep.attempt import derive_metrics, run_identity
 
-    parsed = get_backend("llama-bench").parse(envelope, spec, "live-run")
+    parsed = get_backend("llama-bench").parse(answer, spec, "live-run")
     metrics, tests = derive_metrics(parsed, spec)
     live = run_identity(spec, parsed)
     assert imported.identity is not None
