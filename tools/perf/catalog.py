@@ -21,7 +21,6 @@ start-up is included. The fleet is generated once (about a minute) and reused.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -31,7 +30,9 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+# A sibling script: `python tools/perf/catalog.py` puts tools/perf first on sys.path.
+import make_fleet
+
 RUNS = 100_000
 ADDED = 1_000
 SEED = 0
@@ -43,13 +44,6 @@ def largest_tracked(store: Path) -> tuple[str, int]:
     files = [store / "catalog.json", *sorted((store / "catalog").glob("*/*.jsonl"))]
     sizes = [(p.relative_to(store).as_posix(), p.stat().st_size) for p in files if p.exists()]
     return max(sizes, key=lambda item: item[1])
-
-
-def _make_fleet_module():
-    spec = importlib.util.spec_from_file_location("make_fleet", HERE / "make_fleet.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def bench(store: Path, *args: str, check: bool = True) -> tuple[float, str]:
@@ -163,7 +157,7 @@ def main() -> int:
     globals()["RUNS"] = args.runs
     if args.format == "v3":
         os.environ["BENCHLAB_CATALOG_FORMAT"] = "v3"
-    fleet = _make_fleet_module()
+    fleet = make_fleet
     store = args.dir / "store"
     baseline = args.dir / "baseline"
     ensure_fleet(store, fleet)

@@ -17,27 +17,19 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+# A sibling script: `python tools/perf/redact.py` puts tools/perf first on sys.path.
+import make_fleet
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "data" / "redact" / "corpus.json"
 HOLDOUT = REPO / "tests" / "data" / "redact" / "corpus_holdout.json"
 INJECTED = "cwd /home/qzhang/bench on ip-10-0-0-7.ec2.internal (us-east-1a, p4d.24xlarge)"
-
-
-def _make_fleet() -> object:
-    spec = importlib.util.spec_from_file_location("make_fleet", REPO / "tools/perf/make_fleet.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_fleet"] = module
-    spec.loader.exec_module(module)
-    return module.make_fleet
 
 
 def corpus_figures(path: Path = CORPUS, label: str = "corpus (tuned)") -> None:
@@ -64,7 +56,7 @@ def scan_figures(runs: int, repeat: int, keep: Path | None) -> None:
         store = (keep or Path(tmp)) / "experiments" / "benchmark"
         store.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        run_ids = _make_fleet()(store, runs)  # type: ignore[operator]
+        run_ids = make_fleet.make_fleet(store, runs)
         manifests = sorted(store.glob("runs/by-machine/*/*/manifest.json"))
         for manifest in manifests[::10]:
             doc = json.loads(manifest.read_text())
