@@ -7,6 +7,10 @@ ids, orders and counts stay as they were written.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from tests.kit.configs import NO_BACKOFF, parse_sweep, sweep_dict
@@ -60,3 +64,11 @@ def command_params(code: str, *, python: str = "{python}", **extra: Any) -> dict
     stdout. `{python}` is left for the backend to fill in with the device's interpreter;
     `code` may use other placeholders (`{threads}`, `{precision}`)."""
     return {"argv": [python, "-c", code], "fields": {"decode": "decode"}, **extra}
+
+
+def spawn_bench_run(path: Path, store: Path, **popen: Any) -> subprocess.Popen[Any]:
+    """`bench run PATH --quiet` against `store` as a process of its own: one a test can
+    SIGKILL or race against another. `popen` picks the pipes (and `text`)."""
+    env = {**os.environ, "BENCHLAB_STORE": str(store)}
+    command = [sys.executable, "-m", "benchlab", "run", str(path), "--quiet"]
+    return subprocess.Popen(command, env=env, **popen)

@@ -8,7 +8,6 @@ run id in both, so the second experiment overwrote the first one's run dirs.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from tests.kit.configs import write_sweep
-from tests.sweep.lab import ONE_ATTEMPT, command_params
+from tests.sweep.lab import ONE_ATTEMPT, command_params, spawn_bench_run
 
 from benchlab.errors import StoreError
 from benchlab.layout import RECORD, Store
@@ -51,14 +50,8 @@ def sleeper(tmp_path: Path, experiment: str, sleep: float) -> Path:
 
 
 def bench_run(path: Path, store: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "BENCHLAB_STORE": str(store)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "benchlab", "run", str(path), "--quiet"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    """`bench run` in the background, its output kept as text for the refusal's message."""
+    return spawn_bench_run(path, store, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def records(store: Path, experiment: str) -> dict[str, dict]:  # type: ignore[type-arg]

@@ -4,17 +4,15 @@ once ok, there are no duplicate run dirs, and no JSON file is ever half-written.
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from tests.kit.configs import write_sweep
-from tests.sweep.lab import ONE_ATTEMPT, command_params
+from tests.sweep.lab import ONE_ATTEMPT, command_params, spawn_bench_run
 
 from benchlab.layout import Store
 from benchlab.sweep.config import load_sweep_config
@@ -26,16 +24,6 @@ SNIPPET = (
     "print(json.dumps(dict(decode={threads})))"
 )
 KILLS = 6
-
-
-def bench_run(path: Path, store: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "BENCHLAB_STORE": str(store)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "benchlab", "run", str(path), "--quiet"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
 
 
 @pytest.mark.integration
@@ -56,7 +44,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, store: Path) -> N
     killed = 0
     finished_early = False
     while killed < KILLS and not finished_early:
-        process = bench_run(path, store)
+        process = spawn_bench_run(path, store, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(rng.uniform(0.2, 1.5))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
@@ -67,7 +55,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, store: Path) -> N
         process.stderr.close()  # type: ignore[union-attr]
     assert killed >= 3, f"the sweep finished after {killed} kill(s); slow the command down"
 
-    final = bench_run(path, store)
+    final = spawn_bench_run(path, store, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, err = final.communicate(timeout=240)
     assert final.returncode == 0, err.decode()
 
