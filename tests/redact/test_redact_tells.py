@@ -246,6 +246,4 @@ def test_svg_path_data_is_not_an_address(policy: Policy) -> None:
     icon = '<path d="M12 22l-2.41-3.44c.74.27 1.55.44 2.41.44.82 0 1.63-.17 2.37-.44z"/>'
     assert [h for h in find(policy, [icon]) if h.tell_class == tells.IP] == []
     for line in ("at 10.0.0.5", "host h1 10.0.0.5", 'retried on "orca-7" 10.0.0.5'):
-        assert [h.value for h in find(policy, [line]) if h.tell_class == tells.IP] == [
-            "10.0.0.5"
-        ]
+        assert [h.value for h in find(policy, [line]) if h.tell_class == tells.IP] == ["10.0.0.5"]
