@@ -212,6 +212,7 @@ CACHE_FORMAT = "benchlab-query-cache/1 python{}.{} {}".format(
 )
 """Part of the cache key: a new benchlab field table or Python (marshal) version misses."""
 
+_SHARED_LISTS = ("tags", "tests", "batch_sizes")
 _SHARED_STRINGS = (
     "machine_id",
     "model",
@@ -224,6 +225,10 @@ _SHARED_STRINGS = (
     "series",
     "backend_version",
     "backend_commit",
+    "spec_id",
+    "type_k",
+    "type_v",
+    "revision",
 )
 
 
@@ -239,7 +244,7 @@ def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog 
 
 
 def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> None:
-    """Keep `loaded` in marshal form. Repeated strings and tag lists become one object each
+    """Keep `loaded` in marshal form. Repeated strings and lists become one object each
     (marshal then writes them once), and each batch curve stays JSON bytes until a row is
     printed in full (`full_entry`): queries never look inside curves, and decoding a
     million curve points would cost more than everything else together."""
@@ -253,9 +258,10 @@ def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> No
             value = row.get(field_name)
             if value is not None:
                 row[field_name] = shared.setdefault(value, value)
-        tags = row.get("tags")
-        if tags is not None:
-            row["tags"] = shared.setdefault(("tags", *tags), tags)
+        for list_name in _SHARED_LISTS:
+            items = row.get(list_name)
+            if items is not None:
+                row[list_name] = shared.setdefault((list_name, *items), items)
         curve = row.get("batch_curve")
         if curve is not None:
             row["batch_curve"] = orjson.dumps(curve)
