@@ -92,7 +92,7 @@ def test_user_strings_are_entities_in_figures_and_json_cannot_close_a_script(pub
     text = chart_json(chart)
     assert "<" not in text and ">" not in text
     decoded = json.loads(text)
-    assert decoded["data"][0]["x"][0].startswith("&lt;script&gt;")  # one machine: x = model
+    assert decoded["data"][0]["y"][0].startswith("&lt;script&gt;")  # one machine: bars by series
     assert chart.rows[0]["model"] == XSS_MODEL  # CSV keeps the real name
 
 
@@ -199,6 +199,8 @@ def test_a_wide_throughput_range_gets_a_log_axis():
     similar = _dicts(entry("a", "tiny", "f32", 0, 100.0), entry("b", "tiny", "f32", 0, 150.0))
     for runs, axis in ((slow_and_fast, "log"), (similar, None)):
         for chart in (scaling_chart(runs), trend_chart(runs), throughput_chart(runs)):
+            if chart.figure["data"] and chart.figure["data"][0].get("orientation") == "h":
+                continue
             yaxis = chart.figure["layout"]["yaxis"]
             assert yaxis.get("type") == axis, chart.slug
             # A log axis says so on its title; a linear one starts at zero.
@@ -228,7 +230,8 @@ def test_colour_by_model_dash_by_precision_and_the_top_series_drawn():
                 runs += _dicts(*(entry(machine, model, precision, d, 10.0 + d) for d in range(3)))
     chart = trend_chart(runs)
     lines = chart.figure["data"]
-    assert len(lines) == 18
+    assert len(lines) == 16  # 18 series: the chart carries the top 16 (each has its own page)
+    assert "(top 16 of 18 series)" in chart.figure["layout"]["title"]["text"]
     by_model: dict[str, set[str]] = {}
     by_precision: dict[str, set[str]] = {}
     for trace in lines:
@@ -240,7 +243,7 @@ def test_colour_by_model_dash_by_precision_and_the_top_series_drawn():
     assert all(len(d) == 1 for d in by_precision.values()) and len(by_precision) == 2
     drawn = [t for t in lines if t.get("visible", True) is True]
     assert len(drawn) == 8
-    assert chart.figure["layout"]["meta"] == {"hidden": 10, "total": 18}
+    assert chart.figure["layout"]["meta"] == {"hidden": 8, "total": 16, "dropped": 2}
 
 
 def test_series_chart_draws_band_steps_and_threshold_and_downsamples():
@@ -282,7 +285,8 @@ def test_runs_differing_only_in_threads_are_two_lines_of_the_trend(threads_store
     assert all(len(t["x"]) == 12 for t in lines)
     assert {row["threads"] for row in trend.rows} == {1, 4}
     [bars] = throughput.figure["data"]  # one machine: a bar per series
-    assert len(bars["x"]) == 2 and {p[5].split()[4] for p in bars["customdata"]} == {"t1", "t4"}
+    assert bars["orientation"] == "h"  # one machine: a horizontal bar per series
+    assert len(bars["y"]) == 2 and {p[5].split()[4] for p in bars["customdata"]} == {"t1", "t4"}
 
 
 def test_trend_hover_names_the_build_change_of_a_regression(public_store):

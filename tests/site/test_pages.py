@@ -15,7 +15,7 @@ from site_factory import XSS_MODEL
 from benchlab.cli import main
 from benchlab.layout import Store
 from benchlab.publish.data import load_public
-from benchlab.publish.site import md_escape, render_pages
+from benchlab.publish.site import expand, md_escape, render_pages
 
 
 @settings(max_examples=300, deadline=None)
@@ -47,9 +47,10 @@ def test_health_counts_holes_apart_from_failures(public_store):
 
 def test_every_generated_link_points_at_a_generated_page(public_store):
     files = render_pages(load_public(Store(public_store))).files
-    for path, text in files.items():
+    for path in files:
         if not path.endswith(".md"):
             continue
+        text = expand(files, path)
         base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
         targets = re.findall(r"\]\(([^)#]+\.md)\)", text)
         targets += [t[:-5] + ".md" for t in re.findall(r'href="([^"#?]+\.html)', text)]
@@ -80,7 +81,7 @@ def _rows(text: str, table_id: str) -> list[list[str]]:
 
 
 def test_regressions_page_lists_the_step(public_store):
-    text = render_pages(load_public(Store(public_store))).files["regressions.md"]
+    text = expand(render_pages(load_public(Store(public_store))).files, "regressions.md")
     assert "laptop llama-3.2-1b q8 reference t4 p32/n16" in text
     assert re.search(r'data-label="Change"[^>]*>-5\d\.\d %<', text)  # the halving, in percent
 
@@ -108,7 +109,7 @@ def test_no_mkdocs_writes_only_markdown_and_assets(public_store, tmp_path, capsy
 
 def test_runs_differing_only_in_threads_are_two_rows_on_the_site(threads_store):
     files = render_pages(load_public(Store(threads_store))).files
-    machine_page = files["machines/gpu-box.md"]
+    machine_page = expand(files, "machines/gpu-box.md")
     labels = [row[0] for row in _rows_any(machine_page)]
     assert "SmolLM2-135M q8 reference t1 p32/n16" in labels
     assert "SmolLM2-135M q8 reference t4 p32/n16" in labels
@@ -129,13 +130,13 @@ def _rows_any(text: str) -> list[list[str]]:
 
 
 def test_regressions_page_shows_the_version_before_and_after(public_store):
-    text = render_pages(load_public(Store(public_store))).files["regressions.md"]
+    text = expand(render_pages(load_public(Store(public_store))).files, "regressions.md")
     [row] = [line for line in text.splitlines() if line.startswith("<tr>") and "laptop" in line]
     assert "benchlab 0.1.0 → <strong>benchlab 0.2.0</strong>" in row
 
 
 def test_home_lists_what_changed_first_with_the_planted_step(fleet_store):
-    text = render_pages(load_public(Store(fleet_store))).files["index.md"]
+    text = expand(render_pages(load_public(Store(fleet_store))).files, "index.md")
     body = text.split("# What changed", 1)[1]
     assert body.index('id="what-changed"') < body.index("## Fastest machine")
     rows = _rows(text, "what-changed")
@@ -153,7 +154,7 @@ def test_a_recent_step_with_few_runs_after_is_a_suspect(fleet_store, tmp_path):
     data = load_public(Store(fleet_store))
     cut = [r for r in data.runs if r["timestamp"] < "2025-02-26"]
     files = render_pages(PublicData(replace(data.catalog, runs=cut))).files
-    rows = _rows(files["index.md"], "what-changed")
+    rows = _rows(expand(files, "index.md"), "what-changed")
     pi5 = [row for row in rows if "pi5" in row[2]]
     assert pi5 and all(row[0] == "suspect regression" for row in pi5)
     assert all(row[8] == "1" for row in pi5)  # runs after
@@ -172,6 +173,6 @@ def test_an_empty_catalog_says_no_runs_yet_not_all_clear(tmp_path):
 
 def test_fastest_machine_table_is_sorted_fastest_first(fleet_store):
     files = render_pages(load_public(Store(fleet_store))).files
-    rows = _rows(files["models/llama-3.2-1b.md"], "fastest-q8")
+    rows = _rows(expand(files, "models/llama-3.2-1b.md"), "fastest-q8")
     peaks = [float(row[1].replace(",", "")) for row in rows]
     assert peaks == sorted(peaks, reverse=True) and rows[0][0] == "gpu-box"

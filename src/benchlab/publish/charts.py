@@ -52,6 +52,8 @@ Entry = dict[str, Any]
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 TOP_SERIES = 8
 """Series drawn by default; the rest are in the legend, one click (or "show all") away."""
+KEEP_SERIES = 16
+"""Series a chart carries at most; the others are on their own series pages."""
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 _SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "hexagon")
 _GRID = "rgba(128,128,128,0.25)"
@@ -149,16 +151,33 @@ def fit_legend(layout: dict[str, Any], entries: int) -> None:
     layout["height"] = layout["height"] + extra
 
 
-def top(traces: list[dict[str, Any]], layout: dict[str, Any], score: list[float]) -> None:
+def top(
+    traces: list[dict[str, Any]],
+    layout: dict[str, Any],
+    score: Sequence[float],
+    keep: int = KEEP_SERIES,
+) -> None:
     """Draw the `TOP_SERIES` traces with the highest score; the rest stay in the legend
-    (`visible: legendonly`) and `layout.meta.hidden` tells the page to offer "show all"."""
-    fit_legend(layout, len(traces))
-    if len(traces) <= TOP_SERIES:
-        return
+    (`visible: legendonly`) and `layout.meta` tells the page to offer "show all". Past
+    `keep` traces the rest are left out of the figure altogether (the meta counts them, and
+    every series keeps its own page): a chart's data stays bounded at any fleet size."""
     order = sorted(range(len(traces)), key=lambda i: (-score[i], i))
-    for i in order[TOP_SERIES:]:
-        traces[i]["visible"] = "legendonly"
-    layout["meta"] = {"hidden": len(traces) - TOP_SERIES, "total": len(traces)}
+    dropped = order[keep:]
+    for i in sorted(dropped, reverse=True):
+        del traces[i]
+    kept = sorted(order[:keep])
+    fit_legend(layout, len(traces))
+    meta: dict[str, Any] = {}
+    if len(traces) > TOP_SERIES:
+        rank = {index: position for position, index in enumerate(kept)}
+        for index in order[TOP_SERIES:keep]:
+            traces[rank[index]]["visible"] = "legendonly"
+        meta.update(hidden=len(traces) - TOP_SERIES, total=len(traces))
+    if dropped:
+        meta["dropped"] = len(dropped)
+        layout["title"]["text"] += f" (top {keep} of {keep + len(dropped)} series)"
+    if meta:
+        layout["meta"] = meta
 
 
 def latest_by_series(runs: Iterable[Entry]) -> dict[str, Entry]:
@@ -374,17 +393,21 @@ def throughput_chart(
     styles = Styles.of(latest)
     traces = []
     hover = _HOVER_RUN + "<br><b>%{y:,.1f} tok/s</b><extra></extra>"
-    if len({r["machine_id"] for r in latest}) == 1:
-        # One machine (its own page): one bar per series reads better.
+    one_machine = len({r["machine_id"] for r in latest}) == 1
+    if one_machine:
+        # One machine (its own page): a horizontal bar per series, fastest on top, so the
+        # long series names read level instead of slanting under the axis.
+        ordered = sorted(latest, key=lambda r: (r[metric], r["run_id"]))
         traces.append(
             {
                 "type": "bar",
-                "name": esc(latest[0]["machine_id"]),
-                "x": [esc(label(r, machine=False)) for r in latest],
-                "y": [r[metric] for r in latest],
-                "customdata": [_custom(r) for r in latest],
-                "marker": {"color": [styles.color(r) for r in latest]},
-                "hovertemplate": hover,
+                "orientation": "h",
+                "name": esc(ordered[0]["machine_id"]),
+                "y": [esc(label(r, machine=False)) for r in ordered],
+                "x": [r[metric] for r in ordered],
+                "customdata": [_custom(r) for r in ordered],
+                "marker": {"color": [styles.color(r) for r in ordered]},
+                "hovertemplate": hover.replace("%{y:,.1f}", "%{x:,.1f}"),
             }
         )
     else:
@@ -407,6 +430,26 @@ def throughput_chart(
             )
     rows = [_row(r, tok_per_sec=r[metric], timestamp=r["timestamp"]) for r in latest]
     short = "Peak aggregate throughput" if metric == "peak_tok_per_sec" else "Decode speed"
+    if one_machine:
+        layout = base_layout(f"{short} by series (newest run)", title_metric, "")
+        layout["yaxis"].pop("rangemode")
+        layout["yaxis"]["automargin"] = True
+        layout["xaxis"]["rangemode"] = "tozero"
+        layout["height"] = 140 + 24 * len(latest)
+        layout["showlegend"] = False
+        values = [row["tok_per_sec"] for row in rows]
+        positive = [v for v in values if v and v > 0]
+        if positive and max(positive) / min(positive) > WIDE_RANGE:
+            layout["xaxis"].update(type="log", dtick="D2")
+            layout["xaxis"].pop("rangemode")
+            layout["xaxis"]["title"]["text"] += " (log scale)"
+        return Chart(
+            slug,
+            f"{short} by series",
+            {"data": traces, "layout": layout},
+            rows,
+            _columns("tok_per_sec", "timestamp"),
+        )
     layout = base_layout(f"{short} by machine (newest run)", "", title_metric, barmode="group")
     _log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
     top(traces, layout, [max(t["y"], default=0) for t in traces])
@@ -730,6 +773,18 @@ def trend_chart(
             )
             for r in members
         )
+    layout = base_layout("Throughput over time", "Run time (UTC)", METRIC_TITLES[metric])
+    _log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
+    layout["xaxis"]["type"] = "date"
+    # The series drawn first: those with a regression, then the fastest (newest value).
+    stepped = {series_of(g.run) for g in regressions}
+    top(
+        traces,
+        layout,
+        [(1e12 if series_of(m[0]) in stepped else 0) + (m[-1][metric] or 0) for m in lines],
+    )
+    kept = {point[7] for trace in traces for point in trace["customdata"][:1]}
+    regressions = [g for g in regressions if series_of(g.run) in kept]
     if regressions:
         traces.append(
             {
@@ -753,16 +808,6 @@ def trend_chart(
                 + f"<br>%{{customdata[{_EXTRA + 1}]}}<extra></extra>",
             }
         )
-    layout = base_layout("Throughput over time", "Run time (UTC)", METRIC_TITLES[metric])
-    _log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
-    layout["xaxis"]["type"] = "date"
-    # The series drawn first: those with a regression, then the fastest (newest value).
-    stepped = {series_of(g.run) for g in regressions}
-    top(
-        traces[: len(lines)],
-        layout,
-        [(1e12 if series_of(m[0]) in stepped else 0) + (m[-1][metric] or 0) for m in lines],
-    )
     return Chart(
         slug,
         "Throughput over time",

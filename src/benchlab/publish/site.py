@@ -38,10 +38,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from benchlab.errors import ConfigError, StoreError
-from benchlab.identity import SERIES_FIELDS, shape, version_label
+from benchlab.identity import SERIES_FIELDS, VERSION_FIELDS, shape, version_label
 from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
 from benchlab.models import HOLE_TAG
+from benchlab.publish import hooks
 from benchlab.publish.charts import (
     Chart,
     Regression,
@@ -62,6 +63,7 @@ from benchlab.publish.charts import (
     trend_chart,
 )
 from benchlab.publish.data import PublicData
+from benchlab.publish.hooks import SLOTS_DIR, fill
 from benchlab.publish.static import SITE_ASSETS, copy_assets
 from benchlab.query.filters import Filters
 from benchlab.redact import scrub_public
@@ -76,7 +78,7 @@ STEPS_LIMIT = 200
 FASTEST_LIMIT = 200
 SERIES_LIMIT = 200
 COST_LIMIT = 100
-TREND_POINTS = 120
+TREND_POINTS = 60
 """Points per series on the overview trend charts; a series' own page draws up to 300."""
 SERIES_BAND = 0.05
 """The threshold band drawn around each segment's median on a series' page."""
@@ -563,6 +565,10 @@ def _best_per_machine(runs: Sequence[Entry], metric: str) -> list[Entry]:
     return sorted(best.values(), key=lambda r: (-r[metric], r["machine_id"]))
 
 
+def _frozen(value: Any) -> Any:
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
+
+
 def _identity_value(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)
@@ -610,7 +616,16 @@ class _Site:
                 self.files[f"bl/charts/{chart.slug}.js"] = _chart_script(chart)
 
     def page(self, path: str, template: str, **context: Any) -> None:
-        self.files[path] = self.env.get_template(template).render(**context)
+        """Render a page; its tables go to its slots file (`publish.hooks`)."""
+        slots: list[str] = []
+
+        def slot(table_html: str) -> Markup:
+            slots.append(str(table_html))
+            return Markup(f"<!--bl-slot {len(slots) - 1}-->")
+
+        self.files[path] = self.env.get_template(template).render(slot=slot, **context)
+        if slots:
+            self.files[f"{SLOTS_DIR}/{path}.json"] = json.dumps(slots, ensure_ascii=False) + "\n"
 
     def series_link(self, run: Entry, root: str, text: str | None = None) -> Markup:
         sid = series_of(run)
@@ -772,8 +787,14 @@ class _Site:
         from benchlab.errors import QueryError
         from benchlab.query.verbs import axis_values, compare_axis
 
-        ok_runs = self.ok_runs
-        catalog = LoadedCatalog(path=self.data.catalog.path, runs=list(ok_runs))
+        # compare_axis takes each side's newest run per measurement; the newest run of each
+        # exact identity (series and version) is all it can pick from, so hand it only those:
+        # the same tables from a few hundred entries instead of the whole catalog.
+        newest: dict[tuple[Any, ...], Entry] = {}
+        for run in self.ok_runs:
+            newest[(series_of(run), *(_frozen(run.get(f)) for f in VERSION_FIELDS))] = run
+        ok_runs = sorted(newest.values(), key=lambda r: (r["timestamp"], r["run_id"]))
+        catalog = LoadedCatalog(path=self.data.catalog.path, runs=ok_runs)
         index: dict[str, Any] = {"axes": []}
         for axis in ("machine", "build", "revision"):
             values = axis_values(ok_runs, axis)
@@ -1102,6 +1123,13 @@ def default_source(store_root: Path) -> Path:
     return Path.cwd() / "site"
 
 
+def expand(files: dict[str, str], path: str) -> str:
+    """A rendered page with its slots filled in (what the built page's body holds): for
+    tests and for reading `render_pages` output without MkDocs."""
+    slots = files.get(f"{SLOTS_DIR}/{path}.json")
+    return fill(files[path], json.loads(slots)) if slots else files[path]
+
+
 def write_docs(data: PublicData, docs: Path, source: Path) -> Rendered:
     """Render the generated docs dir: hand-written pages from source/docs, then generated
     pages, then assets. The dir is replaced whole so no stale page survives."""
@@ -1156,6 +1184,10 @@ def mkdocs_config(source: Path, docs: Path, output: Path, nav: list[Any]) -> dic
     )
     extra_nav = [{_page_title(source / "docs" / p): p} for p in hand_pages]
     config["nav"] = nav + extra_nav
+    # The pages' tables wait in _slots/ and the hook puts them in (publish/hooks.py).
+    config["hooks"] = [*config.get("hooks", []), str(Path(hooks.__file__).resolve())]
+    excluded = str(config.get("exclude_docs") or "")
+    config["exclude_docs"] = f"{excluded}\n/{SLOTS_DIR}/\n".lstrip("\n")
     return config
 
 

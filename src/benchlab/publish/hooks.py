@@ -1,0 +1,37 @@
+"""The MkDocs hook of the generated site: puts the pages' HTML tables in after Markdown.
+
+A page's big tables (what changed, fastest machines, run histories) are HTML built with
+escaping by `publish.site`. Handed to Python-Markdown inside the page, every tag of them goes
+through its HTML block parser twice, which was 60 % of `mkdocs build` on a 10,000-run
+catalog. So the page holds a marker (`<!--bl-slot N-->`) and the table waits in
+`_slots/<page>.json` (excluded from the site by `exclude_docs`); this hook swaps it in once
+the Markdown is HTML, before the search index and the theme see the page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+SLOTS_DIR = "_slots"
+_MARKER = re.compile(r"<!--bl-slot (\d+)-->")
+
+
+def slots_path(docs_dir: str | Path, src_uri: str) -> Path:
+    """Where the slots of the page `src_uri` (relative to docs_dir) are kept."""
+    return Path(docs_dir) / SLOTS_DIR / f"{src_uri}.json"
+
+
+def fill(html: str, slots: list[str]) -> str:
+    """`html` with every marker replaced by its slot."""
+    return _MARKER.sub(lambda m: slots[int(m.group(1))], html)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """MkDocs event: the page's HTML body, with its slots filled."""
+    path = slots_path(config["docs_dir"], page.file.src_uri)
+    if not path.is_file():
+        return html
+    return fill(html, json.loads(path.read_text(encoding="utf-8")))
