@@ -251,9 +251,10 @@
     return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
   }
 
-  function htmlTable(columns, rows, sorted) {
-    /* columns: [label, kind]; rows: arrays of cells, each a string/number or {text, href, v}. */
-    var wrap = el("div", null, { "class": "bl-table" });
+  function htmlTable(columns, rows, sorted, stack) {
+    /* columns: [label, kind]; rows: arrays of cells, each a string/number or {text, href, v}.
+       `stack`: shown as cards on a phone, every field labelled. */
+    var wrap = el("div", null, { "class": stack ? "bl-table bl-stack" : "bl-table" });
     var table = el("table", null, { "data-bl-sort": "" });
     if (sorted) { table.setAttribute("data-sorted", sorted); }
     var head = table.createTHead().insertRow();
@@ -267,6 +268,7 @@
       var tr = body.insertRow();
       row.forEach(function (cell, i) {
         var td = tr.insertCell();
+        td.setAttribute("data-label", columns[i][0]);
         if (columns[i][1] === "num") { td.className = "bl-num"; }
         if (cell && typeof cell === "object") {
           if (cell.href) { td.appendChild(el("a", cell.text, { href: cell.href })); } else { td.textContent = cell.text; }
@@ -332,7 +334,7 @@
             { text: fmt(va, 2), href: la, v: va }, { text: fmt(vb, 2), href: lb, v: vb },
             { text: speed === null ? "–" : fmt(speed, 2) + "×", v: speed }]);
         });
-        target.appendChild(htmlTable(columns, rows, ""));
+        target.appendChild(htmlTable(columns, rows, "", true));
       }, function (e) { note.textContent = String(e.message); });
     }
     var state = hashState();
