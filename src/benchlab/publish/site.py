@@ -84,8 +84,11 @@ SERIES_BAND = 0.05
 """The threshold band drawn around each segment's median on a series' page."""
 COMPARE_VALUES = 6
 COMPARE_ROWS = 400
+COMPARE_REPEATS = 5
+"""Newest repeats of a measurement the compare page averages (`bench compare` takes all)."""
 COMPARE_FIELDS = (
-    "model", "machine_id", "precision", "backend", "threads", "shape", "test", "a", "b", "speedup"
+    "model", "machine_id", "precision", "backend", "threads", "shape", "test", "a", "b", "speedup",
+    "pm_a", "pm_b",
 )  # fmt: skip
 REGRESSIONS_METHOD = (
     "step detection of benchlab.regress: a rank scan with a permutation test and an effect "
@@ -774,6 +777,7 @@ class _Site:
             root="",
             index=Markup(_json_script("BENCHLAB_COMPARE_INDEX", "index", index)),
             has_pairs=bool(index["axes"]),
+            repeats=COMPARE_REPEATS,
             chart=cost,
             cost_rows=cost_table,
         )
@@ -787,13 +791,17 @@ class _Site:
         from benchlab.errors import QueryError
         from benchlab.query.verbs import axis_values, compare_axis
 
-        # compare_axis takes each side's newest run per measurement; the newest run of each
-        # exact identity (series and version) is all it can pick from, so hand it only those:
-        # the same tables from a few hundred entries instead of the whole catalog.
-        newest: dict[tuple[Any, ...], Entry] = {}
+        # compare_axis averages each side's repeats (the ok runs of one exact identity).
+        # A page must stay bounded at any catalog size, so each identity brings only its
+        # newest COMPARE_REPEATS runs: the tables are compare_axis's own over those.
+        by_identity: dict[tuple[Any, ...], list[Entry]] = {}
         for run in self.ok_runs:
-            newest[(series_of(run), *(_frozen(run.get(f)) for f in VERSION_FIELDS))] = run
-        ok_runs = sorted(newest.values(), key=lambda r: (r["timestamp"], r["run_id"]))
+            key = (series_of(run), *(_frozen(run.get(f)) for f in VERSION_FIELDS))
+            by_identity.setdefault(key, []).append(run)
+        ok_runs = sorted(
+            (run for runs in by_identity.values() for run in runs[-COMPARE_REPEATS:]),
+            key=lambda r: (r["timestamp"], r["run_id"]),
+        )
         catalog = LoadedCatalog(path=self.data.catalog.path, runs=ok_runs)
         index: dict[str, Any] = {"axes": []}
         for axis in ("machine", "build", "revision"):
@@ -821,6 +829,8 @@ class _Site:
                         rows.append(
                             {
                                 **{k: row.get(k) for k in COMPARE_FIELDS},
+                                "n_a": (row.get("stats_a") or {}).get("n"),
+                                "n_b": (row.get("stats_b") or {}).get("n"),
                                 "link_a": self.links.run(run_a, "") if run_a else None,
                                 "link_b": self.links.run(run_b, "") if run_b else None,
                             }

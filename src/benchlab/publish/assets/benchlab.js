@@ -327,11 +327,16 @@
         var rows = data.rows.map(function (r) {
           var va = swap ? r.b : r.a, vb = swap ? r.a : r.b;
           var la = swap ? r.link_b : r.link_a, lb = swap ? r.link_a : r.link_b;
+          var pa = swap ? r.pm_b : r.pm_a, pb = swap ? r.pm_a : r.pm_b;
+          var na = swap ? r.n_b : r.n_a, nb = swap ? r.n_a : r.n_b;
+          function shown(v, pm, n) {
+            return fmt(v, 2) + (pm ? " ± " + fmt(pm, 2) : "") + (n > 1 ? " (n=" + n + ")" : "");
+          }
           var speed = va && vb !== null ? vb / va : null;
           var row = [r.model];
           if (axis !== "machine") { row.push(r.machine_id); }
           return row.concat([r.precision, r.backend, r.threads, r.shape, r.test,
-            { text: fmt(va, 2), href: la, v: va }, { text: fmt(vb, 2), href: lb, v: vb },
+            { text: shown(va, pa, na), href: la, v: va }, { text: shown(vb, pb, nb), href: lb, v: vb },
             { text: speed === null ? "–" : fmt(speed, 2) + "×", v: speed }]);
         });
         target.appendChild(htmlTable(columns, rows, "", true));
