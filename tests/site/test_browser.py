@@ -115,7 +115,7 @@ class Watched:
         self.page.wait_for_function(
             "Array.from(document.querySelectorAll('.bl-chart'))"
             ".every(d => d.querySelector('svg.main-svg'))",
-            timeout=15_000,
+            timeout=30_000,
         )
 
     def close(self) -> None:
@@ -304,6 +304,11 @@ def test_fastest_machine_is_the_first_row_one_click_from_home(fleet_served, brow
         assert table.locator("th").nth(1).get_attribute("aria-sort") == "descending"
         # Sorting by decode is one more click on its heading.
         table.locator("th", has_text="Decode tok/s").click()
+        watched.page.wait_for_function(
+            "document.querySelector('#fastest-q8 th:nth-child(3)')"
+            ".getAttribute('aria-sort') === 'descending'",
+            timeout=5_000,
+        )
         assert table.locator("tbody tr").first.locator("td").first.inner_text() == fastest_decode
         decode = [
             float(t.replace(",", ""))
