@@ -21,6 +21,15 @@ TELLS = {
     "workload": "C:\\Users\\qzhang\\work\\workload.json",
     "topology": "GPU0\t X \tNV12\tNV12\nGPU1\tNV12\t X \tNV12\n00000000:3B:00.0",
     "secret": "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz12345678",
+    "gpu": "GPU 0: A100 (UUID: GPU-5e3c1f2a-9b8d-4c7e-a6f5-1d2e3f4a5b6c) Serial 1324021012345",
+    "mac": "link/ether 3c:ec:ef:12:34:56 brd ff:ff:ff:ff:ff:ff",
+    "ssh": "ED25519 key fingerprint is SHA256:Zq3vT7xLm2Pw9Rk4Jh6Fd8Sa1Gn5Bc0Ye2Ui4Oo6Wwx",
+    "k8s": "node gke-inference-gpu-pool-3f9a1c2b-x7kq pod vllm-7c4d9b8f6-tq2zp",
+    "aks": "aks-gpunodes-12345678-vmss000003",
+    "cloud": "arn:aws:iam::123456789012:role/bench-runner in /resourceGroups/rg-alice-lab",
+    "credentials": "GOOGLE_APPLICATION_CREDENTIALS=/srv/keys/alice-sa.json",
+    "site_path": "/mnt/team-alice/models/llama.gguf",
+    "domain": "cache01.corp.acme-labs.com and nas.lan",
 }
 
 
@@ -66,9 +75,22 @@ def test_catalog_inventory_charts_and_site_scan_clean(
     monkeypatch.setenv("BENCHLAB_STORE", str(store))
     monkeypatch.chdir(REPO)
 
-    # The raw store really is full of tells (so a clean result below means something).
-    assert main(["scan", str(store / "runs")]) == 1
-    capsys.readouterr()
+    # The raw store really is full of tells, of every class (so a clean result below means
+    # something).
+    assert main(["scan", "--format", "json", str(store / "runs")]) == 1
+    raw = {f["tell_class"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert raw >= {
+        "host",
+        "ip",
+        "home-path",
+        "secret",
+        "hardware-id",
+        "ssh-key",
+        "k8s",
+        "cloud-account",
+        "credential-path",
+        "site-path",
+    }, raw
 
     assert main(["catalog", "build"]) == 0
     charts = tmp_path / "charts"
