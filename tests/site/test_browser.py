@@ -297,7 +297,8 @@ def test_fastest_machine_is_the_first_row_one_click_from_home(fleet_served, brow
             has_text="q8"
         )
         row.locator("a").first.click()  # the one click
-        watched.page.wait_for_selector("#fastest-q8 tbody tr", timeout=10_000)
+        # The page script has made the table sortable (aria-sort set on every heading).
+        watched.page.wait_for_selector("#fastest-q8 th[aria-sort]", timeout=10_000)
         assert watched.page.url.endswith("#precision-q8")
         table = watched.page.locator("#fastest-q8")
         assert table.locator("tbody tr").first.locator("td").first.inner_text() == fastest
