@@ -111,6 +111,16 @@ def sweep_stamp(now: datetime | None = None) -> str:
     return moment.astimezone(timezone.utc).strftime(STAMP_FORMAT)
 
 
+def epoch_of(text: Any) -> float | None:
+    """UNIX seconds of an ISO 8601 stamp as the files write them; None for anything else."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def utc_iso(now: datetime | None = None) -> str:
     """ISO 8601 UTC with a Z, the timestamp format of every file."""
     moment = now or datetime.now(timezone.utc)

@@ -10,25 +10,16 @@ stderr are at hand, so "pi5 is flaky" becomes something one can read and act on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from benchlab.ids import epoch_of
 from benchlab.layout import IN_FLIGHT, RAW_DIR, RETRIES, Store
 from benchlab.models import HOLE_ERROR_PREFIX
 from benchlab.observe.exporter import SweepView, load_if_present
 from benchlab.sweep.schedule_log import all_sessions, read_retries
 
 TAIL_LINES = 20
-
-
-def _time(text: Any) -> float | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _is_hole(record: dict[str, Any]) -> bool:
@@ -88,13 +79,13 @@ def _down_seconds(sessions: list[dict[str, Any]], device: str, start: float, end
     total = 0.0
     for index, session in enumerate(sessions):
         following = sessions[index + 1].get("started_at") if index + 1 < len(sessions) else None
-        session_end = _time(session.get("ended_at")) or _time(following) or end
+        session_end = epoch_of(session.get("ended_at")) or epoch_of(following) or end
         info = ((session.get("devices") or {}).get(device)) or {}
         for trip in (info.get("breaker") or {}).get("trips") or []:
-            opened = _time(trip.get("opened_at"))
+            opened = epoch_of(trip.get("opened_at"))
             if opened is None:
                 continue
-            back = _time(trip.get("closed_at")) or session_end
+            back = epoch_of(trip.get("closed_at")) or session_end
             total += max(min(back, end) - max(opened, start), 0.0)
     return total
 
@@ -111,8 +102,8 @@ def report(store: Store, experiment: str, *, window: int | None = None) -> Sweep
     state, schedule = view.state(), view.schedule()
     window = window or int(((schedule.get("policy") or {}).get("fitness") or {}).get("window", 20))
     records = list(view.records())
-    start = _time(state.get("started_at"))
-    finishes = [_time((r.get("timings") or {}).get("finished_at")) for r, _ in records]
+    start = epoch_of(state.get("started_at"))
+    finishes = [epoch_of((r.get("timings") or {}).get("finished_at")) for r, _ in records]
     end = max([f for f in finishes if f is not None], default=start)
     span = (end - start) if start is not None and end is not None else None
 

@@ -27,13 +27,12 @@ import json
 import os
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from benchlab.ids import utc_iso
+from benchlab.ids import epoch_of, utc_iso
 from benchlab.layout import Store
 from benchlab.models import RunSpec
 
@@ -59,15 +58,6 @@ def append_points(path: Path, specs: list[RunSpec], not_before: str | None) -> l
             handle.flush()
             os.fsync(handle.fileno())
     return lines
-
-
-def _timestamp(text: Any) -> float | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 class InjectedQueue:
@@ -112,7 +102,7 @@ class InjectedQueue:
                 "skipped"
             )
             return
-        due = _timestamp(line.get("not_before")) or 0.0
+        due = epoch_of(line.get("not_before")) or 0.0
         heapq.heappush(self._held, (due, next(self._order), spec))
 
     def poll(self) -> list[RunSpec]:
