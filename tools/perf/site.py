@@ -107,9 +107,14 @@ def home_weight(site: Path) -> tuple[int, dict[str, int]]:
 
 def make_asv(catalog_path: Path, root: Path) -> tuple[Path, int]:
     """An asv project holding the catalog's ok runs as asv results; returns (conf, results)."""
-    catalog = json.loads(catalog_path.read_text())
+    from benchlab.catalog.read import load_catalog
+
     runs = sorted(
-        (r for r in catalog["runs"] if r["status"] == "ok" and r.get("peak_tok_per_sec")),
+        (
+            r
+            for r in load_catalog(catalog_path).runs
+            if r.get("status", "ok") == "ok" and r.get("peak_tok_per_sec")
+        ),
         key=lambda r: (r["timestamp"], r["run_id"]),
     )
     repo = root / "project"

@@ -271,12 +271,15 @@ def _specs_checks(store: Store, machine_id: str) -> list[Check]:
 
 def checklist(store: Store, machine_id: str) -> list[Check]:
     """Seed 002's checklist for one machine, from its specs and the public catalog."""
+    from benchlab.catalog.read import load_catalog
+
     checks = _specs_checks(store, machine_id)
-    try:
-        catalog = read_json(store.catalog_path)
+    try:  # the one reader: whatever the catalog's format (single file or shards)
+        loaded = load_catalog(store.catalog_path)
+        runs, machines = loaded.runs, loaded.machines
     except BenchlabError:
-        catalog = {"runs": [], "machines": {}}
-    mine = [e for e in catalog.get("runs", []) if e.get("machine_id") == machine_id]
+        runs, machines = [], {}
+    mine = [e for e in runs if e.get("machine_id") == machine_id]
     ok = [e for e in mine if e.get("status", "ok") == "ok"]
     smoke_ok = [e for e in ok if SMOKE_TAG in (e.get("tags") or [])]
     full = [e for e in ok if SMOKE_TAG not in (e.get("tags") or [])]
@@ -296,14 +299,14 @@ def checklist(store: Store, machine_id: str) -> list[Check]:
         Check(
             "catalog",
             CHECKLIST[4][1],
-            machine_id in (catalog.get("machines") or {}) or bool(mine),
+            machine_id in (machines or {}) or bool(mine),
             f"{len(mine)} run(s) in catalog.json",
         )
     )
     series = {(e.get("model_id") or e.get("model"), e.get("precision")) for e in full}
     others = {
         (e.get("model_id") or e.get("model"), e.get("precision"))
-        for e in catalog.get("runs", [])
+        for e in runs
         if e.get("machine_id") != machine_id and e.get("status", "ok") == "ok"
     }
     repeated = len(full) > len(series)  # the same point twice: a baseline to compare with
