@@ -15,7 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from benchlab.catalog.order import _entry_rank, _time_key, winner  # noqa: F401 (re-exported)
+from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-exported)
+    _entry_rank,
+    _time_key,
+    machine_activity,
+    winner,
+)
 from benchlab.catalog.upgrade import CATALOG_SCHEMA, CATALOG_V3, upgrade
 from benchlab.ids import slug
 from benchlab.layout import (
@@ -82,28 +87,17 @@ def finalize(
     by_model: dict[str, list[str]] = {}
     by_precision: dict[str, list[str]] = {}
     by_date: dict[str, list[str]] = {}
-    counts: dict[str, int] = {}
-    last: dict[str, tuple[tuple[int, str], str]] = {}
-    newest: tuple[tuple[int, str], str] | None = None
     for entry in runs:
         run_id = entry["run_id"]
         model_id = entry.get("model_id") or slug(entry["model"])
         by_model.setdefault(model_id, []).append(run_id)
         by_precision.setdefault(entry["precision"], []).append(run_id)
-        key = _time_key(entry["timestamp"])
-        date = key[1][:10] if key[0] else str(entry["timestamp"])[:10] or "unknown"
-        by_date.setdefault(date, []).append(run_id)
-        machine = entry["machine_id"]
-        counts[machine] = counts.get(machine, 0) + 1
-        stamp = (key, entry["timestamp"])
-        if machine not in last or stamp > last[machine]:
-            last[machine] = stamp
-        if newest is None or stamp > newest:
-            newest = stamp
+        by_date.setdefault(_date_of(entry["timestamp"]), []).append(run_id)
+    counts, last, newest = machine_activity(runs)
     machines = {}
     for machine in sorted(counts):
         summary = {k: v for k, v in static.get(machine, {}).items() if k in SUMMARY_STATIC}
-        summary.update(id=machine, runs=counts[machine], last_run=last[machine][1])
+        summary.update(id=machine, runs=counts[machine], last_run=last[machine])
         machines[machine] = scrub_public({k: v for k, v in summary.items() if v is not None})
     doc: dict[str, Any] = {
         "$schema": CATALOG_SCHEMA,
@@ -115,7 +109,7 @@ def finalize(
     if withdrawn:
         doc["retracted"] = withdrawn
     if newest is not None:
-        doc["last_updated"] = newest[1]
+        doc["last_updated"] = newest
     return doc
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -40,6 +41,26 @@ def _time_key(timestamp: Any) -> tuple[int, str]:
     sign = -1 if zone[0] == "+" else 1
     moment += sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[-2:]))
     return (1, f"{moment:%Y-%m-%dT%H:%M:%S}.{micros}Z")
+
+
+def machine_activity(
+    runs: Iterable[dict[str, Any]],
+) -> tuple[dict[str, int], dict[str, str], str | None]:
+    """Derived from the entries alone (invariant 6): each machine's run count and newest
+    run's timestamp, and the newest timestamp of all (`last_updated`), by the time key."""
+    counts: dict[str, int] = {}
+    last: dict[str, tuple[tuple[int, str], str]] = {}
+    newest: tuple[tuple[int, str], str] | None = None
+    for entry in runs:
+        machine = entry["machine_id"]
+        counts[machine] = counts.get(machine, 0) + 1
+        stamp = (_time_key(entry["timestamp"]), entry["timestamp"])
+        if machine not in last or stamp > last[machine]:
+            last[machine] = stamp
+        if newest is None or stamp > newest:
+            newest = stamp
+    latest = {machine: stamp[1] for machine, stamp in last.items()}
+    return counts, latest, newest[1] if newest is not None else None
 
 
 def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], int, str]:

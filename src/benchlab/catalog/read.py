@@ -388,7 +388,7 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     """A v3 catalog: the entries of every shard (plus any still inline in catalog.json),
     retracted ids dropped, sorted by run id; the machine summaries and `last_updated` are
     derived here, as `merge.finalize` derives them for v2 (invariant 6)."""
-    from benchlab.catalog.order import _time_key, winner
+    from benchlab.catalog.order import machine_activity, winner
     from benchlab.catalog.shards import iter_shards, read_shard
 
     machines = doc.get("machines", {})
@@ -416,23 +416,13 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     for run_id in retracted:
         merged.pop(run_id, None)
     runs = [merged[k] for k in sorted(merged)]
-    counts: dict[str, int] = {}
-    last: dict[str, tuple[Any, str]] = {}
-    newest: tuple[Any, str] | None = None
-    for entry in runs:
-        machine = entry["machine_id"]
-        counts[machine] = counts.get(machine, 0) + 1
-        stamp = (_time_key(entry["timestamp"]), entry["timestamp"])
-        if machine not in last or stamp > last[machine]:
-            last[machine] = stamp
-        if newest is None or stamp > newest:
-            newest = stamp
+    counts, last, newest = machine_activity(runs)
     summaries = {}
     for machine in sorted(counts):
         summary = {k: v for k, v in machines.get(machine, {}).items() if v is not None}
-        summary.update(id=machine, runs=counts[machine], last_run=last[machine][1])
+        summary.update(id=machine, runs=counts[machine], last_run=last[machine])
         summaries[machine] = summary
-    return LoadedCatalog(path, runs, summaries, newest[1] if newest else None)
+    return LoadedCatalog(path, runs, summaries, newest)
 
 
 def _check_rare(path: Path, i: int, entry: dict[str, Any]) -> None:
