@@ -11,6 +11,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -63,6 +64,23 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, canonical_json(obj))
+
+
+def append_json_lines(path: Path, items: Iterable[Any]) -> None:
+    """Append one JSON line per item, flushed and fsynced before returning.
+
+    For the append-only logs (retries, machine history, injected points): a reader running
+    beside the writer, or a crash, sees whole lines and at most one partial last line, which
+    every reader of these logs skips.
+    """
+    text = "".join(
+        json.dumps(item, sort_keys=True, ensure_ascii=False, default=str) + "\n" for item in items
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def dump_model(model: BaseModel) -> dict[str, Any]:

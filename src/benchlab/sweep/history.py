@@ -17,14 +17,13 @@ queue for longer than `policies.fitness.pending_after_s`) count against it.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 from benchlab.ids import check_id, utc_iso
-from benchlab.layout import Store, atomic_write_text
+from benchlab.layout import Store, append_json_lines, atomic_write_text
 
 HISTORY = "history.jsonl"
 MAX_LINES = 2000
@@ -86,7 +85,7 @@ class DeviceHistory:
         self.store = store
         self.experiment = experiment
         self._lock = threading.Lock()
-        self._buffer: dict[Path, list[str]] = {}
+        self._buffer: dict[Path, list[dict[str, Any]]] = {}
         self._counts: dict[Path, int] = {}
 
     def record(self, machine_id: str, device: str, outcome: str, run_id: str | None) -> None:
@@ -102,20 +101,16 @@ class DeviceHistory:
         }
         path = history_path(self.store, machine_id)
         with self._lock:
-            self._buffer.setdefault(path, []).append(json.dumps(line, sort_keys=True) + "\n")
+            self._buffer.setdefault(path, []).append(line)
 
     def flush(self) -> None:
         """Append what is buffered; cut a file back when it has grown past MAX_LINES."""
         with self._lock:
             buffered, self._buffer = self._buffer, {}
             for path, lines in sorted(buffered.items()):
-                path.parent.mkdir(parents=True, exist_ok=True)
                 if path not in self._counts:
                     self._counts[path] = _count_lines(path)
-                with open(path, "a", encoding="utf-8") as handle:
-                    handle.write("".join(lines))
-                    handle.flush()
-                    os.fsync(handle.fileno())
+                append_json_lines(path, lines)
                 self._counts[path] += len(lines)
                 if self._counts[path] > MAX_LINES:
                     kept = read_history(path, KEEP_LINES)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchlab.ids import epoch_of, utc_iso
-from benchlab.layout import Store
+from benchlab.layout import Store, append_json_lines
 from benchlab.models import RunSpec
 
 PENDING = "pending.jsonl"
@@ -51,12 +50,8 @@ def append_points(path: Path, specs: list[RunSpec], not_before: str | None) -> l
         {"at": utc_iso(), "not_before": not_before, "spec": spec.model_dump(mode="json")}
         for spec in specs
     ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(json.dumps(line, sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+    for line in lines:
+        append_json_lines(path, [line])
     return lines
 
 

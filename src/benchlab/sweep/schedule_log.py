@@ -14,13 +14,12 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from benchlab.ids import utc_iso
-from benchlab.layout import RETRIES, SCHEDULE, atomic_write_json
+from benchlab.layout import RETRIES, SCHEDULE, append_json_lines, atomic_write_json
 
 SESSIONS = "sessions"
 """The key of schedule.json that holds the earlier sessions."""
@@ -46,13 +45,8 @@ class ScheduleLog:
     def append(self, **fields: Any) -> dict[str, Any]:
         """One retries.jsonl line; `at` (UTC) is added when not given."""
         line = {"at": utc_iso(), **fields}
-        text = json.dumps(line, sort_keys=True, ensure_ascii=False, default=str) + "\n"
         with self._lock:
-            self.retries_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.retries_path, "a", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
+            append_json_lines(self.retries_path, [line])
         return line
 
     def write_schedule(self, document: dict[str, Any]) -> None:
