@@ -157,6 +157,13 @@ def series_id(entry: Mapping[str, Any]) -> str:
     return "s" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
 
+def series_of(entry: Mapping[str, Any]) -> str:
+    """An entry's series id: the `series` every catalog entry carries (computed once, at
+    build time), else computed here for a hand-made entry. Readers group by this, never by
+    `series_key` themselves: the stored id is what keeps a 10,000-run site build fast."""
+    return entry.get("series") or series_id(entry)
+
+
 def shape(entry: Mapping[str, Any]) -> str:
     """The workload shape as people write it: `p32/n16`, `pp512@d128`, `b512/ub128`."""
     parts = []

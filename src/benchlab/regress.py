@@ -36,7 +36,7 @@ from statistics import median
 from typing import Any, Literal
 
 from benchlab.errors import QueryError
-from benchlab.identity import series_id, series_label, version_label
+from benchlab.identity import series_label, series_of, version_label
 from benchlab.metrics import DEFAULT_METRIC
 
 LOWER_IS_BETTER = frozenset({"per_token_median_ms", "median_ms", "decode_ms_per_token"})
@@ -55,13 +55,6 @@ MIN_BASELINE = 4
 """Runs since the last step that a tail check needs as its baseline."""
 MAX_TAIL = 5
 """The most newest runs the tail check looks at."""
-
-
-def series_of(entry: Entry) -> str:
-    """The entry's series: the `series` id every catalog entry carries (`identity.series_id`,
-    the hash of `identity.series_key`, stored at build time), else computed from the entry.
-    Grouping by the stored id is what keeps a 10,000-run site build fast."""
-    return entry.get("series") or series_id(entry)
 
 
 def sort_key(entry: Entry) -> tuple[str, str]:

@@ -33,14 +33,14 @@ from typing import Any
 
 from benchlab.catalog.read import entry_curve
 from benchlab.errors import ConfigError, StoreError
-from benchlab.identity import series_id, series_label, version_label
+from benchlab.identity import series_id, series_label, series_of, version_label
 from benchlab.layout import atomic_write_text, read_json
 from benchlab.metrics import DEFAULT_METRIC
 from benchlab.models import BatchResults
 from benchlab.publish.data import PublicData
 from benchlab.publish.static import copy_assets
 from benchlab.query.filters import Filters, chronological, select
-from benchlab.regress import Step, detect, series_of, sort_key
+from benchlab.regress import Step, detect, sort_key
 
 CHART_KINDS = ("throughput", "decode", "scaling", "threads", "prefill-decode", "cost", "trend")
 """Chart kinds in the order the site and `bench chart` show them."""

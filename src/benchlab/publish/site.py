@@ -38,7 +38,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from benchlab.errors import ConfigError, StoreError
-from benchlab.identity import SERIES_FIELDS, VERSION_FIELDS, shape, version_label
+from benchlab.identity import SERIES_FIELDS, VERSION_FIELDS, series_of, shape, version_label
 from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
 from benchlab.models import HOLE_TAG
@@ -67,7 +67,7 @@ from benchlab.publish.hooks import SLOTS_DIR, fill
 from benchlab.publish.static import SITE_ASSETS, copy_assets
 from benchlab.query.filters import Filters
 from benchlab.redact import scrub_public
-from benchlab.regress import Step, detect, recent, series_of, window_start
+from benchlab.regress import Step, detect, recent, window_start
 
 RECENT_RUNS = 25
 HISTORY_RUNS = 50

@@ -10,7 +10,7 @@ from typing import Any
 
 from benchlab.catalog.read import METRICS
 from benchlab.errors import QueryError
-from benchlab.identity import precision_family, series_id
+from benchlab.identity import precision_family, series_of
 from benchlab.ids import slug
 
 # --- filters ------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ def select(runs: Iterable[dict[str, Any]], filters: Filters) -> list[dict[str, A
         rows = [e for e in rows if _build_matches(e, build)]
     if filters.series is not None:
         series = filters.series
-        rows = [e for e in rows if (e.get("series") or series_id(e)).startswith(series)]
+        rows = [e for e in rows if series_of(e).startswith(series)]
     return rows
 
 

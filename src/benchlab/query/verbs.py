@@ -20,7 +20,7 @@ from typing import Any
 
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
-from benchlab.identity import SERIES_FIELDS, build_label, identity_key, series_id
+from benchlab.identity import SERIES_FIELDS, build_label, identity_key, series_of
 from benchlab.query.filters import Filters, check_metric, chronological, model_key, ranked, select
 from benchlab.query.show import resolve_run_id
 from benchlab.stats import OUTLIER_TAG
@@ -30,12 +30,6 @@ BEST_BY = ("machine", "series")
 COMPARE_AXES = ("build", "revision", "machine")
 
 # --- identity helpers ---------------------------------------------------------------------
-
-
-def series_of(entry: dict[str, Any]) -> str:
-    """The entry's series id: stored by every v2 catalog (and by the v1 upgrade); computed
-    for a hand-made entry that lacks it, so a verb never splits or merges series itself."""
-    return entry.get("series") or series_id(entry)
 
 
 # --- the verbs ----------------------------------------------------------------------------
