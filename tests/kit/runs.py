@@ -19,7 +19,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchlab.identity import derive as derive_identity
 from benchlab.ids import slug
 from benchlab.layout import Store, atomic_write_bytes, write_model
 from benchlab.metrics import derive as derive_metrics
@@ -32,6 +31,7 @@ from benchlab.models import (
     RunSpec,
     Status,
 )
+from benchlab.sweep.attempt import run_identity
 
 SEED_RUN_ID = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
 """The seed example run (seed 002): what `write_run` writes when told nothing else."""
@@ -201,17 +201,7 @@ def write_run(
                     "timings": timings,
                     "metrics": metrics,
                     "tests": tests,
-                    "identity": derive_identity(
-                        machine_id=machine_id,
-                        model_id=spec.model,
-                        precision=precision,
-                        backend=backend,
-                        mode=mode,
-                        threads=threads,
-                        prompt_tokens=prompt_tokens,
-                        gen_tokens=gen_tokens,
-                        batch_sizes=spec.batch_sizes,
-                    ),
+                    "identity": run_identity(spec, None),  # as the runner records it
                     "telemetry": dict(telemetry) if telemetry is not None else None,
                     "spec": spec,
                 }
