@@ -151,13 +151,3 @@ def read_shard(path: Path, name: str | None = None) -> list[dict[str, Any]]:
     except OSError as exc:
         raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
     return parse_lines(raw, name or str(path))
-
-
-def read_all(catalog_path: Path) -> dict[str, dict[str, Any]]:
-    """Every shard's entries, keyed by run id (an id in two shards: `winner` keeps one)."""
-    merged: dict[str, dict[str, Any]] = {}
-    for _name, path in iter_shards(catalog_path):
-        for entry in read_shard(path):
-            held = merged.get(entry["run_id"])
-            merged[entry["run_id"]] = entry if held is None else winner(held, entry)
-    return merged

@@ -50,7 +50,6 @@ from benchlab.publish.charts import (
     build_charts,
     builds_chart,
     chart_json,
-    cost_per_million,
     cost_rows,
     label,
     latest_by_series,
@@ -198,20 +197,6 @@ def _run_row(run: Entry, pages: Pages) -> dict[str, Any]:
         "hole": _is_hole(run),
         "tok": _num(throughput(run)),
         "run_id": run["run_id"],
-    }
-
-
-def _result_row(run: Entry, pages: Pages, data: PublicData) -> dict[str, Any]:
-    price = data.cost_per_hour(run["machine_id"])
-    rate = throughput(run)
-    cost = cost_per_million(price, rate) if price is not None and rate else None
-    speedup = run.get("speedup")
-    return {
-        **_run_row(run, pages),
-        "prefill": _num(run.get("prefill_tok_per_sec")),
-        "decode": _num(run.get("decode_tok_per_sec")),
-        "speedup": "–" if speedup is None else f"{speedup:.2f}×",
-        "cost": "–" if cost is None else f"${cost:,.4f}",
     }
 
 
