@@ -305,16 +305,23 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
 
 
 FORMAT_ENV = "BENCHLAB_CATALOG_FORMAT"
-"""`v3` makes a build write the sharded catalog (catalog.shards); a v3 catalog stays v3."""
+"""`v2` makes a build write the single-file catalog (for comparisons and old readers); the
+default is the sharded v3 catalog (catalog.shards), and a v1 or v2 catalog.json is migrated
+to it by the next build."""
 
 
 def catalog_format(path: Path) -> str:
-    """`v3` where catalog.json is already v3 or $BENCHLAB_CATALOG_FORMAT asks for it, else
-    `v2` (the single file, still the default while v3 is new)."""
+    """What a build writes: v3, unless $BENCHLAB_CATALOG_FORMAT asks for `v2` and
+    catalog.json is not already v3 (going back would rewrite every shard into one file)."""
+    if os.environ.get(FORMAT_ENV, "").strip().lower() != "v2":
+        return "v3"
+    return stored_format(path)
+
+
+def stored_format(path: Path) -> str:
+    """`v3` where catalog.json is a v3 head, else `v2` (v1, v2 or no file yet)."""
     from benchlab.catalog.upgrade import CATALOG_V3
 
-    if os.environ.get(FORMAT_ENV, "").strip().lower() == "v3":
-        return "v3"
     try:
         with path.open("rb") as handle:
             start = handle.read(256)
@@ -404,7 +411,7 @@ def retract(store: Store, run_ids: list[str]) -> int:
     for run_id in run_ids:
         check_id(run_id, "run id")
     with catalog_lock(store):
-        if catalog_format(store.catalog_path) == "v3" and store.catalog_path.exists():
+        if stored_format(store.catalog_path) == "v3":
             from benchlab.catalog.build_v3 import retract_v3
 
             return retract_v3(store, run_ids)

@@ -25,7 +25,8 @@ CATALOG_V1 = "benchmark/catalog.v1"
 CATALOG_V2 = "benchmark/catalog.v2"
 CATALOG_V3 = "benchmark/catalog.v3"
 CATALOG_SCHEMA = CATALOG_V2
-"""What a build writes for a new catalog; a v3 catalog stays v3 (see build.catalog_format)."""
+"""The single-file catalog's schema (`BENCHLAB_CATALOG_FORMAT=v2`); builds write v3 by
+default (see build.catalog_format)."""
 KNOWN = (CATALOG_V1, CATALOG_V2, CATALOG_V3)
 
 

@@ -31,9 +31,9 @@ def validate(store: Store) -> ValidationReport:
     path = store.catalog_path
     if not path.exists():
         raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
-    from benchlab.catalog.build import catalog_format
+    from benchlab.catalog.build import stored_format
 
-    if catalog_format(path) == "v3":
+    if stored_format(path) == "v3":
         return _validate_v3(store)
     data, entries = load_document(path)
     expected = finalize(entries, _static_of(data.get("machines", {})), data.get("retracted", []))
