@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.kit.catalog import catalog_doc
 
 from benchlab.layout import canonical_json
 
@@ -25,16 +26,20 @@ def built(store: Path, make_fleet: Callable[..., list[str]], bench: Bench) -> Pa
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {
-        name: (root / name).read_bytes()
-        for name in ("catalog.json", "machines/catalog.json", "runs/.catalog-cache.json")
-    }
+    """Every file a build writes outside the run dirs: head, shards, inventory, build cache."""
+    files = [root / "catalog.json", root / "machines" / "catalog.json"]
+    files += sorted((root / "catalog").rglob("*")) + sorted((root / "runs").glob(".catalog-*"))
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in files if p.is_file()}
+
+
+def first_shard(root: Path) -> Path:
+    """The shard with the most entries."""
+    return max(sorted((root / "catalog").glob("*/*.jsonl")), key=lambda p: p.stat().st_size)
 
 
 def new_run_file(root: Path, name: str) -> Path:
     """A file of one of the runs the last build has not read yet."""
-    catalog = json.loads((root / "catalog.json").read_text())
-    known = {e["run_id"] for e in catalog["runs"]}
+    known = {e["run_id"] for e in catalog_doc(root / "catalog.json")["runs"]}
     for run_dir in sorted((root / "runs" / "by-machine").glob("*/*-20*Z")):
         if run_dir.name not in known and (run_dir / name).exists():
             return run_dir / name
@@ -56,13 +61,13 @@ def skipped_line(err: str) -> str:
     return lines[0]
 
 
-def assert_only_bad_run_missing(root: Path, bad: Path) -> None:
-    """The other new runs are in; the bad one is not, and is re-read by the next build."""
-    catalog = json.loads((root / "catalog.json").read_text())
-    ids = {e["run_id"] for e in catalog["runs"]}
+def assert_only_bad_run_missing(root: Path, bad: Path, bench: Bench) -> None:
+    """The other new runs are in; the bad one is not, and is read (and named) again by the
+    next build rather than remembered as done."""
+    ids = {e["run_id"] for e in catalog_doc(root / "catalog.json")["runs"]}
     assert len(ids) == 14 and bad.parent.name not in ids
-    cache = json.loads((root / "runs" / ".catalog-cache.json").read_text())
-    assert not any(key.endswith(bad.parent.name) for key in cache["dirs"])
+    code, _, err = bench("--store", str(root), "catalog", "build")
+    assert code == 2 and skipped_line(err)
 
 
 def test_malformed_run_file(built: Path, bench: Bench) -> None:
@@ -72,7 +77,7 @@ def test_malformed_run_file(built: Path, bench: Bench) -> None:
     assert code == 2
     assert f"{path}: line 1 column" in skipped_line(err)
     assert "1 bad run dir(s) skipped" in out
-    assert_only_bad_run_missing(built, path)
+    assert_only_bad_run_missing(built, path, bench)
 
 
 def test_schema_violating_run_file(built: Path, bench: Bench) -> None:
@@ -83,7 +88,7 @@ def test_schema_violating_run_file(built: Path, bench: Bench) -> None:
     code, _, err = bench("--store", str(built), "catalog", "build")
     assert code == 2
     assert f"{path}: $.peak.agg_tok_per_sec: " in skipped_line(err)
-    assert_only_bad_run_missing(built, path)
+    assert_only_bad_run_missing(built, path, bench)
 
 
 def test_run_id_that_escapes_the_store(built: Path, bench: Bench) -> None:
@@ -97,12 +102,14 @@ def test_run_id_that_escapes_the_store(built: Path, bench: Bench) -> None:
     code, _, err = bench("--store", str(built), "catalog", "build")
     assert code == 2
     assert "unsafe run id '../../etc'" in skipped_line(err)
-    assert_only_bad_run_missing(built, path)
+    assert_only_bad_run_missing(built, path, bench)
 
 
 def test_catalog_with_duplicate_ids(built: Path, bench: Bench) -> None:
+    """A v2 catalog.json (as an old clone or a hand edit leaves it) with a repeated id."""
     path = built / "catalog.json"
-    doc = json.loads(path.read_text())
+    doc = catalog_doc(path)
+    doc.update({"$schema": "benchmark/catalog.v2", "version": "2.0"})
     doc["runs"].insert(2, doc["runs"][0])
     path.write_text(canonical_json(doc))
     before = snapshot(built)
@@ -115,9 +122,23 @@ def test_catalog_with_duplicate_ids(built: Path, bench: Bench) -> None:
         assert snapshot(built) == before
 
 
+def test_shard_with_duplicate_ids(built: Path, bench: Bench) -> None:
+    shard = first_shard(built)
+    lines = shard.read_bytes().splitlines(keepends=True)
+    shard.write_bytes(b"".join([*lines[:2], lines[0], *lines[2:]]))
+    before = snapshot(built)
+    for verb in ("build", "validate"):
+        code, _, err = bench("--store", str(built), "catalog", verb)
+        assert code == 2
+        line = one_error_line(err)
+        assert shard.relative_to(built).as_posix() in line and "duplicate id" in line
+        assert snapshot(built) == before
+
+
 def test_schema_violating_catalog(built: Path, bench: Bench) -> None:
     path = built / "catalog.json"
-    doc = json.loads(path.read_text())
+    doc = catalog_doc(path)
+    doc.update({"$schema": "benchmark/catalog.v2", "version": "2.0"})
     doc["runs"][1]["peak_tok_per_sec"] = "fast"
     path.write_text(canonical_json(doc))
     before = snapshot(built)
@@ -125,6 +146,22 @@ def test_schema_violating_catalog(built: Path, bench: Bench) -> None:
     assert code == 2
     assert f"{path}: $.runs[1].peak_tok_per_sec: " in one_error_line(err)
     assert snapshot(built) == before
+
+
+def test_schema_violating_shard(built: Path, bench: Bench) -> None:
+    shard = first_shard(built)
+    lines = shard.read_bytes().splitlines(keepends=True)
+    entry = json.loads(lines[0])
+    entry["peak_tok_per_sec"] = "fast"
+    lines[0] = json.dumps(entry, sort_keys=True).encode() + b"\n"
+    shard.write_bytes(b"".join(lines))
+    before = snapshot(built)
+    for verb in ("build", "validate"):
+        code, _, err = bench("--store", str(built), "catalog", verb)
+        assert code == 2
+        line = one_error_line(err)
+        assert shard.relative_to(built).as_posix() in line and "peak_tok_per_sec" in line
+        assert snapshot(built) == before
 
 
 def test_bad_machine_specs(built: Path, bench: Bench) -> None:
@@ -200,7 +237,7 @@ def test_a_run_with_a_bad_public_field_never_reaches_the_catalog(
     code, _, err = bench("--store", str(built), "catalog", "build")
     assert code == 2
     assert named in skipped_line(err) and path.parent.name in skipped_line(err)
-    assert_only_bad_run_missing(built, path)
+    assert_only_bad_run_missing(built, path, bench)
     # The store is not wedged: the next builds (and a full one) still work.
     code, _, _ = bench("--store", str(built), "catalog", "build", "--full")
     assert code == 2  # the bad run is still there, still named, still skipped
@@ -218,7 +255,7 @@ def test_a_machine_id_that_is_its_host_name_is_refused_unless_declared_public(
     specs.write_text(json.dumps(doc))
     code, _, err = bench("--store", str(built), "catalog", "build")
     assert code == 2 and "is the host name of this machine" in err
-    catalog = json.loads((built / "catalog.json").read_text())
+    catalog = catalog_doc(built / "catalog.json")
     assert machine not in {e["machine_id"] for e in catalog["runs"][12:]}
     policy = built / "redaction.yaml"
     policy.write_text(f"version: 1\nallow:\n  values: [{machine}]\n")

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.kit.catalog import catalog_doc
+
 from benchlab.layout import Store, atomic_write_json, read_json
 
 
@@ -61,7 +63,7 @@ def test_holes_are_tagged_in_the_catalog(
         },
     )
     assert bench("--store", str(store), "catalog", "build")[0] == 0
-    entries = {e["run_id"]: e for e in read_json(layout.catalog_path)["runs"]}
+    entries = {e["run_id"]: e for e in catalog_doc(layout.catalog_path)["runs"]}
     assert "hole" in entries["hole-run-20260101T000000Z"]["tags"]
     assert "hole" not in entries[run_id]["tags"]
 

@@ -20,6 +20,8 @@ is needed.
   write nothing), the scheduler's doubles.
 - `tests.kit.cli`: `run_cli`, `bench ARGS` in-process, returning (exit code, stdout,
   stderr); the `bench` fixture in tests/conftest.py binds it to capsys.
+- `tests.kit.catalog`: `catalog_doc`, a built catalog (v2 or sharded v3) as one document
+  with every entry under `runs`, read through `load_catalog`.
 - `tests.kit.fleet`: `load_make_fleet`, tools/perf/make_fleet.py loaded by path (the
   synthetic fleet of many runs, shared with the perf scripts).
 """

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from llama_tools import CACHE, build_tool
+from tests.kit.catalog import catalog_doc
 
 from benchlab.cli import main
 from benchlab.identity import IDENTITY_FIELDS, identity_key
@@ -70,7 +71,7 @@ def _run_dirs(store: Path) -> set[Path]:
 def _entries(store: Path) -> dict[str, dict[str, Any]]:
     code = main(["--store", str(store), "catalog", "build"])
     assert code == 0, f"catalog build: exit {code}"
-    return {e["run_id"]: e for e in json.loads((store / "catalog.json").read_text())["runs"]}
+    return {e["run_id"]: e for e in catalog_doc(store / "catalog.json")["runs"]}
 
 
 def test_every_format_imports_to_the_live_measurement(

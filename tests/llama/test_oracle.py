@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.kit.catalog import catalog_doc
 
 from benchlab.cli import main
 from benchlab.identity import identity_key, series_key
@@ -172,6 +173,6 @@ def test_compare_by_build_agrees_with_compare_llama_bench(
         assert float(row[f"t/s {new.commit}"]) == pytest.approx(mine["b"], abs=0.0051), test
         assert float(row["Speedup"]) == pytest.approx(mine["speedup"], abs=0.0051), test
     # One series per test: the two builds are two versions of the same measurement.
-    catalog = json.loads((store / "catalog.json").read_text())
+    catalog = catalog_doc(store / "catalog.json")
     assert len({series_key(entry) for entry in catalog["runs"]}) == 1
     assert len({identity_key(entry) for entry in catalog["runs"]}) == 2

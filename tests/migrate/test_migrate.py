@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from tests.kit.backend import envelope
+from tests.kit.catalog import catalog_doc
 
 from benchlab.cli import main
 from benchlab.layout import read_model
@@ -109,7 +110,7 @@ def test_imported_runs_reach_the_catalog(store: Path) -> None:
     main(["--store", str(store), "migrate", str(DATA / "llama-bench.json"), "--machine-id", "r"])
     if main(["--store", str(store), "catalog", "build"]) != 0:
         pytest.fail("catalog build failed on imported runs")
-    catalog = json.loads((store / "catalog.json").read_text())
+    catalog = catalog_doc(store / "catalog.json")
     [entry] = catalog["runs"]
     assert entry["decode_tok_per_sec"] == pytest.approx(118.881588)
     assert entry["precision"] == "q4_k_m"
@@ -200,7 +201,7 @@ def test_an_import_and_a_live_run_of_the_same_rows_are_one_measurement(store: Pa
     assert identity_key(live) == identity_key(imported.identity)
     assert metrics == imported.metrics and tests == imported.tests
     build(Store(store))
-    [entry] = json.loads((store / "catalog.json").read_text())["runs"]
+    [entry] = catalog_doc(store / "catalog.json")["runs"]
     assert entry["threads"] == 8 and entry["backend_build"] == 5163
     assert entry["backend_version"] == "b5163 (8cf427ff)" and entry["tests"] == tests
 
@@ -229,6 +230,6 @@ def test_markdown_imports_reach_the_catalog_without_rounded_sizes(store: Path) -
     the raw rows, not in the integer identity fields the catalog validates."""
     main(["--store", str(store), "migrate", str(DATA / "llama-bench-new.md"), "--machine-id", "r"])
     assert main(["--store", str(store), "catalog", "build"]) == 0
-    [entry] = json.loads((store / "catalog.json").read_text())["runs"]
+    [entry] = catalog_doc(store / "catalog.json")["runs"]
     assert entry.get("model_size") is None and entry.get("model_params") is None
     assert entry["decode_tok_per_sec"] == pytest.approx(120.60)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.kit.catalog import catalog_doc
 from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
@@ -107,7 +108,7 @@ def test_publish_records_verdicts_and_regression_gates_fails_ci(
     assert manifest["gate"]["status"] == PASSED
     assert read_json(first_dir / "gate.json") == manifest["gate"]
     assert [c["name"] for c in manifest["gate"]["checks"]] == ["no-slower", "decode_tok_per_sec"]
-    assert len(read_json(layout.catalog_path)["runs"]) == 1  # published without DVC
+    assert len(catalog_doc(layout.catalog_path)["runs"]) == 1  # published without DVC
 
     value.write_text("4\n")  # the next build is 2.5x slower
     assert main([*base, "run", str(config), "--fresh", "--publish"]) == 0

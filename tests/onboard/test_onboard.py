@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.kit.catalog import catalog_doc
 
 from benchlab.cli import main
 from benchlab.layout import Store, atomic_write_json, read_json
@@ -92,7 +93,7 @@ def test_onboarding_writes_private_and_redacted_specs_and_smoke_runs(onboarded: 
     assert "hostname" not in public
     assert private["hostname"] not in json.dumps(public)
     assert public["tags"] == ["cpu", "linux"] and public["cost_per_hour"] == 0.25
-    catalog = read_json(layout.catalog_path)
+    catalog = catalog_doc(layout.catalog_path)
     [smoke] = [e for e in catalog["runs"] if e["machine_id"] == "box1"]
     assert smoke["status"] == "ok" and "smoke" in smoke["tags"]
     assert "box1" in read_json(layout.inventory_path)["machines"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.kit.catalog import catalog_doc
 from tests.kit.configs import write_sweep
 from tests.sweep import order_plugins
 from tests.sweep.lab import ONE_ATTEMPT, command_params
@@ -81,7 +82,7 @@ def test_repeats_are_own_runs_in_one_series(tmp_path: Path, env: Path, capsys) -
     assert sorted((r["spec"].get("repeat") or 0) for r in found) == [0, 1, 2]
     assert len({json.dumps(r["identity"], sort_keys=True) for r in found}) == 1
     assert main(["catalog", "build"]) == 0
-    catalog = json.loads((env / "catalog.json").read_text())
+    catalog = catalog_doc(env / "catalog.json")
     assert len(catalog["runs"]) == 3 and len({e["series"] for e in catalog["runs"]}) == 1
 
 
@@ -281,12 +282,12 @@ def test_mark_outlier_survives_a_rebuild(tmp_path: Path, env: Path, capsys) -> N
     assert main(["mark-outlier", record["run_id"], "--reason", "thermal throttling"]) == 0
     assert main(["catalog", "build"]) == 0
     assert main(["catalog", "build"]) == 0
-    (entry,) = json.loads((env / "catalog.json").read_text())["runs"]
+    (entry,) = catalog_doc(env / "catalog.json")["runs"]
     assert "outlier" in entry["tags"]
     (marked,) = records(env)
     assert "marked as an outlier by hand: thermal throttling" in marked["warnings"]
     assert main(["mark-outlier", record["run_id"], "--clear"]) == 0
     assert main(["catalog", "build"]) == 0
-    (entry,) = json.loads((env / "catalog.json").read_text())["runs"]
+    (entry,) = catalog_doc(env / "catalog.json")["runs"]
     assert "outlier" not in entry["tags"]
     assert main(["mark-outlier", "local-nope-f32-batch-00000000-20260101T000000Z"]) != 0

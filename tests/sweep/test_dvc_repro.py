@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.kit.catalog import catalog_doc
 from tests.kit.configs import write_sweep
 from tests.sweep.lab import ONE_ATTEMPT, command_params
 
@@ -99,7 +100,7 @@ def test_dvc_repro_in_a_fresh_clone(tmp_path: Path) -> None:
     assert "2 run(s) in " in first.stdout
     machine = clone / "experiments" / "benchmark" / "runs" / "by-machine" / "local"
     runs = sorted(p.name for p in machine.iterdir() if p.is_dir())
-    catalog = json.loads((clone / "experiments" / "benchmark" / "catalog.json").read_text())
+    catalog = catalog_doc(clone / "experiments" / "benchmark" / "catalog.json")
     assert sorted(e["run_id"] for e in catalog["runs"] if e["machine_id"] == "local") == runs
     assert len(runs) == 2
     assert other["run_id"] in {e["run_id"] for e in catalog["runs"]}, "the union lost a run"
@@ -116,7 +117,7 @@ def test_dvc_repro_in_a_fresh_clone(tmp_path: Path) -> None:
     assert len([p for p in machine.iterdir() if p.is_dir()]) == 4
     for path, mtime in mtimes.items():
         assert path.stat().st_mtime_ns == mtime, f"{path} was rewritten"
-    catalog = json.loads((clone / "experiments" / "benchmark" / "catalog.json").read_text())
+    catalog = catalog_doc(clone / "experiments" / "benchmark" / "catalog.json")
     assert len(catalog["runs"]) == 5
 
 
@@ -146,7 +147,7 @@ def test_dvc_repro_concurrent_with_a_failed_point_goes_on_unless_asked(tmp_path:
     first = run(["dvc", "repro", "catalog"], clone)
     assert "bench run experiments/sweeps/flaky.yaml --concurrent" in first.stdout
     assert "FAILED 1 point(s)" in first.stdout and "Running stage 'catalog'" in first.stdout
-    catalog = json.loads((clone / "experiments" / "benchmark" / "catalog.json").read_text())
+    catalog = catalog_doc(clone / "experiments" / "benchmark" / "catalog.json")
     local = [e for e in catalog["runs"] if e["machine_id"] == "local"]
     assert sorted(e["status"] for e in local) == ["failed", "ok"]
 

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.kit.catalog import catalog_doc
 from tests.kit.configs import write_sweep
 from tests.sweep.lab import ONE_ATTEMPT
 
@@ -49,7 +50,7 @@ def test_progress_record_catalog_best_exporter_agree(
 
     assert main(["catalog", "build"]) == 0
     capsys.readouterr()
-    [entry] = json.loads((store / "catalog.json").read_text())["runs"]
+    [entry] = catalog_doc(store / "catalog.json")["runs"]
     assert entry["prefill_tok_per_sec"] == prefill
     assert entry["threads"] == 1 and entry["prompt_tokens"] == 16 and entry["tests"][0] == "pp16"
 
