@@ -58,8 +58,9 @@ MODEL = "smollm2-135m"
 QUERY_REPEAT = 5
 PUBLIC = ("catalog.json", "catalog", "machines")
 """What the tracked public catalog is, relative to the store root (pathspecs for git)."""
-PRIVATE_SNAPSHOT = ("runs/.catalog-cache.json",)
-"""Private files a build rewrites and the baseline must hold too."""
+PRIVATE_SNAPSHOT = ("runs/.catalog-cache.json", "runs/.catalog-cache", "runs/.cache")
+"""Private caches (files or dirs) a build or query rewrites: the build cache (a JSON file, or
+a dir of marshal files that vouches for them by their stat) and the query cache."""
 FORMAT_ENV = "BENCHLAB_CATALOG_FORMAT"
 MB = 1_000_000
 KIB = 1024
@@ -235,8 +236,17 @@ def public_files(store: Path) -> list[str]:
     return sorted(found)
 
 
-def snapshot_files(store: Path) -> list[str]:
-    return public_files(store) + [p for p in PRIVATE_SNAPSHOT if (store / p).exists()]
+def private_files(store: Path) -> list[str]:
+    """The files of the private caches, relative to the store (posix), sorted."""
+    found = []
+    for top in PRIVATE_SNAPSHOT:
+        path = store / top
+        if path.is_file():
+            found.append(top)
+        elif path.is_dir():
+            for dirpath, _dirs, files in os.walk(path):
+                found += [Path(dirpath, n).relative_to(store).as_posix() for n in files]
+    return sorted(found)
 
 
 def largest_tracked(store: Path) -> tuple[str, int]:
@@ -247,14 +257,31 @@ def largest_tracked(store: Path) -> tuple[str, int]:
 
 def clear_derived(store: Path) -> None:
     """Everything a build or a query writes, so the full build starts from nothing."""
-    for name in ("catalog.json", *PRIVATE_SNAPSHOT):
-        (store / name).unlink(missing_ok=True)
-    for name in ("catalog", "machines", "runs/by-model", "runs/by-date", "runs/.cache"):
-        shutil.rmtree(store / name, ignore_errors=True)
+    for name in ("catalog.json", "catalog", "machines", "runs/by-model", "runs/by-date"):
+        if (store / name).is_dir():
+            shutil.rmtree(store / name)
+        else:
+            (store / name).unlink(missing_ok=True)
+    for name in PRIVATE_SNAPSHOT:
+        if (store / name).is_dir():
+            shutil.rmtree(store / name)
+        else:
+            (store / name).unlink(missing_ok=True)
+
+
+def snapshot_files(store: Path) -> list[str]:
+    return public_files(store) + private_files(store)
+
+
+def _signature(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_ino, stat.st_size, stat.st_mtime_ns]
 
 
 def take_snapshot(perf: Perf) -> None:
-    """Hard links to every snapshot file in baseline/files, and their inodes."""
+    """The baseline: a hard link to every public file and private cache file, with its
+    (inode, size, mtime). Caches are linked too: the v3 build cache vouches for its own
+    files by their stat, so a copy would be ignored."""
     files = perf.baseline / "files"
     shutil.rmtree(files, ignore_errors=True)
     manifest = {}
@@ -262,8 +289,19 @@ def take_snapshot(perf: Perf) -> None:
         target = files / name
         target.parent.mkdir(parents=True, exist_ok=True)
         os.link(perf.store / name, target)
-        manifest[name] = target.stat().st_ino
+        manifest[name] = _signature(target)
     (perf.baseline / "manifest.json").write_text(json.dumps(manifest, sort_keys=True))
+
+
+def _check_baseline(perf: Perf, manifest: dict[str, list[int]]) -> None:
+    """Links hold the baseline only while every writer replaces files by rename; a file
+    written in place would change the baseline with it. Refuse to measure on from that."""
+    for name, signature in manifest.items():
+        if _signature(perf.baseline / "files" / name) != signature:
+            raise SystemExit(
+                f"{perf.baseline / 'files' / name}: changed in place since the snapshot; "
+                "the baseline is lost: rerun with --full-again"
+            )
 
 
 def _remove(path: Path, stop: Path) -> None:
@@ -303,12 +341,12 @@ def restore(perf: Perf, first: int, count: int) -> None:
     from benchlab.catalog.views import view_names
 
     store = perf.store
-    manifest: dict[str, int] = json.loads((perf.baseline / "manifest.json").read_text())
-    current = snapshot_files(store)
+    manifest: dict[str, list[int]] = json.loads((perf.baseline / "manifest.json").read_text())
+    _check_baseline(perf, manifest)
     changed = [
         name
-        for name in current
-        if name not in manifest or (store / name).stat().st_ino != manifest[name]
+        for name in snapshot_files(store)
+        if name not in manifest or (store / name).stat().st_ino != manifest[name][0]
     ]
     added = [make_fleet.run_documents(SEED, i, perf.step) for i in range(first, first + count)]
     wanted = {docs["run_id"] for docs in added}
@@ -321,9 +359,9 @@ def restore(perf: Perf, first: int, count: int) -> None:
     for name in changed:
         if name not in manifest:
             _remove(store / name, store)
-    for name, inode in manifest.items():
+    for name, signature in manifest.items():
         path = store / name
-        if path.exists() and path.stat().st_ino == inode:
+        if path.exists() and path.stat().st_ino == signature[0]:
             continue
         tmp = path.with_name(f".{path.name}.restore")
         tmp.unlink(missing_ok=True)
@@ -337,7 +375,13 @@ def recover(perf: Perf) -> None:
     """Undo a round that did not finish (the script was stopped mid-round)."""
     state = perf.state()
     pending = state.get("added")
-    if pending and state.get("format") == perf.fmt and (perf.baseline / "manifest.json").exists():
+    manifest = perf.baseline / "manifest.json"
+    if manifest.exists() and not all(
+        isinstance(v, list) for v in json.loads(manifest.read_text()).values()
+    ):
+        (perf.baseline / "full.json").unlink(missing_ok=True)  # an older layout: build again
+        return
+    if pending and state.get("format") == perf.fmt and manifest.exists():
         print(f"removing {pending[1]} runs left by an unfinished round ...", flush=True)
         restore(perf, pending[0], pending[1])
 
