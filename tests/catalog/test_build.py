@@ -1,4 +1,5 @@
-"""`bench catalog build` and `validate` on a small synthetic fleet."""
+"""`bench catalog build` and `validate` on a small synthetic fleet (the sharded v3 catalog;
+the single-file v2 catalog where a test is about it)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.catalog.build import build
+from benchlab.catalog.build import FORMAT_ENV, build
+from benchlab.catalog.merge_driver import merge_files
+from benchlab.catalog.read import LoadedCatalog, load_catalog
+from benchlab.catalog.shards import iter_shards, parse_lines, render_shard
 from benchlab.catalog.text import reusable_items
 from benchlab.catalog.validate import validate
 from benchlab.errors import SchemaError
@@ -25,6 +29,11 @@ def fleet(store: Path, make_fleet: Callable[..., list[str]]) -> Path:
     return store
 
 
+@pytest.fixture
+def v2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FORMAT_ENV, "v2")
+
+
 def views(root: Path) -> list[str]:
     runs = root / "runs"
     return sorted(
@@ -34,18 +43,51 @@ def views(root: Path) -> list[str]:
     )
 
 
+def catalog(root: Path) -> LoadedCatalog:
+    return load_catalog(root / "catalog.json")
+
+
+def tracked(root: Path) -> dict[str, bytes]:
+    """Every public catalog file: the head, the shards, the inventory."""
+    files = {name: path.read_bytes() for name, path in iter_shards(root / "catalog.json")}
+    for name in ("catalog.json", "machines/catalog.json"):
+        files[name] = (root / name).read_bytes()
+    return files
+
+
+def pull(ours: Path, theirs: Path) -> None:
+    """What `git pull` through the merge driver leaves: their catalog files merged into ours."""
+    merge_files(ours / "catalog.json", ours / "catalog.json", theirs / "catalog.json")
+    for name, path in iter_shards(theirs / "catalog.json"):
+        target = ours / name
+        if target.exists():
+            merge_files(target, target, path, name)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+
+
 def test_build_writes_a_valid_redacted_catalog(fleet: Path, bench: Bench) -> None:
     code, out, err = bench("--store", str(fleet), "catalog", "build")
     assert (code, err) == (0, "")
     assert out.startswith("catalog: 40 new, 0 changed, 0 kept, 40 runs")
     text = (fleet / "catalog.json").read_text()
-    doc = json.loads(text)
-    assert text == canonical_json(doc)
-    assert [e["run_id"] for e in doc["runs"]] == sorted(e["run_id"] for e in doc["runs"])
-    assert doc["last_updated"] == max(e["timestamp"] for e in doc["runs"])
-    assert sum(m["runs"] for m in doc["machines"].values()) == 40
-    assert {e["status"] for e in doc["runs"]} <= {"ok", "failed"}
-    everything = text + (fleet / "machines" / "catalog.json").read_text()
+    head = json.loads(text)
+    assert text == canonical_json(head)
+    assert head["$schema"] == "benchmark/catalog.v3" and "runs" not in head
+    shards = {name: path.read_bytes() for name, path in iter_shards(fleet / "catalog.json")}
+    for name, raw in shards.items():
+        assert raw == render_shard(parse_lines(raw, name))  # canonical, sorted by run id
+    runs = catalog(fleet).runs
+    assert len(runs) == 40
+    assert [e["run_id"] for e in runs] == sorted(e["run_id"] for e in runs)
+    assert catalog(fleet).last_updated == max(e["timestamp"] for e in runs)
+    assert sum(m["runs"] for m in catalog(fleet).machines.values()) == 40
+    assert {e["status"] for e in runs} <= {"ok", "failed"}
+    everything = "".join(
+        [text, (fleet / "machines" / "catalog.json").read_text()]
+        + [raw.decode() for raw in shards.values()]
+    )
     assert "hostname" not in everything
     assert "ANTHONY-WIN" not in everything and "raspberrypi" not in everything
     assert str(fleet) not in everything
@@ -61,8 +103,7 @@ def test_two_builds_from_the_same_runs_are_byte_identical(
     build(Store(one))
     build(Store(two), full=True)
     build(Store(two))  # and a no-op rebuild changes nothing
-    for name in ("catalog.json", "machines/catalog.json"):
-        assert (one / name).read_bytes() == (two / name).read_bytes()
+    assert tracked(one) == tracked(two)
     assert views(one) == views(two)
 
 
@@ -75,9 +116,9 @@ def test_incremental_build_reads_only_new_dirs(
     second = build(Store(fleet))
     assert (second.new, second.dirs_read, second.dirs_unchanged) == (5, 5, 40)
     assert second.total == 45 and second.kept == 40
-    incremental = (fleet / "catalog.json").read_bytes()
+    incremental = tracked(fleet)
     build(Store(fleet), full=True)
-    assert (fleet / "catalog.json").read_bytes() == incremental
+    assert tracked(fleet) == incremental
     assert len(views(fleet)) == 90
 
 
@@ -94,30 +135,26 @@ def test_a_rewritten_record_is_read_again_and_is_the_truth(fleet: Path) -> None:
     tmp.replace(record_path)  # how the runner writes: a rename into the dir
     result = build(Store(fleet))
     assert result.dirs_read == 1
-    entry = next(
-        e
-        for e in json.loads((fleet / "catalog.json").read_text())["runs"]
-        if e["run_id"] == record["run_id"]
-    )
+    entry = catalog(fleet).entry(record["run_id"])
     # The run dir on this clone is the truth about its run, in both directions: a run
     # found broken after the fact is marked failed, a retried one ok.
     assert entry["status"] == record["status"]
     assert result.changed == 1
-    incremental = (fleet / "catalog.json").read_bytes()
+    incremental = tracked(fleet)
     build(Store(fleet), full=True)
-    assert (fleet / "catalog.json").read_bytes() == incremental
+    assert tracked(fleet) == incremental
 
 
 def test_entries_whose_run_dirs_vanished_are_kept(fleet: Path, bench: Bench) -> None:
     build(Store(fleet))
-    before = json.loads((fleet / "catalog.json").read_text())
+    before = catalog(fleet).runs
     gone = sorted((fleet / "runs" / "by-machine").glob("*/*-20*Z"))[:3]
     for run_dir in gone:
         shutil.rmtree(run_dir)
     result = build(Store(fleet), full=True)
     assert result.total == 40 and result.kept == 40
-    after = json.loads((fleet / "catalog.json").read_text())
-    assert after == before
+    assert catalog(fleet).runs == before
+    assert len(views(fleet)) == 80  # the absent runs keep their views too
     code, out, err = bench("--store", str(fleet), "catalog", "validate")
     assert code == 0
     assert "40 runs valid, 3 run dirs absent here" in out
@@ -128,10 +165,9 @@ def test_entries_whose_run_dirs_vanished_are_kept(fleet: Path, bench: Bench) -> 
 
 def test_views_follow_the_catalog(fleet: Path) -> None:
     build(Store(fleet))
-    doc = json.loads((fleet / "catalog.json").read_text())
     names = views(fleet)
     assert len(names) == 80
-    entry = doc["runs"][0]
+    entry = catalog(fleet).runs[0]
     by_date = fleet / "runs" / "by-date" / entry["timestamp"][:10] / f"{entry['run_id']}.json"
     assert json.loads(by_date.read_text()) == entry
     stale = fleet / "runs" / "by-model" / "gone-model" / "x.json"
@@ -151,29 +187,59 @@ def test_a_pulled_catalog_is_revalidated_and_its_new_entries_get_views(
     other = tmp_path / "other"
     make_fleet(other, 3, seed=99)
     build(Store(other))
-    # What `git merge` with the driver leaves: the union of both catalogs.
-    from benchlab.catalog.merge import merge_catalogs
-    from benchlab.catalog.text import render_catalog
-
-    mine = json.loads((fleet / "catalog.json").read_text())
-    theirs = json.loads((other / "catalog.json").read_text())
-    (fleet / "catalog.json").write_text(render_catalog(merge_catalogs(mine, theirs)))
+    pull(fleet, other)
     result = build(Store(fleet))
     assert (result.total, result.dirs_read) == (43, 0)
     assert len(views(fleet)) == 86
+    assert len(catalog(fleet).runs) == 43
+
+
+def test_a_pulled_shard_that_is_broken_stops_the_build(
+    fleet: Path, tmp_path: Path, make_fleet: Callable[..., list[str]]
+) -> None:
+    build(Store(fleet))
+    name, path = next(iter_shards(fleet / "catalog.json"))
+    line = json.loads(path.read_bytes().splitlines()[0])
+    line["status"] = "maybe"
+    path.write_bytes(path.read_bytes() + json.dumps(line).encode() + b"\n")
+    before = tracked(fleet)
+    with pytest.raises(SchemaError, match=re.escape(name)):
+        build(Store(fleet))
+    assert tracked(fleet) == before
 
 
 def test_machine_summaries_come_from_specs_without_hostnames(fleet: Path) -> None:
     build(Store(fleet))
-    doc = json.loads((fleet / "catalog.json").read_text())
-    pi5 = doc["machines"].get("pi5") or next(iter(doc["machines"].values()))
+    machines = catalog(fleet).machines
+    pi5 = machines.get("pi5") or next(iter(machines.values()))
     assert set(pi5) >= {"id", "os", "arch", "cpu_cores", "runs", "last_run"}
+    head = json.loads((fleet / "catalog.json").read_text())
+    assert set(head["machines"]) == set(machines)
+    assert "hostname" not in json.dumps(head)
     inventory = json.loads((fleet / "machines" / "catalog.json").read_text())
     assert inventory["$schema"] == "benchmark/machine-inventory.v1"
-    assert set(inventory["machines"]) >= set(doc["machines"])
+    assert set(inventory["machines"]) >= set(machines)
+    assert all(m["checklist"]["in_catalog"] for k, m in inventory["machines"].items())
 
 
-def test_reusable_items_split_exactly(fleet: Path) -> None:
+def test_json_summary(fleet: Path, bench: Bench) -> None:
+    code, out, _ = bench("--store", str(fleet), "catalog", "build", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["new"] == 40
+
+
+def test_an_empty_store_builds_an_empty_catalog(store: Path, bench: Bench) -> None:
+    code, out, _ = bench("--store", str(store), "catalog", "build")
+    assert code == 0 and out.startswith("catalog: 0 new, 0 changed, 0 kept, 0 runs")
+    assert catalog(store).runs == [] and catalog(store).last_updated is None
+    assert not list(iter_shards(store / "catalog.json"))
+    assert bench("--store", str(store), "catalog", "validate")[0] == 0
+
+
+# --- the single-file v2 catalog ($BENCHLAB_CATALOG_FORMAT=v2) --------------------------------
+
+
+def test_v2_reusable_items_split_exactly(fleet: Path, v2: None) -> None:
     build(Store(fleet))
     text = (fleet / "catalog.json").read_text()
     runs = json.loads(text)["runs"]
@@ -183,7 +249,7 @@ def test_reusable_items_split_exactly(fleet: Path) -> None:
         assert json.loads(items[entry["run_id"]]) == entry
 
 
-def test_validate_rejects_an_index_that_disagrees(fleet: Path, bench: Bench) -> None:
+def test_v2_validate_rejects_an_index_that_disagrees(fleet: Path, bench: Bench, v2: None) -> None:
     build(Store(fleet))
     path = fleet / "catalog.json"
     doc = json.loads(path.read_text())
@@ -197,7 +263,7 @@ def test_validate_rejects_an_index_that_disagrees(fleet: Path, bench: Bench) -> 
     assert len(err.strip().splitlines()) == 1
 
 
-def test_validate_rejects_machine_counts_that_disagree(fleet: Path) -> None:
+def test_v2_validate_rejects_machine_counts_that_disagree(fleet: Path, v2: None) -> None:
     build(Store(fleet))
     path = fleet / "catalog.json"
     doc = json.loads(path.read_text())
@@ -208,15 +274,14 @@ def test_validate_rejects_machine_counts_that_disagree(fleet: Path) -> None:
         validate(Store(fleet))
 
 
-def test_json_summary(fleet: Path, bench: Bench) -> None:
-    code, out, _ = bench("--store", str(fleet), "catalog", "build", "--format", "json")
-    assert code == 0
-    assert json.loads(out)["new"] == 40
-
-
-def test_an_empty_store_builds_an_empty_catalog(store: Path, bench: Bench) -> None:
-    code, out, _ = bench("--store", str(store), "catalog", "build")
-    assert code == 0 and out.startswith("catalog: 0 new, 0 changed, 0 kept, 0 runs")
-    doc = json.loads((store / "catalog.json").read_text())
-    assert doc["runs"] == [] and "last_updated" not in doc
-    assert bench("--store", str(store), "catalog", "validate")[0] == 0
+def test_v2_incremental_and_full_builds_agree(
+    fleet: Path, make_fleet: Callable[..., list[str]], v2: None
+) -> None:
+    assert build(Store(fleet)).dirs_read == 40
+    make_fleet(fleet, 5, seed=7, first=40, step_s=388800)
+    second = build(Store(fleet))
+    assert (second.new, second.dirs_read, second.dirs_unchanged) == (5, 5, 40)
+    incremental = (fleet / "catalog.json").read_bytes()
+    build(Store(fleet), full=True)
+    assert (fleet / "catalog.json").read_bytes() == incremental
+    assert len(json.loads(incremental)["runs"]) == 45

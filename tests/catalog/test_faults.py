@@ -13,13 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.kit.fleet import load_make_fleet
 
 from benchlab.catalog import build as build_module
-from benchlab.catalog.build import LOCK_NAME, build
-from benchlab.catalog.merge import merge_catalogs
+from benchlab.catalog import build_v3
+from benchlab.catalog.build import FORMAT_ENV, LOCK_NAME, build
+from benchlab.catalog.merge import merge_heads
+from benchlab.catalog.read import load_catalog
+from benchlab.catalog.shards import merge_shard_bytes, parse_lines, shard_name
+from benchlab.catalog.text import render
 from benchlab.catalog.validate import validate
 from benchlab.errors import StoreError
-from benchlab.layout import Store, canonical_json
+from benchlab.layout import Store
 
 Bench = Callable[..., tuple[int, str, str]]
 REPO = Path(__file__).resolve().parents[2]
@@ -31,14 +36,29 @@ def fleet(store: Path, make_fleet: Callable[..., list[str]]) -> Path:
     return store
 
 
+STEP = 3600
+
+
+def replace_by_rename(path: Path, data: bytes) -> None:
+    """Another process (git) replaces a file by rename, as a checkout does."""
+    script = (
+        "import os, sys; p = sys.argv[1]; open(p + '.pull', 'wb').write(sys.stdin.buffer.read()); "
+        "os.replace(p + '.pull', p)"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path)], input=data, check=True)
+
+
 def test_a_catalog_replaced_during_a_build_loses_nothing(
     fleet: Path, make_fleet: Callable[..., list[str]], tmp_path: Path, monkeypatch
 ) -> None:
-    """A `git pull` lands a catalog.json with another clone's runs while this clone builds:
-    the build merges them in instead of writing over them."""
+    """A `git pull` merges a v2 clone's catalog.json into ours (the driver keeps its runs
+    inline in the v3 head) while this clone builds: the build shards them instead of
+    writing over them."""
     other = tmp_path / "other" / "experiments" / "benchmark"
     make_fleet(other, 4, seed=10, first=500)
-    build(Store(other))
+    with monkeypatch.context() as patch:
+        patch.setenv(FORMAT_ENV, "v2")
+        build(Store(other))
     pulled = json.loads((other / "catalog.json").read_text())
     theirs = {e["run_id"] for e in pulled["runs"]}
     build(Store(fleet))
@@ -46,48 +66,115 @@ def test_a_catalog_replaced_during_a_build_loses_nothing(
 
     real_specs = build_module._machine_specs
 
-    def pull_while_scanning(store: Store) -> dict:
-        # Another process (git) replaces catalog.json by rename, mid-build.
+    def pull_while_building(store: Store) -> dict:
         mine = json.loads((fleet / "catalog.json").read_text())
-        merged = canonical_json(merge_catalogs(mine, pulled))
-        script = (
-            "import os, sys; p = sys.argv[1]; open(p + '.pull', 'w').write(sys.argv[2]); "
-            "os.replace(p + '.pull', p)"
-        )
-        subprocess.run(
-            [sys.executable, "-c", script, str(fleet / "catalog.json"), merged], check=True
-        )
+        replace_by_rename(fleet / "catalog.json", render(merge_heads(mine, pulled)).encode())
         return real_specs(store)
 
-    monkeypatch.setattr(build_module, "_machine_specs", pull_while_scanning)
+    monkeypatch.setattr(build_module, "_machine_specs", pull_while_building)
     result = build(Store(fleet))
-    ids = {e["run_id"] for e in json.loads((fleet / "catalog.json").read_text())["runs"]}
+    ids = {e["run_id"] for e in load_catalog(fleet / "catalog.json").runs}
     assert theirs <= ids, "the pulled runs were dropped"
     assert result.concurrent_merged == len(theirs) and len(ids) == 23 + len(theirs)
+    assert "runs" not in json.loads((fleet / "catalog.json").read_text())  # now in shards
     assert validate(Store(fleet)).runs == len(ids)
 
 
-def test_a_run_file_corrected_in_place_is_read_again(fleet: Path) -> None:
-    """No rename, and the dir's mtime put back: the file's own identity still moved."""
+def test_a_shard_replaced_during_a_build_loses_nothing(
+    fleet: Path, make_fleet: Callable[..., list[str]], tmp_path: Path, monkeypatch
+) -> None:
+    """Another clone's run lands in the very shard this build is about to rewrite, pulled
+    between the build reading that shard and replacing it: both runs stay."""
     build(Store(fleet))
-    record_path = next(
-        p
-        for p in sorted(fleet.glob("runs/by-machine/*/*/record.json"))
-        if json.loads(p.read_text())["status"] == "ok"
+    fleet_module = load_make_fleet()
+    mine = fleet_module.run_documents(9, 20, STEP)
+    week = shard_name(
+        {"machine_id": mine["machine"], "timestamp": mine["manifest.json"]["timestamp"]}
     )
-    dir_stat = record_path.parent.stat()
+    index = next(
+        i
+        for i in range(21, 400)
+        if shard_name(
+            {
+                "machine_id": (doc := fleet_module.run_documents(9, i, STEP))["machine"],
+                "timestamp": doc["manifest.json"]["timestamp"],
+            }
+        )
+        == week
+    )
+    other = tmp_path / "other" / "experiments" / "benchmark"
+    [theirs] = make_fleet(other, 1, seed=9, first=index, step_s=STEP)
+    build(Store(other))
+    [ours] = make_fleet(fleet, 1, seed=9, first=20, step_s=STEP)
+
+    real_specs = build_module._machine_specs
+
+    def pull_while_building(store: Store) -> dict:
+        target = fleet / week  # may not be there yet: this build is about to make it
+        ours_now = target.read_bytes() if target.exists() else b""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        replace_by_rename(target, merge_shard_bytes(ours_now, (other / week).read_bytes()))
+        return real_specs(store)
+
+    monkeypatch.setattr(build_module, "_machine_specs", pull_while_building)
+    result = build(Store(fleet))
+    assert (result.new, result.concurrent_merged) == (1, 1)
+    lines = parse_lines((fleet / week).read_bytes(), week)
+    assert {ours, theirs} <= {e["run_id"] for e in lines}
+    assert validate(Store(fleet)).runs == 22
+    monkeypatch.undo()
+    again = build(Store(fleet))  # their run is known now: nothing to do
+    assert (again.new, again.dirs_read, again.total) == (0, 0, 22)
+
+
+def edit_in_place(record_path: Path, **changes: object) -> dict:
     record = json.loads(record_path.read_text())
-    record.update(status="failed", failure_kind="parse", error="found broken later")
+    record.update(changes)
     with open(record_path, "r+", encoding="utf-8") as handle:  # in place, same inode
         handle.seek(0)
         handle.write(json.dumps(record))
         handle.truncate()
+    return record
+
+
+def ok_record(fleet: Path) -> Path:
+    return next(
+        p
+        for p in sorted(fleet.glob("runs/by-machine/*/*/record.json"))
+        if json.loads(p.read_text())["status"] == "ok"
+    )
+
+
+def test_a_run_dir_whose_mtime_was_put_back_is_read_again(fleet: Path) -> None:
+    """A file corrected in place and the dir's mtime put back (`rsync -a`, `cp -p`): the
+    dir's ctime still moved."""
+    build(Store(fleet))
+    record_path = ok_record(fleet)
+    dir_stat = record_path.parent.stat()
+    record = edit_in_place(record_path, status="failed", failure_kind="parse", error="later")
     os.utime(record_path.parent, ns=(dir_stat.st_atime_ns, dir_stat.st_mtime_ns))
     result = build(Store(fleet))
     assert (result.dirs_read, result.changed) == (1, 1)
-    catalog = json.loads((fleet / "catalog.json").read_text())
-    [entry] = [e for e in catalog["runs"] if e["run_id"] == record["run_id"]]
-    assert entry["status"] == "failed"
+    assert load_catalog(fleet / "catalog.json").entry(record["run_id"])["status"] == "failed"
+
+
+def test_a_run_file_corrected_in_place_is_read_again(fleet: Path, monkeypatch) -> None:
+    """An in-place edit leaves the dir's stat alone. Within a second of the dir's last
+    change its files' signatures are checked too (a change in the same timestamp tick);
+    after that, only `--full` (which re-reads every run dir) sees it."""
+    build(Store(fleet))  # the fleet was just written: its dirs are "racy"
+    record_path = ok_record(fleet)
+    record = edit_in_place(record_path, status="failed", failure_kind="parse", error="later")
+    result = build(Store(fleet))
+    assert (result.dirs_read, result.changed) == (1, 1)
+
+    monkeypatch.setattr(build_v3, "RACY_NS", -(10**18))  # as if every dir were old
+    build(Store(fleet))
+    edit_in_place(record_path, status="ok", failure_kind=None, error=None)
+    assert build(Store(fleet)).dirs_read == 0  # the incremental build does not look
+    result = build(Store(fleet), full=True)
+    assert (result.dirs_read, result.changed) == (20, 1)
+    assert load_catalog(fleet / "catalog.json").entry(record["run_id"])["status"] == "ok"
 
 
 def test_a_second_build_waits_for_the_lock_and_a_dead_holder_is_taken_over(fleet: Path) -> None:

@@ -36,7 +36,7 @@ from benchlab.layout import (
     read_json,
 )
 from benchlab.locks import ExclusiveFile
-from benchlab.redact import default_policy, scrub_public
+from benchlab.redact import ScanMemo, default_policy, scrub_public
 from benchlab.redact.policy import collect_store_names
 
 log = logging.getLogger("benchlab.catalog")
@@ -251,10 +251,12 @@ def scan(
     """Read the run dirs that changed since the cache was written (every dir without one).
 
     A dir whose files are unchanged and whose run id is `known` (still in the catalog) is
-    not read. Returns (fresh entries by run id, the new dir cache).
+    not read. Returns (fresh entries by run id, the new dir cache). (The v2 build's scan;
+    the v3 build has its own, see build_v3.)
     """
     hosts = collect_store_names(store.root).hosts
     policy = default_policy()
+    memo = ScanMemo(policy)
     passed: set[tuple[str, str]] = set()
     new_cache: dict[str, list[Any]] = {}
     scanned: dict[str, dict] = {}
@@ -274,7 +276,7 @@ def scan(
             result.warnings.append(f"{run_dir}: incomplete run dir skipped")
             continue
         try:
-            entry = extract_entry(store.root, run_dir, names, policy)
+            entry = extract_entry(store.root, run_dir, names, policy, memo)
             result.warnings.extend(check_public_entry(entry, hosts, policy, passed))
         except BenchlabError as exc:
             result.skipped += 1
@@ -288,7 +290,13 @@ def scan(
     return scanned, new_cache
 
 
-def build(store: Store, *, full: bool = False, progress: Progress | None = None) -> BuildResult:
+def build(
+    store: Store,
+    *,
+    full: bool = False,
+    progress: Progress | None = None,
+    jobs: int | None = None,
+) -> BuildResult:
     """Scan run dirs, union-merge them into catalog.json, write inventory and views.
 
     Every entry is read and checked before anything is written; a run dir that cannot be
@@ -298,10 +306,14 @@ def build(store: Store, *, full: bool = False, progress: Progress | None = None)
     Builds take the store's catalog lock; and just before catalog.json is replaced it is
     read again, and anything that arrived meanwhile (a `git pull` during `dvc repro`) is
     merged in rather than overwritten.
+
+    `full` re-reads every run dir (the only way to see a run file corrected in place, with
+    its dir left alone: see build_v3). `jobs`: worker processes that read run dirs when
+    there are many (a full build); default one per core.
     """
     store.require()
     with catalog_lock(store):
-        return _build(store, full=full, progress=progress)
+        return _build(store, full=full, progress=progress, jobs=jobs)
 
 
 FORMAT_ENV = "BENCHLAB_CATALOG_FORMAT"
@@ -330,11 +342,13 @@ def stored_format(path: Path) -> str:
     return "v3" if f'"$schema": "{CATALOG_V3}"'.encode() in start else "v2"
 
 
-def _build(store: Store, *, full: bool, progress: Progress | None) -> BuildResult:
+def _build(
+    store: Store, *, full: bool, progress: Progress | None, jobs: int | None = None
+) -> BuildResult:
     if catalog_format(store.catalog_path) == "v3":
         from benchlab.catalog.build_v3 import build_v3
 
-        return build_v3(store, full=full, progress=progress)
+        return build_v3(store, full=full, progress=progress, jobs=jobs)
     result = BuildResult()
     cache_path = store.runs_dir / CACHE_NAME
     cache = {} if full else _load_cache(cache_path)
@@ -452,11 +466,28 @@ def publish_specs(store: Store, specs: dict[str, Any]) -> int:
     return written
 
 
-def _warm_query_cache(store: Store, doc: dict[str, Any]) -> None:
-    """Hand the new catalog to the query cache, so the first question after a build is fast."""
-    from benchlab.catalog.read import prime_cache
+WARM_LIMIT_BYTES = 64 * 1024 * 1024
+"""Below this much shard text a v3 build reads its catalog back to warm the query cache."""
+
+
+def _warm_query_cache(store: Store, doc: dict[str, Any] | None = None) -> None:
+    """Hand the new catalog to the query cache, so the first question after a build is fast.
+
+    The one place every build that wrote the catalog calls. v2 passes the document it wrote
+    (`doc`). A v3 build holds no whole document: a catalog under WARM_LIMIT_BYTES of shards
+    is read back into the (marshal) query cache, about what the first query would pay;
+    larger ones are left to the first query. The columnar query cache's refresh belongs
+    here.
+    """
+    from benchlab.catalog.read import load_catalog, prime_cache
 
     try:
-        prime_cache(store.catalog_path, store.query_cache, doc)
+        if doc is not None:
+            prime_cache(store.catalog_path, store.query_cache, doc)
+            return
+        from benchlab.catalog.shards import shard_stats
+
+        if sum(size for _, size, _, _ in shard_stats(store.catalog_path)) <= WARM_LIMIT_BYTES:
+            load_catalog(store.catalog_path, store.query_cache)
     except (BenchlabError, OSError) as exc:  # an optimisation: never fail the build for it
         log.warning("query cache not warmed: %s", exc)

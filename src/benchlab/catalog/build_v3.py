@@ -1,213 +1,1144 @@
 """`bench catalog build` for the sharded v3 catalog (see `catalog.shards`).
 
-Why a build rewrites only the shards it touches: at a million runs the entries are about a
-gigabyte of text. A build reads the run dirs that changed (as the v2 build does), reads the
-shards their entries belong to, and rewrites those; every other shard is known from the
-private build cache (`runs/.catalog-cache.json`: each shard's size, mtime, inode, run ids
-and ok (model, precision) points), so neither the entries nor the derived inventory need
-the rest of the catalog. A shard whose file changed behind the cache's back (a `git pull`)
-is read and validated again.
+Why it is shaped like this: at a million runs the entries are about a gigabyte of text and
+the run dirs four million files. A build must neither hold every entry nor look at every
+file, and the from-scratch build must use every core.
+
+Incremental builds. The private build cache (`runs/.catalog-cache/`, marshal files: one per
+run-dir group `runs/<by-machine|public>/<machine>/`, and an index) keeps per run dir its
+stat (mtime, ctime, inode: runs are written by rename, so a changed run dir changes its
+mtime, and a dir whose mtime was put back still changes its ctime) and the shard its entry
+went to; per shard its stat, its ok (model, precision, status) points with their counts,
+and a hash of each run id. One stat per run dir finds what changed; only those dirs are
+read, and only the shards their entries land in are read and rewritten. A dir modified
+within a second of the scan may change again within the same timestamp tick, so such a
+"racy" dir also keeps its files' signatures (size, mtime, inode), checked next time, as git
+does for its index. A file corrected in place, without a rename and with the dir left
+alone, is not seen: `--full` re-reads every run dir.
+
+A dir is "known" while the shard its entry went to is unchanged since this build wrote it;
+a shard changed behind the cache (a `git pull`) is read and validated again, and a dir whose
+entry is no longer there is read again. Where a run id already lives in another shard (an
+entry pulled from another clone, or one whose timestamp moved it to another week) is found
+through the run-id hashes and checked against that shard's lines.
+
+Full builds (`--full`, or no usable cache) read every run dir in worker processes
+(`jobs`, default: every core); each worker scrubs through its own scan memo, writes the
+views of its entries, and hands back each entry as its canonical shard line. The parent
+keeps lines, not entry dicts, and writes a machine's shards as soon as its run dirs are
+all read, so memory holds about one machine's lines at a time.
 
 A v1 or v2 catalog.json (or a v3 one holding entries inline after a git merge with a v2
 clone) is migrated: its entries are placed into shards and catalog.json is rewritten as the
 v3 head. Nothing is dropped.
+
+Concurrency: the catalog lock keeps builds apart, but git does not take it. Just before a
+shard is replaced its stat is checked again, and just before catalog.json is replaced it is
+read again; what another writer put there meanwhile is union-merged (`order.winner` settles
+a shared run id), not overwritten.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
+import marshal
+import multiprocessing
+import os
+import time
+import zlib
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
+from benchlab.catalog import build as _build
 from benchlab.catalog.build import (
-    CACHE_NAME,
     BuildResult,
     Progress,
-    _load_cache,
-    _machine_specs,
+    _warm_query_cache,
     build_inventory,
     publish_specs,
-    scan,
     summary_from_specs,
 )
-from benchlab.catalog.document import load_inventory, parse_catalog, parse_shard_entries
-from benchlab.catalog.merge import _static_of, head_document
+from benchlab.catalog.document import (
+    check_head,
+    load_inventory,
+    parse_catalog,
+    parse_shard_entries,
+)
+from benchlab.catalog.extract import (
+    RUN_FILES,
+    check_public_entry,
+    extract_entry,
+    read_run_dir,
+)
+from benchlab.catalog.merge import _merge_static, _static_of, head_document
 from benchlab.catalog.order import winner
-from benchlab.catalog.shards import iter_shards, read_shard, render_shard, shard_name
+from benchlab.catalog.shards import (
+    decode_entry,
+    encode_line,
+    iter_shards,
+    parse_lines,
+    read_shard,
+    render_shard,
+    shard_name,
+)
 from benchlab.catalog.text import _digest, render
-from benchlab.catalog.views import rebuild_views, refresh_views
-from benchlab.errors import SchemaError
-from benchlab.layout import Store, atomic_write_bytes, loads_json
+from benchlab.catalog.views import ViewWriter, existing_views, remove_views, view_names
+from benchlab.errors import BenchlabError, SchemaError
+from benchlab.layout import (
+    RECORD,
+    REQUIRED_RUN_FILES,
+    Store,
+    atomic_write_bytes,
+    loads_json,
+)
 
-CACHE_VERSION = 3
+log = logging.getLogger("benchlab.catalog")
+
+CACHE_DIR = ".catalog-cache"
+CACHE_FORMAT = f"benchlab-catalog-build-cache/3 marshal{marshal.version}"
+LEGACY_CACHE = ".catalog-cache.json"
+"""The v2 build's JSON cache: nothing reads it once the catalog is v3, so a v3 build drops it."""
+RACY_NS = 1_000_000_000
+"""A run dir whose ctime is this close to the scan may still change within its timestamp's
+granularity: its files' signatures are kept and checked by the next build."""
+CHUNK = 1000
+"""Run dirs per task handed to a worker."""
+POOL_MIN = 2000
+"""Fewer run dirs to read (or stat) than this and the build reads them in its own process:
+starting workers costs more than it saves."""
+LOADED_LIMIT = 400_000
+"""Shard lines held before the loaded shards are written out and dropped."""
+
+GONE, SAME, CHANGED = 0, 1, 2  # a cached shard's state now
 
 
-def _points(entries: dict[str, dict]) -> list[list[Any]]:
-    """What the inventory's checklist needs of a shard: its distinct (model, precision,
-    status) triples."""
-    found = {
-        (e.get("model_id"), e.get("precision"), e.get("status", "ok")) for e in entries.values()
-    }
-    return sorted(([m, p, s] for m, p, s in found), key=lambda t: [str(x) for x in t])
+# --- small helpers ------------------------------------------------------------------------
 
 
-def _stat(path: Path) -> list[int]:
-    stat = path.stat()
+def id_hash(run_id: str) -> int:
+    """A stable 64-bit hash of a run id (crc32 and adler32): where to look for an id. Every
+    hit is checked against the shard's lines, so a collision only costs a read."""
+    data = run_id.encode("utf-8")
+    return (zlib.crc32(data) << 32) | zlib.adler32(data)
+
+
+def _hashes(ids: Iterable[str]) -> np.ndarray:
+    return np.sort(np.fromiter((id_hash(i) for i in ids), dtype=np.uint64))
+
+
+_ID_KEY = b'"run_id":"'
+
+
+def line_id(line: bytes) -> str:
+    """The run id of one canonical shard line, without parsing it where the key is unique
+    (run ids are letters, digits and `._+-`: never escaped)."""
+    start = line.find(_ID_KEY)
+    if start >= 0 and line.find(_ID_KEY, start + 1) < 0:
+        start += len(_ID_KEY)
+        end = line.find(b'"', start)
+        if end > 0 and b"\\" not in line[start:end]:
+            return line[start:end].decode("utf-8")
+    return str(orjson.loads(line)["run_id"])
+
+
+def _decode(line: bytes) -> dict[str, Any]:
+    return decode_entry(orjson.loads(line))
+
+
+def point_of(entry: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """What the inventory's checklist needs of an entry: (model, precision, status)."""
+    return (entry.get("model_id"), entry.get("precision"), entry.get("status", "ok"))
+
+
+def _points(counts: dict[tuple[Any, Any, Any], int]) -> list[list[Any]]:
+    return sorted(([m, p, s] for (m, p, s), n in counts.items() if n > 0), key=_point_key)
+
+
+def _point_key(point: list[Any]) -> list[str]:
+    return [str(x) for x in point]
+
+
+def _stat(path: Path | str) -> list[int] | None:
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
     return [stat.st_size, stat.st_mtime_ns, stat.st_ino]
 
 
-def build_v3(store: Store, *, full: bool, progress: Progress | None) -> BuildResult:
+# --- the build cache ----------------------------------------------------------------------
+
+
+@dataclass
+class GroupCache:
+    """What the cache keeps of one run-dir group (`runs/<base>/<machine>/`), names sorted.
+
+    `sigs` holds (mtime, ctime, inode) per dir; `shards` the id of the shard its entry went
+    to (-1: none, read it next time); `ids` the run ids that differ from their dir's name;
+    `racy` the files' signatures of dirs modified just before the scan."""
+
+    names: list[str] = field(default_factory=list)
+    sigs: array = field(default_factory=lambda: array("q"))
+    shards: array = field(default_factory=lambda: array("i"))
+    ids: dict[str, str] = field(default_factory=dict)
+    racy: dict[str, list[int]] = field(default_factory=dict)
+
+    def dump(self, key: str) -> bytes:
+        return marshal.dumps(
+            (
+                CACHE_FORMAT,
+                key,
+                "\n".join(self.names),
+                self.sigs.tobytes(),
+                self.shards.tobytes(),
+                self.ids,
+                self.racy,
+            )
+        )
+
+    @classmethod
+    def load(cls, data: bytes, key: str) -> GroupCache | None:
+        try:
+            fmt, stored, names, sigs, shards, ids, racy = marshal.loads(data)
+            if fmt != CACHE_FORMAT or stored != key:
+                return None
+            out = cls(names.split("\n") if names else [], array("q"), array("i"), ids, racy)
+            out.sigs.frombytes(sigs)
+            out.shards.frombytes(shards)
+        except (EOFError, ValueError, TypeError):
+            return None
+        if len(out.sigs) != 3 * len(out.names) or len(out.shards) != len(out.names):
+            return None
+        return out
+
+
+def _group_file(key: str) -> str:
+    return f"g-{hashlib.sha1(key.encode('utf-8')).hexdigest()[:20]}.marshal"
+
+
+class BuildCache:
+    """The private build cache under runs/ (gitignored with the rest of runs/): trusted
+    like a `.pyc`, written by benchlab alone; anything damaged or stale is ignored, which
+    only costs the reads it would have saved."""
+
+    def __init__(self, runs_dir: Path) -> None:
+        self.dir = runs_dir / CACHE_DIR
+        self.index: dict[str, Any] = {}
+
+    def load(self) -> bool:
+        try:
+            index = marshal.loads((self.dir / "index.marshal").read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            return False
+        if not isinstance(index, dict) or index.get("format") != CACHE_FORMAT:
+            return False
+        if not isinstance(index.get("shards"), list) or not isinstance(index.get("groups"), dict):
+            return False
+        self.index = index
+        return True
+
+    def group(self, key: str) -> GroupCache | None:
+        where = self.index.get("groups", {}).get(key)
+        if not where:
+            return None
+        path = self.dir / where[0]
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if _stat(path) != list(where[1:]):
+            return None  # not the file the index was written with
+        return GroupCache.load(data, key)
+
+    def save(
+        self,
+        head_digest: str,
+        shards: list[list[Any] | None],
+        groups: dict[str, GroupCache | None],
+    ) -> None:
+        """Write changed groups first, then the index naming them (a crash in between leaves
+        group files the index does not vouch for: they are ignored)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        listed = dict(self.index.get("groups", {}))
+        for key, group in groups.items():
+            if group is None:
+                continue
+            name = _group_file(key)
+            path = self.dir / name
+            atomic_write_bytes(path, group.dump(key), durable=False)
+            stat = _stat(path)
+            if stat is not None:
+                listed[key] = [name, *stat]
+        listed = {k: v for k, v in listed.items() if k in groups}
+        for stale in {p.name for p in self.dir.glob("g-*.marshal")} - {
+            v[0] for v in listed.values()
+        }:
+            with contextlib.suppress(OSError):
+                (self.dir / stale).unlink()
+        index = {"format": CACHE_FORMAT, "head": head_digest, "shards": shards, "groups": listed}
+        atomic_write_bytes(self.dir / "index.marshal", marshal.dumps(index), durable=False)
+
+
+# --- shards -------------------------------------------------------------------------------
+
+
+@dataclass
+class Shard:
+    """One shard as this build knows it: `stat` and `canonical` say when its file can be
+    read fast (split into lines, ids found without parsing); `lines` while loaded."""
+
+    name: str
+    stat: list[int] | None = None
+    canonical: bool = False
+    counts: dict[tuple[Any, Any, Any], int] = field(default_factory=dict)
+    hashes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint64))
+    ids: set[str] | None = None  # of a shard read again this build (for `known`)
+    lines: dict[str, bytes] | None = None
+    loaded_stat: list[int] | None = None
+    dirty: bool = False
+    visited: bool = False  # loaded at least once this build
+
+
+class ShardBook:
+    """Every shard of the catalog: what the cache says of the unchanged ones, the rest read
+    and validated again; loads, edits and writes shards on demand."""
+
+    def __init__(self, store: Store, result: BuildResult) -> None:
+        self.store = store
+        self.result = result
+        self.shards: list[Shard | None] = []
+        self.by_name: dict[str, int] = {}
+        self.state: bytearray = bytearray()  # per cached shard id: GONE, SAME or CHANGED
+        self.pulled: set[str] = set()  # shards changed behind the cache (incremental)
+        self._index: tuple[np.ndarray, np.ndarray] | None = None
+        self._recent: dict[str, int] = {}  # ids placed since the index was built
+        self.loaded_lines = 0
+        self.touched: dict[str, dict[str, Any]] = {}  # run id -> entry whose views to write
+        self.stale: set[str] = set()  # view names of replaced entries no entry has now
+        self.removed: list[dict[str, Any]] = []  # entries dropped (retracted)
+        self.fresh_ids: set[str] = set()
+        self.views: ViewWriter | None = None  # full builds: views of the entries kept
+        self.wanted: set[str] | None = None  # full builds over old views: every view name
+
+    # -- what is there
+
+    def open(self, cached: list[Any], trusted: bool, jobs: int) -> None:
+        """Compare the cache's shards with the files; read again those it cannot vouch for
+        (every shard when not `trusted`)."""
+        for row in cached:
+            if row is None:
+                self.shards.append(None)
+                continue
+            name, size, mtime, ino, counts, hashes = row
+            shard = Shard(name, [size, mtime, ino], True)
+            shard.counts = {(m, p, s): n for m, p, s, n in counts}
+            shard.hashes = np.frombuffer(hashes, dtype=np.uint64)
+            self.by_name[name] = len(self.shards)
+            self.shards.append(shard)
+        self.state = bytearray(len(self.shards))
+        stale: list[int] = []
+        for name, path in iter_shards(self.store.catalog_path):
+            sid = self.by_name.get(name)
+            if sid is not None and _stat(path) == self.shards[sid].stat:  # type: ignore[union-attr]
+                self.state[sid] = SAME
+                continue
+            if sid is None:
+                sid = self._add(name)
+            else:
+                self.state[sid] = CHANGED
+            stale.append(sid)
+        for sid in range(len(self.state)):
+            shard = self.shards[sid]
+            if shard is not None and self.state[sid] == GONE:
+                self.shards[sid] = None  # deleted behind the cache
+                del self.by_name[shard.name]
+        if trusted:
+            self.pulled = {self.shards[sid].name for sid in stale}  # type: ignore[union-attr]
+        self._validate(stale, jobs, keep_ids=trusted)
+
+    def _add(self, name: str) -> int:
+        sid = len(self.shards)
+        self.shards.append(Shard(name))
+        self.by_name[name] = sid
+        return sid
+
+    def _validate(self, sids: list[int], jobs: int, keep_ids: bool) -> None:
+        """Read and validate shards the cache cannot vouch for (in workers when many)."""
+        tasks = [
+            (self._shard(sid).name, str(self.store.root / self._shard(sid).name)) for sid in sids
+        ]
+        if len(tasks) > 8 and jobs > 1:
+            with _pool(min(jobs, len(tasks)), self.store) as pool:
+                checked = list(pool.imap(_check_shard, tasks))
+        else:
+            checked = [_check_shard(task) for task in tasks]
+        for sid, (stat, canonical, counts, ids) in zip(sids, checked, strict=True):
+            shard = self._shard(sid)
+            shard.stat, shard.canonical, shard.counts = stat, canonical, counts
+            shard.hashes = _hashes(ids)
+            shard.ids = set(ids) if keep_ids else None
+        self._index = None
+
+    def _shard(self, sid: int) -> Shard:
+        shard = self.shards[sid]
+        assert shard is not None
+        return shard
+
+    def known(self, sid: int, run_id: str) -> bool:
+        """Is the entry the cache placed in shard `sid` still in the catalog?"""
+        if sid < 0 or sid >= len(self.state):
+            return False
+        state = self.state[sid]
+        if state == SAME:
+            return True
+        shard = self.shards[sid]
+        return (
+            state == CHANGED and shard is not None and shard.ids is not None and run_id in shard.ids
+        )
+
+    def where(self, run_ids: list[str]) -> list[list[int]]:
+        """Per run id, the shards that may hold it (by hash; callers check the lines)."""
+        if self._index is None:
+            parts = [(s.hashes, sid) for sid, s in enumerate(self.shards) if s is not None]
+            if parts:
+                hashes = np.concatenate([h for h, _ in parts])
+                owners = np.concatenate([np.full(len(h), sid, np.int32) for h, sid in parts])
+            else:
+                hashes, owners = np.empty(0, np.uint64), np.empty(0, np.int32)
+            order = np.argsort(hashes, kind="stable")
+            self._index = (hashes[order], owners[order])
+            self._recent = {}
+        hashes, owners = self._index
+        keys = np.fromiter((id_hash(r) for r in run_ids), dtype=np.uint64, count=len(run_ids))
+        lo = np.searchsorted(hashes, keys, "left")
+        hi = np.searchsorted(hashes, keys, "right")
+        out = []
+        for run_id, a, b in zip(run_ids, lo.tolist(), hi.tolist(), strict=True):
+            found = {int(s) for s in owners[a:b]} if b > a else set()
+            recent = self._recent.get(run_id)
+            if recent is not None:
+                found.add(recent)
+            out.append(sorted(found))
+        return out
+
+    def holds(self, run_id: str) -> bool:
+        return any(
+            self.shards[sid] is not None and run_id in self.lines(sid)
+            for sid in self.where([run_id])[0]
+        )
+
+    # -- editing
+
+    def lines(self, sid: int) -> dict[str, bytes]:
+        shard = self._shard(sid)
+        if shard.lines is None:
+            path = self.store.root / shard.name
+            stat = _stat(path)
+            raw = path.read_bytes() if stat is not None else b""
+            if raw and shard.canonical and stat == shard.stat:
+                shard.lines = {line_id(line): line for line in raw.split(b"\n") if line}
+            elif raw:
+                entries = parse_shard_entries(shard.name, parse_lines(raw, shard.name))
+                shard.lines = {k: encode_line(e) for k, e in entries.items()}
+                shard.counts = _count(entries.values())
+            else:
+                shard.lines = {}
+                shard.counts = {}
+            shard.loaded_stat = stat
+            self.loaded_lines += len(shard.lines)
+        return shard.lines
+
+    def remove(self, sid: int, run_id: str) -> bytes | None:
+        line = self.lines(sid).pop(run_id, None)
+        if line is not None:
+            shard = self._shard(sid)
+            point = point_of(_decode(line))
+            shard.counts[point] = shard.counts.get(point, 0) - 1
+            shard.dirty = True
+            self.loaded_lines -= 1
+        return line
+
+    def put(self, sid: int, run_id: str, line: bytes, point: tuple[Any, Any, Any]) -> None:
+        lines = self.lines(sid)
+        old = lines.get(run_id)
+        if old == line:
+            return
+        shard = self._shard(sid)
+        if old is not None:
+            held = point_of(_decode(old))
+            shard.counts[held] = shard.counts.get(held, 0) - 1
+        else:
+            self.loaded_lines += 1
+        lines[run_id] = line
+        shard.counts[point] = shard.counts.get(point, 0) + 1
+        shard.dirty = True
+        self._recent[run_id] = sid
+
+    def place(
+        self,
+        run_id: str,
+        target: str,
+        line: bytes,
+        point: tuple[Any, Any, Any],
+        fresh: bool,
+        candidates: list[int] | None = None,
+        views: tuple[str, str] | None = None,
+    ) -> None:
+        """Put one entry's line in its shard, taking the run out of any other shard.
+
+        A fresh entry (from a run dir on this clone) replaces what the catalog held; a
+        pending one (inline in catalog.json) is settled with `winner`, and so are two fresh
+        copies of one run (two dirs). `candidates`: `where([run_id])[0]`, if known; `views`:
+        the view names a reader already wrote for this line (else this process writes
+        them)."""
+        sid = self.by_name.get(target)
+        if sid is None:
+            sid = self._add(target)
+        held: bytes | None = None
+        for other in candidates if candidates is not None else self.where([run_id])[0]:
+            if other != sid and self.shards[other] is not None and run_id in self.lines(other):
+                taken = self.remove(other, run_id)
+                held = held if held is not None else taken
+        here = self.lines(sid).get(run_id)
+        if here is not None:
+            held = here
+        again = fresh and run_id in self.fresh_ids
+        if fresh:
+            self.fresh_ids.add(run_id)
+        incoming = line
+        if held is not None and held != line:
+            old, entry = _decode(held), _decode(line)
+            if old == entry:
+                line = held  # the same entry, spelled differently: keep the bytes there
+            elif again or not fresh:
+                line = held if winner(old, entry) is old else line
+        if line is held:
+            point = point_of(_decode(line))
+        self.put(sid, run_id, line, point)
+        if again and views is not None and line is not incoming:
+            # A reader wrote the views of the copy that lost: the winner's go back.
+            kept = _decode(line)
+            self.touched[run_id] = kept
+            self.stale.update(set(views) - set(view_names(kept)))
+        if held == line:
+            return
+        if fresh and not again:
+            if held is None:
+                self.result.new += 1
+            else:
+                self.result.changed += 1
+        if views is None:
+            entry = _decode(line)
+            self.touched[run_id] = entry
+            views = view_names(entry)
+        if held is not None:
+            self.stale.update(set(view_names(_decode(held))) - set(views))
+
+    def drop(self, run_id: str) -> None:
+        """A retracted run leaves every shard."""
+        for sid in self.where([run_id])[0]:
+            if self.shards[sid] is not None and run_id in self.lines(sid):
+                line = self.remove(sid, run_id)
+                if line is not None:
+                    self.removed.append(_decode(line))
+
+    # -- writing
+
+    def flush(self) -> None:
+        """Write every loaded shard that changed (a shard changed by another writer since
+        it was read is merged first), then drop the loaded lines."""
+        for sid, shard in enumerate(self.shards):
+            if shard is None or shard.lines is None:
+                continue
+            if shard.dirty:
+                self._write(sid, shard)
+            if self.views is not None and shard.lines:
+                self._views_of_kept(shard.lines)
+            shard.visited = True
+            shard.lines = None
+            shard.dirty = False
+        self.loaded_lines = 0
+        self._index = None
+
+    def _views_of_kept(self, lines: dict[str, bytes]) -> None:
+        """Full builds: views of the entries no worker wrote (runs whose dirs are absent
+        here); every view name, where old views must be swept."""
+        assert self.views is not None
+        for run_id, line in lines.items():
+            if run_id in self.fresh_ids and run_id not in self.touched:
+                continue  # a worker wrote its views (and reported its names)
+            entry = _decode(line)
+            names = view_names(entry)
+            self.views.put(entry, names)
+            if self.wanted is not None:
+                self.wanted.update(names)
+
+    def _write(self, sid: int, shard: Shard) -> None:
+        path = self.store.root / shard.name
+        lines = shard.lines
+        assert lines is not None
+        now = _stat(path)
+        if now != shard.loaded_stat and now is not None:
+            # Someone (git) replaced the shard since this build read it: keep what they put.
+            theirs = {e["run_id"]: e for e in read_shard(path, shard.name)}
+            parse_shard_entries(shard.name, list(theirs.values()))
+            for run_id, entry in theirs.items():
+                mine = lines.get(run_id)
+                if mine is None:
+                    lines[run_id] = encode_line(entry)
+                    self.result.concurrent_merged += 1
+                    self.touched[run_id] = entry
+                elif _decode(mine) != entry:
+                    best = winner(_decode(mine), entry)
+                    lines[run_id] = encode_line(best)
+                    self.touched[run_id] = best
+            shard.counts = _count(_decode(line) for line in lines.values())
+        if not lines:
+            if now is not None:
+                path.unlink()
+                self.result.catalog_written = True
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()
+            self.shards[sid] = None
+            del self.by_name[shard.name]
+            return
+        data = b"".join(line + b"\n" for _, line in sorted(lines.items()))
+        if now is None or path.read_bytes() != data:
+            atomic_write_bytes(path, data)
+            self.result.catalog_written = True
+        shard.stat = _stat(path)
+        shard.canonical = True
+        shard.hashes = _hashes(lines)
+        shard.ids = None
+        shard.counts = {k: n for k, n in shard.counts.items() if n > 0}
+
+    # -- summaries
+
+    def total(self) -> int:
+        return sum(len(s.hashes) for s in self.shards if s is not None)
+
+    def rows(self) -> list[list[Any] | None]:
+        """The cache's shard rows; ids stay put (a removed shard leaves a hole)."""
+        out: list[list[Any] | None] = []
+        for shard in self.shards:
+            if shard is None or shard.stat is None:
+                out.append(None)
+                continue
+            counts = [[m, p, s, n] for (m, p, s), n in shard.counts.items() if n > 0]
+            out.append([shard.name, *shard.stat, counts, shard.hashes.tobytes()])
+        return out
+
+    def light_entries(self) -> dict[str, dict[str, Any]]:
+        """One stand-in entry per (machine, model, precision, status) point of each shard:
+        all `build_inventory` needs to fill the checklist."""
+        light = {}
+        for shard in self.shards:
+            if shard is None:
+                continue
+            machine = shard.name.split("/")[1]
+            for i, (m, p, s) in enumerate(_points(shard.counts)):
+                light[f"{shard.name}#{i}"] = {
+                    "machine_id": machine,
+                    "model_id": m,
+                    "precision": p,
+                    "status": s,
+                }
+        return light
+
+
+def _count(entries: Iterable[dict[str, Any]]) -> dict[tuple[Any, Any, Any], int]:
+    counts: dict[tuple[Any, Any, Any], int] = {}
+    for entry in entries:
+        point = point_of(entry)
+        counts[point] = counts.get(point, 0) + 1
+    return counts
+
+
+def _check_shard(task: tuple[str, str]) -> tuple[Any, bool, dict[Any, int], list[str]]:
+    """(stat, canonical?, point counts, run ids) of a shard, validated as catalog entries."""
+    name, path = task
+    stat = _stat(path)
+    raw = Path(path).read_bytes()
+    entries = parse_shard_entries(name, parse_lines(raw, name))
+    canonical = raw == b"".join(encode_line(e) + b"\n" for _, e in sorted(entries.items()))
+    return stat, canonical, _count(entries.values()), list(entries)
+
+
+# --- reading run dirs ---------------------------------------------------------------------
+
+
+@dataclass
+class Group:
+    """One run-dir group: `runs/<base>/<machine>/`."""
+
+    key: str  # "<base>/<machine>"
+    path: str
+    rel: str  # "runs/<base>/<machine>/"
+    machine: str
+
+
+def _groups(store: Store) -> list[Group]:
+    out = []
+    for base in (store.by_machine, store.public_runs):
+        if not base.is_dir():
+            continue
+        for machine in os.scandir(base):
+            if machine.name.startswith(".") or not machine.is_dir():
+                continue
+            key = f"{base.name}/{machine.name}"
+            rel = f"{store.runs_dir.name}/{key}/"
+            out.append(Group(key, machine.path, rel, machine.name))
+    return sorted(out, key=lambda g: (g.machine, g.key))
+
+
+def _file_sig(path: str) -> list[int]:
+    """The run files' identity (v2's signature): index, size, mtime and inode of each."""
+    sig: list[int] = []
+    for item in sorted(os.scandir(path), key=lambda d: d.name):
+        if item.name in RUN_FILES:
+            stat = item.stat(follow_symlinks=False)
+            sig += [RUN_FILES.index(item.name), stat.st_size, stat.st_mtime_ns, stat.st_ino]
+    return sig
+
+
+@dataclass
+class GroupScan:
+    """One group after the stat pass: the new cache rows, and the dirs to read."""
+
+    key: str
+    names: list[str]
+    sigs: array
+    shards: array  # cached shard id of an unchanged dir; -1 for one to read
+    ids: dict[str, str]
+    racy: dict[str, list[int]]
+    to_read: list[int]  # indexes into names
+    unchanged: int = 0
+
+
+def _scan_group(
+    group: Group, cached: GroupCache | None, known: Callable[[int, str], bool], since_ns: int
+) -> GroupScan:
+    """One stat per run dir (the dir listing gives names and kinds for free)."""
+    found = [
+        (item.name, item)
+        for item in os.scandir(group.path)
+        if not item.name.startswith(".") and item.is_dir()
+    ]
+    found.sort(key=lambda pair: pair[0])
+    scan = GroupScan(group.key, [n for n, _ in found], array("q"), array("i"), {}, {}, [])
+    index = {name: i for i, name in enumerate(cached.names)} if cached is not None else {}
+    old = cached.sigs if cached is not None else array("q")
+    sigs, shards, racy_limit = scan.sigs, scan.shards, since_ns - RACY_NS
+    for i, (name, item) in enumerate(found):
+        try:
+            stat = item.stat()
+            mtime, ctime, ino = stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino
+        except OSError:
+            mtime = ctime = ino = -1
+        sigs.extend((mtime, ctime, ino))
+        file_sig = _file_sig(item.path) if ctime >= racy_limit else None
+        if file_sig is not None:
+            scan.racy[name] = file_sig
+        j = index.get(name)
+        if j is not None and cached is not None and mtime != -1:
+            k = 3 * j
+            same = old[k] == mtime and old[k + 1] == ctime and old[k + 2] == ino
+            if same and name in cached.racy:
+                same = cached.racy[name] == (file_sig or _file_sig(item.path))
+            run_id = cached.ids.get(name, name)
+            sid = cached.shards[j]
+            if same and known(sid, run_id):
+                shards.append(sid)
+                if run_id != name:
+                    scan.ids[name] = run_id
+                scan.unchanged += 1
+                continue
+        shards.append(-1)
+        scan.to_read.append(i)
+    return scan
+
+
+# The worker side: a process reads run dirs with the build's policy, scan memo and options.
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_setup(root: str, retracted: frozenset[str], views: bool) -> None:
+    from benchlab.redact import ScanMemo, default_policy
+    from benchlab.redact.policy import collect_store_names
+
+    policy = default_policy()
+    _WORKER.update(
+        root=Path(root),
+        policy=policy,
+        memo=ScanMemo(policy),
+        hosts=collect_store_names(Path(root)).hosts,
+        passed=set(),
+        retracted=retracted,
+        views=ViewWriter(Path(root) / "runs", compare=True) if views else None,
+    )
+
+
+@dataclass
+class Fresh:
+    """One run dir read: its entry as a shard line."""
+
+    index: int  # into the group's names
+    run_id: str
+    shard: str
+    line: bytes
+    point: tuple[Any, Any, Any]
+    views: tuple[str, str] | None  # the view names a worker wrote
+
+
+Task = tuple[str, str, list[tuple[int, str]]]
+"""(group key, group path, [(index, dir name)]) of run dirs to read."""
+
+
+def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
+    """Read run dirs of one group: (key, entries as lines, warnings, skipped, views written)."""
+    key, path, items = task
+    state = _WORKER
+    root, policy, memo = state["root"], state["policy"], state["memo"]
+    views: ViewWriter | None = state["views"]
+    out: list[Fresh] = []
+    warnings: list[str] = []
+    skipped = 0
+    written = views.written if views is not None else 0
+    for index, name in items:
+        run_dir = f"{path}/{name}"
+        files = read_run_dir(run_dir)
+        if not files:
+            continue
+        if RECORD not in files and any(n not in files for n in REQUIRED_RUN_FILES):
+            warnings.append(f"{run_dir}: incomplete run dir skipped")
+            continue
+        try:
+            entry = extract_entry(root, Path(run_dir), None, policy, memo, files)
+            warnings.extend(check_public_entry(entry, state["hosts"], policy, state["passed"]))
+            target = shard_name(entry)
+            names = view_names(entry) if views is not None else None
+        except BenchlabError as exc:
+            skipped += 1
+            warnings.append(f"skipped: {exc}")
+            continue
+        run_id = entry["run_id"]
+        if views is not None and run_id not in state["retracted"]:
+            views.put(entry, names)
+        out.append(Fresh(index, run_id, target, encode_line(entry), point_of(entry), names))
+    done = views.written - written if views is not None else 0
+    return key, out, warnings, skipped, done
+
+
+@contextlib.contextmanager
+def _pool(
+    jobs: int, store: Store, retracted: frozenset[str] = frozenset(), views: bool = False
+) -> Iterator[Any]:
+    """Worker processes (forked where the platform can: they start in milliseconds and
+    inherit the loaded modules)."""
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    pool = context.Pool(jobs, _worker_setup, (str(store.root), retracted, views))
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+# --- the build ----------------------------------------------------------------------------
+
+
+class Phases:
+    """Wall and CPU seconds of each phase of a build (this process, and its workers once
+    they are gone), logged at DEBUG: what tools/perf/build_profile.py reports."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, float, float, float]] = []
+        self._last = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float, float]:
+        try:
+            import resource
+        except ImportError:  # not on this platform: CPU of this process only
+            return time.perf_counter(), time.process_time(), 0.0
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (
+            time.perf_counter(),
+            me.ru_utime + me.ru_stime,
+            kids.ru_utime + kids.ru_stime,
+        )
+
+    def mark(self, name: str) -> None:
+        now = self._now()
+        wall, cpu, workers = (a - b for a, b in zip(now, self._last, strict=True))
+        self.marks.append((name, wall, cpu, workers))
+        self._last = now
+
+    def log(self) -> None:
+        log.debug(
+            "catalog build phases: %s",
+            "; ".join(f"{n} wall={w:.3f} cpu={c:.3f} workers={k:.3f}" for n, w, c, k in self.marks),
+        )
+
+
+JOBS_ENV = "BENCHLAB_BUILD_JOBS"
+"""Worker processes a build may use to read run dirs (default: one per core)."""
+
+
+def default_jobs() -> int:
+    """Worker processes of a full build: $BENCHLAB_BUILD_JOBS, else one per core."""
+    try:
+        return max(1, int(os.environ.get(JOBS_ENV, "")))
+    except ValueError:
+        return max(1, os.cpu_count() or 1)
+
+
+def build_v3(
+    store: Store, *, full: bool, progress: Progress | None, jobs: int | None = None
+) -> BuildResult:
     """The v3 build (the caller holds the catalog lock)."""
+    jobs = max(1, jobs if jobs is not None else default_jobs())
+    phases = Phases()
     result = BuildResult()
     path = store.catalog_path
-    cache_path = store.runs_dir / CACHE_NAME
-    cache = {} if full else _load_cache(cache_path)
-    if cache.get("format") != CACHE_VERSION:
-        cache = {}
     raw = path.read_bytes() if path.exists() else None
-    head: dict[str, Any] = {}
-    if raw is not None:
-        head = loads_json(raw, path)
-        if not isinstance(head, dict):
-            raise SchemaError(f"{path}: $: expected a JSON object")
+    head = _parse_head(path, raw)
     pending = parse_catalog(path, head) if raw is not None else {}
     retracted = set(head.get("retracted", []))
     old_inventory = load_inventory(store.inventory_path)
-    specs = _machine_specs(store)
 
-    cached_shards: dict[str, list[Any]] = cache.get("shards", {})
-    info: dict[str, list[Any]] = {}
-    loaded: dict[str, dict[str, dict]] = {}
-    trusted = raw is not None and cache.get("catalog") == _digest(raw)
-    for name, shard_path in iter_shards(path):
-        sig = _stat(shard_path)
-        held = cached_shards.get(name)
-        if held is not None and held[:3] == sig:
-            info[name] = held
-            continue
-        trusted = False
-        entries = parse_shard_entries(name, read_shard(shard_path, name))
-        loaded[name] = entries
-        info[name] = [*sig, sorted(entries), _points(entries)]
-    if set(cached_shards) != set(info):
-        trusted = False
-    where = {run_id: name for name, item in info.items() for run_id in item[3]}
-    known = where.keys() | pending.keys()
+    cache = BuildCache(store.runs_dir)
+    usable = not full and cache.load()
+    book = ShardBook(store, result)
+    book.open(cache.index.get("shards", []) if usable else [], usable, jobs)
+    views_existed = store.by_model.is_dir() or store.by_date.is_dir()
+    phases.mark("open")
 
-    scanned, new_cache = scan(store, cache.get("dirs", {}), known, result, progress)
-
-    def shard(name: str) -> dict[str, dict]:
-        if name not in loaded:
-            target = store.root / name
-            loaded[name] = (
-                {e["run_id"]: e for e in read_shard(target, name)} if target.exists() else {}
-            )
-        return loaded[name]
-
-    touched_names: set[str] = set()
-    touched: dict[str, dict] = {}
-    before: dict[str, dict] = {}
-
-    def place(entry: dict, fresh: bool) -> None:
-        run_id = entry["run_id"]
-        target = shard_name(entry)
-        old = where.get(run_id)
-        held = shard(old).get(run_id) if old is not None else None
-        new = entry if fresh or held is None else winner(held, entry)
-        if held == new and old == target:
-            return
-        if old is not None:
-            shard(old).pop(run_id, None)
-            touched_names.add(old)
-        shard(target)[run_id] = new
-        where[run_id] = target
-        touched_names.add(target)
-        touched[run_id] = new
-        if held is not None:
-            before[run_id] = held
-        if fresh:
-            if held is None:
-                result.new += 1
-            else:
-                result.changed += 1
-
+    for run_id in sorted(retracted):
+        book.drop(run_id)
     for run_id in sorted(pending):
         if run_id not in retracted:
-            place(pending[run_id], fresh=False)
-    for run_id in sorted(scanned):
-        if run_id not in retracted:
-            place(scanned[run_id], fresh=True)
-    for run_id in sorted(retracted):
-        old = where.pop(run_id, None)
-        if old is not None:
-            shard(old).pop(run_id, None)
-            touched_names.add(old)
+            entry = pending[run_id]
+            book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
 
-    for name in sorted(touched_names):
-        entries = loaded[name]
-        target = store.root / name
-        if not entries:
-            if target.exists():
-                target.unlink()
-                result.catalog_written = True
-                with contextlib.suppress(OSError):
-                    target.parent.rmdir()
-            info.pop(name, None)
-            continue
-        data = render_shard(entries.values())
-        if not target.exists() or target.read_bytes() != data:
-            atomic_write_bytes(target, data)
-            result.catalog_written = True
-        info[name] = [*_stat(target), sorted(entries), _points(entries)]
+    groups = _groups(store)
+    cached = {g.key: cache.group(g.key) if usable else None for g in groups}
+    since = time.time_ns()
+    scans = [_scan_group(g, cached[g.key], book.known, since) for g in groups]
+    phases.mark("stat")
+    result.dirs_unchanged = sum(s.unchanged for s in scans)
+    todo = sum(len(s.to_read) for s in scans)
+    many = todo >= POOL_MIN
+    remake = full or not usable  # every run dir read: every view made again
+    readers_write_views = many or remake  # else this process writes the few there are
+    if remake:
+        book.views = ViewWriter(store.runs_dir, compare=True)
+        book.wanted = set() if views_existed else None
+    seen = result.dirs_unchanged
+    if progress is not None and seen:
+        progress(seen)
 
+    placed: dict[tuple[str, int], tuple[str, str]] = {}  # (group, index) -> (shard, run id)
+    frozen = frozenset(retracted)
+
+    def take(batch: tuple[str, list[Fresh], list[str], int, int]) -> None:
+        nonlocal seen
+        key, fresh, warnings, skipped, views_done = batch
+        result.warnings.extend(warnings)
+        result.skipped += skipped
+        result.dirs_read += len(fresh)
+        result.views_written += views_done
+        live = [item for item in fresh if item.run_id not in retracted]
+        for item, candidates in zip(live, book.where([i.run_id for i in live]), strict=True):
+            book.place(item.run_id, item.shard, item.line, item.point, True, candidates, item.views)
+            placed[(key, item.index)] = (item.shard, item.run_id)
+            if book.wanted is not None and item.views is not None:
+                book.wanted.update(item.views)
+        seen += len(fresh) + skipped
+        if progress is not None:
+            progress(seen)
+
+    tasks = list(_tasks(groups, scans))
+    if todo:
+        if jobs == 1 or not many:
+            _worker_setup(str(store.root), frozen, readers_write_views)
+            for machine_tasks in tasks:
+                for task in machine_tasks:
+                    take(_read_dirs(task))
+                if many or book.loaded_lines > LOADED_LIMIT:
+                    book.flush()
+        else:
+            with _pool(jobs, store, frozen, readers_write_views) as pool:
+                for machine_tasks in tasks:
+                    for batch in pool.imap(_read_dirs, machine_tasks):
+                        take(batch)
+                        if book.loaded_lines > LOADED_LIMIT:
+                            book.flush()
+                    book.flush()  # one machine's shards at a time
+    phases.mark("read")
+
+    specs = _build._machine_specs(store)  # looked up here: tests inject a `git pull` in it
     static = _static_of(head.get("machines", {}))
     for machine, parsed in specs.items():
         static[machine] = summary_from_specs(parsed)
+    # Just before writing: what another writer (a `git pull`) put in catalog.json since it
+    # was read is merged, not overwritten.
+    now = path.read_bytes() if path.exists() else None
+    if now != raw and now is not None:
+        theirs = _parse_head(path, now)
+        for run_id in sorted(set(theirs.get("retracted", [])) - retracted):
+            retracted.add(run_id)
+            book.drop(run_id)
+        for run_id, entry in sorted(parse_catalog(path, theirs).items()):
+            if run_id in retracted:
+                continue
+            if not book.holds(run_id):
+                result.concurrent_merged += 1
+            book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
+        static = _merge_static(static, _static_of(theirs.get("machines", {})))
+        raw = now
+    book.flush()
+    if book.views is not None:
+        _views_of_unvisited(book)
+    phases.mark("shards")
+
     head_bytes = render(head_document(static, retracted)).encode("utf-8")
+    late = path.read_bytes() if path.exists() else None
+    if late != raw and late is not None:
+        # Replaced once more while the shards were written: keep its static fields and
+        # retractions, and its inline runs for the next build to shard.
+        theirs = _parse_head(path, late)
+        static = _merge_static(static, _static_of(theirs.get("machines", {})))
+        retracted |= set(theirs.get("retracted", []))
+        extra = list(parse_catalog(path, theirs).values())
+        result.concurrent_merged += len(extra)
+        head_bytes = render(head_document(static, retracted, extra)).encode("utf-8")
+        raw = late
     if head_bytes != raw:
         atomic_write_bytes(path, head_bytes)
         result.catalog_written = True
 
-    result.total = len(where)
+    result.total = book.total()
     result.kept = result.total - result.new - result.changed
-    light = {
-        f"{name}#{i}": {
-            "machine_id": name.split("/")[1],
-            "model_id": m,
-            "precision": p,
-            "status": s,
-        }
-        for name, item in info.items()
-        for i, (m, p, s) in enumerate(item[4])
-    }
-    inventory = render(build_inventory(old_inventory, specs, light)).encode("utf-8")
+    inventory = render(build_inventory(old_inventory, specs, book.light_entries())).encode()
     if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
         atomic_write_bytes(store.inventory_path, inventory)
     result.specs_published = publish_specs(store, specs)
+    phases.mark("head")
 
-    if trusted and not full and store.by_model.is_dir() and store.by_date.is_dir():
-        written, removed = refresh_views(store, touched, before)
-    else:
-        every = {run_id: shard(name)[run_id] for run_id, name in where.items()}
-        written, removed = rebuild_views(store, every, set(touched), rewrite_all=full)
-    result.views_written, result.views_removed = written, removed
-    cache_doc = {
-        "version": 2,
-        "format": CACHE_VERSION,
-        "catalog": _digest(head_bytes),
-        "dirs": new_cache,
-        "shards": info,
-    }
-    atomic_write_bytes(cache_path, orjson.dumps(cache_doc, option=orjson.OPT_SORT_KEYS))
+    _reconcile_views(store, book, result, sweep=remake and views_existed)
+    phases.mark("views")
+    _save_cache(cache, book, head_bytes, groups, scans, cached, placed)
+    with contextlib.suppress(OSError):
+        (store.runs_dir / LEGACY_CACHE).unlink()
+    phases.mark("cache")
+    if result.catalog_written:
+        _warm_query_cache(store)
+        phases.mark("warm")
+    phases.log()
     return result
+
+
+def _parse_head(path: Path, raw: bytes | None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    head = loads_json(raw, path)
+    if not isinstance(head, dict):
+        raise SchemaError(f"{path}: $: expected a JSON object")
+    return head
+
+
+def _tasks(groups: list[Group], scans: list[GroupScan]) -> Iterator[list[Task]]:
+    """Read tasks of `CHUNK` dirs, one machine (its by-machine and public groups) at a time."""
+    by_machine: dict[str, list[Task]] = {}
+    for group, scan in zip(groups, scans, strict=True):
+        items = [(i, scan.names[i]) for i in scan.to_read]
+        tasks = by_machine.setdefault(group.machine, [])
+        for start in range(0, len(items), CHUNK):
+            tasks.append((group.key, group.path, items[start : start + CHUNK]))
+    for machine in sorted(by_machine):
+        if by_machine[machine]:
+            yield by_machine[machine]
+
+
+def _views_of_unvisited(book: ShardBook) -> None:
+    """Full builds: the shards no run dir of this clone landed in still need their views."""
+    for sid, shard in enumerate(book.shards):
+        if shard is not None and not shard.visited:
+            book.lines(sid)
+    book.flush()
+
+
+def _reconcile_views(store: Store, book: ShardBook, result: BuildResult, *, sweep: bool) -> None:
+    """Views of what changed here, old names of what moved or was retracted, views of the
+    entries of shards a pull changed; and in a full build over old views, files no entry
+    names are removed."""
+    writer = book.views or ViewWriter(store.runs_dir, compare=True)
+    written = writer.written
+    stale = set(book.stale)
+    for entry in book.touched.values():
+        names = view_names(entry)
+        writer.put(entry, names)
+        if book.wanted is not None:
+            book.wanted.update(names)
+    for entry in book.removed:
+        stale.update(view_names(entry))
+    for name in sorted(book.pulled):
+        target = store.root / name
+        if target.exists():
+            for entry in read_shard(target, name):
+                writer.put(entry)
+    if sweep and book.wanted is not None:
+        stale |= existing_views(store) - book.wanted
+    result.views_written += writer.written - written
+    result.views_removed = remove_views(store, stale) if stale else 0
+
+
+def _save_cache(
+    cache: BuildCache,
+    book: ShardBook,
+    head_bytes: bytes,
+    groups: list[Group],
+    scans: list[GroupScan],
+    cached: dict[str, GroupCache | None],
+    placed: dict[tuple[str, int], tuple[str, str]],
+) -> None:
+    out: dict[str, GroupCache | None] = {}
+    for group, scan in zip(groups, scans, strict=True):
+        old = cached.get(group.key)
+        if (
+            old is not None
+            and not scan.to_read
+            and scan.unchanged == len(old.names)
+            and scan.racy == old.racy
+        ):
+            out[group.key] = None  # nothing moved: its file stays as it is
+            continue
+        for i in scan.to_read:
+            where = placed.get((group.key, i))
+            if where is not None:
+                scan.shards[i] = book.by_name.get(where[0], -1)
+                if where[1] != scan.names[i]:
+                    scan.ids[scan.names[i]] = where[1]
+        out[group.key] = GroupCache(scan.names, scan.sigs, scan.shards, scan.ids, scan.racy)
+    cache.save(_digest(head_bytes), book.rows(), out)
 
 
 def retract_v3(store: Store, run_ids: list[str]) -> int:
     """`retract` on a v3 catalog: the ids join `retracted` and leave their shards."""
     path = store.catalog_path
     head = loads_json(path.read_bytes(), path)
+    check_head(path, head)
     withdrawn = set(head.get("retracted", [])) | set(run_ids)
     wanted = set(run_ids)
     gone = 0

@@ -15,18 +15,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchlab.redact.engine import ScanMemo
 from benchlab.redact.policy import Policy, default_policy, load_policy
-from benchlab.redact.redactor import Redactor
+from benchlab.redact.redactor import FULL_PATH, Redactor, clean_copy
 
-__all__ = ["Policy", "Redactor", "default_policy", "load_policy", "scrub_public"]
+__all__ = ["Policy", "Redactor", "ScanMemo", "default_policy", "load_policy", "scrub_public"]
 
 
-def scrub_public(value: Any, policy: Policy | None = None) -> Any:
+def scrub_public(value: Any, policy: Policy | None = None, memo: ScanMemo | None = None) -> Any:
     """A copy of `value` fit for a public file.
 
     Private keys (`hostname`, `user`, `ip` ...) are dropped; every other key and string is
     redacted with the store's policy. Each call numbers its own placeholders, so the
     result depends on `value` alone (a catalog entry redacts the same way on every clone,
-    whatever else is in the catalog).
+    whatever else is in the catalog). `memo` (a `ScanMemo` of `policy`, shared by the
+    entries of one build) makes repeated strings cheap and changes nothing in the result.
     """
-    return Redactor(policy).json(value, drop_private=True)
+    policy = policy if policy is not None else default_policy()
+    if memo is not None:
+        clean = clean_copy(value, policy, memo)
+        if clean is not FULL_PATH:
+            return clean
+    return Redactor(policy, memo).json(value, drop_private=True)

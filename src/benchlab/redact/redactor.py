@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.redact import tells
-from benchlab.redact.engine import Hit, find
+from benchlab.redact.engine import Hit, ScanMemo, find
 from benchlab.redact.policy import Policy, default_policy, placeholder_for
 from benchlab.redact.tells import Detector
 
@@ -51,8 +51,9 @@ def private_key_detector(key: str, tell_class: str) -> Detector:
 class Redactor:
     """Replaces tells with placeholders, remembering each value's number for this job."""
 
-    def __init__(self, policy: Policy | None = None) -> None:
+    def __init__(self, policy: Policy | None = None, memo: ScanMemo | None = None) -> None:
         self.policy = policy if policy is not None else default_policy()
+        self.memo = memo  # per-string scan results shared across jobs; same hits
         self._numbers: dict[str, dict[str, int]] = {}
         self.replacements: list[Replacement] = []
         self.unredacted: list[Replacement] = []
@@ -68,7 +69,7 @@ class Redactor:
 
     def strings(self, strings: Sequence[str], where: Sequence[str] | None = None) -> list[str]:
         """Redact a batch of strings (one regex pass per detector for the whole batch)."""
-        hits = find(self.policy, strings)
+        hits = find(self.policy, strings, self.memo)
         out = list(strings)
         by_index: dict[int, list[Hit]] = {}
         for hit in hits:
@@ -154,6 +155,61 @@ class Redactor:
             self.replacements.append(self._record(pointers, index, hit, replacement))
             result[index] = replacement
         return result
+
+
+FULL_PATH: Any = object()
+"""What `clean_copy` returns when the value needs the Redactor's full walk."""
+
+
+class _NeedsRedactor(Exception):
+    pass
+
+
+def clean_copy(value: Any, policy: Policy, memo: ScanMemo | None = None) -> Any:
+    """`Redactor(policy, memo).json(value, drop_private=True)` for a value with no tell in
+    it, else FULL_PATH.
+
+    A catalog entry almost never holds a tell (the run files' tells sit in fields the entry
+    does not copy), so a build asks this first: the same strings in the same order go
+    through `find`, and when it finds nothing the result is the copy the Redactor would
+    rebuild (private keys dropped, keys as strings) without its pointers and shapes. A
+    private-key value that would be masked, or any hit, sends the value down the full walk.
+    """
+    private = policy.private_keys
+    if private.get(""):
+        return FULL_PATH  # a string in a list or at the top is looked up under ""
+    strings: list[str] = []
+    add = strings.append
+
+    def copy(node: Any) -> Any:  # collects the strings as the Redactor's walk would
+        if isinstance(node, dict):
+            out = {}
+            for key, child in node.items():
+                if key in private:
+                    continue
+                name = str(key)
+                add(name)
+                if isinstance(child, str):
+                    if private.get(name):
+                        raise _NeedsRedactor  # masking is the Redactor's business
+                    add(child)
+                    out[name] = child
+                else:
+                    out[name] = copy(child)
+            return out
+        if isinstance(node, list):
+            return [copy(child) for child in node]
+        if isinstance(node, str):
+            add(node)
+        return node
+
+    try:
+        clean = copy(value)
+    except _NeedsRedactor:
+        return FULL_PATH
+    if find(policy, strings, memo):
+        return FULL_PATH
+    return clean
 
 
 def _escape(component: str) -> str:
