@@ -1,21 +1,34 @@
-"""How fast does `bench` answer on a 100,000-run catalog? Prints medians of real processes.
+"""How fast does `bench` answer on a large catalog? Prints medians of real processes.
 
     python tools/perf/query.py                       # 100,000 runs, 7 timed runs per command
-    python tools/perf/query.py --runs 20000 --repeat 5 --loaders
-    python tools/perf/query.py --work /tmp/q --only best "list --limit 20"   # keep the store
+    python tools/perf/query.py --runs 1000000 --only best "best --by machine" table \
+        "table (all models)" --cold 2 --work /tmp/q1m           # a million runs, kept
+    python tools/perf/query.py --runs 20000 --repeat 5 --python-path --loaders
 
-Target (issue 2): `bench best --model X` and `bench list --model X --limit 20` <= 1.0 s wall,
-interpreter start included. `list --format json` prints every matching entry in full (a
-quarter of the catalog here), which is bounded by the output, not by the query.
+Targets: `bench best` and `bench table` <= 1.0 s wall, interpreter start included, and peak
+RSS <= 2 GB, at 100,000 and 1,000,000 runs (issues 2 and 16); `bench list --limit 20`
+<= 1.0 s at 100,000. `list --format json` prints every matching entry in full (a quarter
+of the catalog here), which is bounded by the output, not by the query.
+
+`best` and `table` on a catalog of `query.columns.MIN_BYTES` or more are answered by the
+columnar query cache (query/columns.py); `--python-path` also times every command with
+BENCHLAB_QUERY_COLUMNS=never (the loaded catalog, as before the cache). Printed too: the
+cold build of the columns cache (`bench best` right after the cache is deleted) and the
+rebuild after two shards changed (as after an incremental `bench catalog build`).
+Peak RSS is the child's ru_maxrss (os.wait4).
 
 The catalog is made the way a user's is: `tools/perf/make_fleet.py` writes `--seed-runs` real
-run dirs and `bench catalog build` turns them into catalog.json. Writing and building 100,000
-run dirs takes many minutes, so by default those built entries are then repeated, with new run
-ids, timestamps and jittered metrics, up to `--runs`, and the document is finished by
-`catalog.merge_catalogs` (the same index, machines and bytes a build writes). `--full-fleet`
-builds all `--runs` dirs instead. `--loaders` also times, in-process, the ways to read the file:
-json.loads, orjson.loads, load_catalog (orjson plus the field check), and pydantic's
-Catalog.model_validate_json.
+run dirs and `bench catalog build` turns them into a v3 catalog (`--catalog-format v2`: the
+single file). Writing and building a million run dirs takes hours, so by default those built
+entries are then repeated, with new run ids, timestamps and jittered metrics, up to `--runs`:
+for v3 streamed into shards by machine and ISO week as `shards.shard_name` places them (a
+million runs in about 45 s), for v2 finished by `catalog.merge_catalogs`. `--full-fleet`
+builds all `--runs` dirs instead. `--loaders` (v2) also times, in-process, the ways to read
+the file: json.loads, orjson.loads, load_catalog and pydantic's Catalog.model_validate_json.
+
+Where PYTHONDONTWRITEBYTECODE is set (as in some sandboxes) every process compiles
+benchlab's modules from source, ~0.1 s more than an installed benchlab pays; `--bytecode`
+unsets it for the timed processes.
 """
 
 from __future__ import annotations
@@ -24,14 +37,13 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -45,10 +57,13 @@ COMMANDS = (
     ("best --precision q4 --threads 4", ["best", "--precision", "q4", "--threads", "4"]),
     ("list --limit 20", ["list", "--model", MODEL, "--limit", "20"]),
     ("table", ["table", "--model", MODEL]),
+    ("table (all models)", ["table"]),
     ("list --format json", ["list", "--model", MODEL, "--format", "json"]),
     ("summary", ["summary", "--group-by", "machine"]),
 )
-TARGETS = {"best": 1.0, "list --limit 20": 1.0}
+TARGETS = {"best": 1.0, "table": 1.0, "table (all models)": 1.0, "list --limit 20": 1.0}
+RSS_TARGET_MB = 2000
+COLUMNS_ENV = "BENCHLAB_QUERY_COLUMNS"
 
 
 def _bench_argv() -> list[str]:
@@ -60,8 +75,10 @@ def _run(argv: list[str], env: dict[str, str], timeout: float = 600) -> None:
     subprocess.run(argv, env=env, check=True, timeout=timeout, stdout=subprocess.DEVNULL)
 
 
-def build_catalog(store: Path, runs: int, seed_runs: int, full_fleet: bool, seed: int) -> Path:
-    env = {**os.environ, "BENCHLAB_STORE": str(store)}
+def build_catalog(
+    store: Path, runs: int, seed_runs: int, full_fleet: bool, seed: int, fmt: str = "v3"
+) -> Path:
+    env = {**os.environ, "BENCHLAB_STORE": str(store), "BENCHLAB_CATALOG_FORMAT": fmt}
     made = runs if full_fleet else min(seed_runs, runs)
     started = time.perf_counter()
     _run(
@@ -71,96 +88,201 @@ def build_catalog(store: Path, runs: int, seed_runs: int, full_fleet: bool, seed
     )
     _run([*_bench_argv(), "catalog", "build"], env, timeout=3600)
     print(
-        f"fleet of {made} run dirs built into catalog.json in {time.perf_counter() - started:.1f} s"
+        f"fleet of {made} run dirs built into a {fmt} catalog in "
+        f"{time.perf_counter() - started:.1f} s"
     )
     path = store / "catalog.json"
     if made < runs:
         started = time.perf_counter()
-        _replicate(path, runs, seed)
+        if fmt == "v3":
+            _replicate_v3(path, runs, seed)
+        else:
+            _replicate(path, runs, seed)
         print(f"repeated to {runs} entries in {time.perf_counter() - started:.1f} s")
     return path
 
 
-def _replicate(path: Path, runs: int, seed: int) -> None:
-    """Grow a built catalog to `runs` entries: same shape, new ids, times and metrics."""
-    from benchlab.catalog.merge import merge_catalogs
-    from benchlab.catalog.text import catalog_text
+SPAN_S = 157 * 100_000
+"""The replicated runs span about six months (157 s apart at 100,000 runs, 15 s at a million),
+as a fleet of 7 machines sweeping nightly would: ~8,000 runs per machine and ISO week at 1M."""
 
-    doc = json.loads(path.read_text())
-    built = doc["runs"]
+_REPLICATED_METRICS = (
+    "peak_tok_per_sec",
+    "baseline_tok_per_sec",
+    "prefill_tok_per_sec",
+    "decode_tok_per_sec",
+)
+
+
+def _replicated(built: list[dict[str, Any]], runs: int, seed: int) -> Iterator[dict[str, Any]]:
+    """`runs` entries shaped like `built`, in time order: new ids, times and metrics."""
     rng = random.Random(seed)
     start = datetime(2025, 1, 6, tzinfo=timezone.utc)
-    grown = []
+    step = max(1, SPAN_S // runs)
     for i in range(runs):
-        entry = json.loads(json.dumps(built[i % len(built)]))
-        moment = start + timedelta(seconds=157 * i)
+        source = built[i % len(built)]
+        entry = dict(source)
+        moment = start + timedelta(seconds=step * i)
         stamp = moment.strftime("%Y%m%dT%H%M%SZ")
         spec = entry["run_id"].rsplit("-", 1)[0]
         entry["run_id"] = f"{spec}-{stamp}"
         entry["timestamp"] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
         entry["path"] = f"runs/by-machine/{entry['machine_id']}/{entry['run_id']}/"
         factor = rng.uniform(0.9, 1.1)
-        for key in (
-            "peak_tok_per_sec",
-            "baseline_tok_per_sec",
-            "prefill_tok_per_sec",
-            "decode_tok_per_sec",
-        ):
+        for key in _REPLICATED_METRICS:
             if entry.get(key) is not None:
                 entry[key] = round(entry[key] * factor, 2)
-        for point in entry.get("batch_curve") or []:
-            point["agg_tok_per_sec"] = round(point["agg_tok_per_sec"] * factor, 2)
-        grown.append(entry)
-    doc["runs"] = grown
+        curve = source.get("batch_curve")
+        if curve:
+            entry["batch_curve"] = [
+                {"agg_tok_per_sec": round(p["agg_tok_per_sec"] * factor, 2), "batch": p["batch"]}
+                for p in curve
+            ]
+        yield entry
+
+
+def _replicate(path: Path, runs: int, seed: int) -> None:
+    """Grow a built v2 catalog to `runs` entries: same shape, new ids, times and metrics."""
+    from benchlab.catalog.merge import merge_catalogs
+    from benchlab.catalog.text import catalog_text
+
+    doc = json.loads(path.read_text())
+    doc["runs"] = list(_replicated(doc["runs"], runs, seed))
     path.write_text(catalog_text(merge_catalogs(doc)))
 
 
-def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (user + system) of one `bench` process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def _replicate_v3(path: Path, runs: int, seed: int) -> None:
+    """Grow a built v3 catalog to `runs` entries, written as a build writes them: one line per
+    run in `catalog/<machine>/<ISO week>.jsonl` (`shards.shard_name`), lines sorted by run id.
+
+    Streamed: entries come in time order, so a week's shards are complete, written and
+    dropped once the next week starts; a million runs never sit in memory together.
+    """
+    from benchlab.catalog.read import load_catalog
+    from benchlab.catalog.shards import encode_line, period_of, shard_dir, shard_name
+
+    built = load_catalog(path).runs
+    shutil.rmtree(shard_dir(path))
+    root = path.parent
+    pending: dict[str, list[tuple[str, bytes]]] = {}
+    week = None
+
+    def flush() -> None:
+        for name, lines in pending.items():
+            target = root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            lines.sort()
+            target.write_bytes(b"".join(line + b"\n" for _, line in lines))
+        pending.clear()
+
+    for entry in _replicated(built, runs, seed):
+        current = period_of(entry["timestamp"])
+        if current != week:
+            flush()
+            week = current
+        pending.setdefault(shard_name(entry), []).append((entry["run_id"], encode_line(entry)))
+    flush()
+
+
+def count_runs(path: Path) -> tuple[int, int]:
+    """(runs, bytes) of a catalog: catalog.json's `runs` plus every shard's lines."""
+    from benchlab.catalog.shards import iter_shards
+
+    size = path.stat().st_size
+    runs = len(json.loads(path.read_bytes()).get("runs", []))
+    for _name, shard in iter_shards(path):
+        data = shard.read_bytes()
+        runs += data.count(b"\n")
+        size += len(data)
+    return runs, size
+
+
+Sample = tuple[float, float, float]
+"""(wall s, cpu s, peak RSS MB) of one process."""
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> Sample:
+    """Wall and CPU seconds (user + system) and peak RSS of one `bench` process."""
     started = time.perf_counter()
-    _run(argv, env)
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)}: exit status {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def _env(store: Path, bytecode: bool, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "BENCHLAB_STORE": str(store), **extra}
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def time_commands(
-    store: Path, repeat: int, only: list[str] | None = None
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Warm runs (the query cache current), interleaved so a busy moment hits all alike.
+    store: Path, repeat: int, only: list[str] | None, env: dict[str, str]
+) -> dict[str, list[Sample]]:
+    """Warm runs (the caches current), interleaved so a busy moment hits all alike.
 
     `only`: the labels to time (an older benchlab lacks some verbs' flags)."""
-    env = {**os.environ, "BENCHLAB_STORE": str(store)}
     commands = [(label, argv) for label, argv in COMMANDS if not only or label in only]
-    walls: dict[str, list[float]] = {label: [] for label, _ in commands}
-    cpus: dict[str, list[float]] = {label: [] for label, _ in commands}
+    samples: dict[str, list[Sample]] = {label: [] for label, _ in commands}
     for _label, argv in commands:
-        _run([*_bench_argv(), *argv], env)  # warm the page cache and the query cache, untimed
+        _run([*_bench_argv(), *argv], env)  # warm the page cache and the caches, untimed
     for _ in range(repeat):
         for label, argv in commands:
-            wall, cpu = _timed([*_bench_argv(), *argv], env)
-            walls[label].append(wall)
-            cpus[label].append(cpu)
-    return walls, cpus
+            samples[label].append(_timed([*_bench_argv(), *argv], env))
+    return samples
 
 
-def time_cold(store: Path, repeat: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """`bench best` right after catalog.json changed: it parses, checks and writes the cache."""
+def _drop_columns_cache(store: Path) -> None:
+    from benchlab.layout import Store
+    from benchlab.query.columns import CACHE_NAME, SEGMENT_DIR
+
+    cache = Store(store).query_cache.parent
+    (cache / CACHE_NAME).unlink(missing_ok=True)
+    shutil.rmtree(cache / SEGMENT_DIR, ignore_errors=True)
+
+
+def _touch_shards(path: Path, count: int) -> None:
+    """Rewrite `count` shards whole with the same bytes (a new inode and mtime), as an
+    incremental `bench catalog build` that added a run to each would."""
+    from benchlab.catalog.shards import iter_shards
+
+    shards = [shard for _, shard in iter_shards(path)]
+    for shard in shards[len(shards) // 2 : len(shards) // 2 + count]:
+        tmp = shard.with_name(shard.name + ".tmp")
+        tmp.write_bytes(shard.read_bytes())
+        os.replace(tmp, shard)
+
+
+def time_cold(
+    store: Path, repeat: int, env: dict[str, str], python_path: bool
+) -> dict[str, list[Sample]]:
+    """`bench best` with no columns cache (it reads every shard and builds it), after two
+    shards changed (it reads those two and recombines), and with --python-path the Python
+    path right after catalog.json changed (it parses, checks and writes its marshal cache)."""
     from benchlab.layout import Store
 
-    env = {**os.environ, "BENCHLAB_STORE": str(store)}
-    cache = Store(store).query_cache
-    label = "best (cold: no query cache)"
-    walls: dict[str, list[float]] = {label: []}
-    cpus: dict[str, list[float]] = {label: []}
+    best = [*_bench_argv(), *COMMANDS[0][1]]
+    samples: dict[str, list[Sample]] = {
+        "best, no columns cache (cold build)": [],
+        "best after 2 shards changed": [],
+    }
     for _ in range(repeat):
-        cache.unlink(missing_ok=True)
-        wall, cpu = _timed([*_bench_argv(), *COMMANDS[0][1]], env)
-        walls[label].append(wall)
-        cpus[label].append(cpu)
-    return walls, cpus
+        _drop_columns_cache(store)
+        samples["best, no columns cache (cold build)"].append(_timed(best, env))
+    for _ in range(repeat):
+        _touch_shards(store / "catalog.json", 2)
+        samples["best after 2 shards changed"].append(_timed(best, env))
+    if python_path:
+        label = "best, Python path, no marshal cache"
+        samples[label] = []
+        for _ in range(repeat):
+            Store(store).query_cache.unlink(missing_ok=True)
+            samples[label].append(_timed(best, {**env, COLUMNS_ENV: "never"}))
+    return samples
 
 
 def time_loaders(path: Path, repeat: int) -> dict[str, list[float]]:
@@ -204,19 +326,30 @@ def time_loaders(path: Path, repeat: int) -> dict[str, list[float]]:
     return timings
 
 
-def report(title: str, walls: dict[str, list[float]], cpus: dict[str, list[float]]) -> None:
+def report(title: str, samples: dict[str, list[Sample]]) -> None:
     print(title)
-    for label, values in walls.items():
-        median = statistics.median(values)
-        target = TARGETS.get(label)
+    for label, values in samples.items():
+        if not values:
+            continue
+        walls = [wall for wall, _, _ in values]
+        median = statistics.median(walls)
+        rss = max(peak for _, _, peak in values)
         verdict = ""
+        target = TARGETS.get(label)
         if target is not None:
             verdict = f"  target <= {target:.1f} s: " + ("met" if median <= target else "MISSED")
-        cpu = f"  cpu median {statistics.median(cpus[label]):6.3f} s" if label in cpus else ""
+        verdict += "" if rss <= RSS_TARGET_MB else f"  RSS over {RSS_TARGET_MB} MB"
         print(
-            f"  {label:40s} wall median {median:6.3f} s  min {min(values):6.3f}  "
-            f"max {max(values):6.3f}{cpu}  (n={len(values)}){verdict}"
+            f"  {label:38s} wall median {median:6.3f} s  min {min(walls):6.3f}  "
+            f"max {max(walls):6.3f}  cpu median {statistics.median(c for _, c, _ in values):6.3f}"
+            f" s  peak RSS {rss:6.0f} MB  (n={len(values)}){verdict}"
         )
+
+
+def report_loaders(title: str, timings: dict[str, list[float]]) -> None:
+    print(title)
+    for label, values in timings.items():
+        print(f"  {label:40s} median {statistics.median(values):6.3f} s  (n={len(values)})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,9 +357,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--seed-runs", type=int, default=2_000, help="run dirs really built")
     parser.add_argument("--full-fleet", action="store_true", help="build all --runs run dirs")
+    parser.add_argument("--catalog-format", choices=("v3", "v2"), default="v3")
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per command (>= 5)")
-    parser.add_argument("--cold", type=int, default=3, help="timed runs without the cache")
-    parser.add_argument("--loaders", action="store_true", help="also time the loaders in-process")
+    parser.add_argument("--cold", type=int, default=3, help="timed cache rebuilds of each kind")
+    parser.add_argument(
+        "--python-path", action="store_true", help="also time BENCHLAB_QUERY_COLUMNS=never"
+    )
+    parser.add_argument(
+        "--bytecode", action="store_true", help="unset PYTHONDONTWRITEBYTECODE for the timed runs"
+    )
+    parser.add_argument("--loaders", action="store_true", help="also time the v2 loaders")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, help="keep the store here (default: a temp dir)")
     parser.add_argument(
@@ -242,21 +382,38 @@ def main(argv: list[str] | None = None) -> int:
         path = store / "catalog.json"
         if not path.is_file():
             store.mkdir(parents=True, exist_ok=True)
-            build_catalog(store, args.runs, args.seed_runs, args.full_fleet, args.seed)
-        entries = len(json.loads(path.read_bytes())["runs"])
-        size_mb = path.stat().st_size / 1e6
-        print(f"catalog: {entries} runs, {size_mb:.1f} MB ({path})")
+            build_catalog(
+                store, args.runs, args.seed_runs, args.full_fleet, args.seed, args.catalog_format
+            )
+        runs, size = count_runs(path)
+        print(f"catalog: {runs} runs, {size / 1e6:.1f} MB of catalog.json and shards ({path})")
         print(
             f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average "
             f"{os.getloadavg()[0]:.2f} (a busy box inflates wall time; cpu time much less)"
+            + (
+                "; PYTHONDONTWRITEBYTECODE is set: modules compile in every process"
+                if os.environ.get("PYTHONDONTWRITEBYTECODE") and not args.bytecode
+                else ""
+            )
         )
+        env = _env(store, args.bytecode)
+        repeat = max(args.repeat, 1)
         report(
             "bench, one process each (interpreter start included):",
-            *time_commands(store, max(args.repeat, 1), args.only),
+            time_commands(store, repeat, args.only, env),
         )
-        report("bench after catalog.json changed:", *time_cold(store, max(args.cold, 1)))
+        if args.python_path:
+            report(
+                f"bench with {COLUMNS_ENV}=never (the loaded catalog):",
+                time_commands(store, repeat, args.only, {**env, COLUMNS_ENV: "never"}),
+            )
+        if args.cold > 0:
+            report(
+                "bench after the catalog changed:",
+                time_cold(store, args.cold, env, args.python_path),
+            )
         if args.loaders:
-            report("loading catalog.json in-process:", time_loaders(path, 3), {})
+            report_loaders("loading catalog.json in-process:", time_loaders(path, 3))
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

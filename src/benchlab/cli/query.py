@@ -123,6 +123,21 @@ def _catalog() -> Any:
     return load_catalog(store.catalog_path, cache=store.query_cache)
 
 
+def _answer(verb: Any, *args: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """(catalog, rows) of `verb(catalog, *args)`, asked of the columnar query cache where it
+    answers (a big catalog, see query.columns), else of the loaded catalog: the same rows."""
+    from benchlab.query.columns import Unanswerable, open_columns
+
+    columns = open_columns(_store_root())
+    if columns is not None:
+        try:
+            return columns, verb(columns, *args)
+        except Unanswerable:
+            pass
+    catalog = _catalog()
+    return catalog, verb(catalog, *args)
+
+
 def _no_match(filters: Any, catalog: Any) -> str:
     """'no runs match ...', and where --model names no model at all, the nearest ones."""
     from benchlab.query.verbs import unknown_model_hint
@@ -428,8 +443,7 @@ def run_table(args: argparse.Namespace) -> int:
     from benchlab.query.verbs import machine_table
 
     filters = _filters(args)
-    catalog = _catalog()
-    rows = machine_table(catalog, filters)
+    catalog, rows = _answer(machine_table, filters)
     specs = [] if args.model else [("model", "model", "text")]
     specs += [
         ("machine_id", "machine", "text"),
@@ -485,8 +499,7 @@ def run_best(args: argparse.Namespace) -> int:
 
     metric = check_metric(args.metric)
     filters = _filters(args)
-    catalog = _catalog()
-    rows = best_runs(catalog, filters, metric, by=args.by)
+    catalog, rows = _answer(best_runs, filters, metric, args.by)
     specs = [
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),

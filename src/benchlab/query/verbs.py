@@ -16,7 +16,7 @@ import difflib
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
@@ -24,6 +24,14 @@ from benchlab.identity import SERIES_FIELDS, build_label, identity_key, series_o
 from benchlab.query.filters import Filters, check_metric, chronological, model_key, ranked, select
 from benchlab.query.show import resolve_run_id
 from benchlab.stats import OUTLIER_TAG
+
+if TYPE_CHECKING:
+    from benchlab.query.columnar import Columns
+
+Runs: TypeAlias = "LoadedCatalog | Columns"
+"""What `best_runs`, `machine_table` and `unknown_model_hint` answer from: the loaded
+catalog, or the columnar query cache (`query.columns`), which gives the same answers on
+catalogs too big to load."""
 
 GROUPS = ("machine", "model", "precision", "date")
 BEST_BY = ("machine", "series")
@@ -48,7 +56,7 @@ def list_runs(
 
 
 def best_runs(
-    catalog: LoadedCatalog,
+    catalog: Runs,
     filters: Filters,
     metric: str = DEFAULT_METRIC,
     by: str | None = None,
@@ -61,6 +69,8 @@ def best_runs(
     check_metric(metric)
     if by not in (None, *BEST_BY):
         raise QueryError(f"--by: expected one of {', '.join(BEST_BY)}, got {by!r}")
+    if not isinstance(catalog, LoadedCatalog):
+        return ranked(catalog.best(filters, metric, by), metric)
     candidates = [e for e in select(catalog.runs, filters) if e.get(metric) is not None]
     if by is None:
         if not candidates:
@@ -101,14 +111,17 @@ TABLE_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec"
 best run is then the one that decodes fastest."""
 
 
-def machine_table(catalog: LoadedCatalog, filters: Filters) -> list[dict[str, Any]]:
+def machine_table(catalog: Runs, filters: Filters) -> list[dict[str, Any]]:
     """`bench table`: one row per (machine, series), its best run by `TABLE_METRICS`.
 
     A series already names its machine, so this is the best run per series. Rows are
     grouped by model (sorted by model slug), fastest first within a model: a table of
     several models is read one model at a time.
     """
-    rows = _best_per(select(catalog.runs, filters), series_of, TABLE_METRICS)
+    if isinstance(catalog, LoadedCatalog):
+        rows = _best_per(select(catalog.runs, filters), series_of, TABLE_METRICS)
+    else:
+        rows = catalog.table(filters)
     rows.sort(key=lambda e: e["run_id"])
     rows.sort(key=lambda e: e["timestamp"], reverse=True)  # ties: the newer run
     rows.sort(
@@ -510,14 +523,16 @@ def summarize(catalog: LoadedCatalog, filters: Filters, group_by: str) -> list[d
 # --- no match -----------------------------------------------------------------------------
 
 
-def unknown_model_hint(catalog: LoadedCatalog, filters: Filters) -> str | None:
+def unknown_model_hint(catalog: Runs, filters: Filters) -> str | None:
     """Where `--model` names no model of the catalog at all, say so and suggest the nearest
     known ones (difflib), or list them: a typo should not read as "no runs yet"."""
-    if filters.model is None or not catalog.runs:
+    # The columns give one stand-in entry per (model, model_id) present: all this reads.
+    runs = catalog.runs if isinstance(catalog, LoadedCatalog) else catalog.stand_ins("model")
+    if filters.model is None or not runs:
         return None
-    if select(catalog.runs, Filters(model=filters.model)):
+    if select(runs, Filters(model=filters.model)):
         return None
-    known = sorted({model_key(e) for e in catalog.runs})
+    known = sorted({model_key(e) for e in runs})
     close = difflib.get_close_matches(filters.model.lower(), known, n=3, cutoff=0.5)
     if close:
         return f"no model {filters.model!r} in the catalog; did you mean {', '.join(close)}?"
