@@ -1135,25 +1135,29 @@ def _save_cache(
 
 
 def retract_v3(store: Store, run_ids: list[str]) -> int:
-    """`retract` on a v3 catalog: the ids join `retracted` and leave their shards."""
+    """`retract` on a v3 catalog: the ids join `retracted`, leave their shards, and their
+    views go (a later build never meets these entries again to remove them)."""
     path = store.catalog_path
     head = loads_json(path.read_bytes(), path)
     check_head(path, head)
     withdrawn = set(head.get("retracted", [])) | set(run_ids)
     wanted = set(run_ids)
-    gone = 0
+    dropped: list[dict[str, Any]] = []
     for name, shard_path in iter_shards(path):
         entries = read_shard(shard_path, name)
         kept = [e for e in entries if e["run_id"] not in wanted]
         if len(kept) != len(entries):
-            gone += len(entries) - len(kept)
+            dropped += [e for e in entries if e["run_id"] in wanted]
             if kept:
                 atomic_write_bytes(shard_path, render_shard(kept))
             else:
                 shard_path.unlink()
     static = _static_of(head.get("machines", {}))
     pending = [e for e in head.get("runs", []) if e["run_id"] not in wanted]
-    gone += len(head.get("runs", [])) - len(pending)
+    dropped += [e for e in head.get("runs", []) if e["run_id"] in wanted]
     doc = head_document(static, withdrawn, pending)
     atomic_write_bytes(path, render(doc).encode("utf-8"))
-    return gone
+    stale = {name for entry in dropped for name in view_names(entry)}
+    if stale:
+        remove_views(store, stale)
+    return len(dropped)

@@ -1,0 +1,239 @@
+"""The v3 build's machinery for a million runs, on small fleets: worker processes, the
+marshal build cache, one machine's shards at a time, runs that move between shards, and
+the same bytes whichever way a build gets there."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from benchlab.catalog import build_v3
+from benchlab.catalog.build import build, retract
+from benchlab.catalog.read import load_catalog
+from benchlab.catalog.shards import iter_shards, shard_name
+from benchlab.catalog.validate import validate
+from benchlab.layout import Store
+
+STEP = 86400
+
+
+def tracked(root: Path) -> dict[str, bytes]:
+    files = {name: path.read_bytes() for name, path in iter_shards(root / "catalog.json")}
+    for name in ("catalog.json", "machines/catalog.json"):
+        files[name] = (root / name).read_bytes()
+    return files
+
+
+def views(root: Path) -> dict[str, object]:
+    """Every view file and what it reads as."""
+    runs = root / "runs"
+    return {
+        p.relative_to(runs).as_posix(): json.loads(p.read_bytes())
+        for base in ("by-model", "by-date")
+        for p in sorted((runs / base).rglob("*.json"))
+    }
+
+
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small fleets take the path a million runs take: worker processes, small tasks, and
+    loaded shards written out as soon as a few lines are held."""
+    monkeypatch.setattr(build_v3, "POOL_MIN", 1)
+    monkeypatch.setattr(build_v3, "CHUNK", 7)
+    monkeypatch.setattr(build_v3, "LOADED_LIMIT", 10)
+
+
+@pytest.fixture
+def fleet(store: Path, make_fleet: Callable[..., list[str]]) -> Path:
+    make_fleet(store, 60, seed=11, step_s=STEP)
+    return store
+
+
+def test_workers_and_one_process_write_the_same_bytes(
+    fleet: Path, tmp_path: Path, workers: None
+) -> None:
+    copies = {}
+    for jobs in (1, 2, 3):
+        root = tmp_path / f"jobs{jobs}"
+        shutil.copytree(fleet, root)
+        result = build(Store(root), jobs=jobs)
+        assert (result.new, result.dirs_read, result.total) == (60, 60, 60)
+        copies[jobs] = root
+    for jobs in (2, 3):
+        assert tracked(copies[jobs]) == tracked(copies[1])
+        assert views(copies[jobs]) == views(copies[1])
+    assert len(views(copies[1])) == 120
+    assert validate(Store(copies[2])).runs == 60
+
+
+def test_a_full_build_over_an_old_catalog_and_views_reconciles_them(
+    fleet: Path, workers: None
+) -> None:
+    build(Store(fleet), jobs=2)
+    before, wanted = tracked(fleet), views(fleet)
+    gone = sorted((fleet / "runs" / "by-machine").glob("*/*Z"))[:4]
+    for run_dir in gone:
+        shutil.rmtree(run_dir)  # runs only the catalog remembers now
+    stale = fleet / "runs" / "by-date" / "1999-01-01" / "old.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}")
+    missing = fleet / "runs" / next(iter(wanted))
+    missing.unlink()
+    result = build(Store(fleet), full=True, jobs=2)
+    assert (result.total, result.kept, result.dirs_read) == (60, 60, 56)
+    assert tracked(fleet) == before
+    assert views(fleet) == wanted
+    assert not stale.parent.exists()
+
+
+def test_the_build_cache_is_a_few_marshal_files(fleet: Path, workers: None) -> None:
+    build(Store(fleet), jobs=2)
+    cache = fleet / "runs" / build_v3.CACHE_DIR
+    names = sorted(p.name for p in cache.iterdir())
+    assert "index.marshal" in names and all(n.endswith(".marshal") for n in names)
+    assert not (fleet / "runs" / build_v3.LEGACY_CACHE).exists()
+    index = marshal.loads((cache / "index.marshal").read_bytes())
+    assert index["format"] == build_v3.CACHE_FORMAT
+    assert sum(p.stat().st_size for p in cache.iterdir()) < 400 * 60
+    again = build(Store(fleet), jobs=2)
+    assert (again.dirs_read, again.dirs_unchanged, again.new) == (0, 60, 0)
+
+
+def test_a_v2_cache_left_by_an_older_build_is_dropped(fleet: Path) -> None:
+    legacy = fleet / "runs" / build_v3.LEGACY_CACHE
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text('{"version": 2, "dirs": {}}')
+    build(Store(fleet))
+    assert not legacy.exists()
+
+
+@pytest.mark.parametrize("damage", ["index", "group", "missing-group"])
+def test_a_damaged_cache_costs_reads_never_a_wrong_catalog(fleet: Path, damage: str) -> None:
+    build(Store(fleet))
+    before, wanted = tracked(fleet), views(fleet)
+    cache = fleet / "runs" / build_v3.CACHE_DIR
+    group = sorted(cache.glob("g-*.marshal"))[0]
+    if damage == "index":
+        (cache / "index.marshal").write_bytes(b"\x00garbage")
+    elif damage == "group":
+        group.write_bytes(group.read_bytes()[:-7])
+    else:
+        group.unlink()
+    result = build(Store(fleet))
+    assert result.dirs_read > 0 and result.new == 0 and result.total == 60
+    if damage != "index":
+        assert result.dirs_unchanged > 0  # the other groups were still trusted
+    assert tracked(fleet) == before and views(fleet) == wanted
+    assert build(Store(fleet)).dirs_read == 0
+
+
+def test_a_run_whose_week_changed_leaves_its_old_shard(fleet: Path) -> None:
+    build(Store(fleet))
+    run_dir = sorted((fleet / "runs" / "by-machine").glob("*/*Z"))[5]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    old = shard_name(manifest | {"machine_id": manifest["machine_id"]})
+    manifest["timestamp"] = "2025-06-30T12:00:00Z"
+    record_path = run_dir / "record.json"
+    if record_path.exists():
+        record = json.loads(record_path.read_text())
+        record["timings"]["started_at"] = manifest["timestamp"]
+        record_path.write_text(json.dumps(record))
+    tmp = run_dir / "manifest.tmp"
+    tmp.write_text(json.dumps(manifest))
+    tmp.replace(run_dir / "manifest.json")
+    old_view = fleet / "runs" / "by-date" / "xx"
+    entry = load_catalog(fleet / "catalog.json").entry(manifest["run_id"])
+    old_view = fleet / "runs" / "by-date" / entry["timestamp"][:10] / f"{entry['run_id']}.json"
+    assert old_view.exists()
+    result = build(Store(fleet))
+    assert (result.dirs_read, result.changed, result.total) == (1, 1, 60)
+    new = shard_name({"machine_id": manifest["machine_id"], "timestamp": manifest["timestamp"]})
+    assert new != old
+    holders = [
+        name
+        for name, path in iter_shards(fleet / "catalog.json")
+        if manifest["run_id"].encode() in path.read_bytes()
+    ]
+    assert holders == [new]
+    assert not old_view.exists()
+    assert (fleet / "runs" / "by-date" / "2025-06-30" / f"{manifest['run_id']}.json").exists()
+    assert validate(Store(fleet)).runs == 60
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_one_run_in_two_dirs_is_settled_by_the_winner_rule(
+    fleet: Path, jobs: int, workers: None
+) -> None:
+    """A run promoted to runs/public and failed again in by-machine: both dirs are read,
+    and the copy every clone keeps (ok over failed) is the one in the catalog and its
+    views."""
+    run_dir = next(
+        p
+        for p in sorted((fleet / "runs" / "by-machine").glob("*/*Z"))
+        if (p / "record.json").exists()
+        and json.loads((p / "record.json").read_text())["status"] == "ok"
+    )
+    public = fleet / "runs" / "public" / run_dir.parent.name / run_dir.name
+    shutil.copytree(run_dir, public)
+    record = json.loads((run_dir / "record.json").read_text())
+    record.update(status="failed", failure_kind="parse", error="again")
+    (run_dir / "record.json").write_text(json.dumps(record))
+    result = build(Store(fleet), jobs=jobs)
+    assert (result.new, result.dirs_read, result.total) == (60, 61, 60)
+    entry = load_catalog(fleet / "catalog.json").entry(record["run_id"])
+    assert entry["status"] == "ok"
+    by_date = fleet / "runs" / "by-date" / entry["timestamp"][:10] / f"{record['run_id']}.json"
+    assert json.loads(by_date.read_text())["status"] == "ok"
+    assert len(views(fleet)) == 120
+
+
+def test_a_retracted_run_loses_its_views_and_stays_out_of_full_builds(
+    fleet: Path, workers: None
+) -> None:
+    build(Store(fleet), jobs=2)
+    run_id = load_catalog(fleet / "catalog.json").runs[3]["run_id"]
+    assert retract(Store(fleet), [run_id]) == 1
+    assert not [name for name in views(fleet) if run_id in name]
+    result = build(Store(fleet), jobs=2)
+    assert result.total == 59 and len(views(fleet)) == 118
+    build(Store(fleet), full=True, jobs=2)
+    assert run_id not in {e["run_id"] for e in load_catalog(fleet / "catalog.json").runs}
+    assert not [name for name in views(fleet) if run_id in name]
+
+
+def test_a_retraction_pulled_from_another_clone_drops_the_run_and_its_views(
+    fleet: Path,
+) -> None:
+    """The shard merge is a union, so our copy of the entry survives a pull; the pulled
+    head's `retracted` list takes it out at the next build, views and all."""
+    build(Store(fleet))
+    run_id = load_catalog(fleet / "catalog.json").runs[7]["run_id"]
+    head = json.loads((fleet / "catalog.json").read_text())
+    head["retracted"] = [run_id]
+    (fleet / "catalog.json").write_text(json.dumps(head, indent=2, sort_keys=True) + "\n")
+    result = build(Store(fleet))
+    assert result.total == 59 and result.views_removed == 2
+    assert not [name for name in views(fleet) if run_id in name]
+    assert run_id not in {e["run_id"] for e in load_catalog(fleet / "catalog.json").runs}
+
+
+def test_progress_counts_every_run_dir(fleet: Path, workers: None) -> None:
+    seen: list[int] = []
+    build(Store(fleet), jobs=2, progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 60
+    seen.clear()
+    build(Store(fleet), jobs=2, progress=seen.append)
+    assert seen == [60]  # a no-op build: every dir unchanged, counted at once
+
+
+def test_the_build_logs_its_phases(fleet: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("DEBUG", logger="benchlab.catalog"):
+        build(Store(fleet))
+    [line] = [r.getMessage() for r in caplog.records if "phases" in r.getMessage()]
+    for phase in ("open", "stat", "read", "shards", "head", "views", "cache"):
+        assert f"{phase} wall=" in line
