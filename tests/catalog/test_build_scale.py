@@ -237,3 +237,45 @@ def test_the_build_logs_its_phases(fleet: Path, caplog: pytest.LogCaptureFixture
     [line] = [r.getMessage() for r in caplog.records if "phases" in r.getMessage()]
     for phase in ("open", "stat", "read", "shards", "head", "views", "cache"):
         assert f"{phase} wall=" in line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"n": 123456789012345678901234567890}',
+        b'{"n": -1234567890123456789}',
+        b'{"x": 1e999}',
+        b'{"x": NaN}',
+        b'{"x": [Infinity]}',
+        b'{"s": "\\ud800"}',
+        b"\xef\xbb\xbf{}",
+        "{}".encode("utf-16"),
+        b'{"deep": ' + b"[" * 2000 + b"]" * 2000 + b"}",
+        b'{"cut": ',
+        b'{"ctl": "\x01"}',
+        b'{"f": 0.1e-400, "g": 1.5e308, "z": -0.0}',
+        b"\xff\xfe\xfd",
+        b"",
+    ],
+)
+def test_run_files_read_fast_exactly_as_read_json(tmp_path: Path, text: bytes) -> None:
+    """orjson where it reads a file as the standard library would, read_json elsewhere:
+    the same value, or the same one-line error."""
+    from benchlab.catalog.extract import read_run_dir, read_run_file
+    from benchlab.errors import BenchlabError
+    from benchlab.layout import read_json
+
+    path = tmp_path / "kernel.json"
+    path.write_bytes(text)
+
+    def outcome(read: Callable[[], object]) -> object:
+        try:
+            return ("value", read())
+        except BenchlabError as exc:
+            return ("error", str(exc))
+
+    expected = outcome(lambda: read_json(path))
+    assert outcome(lambda: read_run_file(path)) == expected
+    files = read_run_dir(str(tmp_path))
+    assert outcome(lambda: read_run_file(path, files["kernel.json"])) == expected

@@ -40,6 +40,7 @@ a shared run id), not overwritten.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import logging
@@ -49,9 +50,10 @@ import os
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISDIR
 from typing import Any
 
 import numpy as np
@@ -111,7 +113,7 @@ RACY_NS = 1_000_000_000
 granularity: its files' signatures are kept and checked by the next build."""
 CHUNK = 1000
 """Run dirs per task handed to a worker."""
-POOL_MIN = 2000
+POOL_MIN = 500
 """Fewer run dirs to read (or stat) than this and the build reads them in its own process:
 starting workers costs more than it saves."""
 LOADED_LIMIT = 400_000
@@ -181,13 +183,13 @@ def _stat(path: Path | str) -> list[int] | None:
 class GroupCache:
     """What the cache keeps of one run-dir group (`runs/<base>/<machine>/`), names sorted.
 
-    `sigs` holds (mtime, ctime, inode) per dir; `shards` the id of the shard its entry went
+    `sig` holds (mtime, ctime, inode) per dir; `shards` the id of the shard its entry went
     to (-1: none, read it next time); `ids` the run ids that differ from their dir's name;
     `racy` the files' signatures of dirs modified just before the scan."""
 
     names: list[str] = field(default_factory=list)
-    sigs: array = field(default_factory=lambda: array("q"))
-    shards: array = field(default_factory=lambda: array("i"))
+    sig: np.ndarray = field(default_factory=lambda: np.empty((0, 3), np.int64))
+    shards: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     ids: dict[str, str] = field(default_factory=dict)
     racy: dict[str, list[int]] = field(default_factory=dict)
 
@@ -197,8 +199,8 @@ class GroupCache:
                 CACHE_FORMAT,
                 key,
                 "\n".join(self.names),
-                self.sigs.tobytes(),
-                self.shards.tobytes(),
+                np.ascontiguousarray(self.sig, np.int64).tobytes(),
+                np.ascontiguousarray(self.shards, np.int32).tobytes(),
                 self.ids,
                 self.racy,
             )
@@ -207,15 +209,20 @@ class GroupCache:
     @classmethod
     def load(cls, data: bytes, key: str) -> GroupCache | None:
         try:
-            fmt, stored, names, sigs, shards, ids, racy = marshal.loads(data)
+            fmt, stored, names, sig, shards, ids, racy = marshal.loads(data)
             if fmt != CACHE_FORMAT or stored != key:
                 return None
-            out = cls(names.split("\n") if names else [], array("q"), array("i"), ids, racy)
-            out.sigs.frombytes(sigs)
-            out.shards.frombytes(shards)
+            listed = names.split("\n") if names else []
+            out = cls(
+                listed,
+                np.frombuffer(sig, np.int64).reshape(-1, 3),
+                np.frombuffer(shards, np.int32),
+                ids,
+                racy,
+            )
         except (EOFError, ValueError, TypeError):
             return None
-        if len(out.sigs) != 3 * len(out.names) or len(out.shards) != len(out.names):
+        if len(out.sig) != len(listed) or len(out.shards) != len(listed):
             return None
         return out
 
@@ -523,8 +530,8 @@ class ShardBook:
         if line is held:
             point = point_of(_decode(line))
         self.put(sid, run_id, line, point)
-        if again and views is not None and line is not incoming:
-            # A reader wrote the views of the copy that lost: the winner's go back.
+        if again and views is not None and held is not None and held != incoming:
+            # Two readers wrote views of one run, in no known order: the winner's go back.
             kept = _decode(line)
             self.touched[run_id] = kept
             self.stale.update(set(views) - set(view_names(kept)))
@@ -715,55 +722,129 @@ class GroupScan:
 
     key: str
     names: list[str]
-    sigs: array
-    shards: array  # cached shard id of an unchanged dir; -1 for one to read
+    sig: np.ndarray  # (n, 3): mtime, ctime, inode
+    shards: np.ndarray  # cached shard id of an unchanged dir; -1 for one to read
     ids: dict[str, str]
     racy: dict[str, list[int]]
     to_read: list[int]  # indexes into names
     unchanged: int = 0
 
 
-def _scan_group(
-    group: Group, cached: GroupCache | None, known: Callable[[int, str], bool], since_ns: int
-) -> GroupScan:
-    """One stat per run dir (the dir listing gives names and kinds for free)."""
-    found = [
-        (item.name, item)
-        for item in os.scandir(group.path)
-        if not item.name.startswith(".") and item.is_dir()
-    ]
-    found.sort(key=lambda pair: pair[0])
-    scan = GroupScan(group.key, [n for n, _ in found], array("q"), array("i"), {}, {}, [])
-    index = {name: i for i, name in enumerate(cached.names)} if cached is not None else {}
-    old = cached.sigs if cached is not None else array("q")
-    sigs, shards, racy_limit = scan.sigs, scan.shards, since_ns - RACY_NS
-    for i, (name, item) in enumerate(found):
-        try:
-            stat = item.stat()
-            mtime, ctime, ino = stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino
-        except OSError:
-            mtime = ctime = ino = -1
-        sigs.extend((mtime, ctime, ino))
-        file_sig = _file_sig(item.path) if ctime >= racy_limit else None
-        if file_sig is not None:
-            scan.racy[name] = file_sig
-        j = index.get(name)
-        if j is not None and cached is not None and mtime != -1:
-            k = 3 * j
-            same = old[k] == mtime and old[k + 1] == ctime and old[k + 2] == ino
-            if same and name in cached.racy:
-                same = cached.racy[name] == (file_sig or _file_sig(item.path))
-            run_id = cached.ids.get(name, name)
-            sid = cached.shards[j]
-            if same and known(sid, run_id):
-                shards.append(sid)
-                if run_id != name:
-                    scan.ids[name] = run_id
-                scan.unchanged += 1
+NOT_A_DIR = -2
+
+
+def _stat_names(task: tuple[str, list[str]]) -> bytes:
+    """(mtime, ctime, inode) of each name in one dir, as int64 bytes; NOT_A_DIR where it is
+    no dir (a file, or gone since the listing). One stat each, relative to the dir's fd."""
+    path, names = task
+    out = array("q")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for name in names:
+            try:
+                stat = os.stat(name, dir_fd=fd)
+            except OSError:
+                out.extend((NOT_A_DIR, NOT_A_DIR, NOT_A_DIR))
                 continue
-        shards.append(-1)
-        scan.to_read.append(i)
+            if S_ISDIR(stat.st_mode):
+                out.extend((stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino))
+            else:
+                out.extend((NOT_A_DIR, NOT_A_DIR, NOT_A_DIR))
+    finally:
+        os.close(fd)
+    return out.tobytes()
+
+
+STAT_CHUNK = 50_000
+STAT_POOL_MIN = 200_000
+"""Run dirs to stat before worker processes share the stat pass."""
+
+
+def _stat_groups(groups: list[Group], jobs: int, store: Store) -> list[tuple[list[str], Any]]:
+    """Every group's run dir names (sorted) and their (mtime, ctime, inode) rows."""
+    listed = []
+    for group in groups:
+        try:
+            listed.append(sorted(n for n in os.listdir(group.path) if not n.startswith(".")))
+        except OSError:
+            listed.append([])
+    tasks = [
+        (group.path, names[start : start + STAT_CHUNK])
+        for group, names in zip(groups, listed, strict=True)
+        for start in range(0, len(names), STAT_CHUNK)
+    ]
+    if jobs > 1 and sum(map(len, listed)) >= STAT_POOL_MIN:
+        with _pool(min(jobs, len(tasks)), store) as pool:
+            parts = list(pool.imap(_stat_names, tasks))
+    else:
+        parts = [_stat_names(task) for task in tasks]
+    out = []
+    at = 0
+    for names in listed:
+        chunks = []
+        for _start in range(0, len(names), STAT_CHUNK):
+            chunks.append(np.frombuffer(parts[at], np.int64))
+            at += 1
+        sig = np.concatenate(chunks).reshape(-1, 3) if chunks else np.empty((0, 3), np.int64)
+        keep = sig[:, 0] != NOT_A_DIR
+        if not keep.all():
+            names = [n for n, k in zip(names, keep.tolist(), strict=True) if k]
+            sig = sig[keep]
+        out.append((names, sig))
+    return out
+
+
+def _scan_group(
+    group: Group,
+    names: list[str],
+    sig: np.ndarray,
+    cached: GroupCache | None,
+    book: ShardBook,
+    since_ns: int,
+) -> GroupScan:
+    """Which run dirs of a group changed since the cache was written (all, without one).
+
+    Unchanged: the same (mtime, ctime, inode), the files' signatures too where the dir was
+    racy, and its entry still where the cache put it (`ShardBook.known`)."""
+    n = len(names)
+    scan = GroupScan(group.key, names, sig, np.full(n, -1, np.int32), {}, {}, [])
+    racy_rows = np.nonzero(sig[:, 1] >= since_ns - RACY_NS)[0].tolist()
+    for i in racy_rows:
+        scan.racy[names[i]] = _file_sig(f"{group.path}/{names[i]}")
+    if cached is None or not n:
+        scan.to_read = list(range(n))
+        return scan
+    index = dict(zip(cached.names, range(len(cached.names)), strict=True))
+    where = np.array([index.get(name, -1) for name in names], np.int64)
+    found = where >= 0
+    rows = np.where(found, where, 0)
+    same = found & (cached.sig[rows] == sig).all(axis=1)
+    sids = np.where(found, cached.shards[rows], -1)
+    state = np.frombuffer(bytes(book.state) or b"\0", np.uint8)
+    inside = (sids >= 0) & (sids < len(book.state))
+    kind = np.where(inside, state[np.where(inside, sids, 0)], GONE)
+    ok = same & (kind == SAME)
+    for i in np.nonzero(same & (kind == CHANGED))[0].tolist():
+        ok[i] = book.known(int(sids[i]), cached.ids.get(names[i], names[i]))
+    for name, files in cached.racy.items():
+        i = index_of(names, name)
+        if i >= 0 and ok[i]:
+            now = scan.racy.get(name) or _file_sig(f"{group.path}/{name}")
+            ok[i] = now == files
+    scan.shards = np.where(ok, sids, -1).astype(np.int32)
+    scan.unchanged = int(ok.sum())
+    scan.to_read = np.nonzero(~ok)[0].tolist()
+    for name, run_id in cached.ids.items():
+        i = index_of(names, name)
+        if i >= 0 and ok[i]:
+            scan.ids[name] = run_id
     return scan
+
+
+def index_of(names: list[str], name: str) -> int:
+    """The index of `name` in sorted `names`, or -1."""
+    i = bisect.bisect_left(names, name)
+    return i if i < len(names) and names[i] == name else -1
 
 
 # The worker side: a process reads run dirs with the build's policy, scan memo and options.
@@ -839,13 +920,20 @@ def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
 
 @contextlib.contextmanager
 def _pool(
-    jobs: int, store: Store, retracted: frozenset[str] = frozenset(), views: bool = False
+    jobs: int,
+    store: Store,
+    retracted: frozenset[str] | None = None,
+    views: bool = False,
 ) -> Iterator[Any]:
     """Worker processes (forked where the platform can: they start in milliseconds and
-    inherit the loaded modules)."""
+    inherit the loaded modules). With `retracted` given they are set up to read run dirs
+    (`_read_dirs`: the policy, a scan memo); without, they only stat and check files."""
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    pool = context.Pool(jobs, _worker_setup, (str(store.root), retracted, views))
+    if retracted is None:
+        pool = context.Pool(jobs)
+    else:
+        pool = context.Pool(jobs, _worker_setup, (str(store.root), retracted, views))
     try:
         yield pool
     finally:
@@ -934,7 +1022,10 @@ def build_v3(
     groups = _groups(store)
     cached = {g.key: cache.group(g.key) if usable else None for g in groups}
     since = time.time_ns()
-    scans = [_scan_group(g, cached[g.key], book.known, since) for g in groups]
+    scans = [
+        _scan_group(group, names, sig, cached[group.key], book, since)
+        for group, (names, sig) in zip(groups, _stat_groups(groups, jobs, store), strict=True)
+    ]
     phases.mark("stat")
     result.dirs_unchanged = sum(s.unchanged for s in scans)
     todo = sum(len(s.to_read) for s in scans)
@@ -1124,13 +1215,14 @@ def _save_cache(
         ):
             out[group.key] = None  # nothing moved: its file stays as it is
             continue
+        shards = scan.shards.copy()
         for i in scan.to_read:
             where = placed.get((group.key, i))
             if where is not None:
-                scan.shards[i] = book.by_name.get(where[0], -1)
+                shards[i] = book.by_name.get(where[0], -1)
                 if where[1] != scan.names[i]:
                     scan.ids[scan.names[i]] = where[1]
-        out[group.key] = GroupCache(scan.names, scan.sigs, scan.shards, scan.ids, scan.racy)
+        out[group.key] = GroupCache(scan.names, scan.sig, shards, scan.ids, scan.racy)
     cache.save(_digest(head_bytes), book.rows(), out)
 
 

@@ -22,7 +22,6 @@ from benchlab.layout import (
     MAX_JSON_BYTES,
     RECORD,
     REQUIRED_RUN_FILES,
-    loads_json,
     parse_model,
     read_json,
 )
@@ -95,19 +94,22 @@ def read_run_dir(run_dir: str) -> dict[str, Any]:
     return out
 
 
+_READ = 1 << 16
+
+
 def _read_fd(fd: int) -> Any:
-    size = os.fstat(fd).st_size
-    if size > MAX_JSON_BYTES:
-        return UNREADABLE  # read_json refuses it, naming the file
-    data = os.read(fd, size + 1)
-    if len(data) > size:  # it grew since the stat: read to the end
-        parts = [data]
-        while parts[-1] and sum(map(len, parts)) <= MAX_JSON_BYTES:
-            parts.append(os.read(fd, 1 << 20))
-        data = b"".join(parts)
-        if len(data) > MAX_JSON_BYTES:
-            return UNREADABLE
-    return data
+    """A regular file's bytes: a read shorter than asked for is its end (no fstat first)."""
+    data = os.read(fd, _READ)
+    if len(data) < _READ:
+        return data
+    parts = [data]
+    total = len(data)
+    while parts[-1]:
+        if total > MAX_JSON_BYTES:
+            return UNREADABLE  # read_json refuses it, naming the file
+        parts.append(os.read(fd, 1 << 20))
+        total += len(parts[-1])
+    return b"".join(parts)
 
 
 def read_run_file(path: Path | str, data: Any = None) -> Any:
@@ -128,14 +130,12 @@ def read_run_file(path: Path | str, data: Any = None) -> Any:
             data = UNREADABLE
         finally:
             os.close(fd)
-    if data is UNREADABLE:
-        return read_json(Path(path))  # says why, as it always has
-    if _LONG_NUMBER.search(data) is None:
+    if data is not UNREADABLE and _LONG_NUMBER.search(data) is None:
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
-    return loads_json(data, path)
+    return read_json(Path(path))  # reads it again whole, and parses or refuses it as always
 
 
 def _validate(path: Path | str, kind: str, data: Any) -> Any:

@@ -70,6 +70,7 @@ class ViewWriter:
         self.compare = compare
         self._made: set[str] = set()
         self._new: set[str] = set()
+        self._tmp = f".{os.getpid()}.tmp"  # two workers may write one view (a run in two dirs)
         self.written = 0
 
     def put(self, entry: dict[str, Any], names: Iterable[str] | None = None) -> int:
@@ -95,7 +96,7 @@ class ViewWriter:
                 else:
                     count += 1
                     continue
-            tmp = f"{parent}/.{base}.tmp"
+            tmp = f"{parent}/.{base}{self._tmp}"
             with open(tmp, "wb") as handle:
                 handle.write(data)
             os.replace(tmp, path)
