@@ -466,8 +466,9 @@ def publish_specs(store: Store, specs: dict[str, Any]) -> int:
     return written
 
 
-WARM_LIMIT_BYTES = 64 * 1024 * 1024
-"""Below this much shard text a v3 build reads its catalog back to warm the query cache."""
+WARM_LIMIT_BYTES = 16 * 1024 * 1024
+"""Below this much shard text (about 25,000 runs) a v3 build reads its catalog back to warm
+the query cache: about half a second; past it the first query pays."""
 
 
 def _warm_query_cache(store: Store, doc: dict[str, Any] | None = None) -> None:

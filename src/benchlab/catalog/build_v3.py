@@ -50,7 +50,7 @@ import os
 import time
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISDIR
@@ -118,6 +118,8 @@ POOL_MIN = 500
 starting workers costs more than it saves."""
 LOADED_LIMIT = 400_000
 """Shard lines held before the loaded shards are written out and dropped."""
+RECENT_LIMIT = 200_000
+"""Run ids placed since the run-id hashes were indexed, before they are indexed again."""
 
 GONE, SAME, CHANGED = 0, 1, 2  # a cached shard's state now
 
@@ -337,7 +339,7 @@ class ShardBook:
 
     # -- what is there
 
-    def open(self, cached: list[Any], trusted: bool, jobs: int) -> None:
+    def open(self, cached: list[Any], trusted: bool, workers: Workers) -> None:
         """Compare the cache's shards with the files; read again those it cannot vouch for
         (every shard when not `trusted`)."""
         for row in cached:
@@ -369,7 +371,7 @@ class ShardBook:
                 del self.by_name[shard.name]
         if trusted:
             self.pulled = {self.shards[sid].name for sid in stale}  # type: ignore[union-attr]
-        self._validate(stale, jobs, keep_ids=trusted)
+        self._validate(stale, workers, keep_ids=trusted)
 
     def _add(self, name: str) -> int:
         sid = len(self.shards)
@@ -377,14 +379,13 @@ class ShardBook:
         self.by_name[name] = sid
         return sid
 
-    def _validate(self, sids: list[int], jobs: int, keep_ids: bool) -> None:
+    def _validate(self, sids: list[int], workers: Workers, keep_ids: bool) -> None:
         """Read and validate shards the cache cannot vouch for (in workers when many)."""
         tasks = [
             (self._shard(sid).name, str(self.store.root / self._shard(sid).name)) for sid in sids
         ]
-        if len(tasks) > 8 and jobs > 1:
-            with _pool(min(jobs, len(tasks)), self.store) as pool:
-                checked = list(pool.imap(_check_shard, tasks))
+        if len(tasks) > 8 and workers.parallel:
+            checked = list(workers.imap(_check_shard, tasks))
         else:
             checked = [_check_shard(task) for task in tasks]
         for sid, (stat, canonical, counts, ids) in zip(sids, checked, strict=True):
@@ -412,9 +413,14 @@ class ShardBook:
         )
 
     def where(self, run_ids: list[str]) -> list[list[int]]:
-        """Per run id, the shards that may hold it (by hash; callers check the lines)."""
-        if self._index is None:
-            parts = [(s.hashes, sid) for sid, s in enumerate(self.shards) if s is not None]
+        """Per run id, the shards that may hold it (by hash, plus the ids placed since the
+        hashes were indexed; callers check the lines)."""
+        if self._index is None or len(self._recent) > RECENT_LIMIT:
+            parts = [
+                (_hashes(s.lines) if s.lines is not None else s.hashes, sid)
+                for sid, s in enumerate(self.shards)
+                if s is not None
+            ]
             if parts:
                 hashes = np.concatenate([h for h, _ in parts])
                 owners = np.concatenate([np.full(len(h), sid, np.int32) for h, sid in parts])
@@ -433,7 +439,7 @@ class ShardBook:
             recent = self._recent.get(run_id)
             if recent is not None:
                 found.add(recent)
-            out.append(sorted(found))
+            out.append(sorted(sid for sid in found if self.shards[sid] is not None))
         return out
 
     def holds(self, run_id: str) -> bool:
@@ -573,7 +579,6 @@ class ShardBook:
             shard.lines = None
             shard.dirty = False
         self.loaded_lines = 0
-        self._index = None
 
     def _views_of_kept(self, lines: dict[str, bytes]) -> None:
         """Full builds: views of the entries no worker wrote (runs whose dirs are absent
@@ -603,6 +608,7 @@ class ShardBook:
                     lines[run_id] = encode_line(entry)
                     self.result.concurrent_merged += 1
                     self.touched[run_id] = entry
+                    self._recent[run_id] = sid
                 elif _decode(mine) != entry:
                     best = winner(_decode(mine), entry)
                     lines[run_id] = encode_line(best)
@@ -728,6 +734,8 @@ class GroupScan:
     racy: dict[str, list[int]]
     to_read: list[int]  # indexes into names
     unchanged: int = 0
+    final: np.ndarray | None = None  # shard ids for the cache, the read dirs' filled in
+    old: GroupCache | None = None  # what the cache held
 
 
 NOT_A_DIR = -2
@@ -760,7 +768,7 @@ STAT_POOL_MIN = 200_000
 """Run dirs to stat before worker processes share the stat pass."""
 
 
-def _stat_groups(groups: list[Group], jobs: int, store: Store) -> list[tuple[list[str], Any]]:
+def _stat_groups(groups: list[Group], workers: Workers) -> list[tuple[list[str], Any]]:
     """Every group's run dir names (sorted) and their (mtime, ctime, inode) rows."""
     listed = []
     for group in groups:
@@ -773,9 +781,8 @@ def _stat_groups(groups: list[Group], jobs: int, store: Store) -> list[tuple[lis
         for group, names in zip(groups, listed, strict=True)
         for start in range(0, len(names), STAT_CHUNK)
     ]
-    if jobs > 1 and sum(map(len, listed)) >= STAT_POOL_MIN:
-        with _pool(min(jobs, len(tasks)), store) as pool:
-            parts = list(pool.imap(_stat_names, tasks))
+    if workers.parallel and sum(map(len, listed)) >= STAT_POOL_MIN:
+        parts = list(workers.imap(_stat_names, tasks))
     else:
         parts = [_stat_names(task) for task in tasks]
     out = []
@@ -851,7 +858,7 @@ def index_of(names: list[str], name: str) -> int:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_setup(root: str, retracted: frozenset[str], views: bool) -> None:
+def _worker_setup(root: str, retracted: frozenset[str]) -> None:
     from benchlab.redact import ScanMemo, default_policy
     from benchlab.redact.policy import collect_store_names
 
@@ -863,7 +870,7 @@ def _worker_setup(root: str, retracted: frozenset[str], views: bool) -> None:
         hosts=collect_store_names(Path(root)).hosts,
         passed=set(),
         retracted=retracted,
-        views=ViewWriter(Path(root) / "runs", compare=True) if views else None,
+        views=ViewWriter(Path(root) / "runs", compare=True),
     )
 
 
@@ -879,16 +886,16 @@ class Fresh:
     views: tuple[str, str] | None  # the view names a worker wrote
 
 
-Task = tuple[str, str, list[tuple[int, str]]]
-"""(group key, group path, [(index, dir name)]) of run dirs to read."""
+Task = tuple[str, str, list[tuple[int, str]], bool]
+"""(group key, group path, [(index, dir name)], write their views?) of run dirs to read."""
 
 
 def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
     """Read run dirs of one group: (key, entries as lines, warnings, skipped, views written)."""
-    key, path, items = task
+    key, path, items, write_views = task
     state = _WORKER
     root, policy, memo = state["root"], state["policy"], state["memo"]
-    views: ViewWriter | None = state["views"]
+    views: ViewWriter | None = state["views"] if write_views else None
     out: list[Fresh] = []
     warnings: list[str] = []
     skipped = 0
@@ -918,27 +925,36 @@ def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
     return key, out, warnings, skipped, done
 
 
-@contextlib.contextmanager
-def _pool(
-    jobs: int,
-    store: Store,
-    retracted: frozenset[str] | None = None,
-    views: bool = False,
-) -> Iterator[Any]:
-    """Worker processes (forked where the platform can: they start in milliseconds and
-    inherit the loaded modules). With `retracted` given they are set up to read run dirs
-    (`_read_dirs`: the policy, a scan memo); without, they only stat and check files."""
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    if retracted is None:
-        pool = context.Pool(jobs)
-    else:
-        pool = context.Pool(jobs, _worker_setup, (str(store.root), retracted, views))
-    try:
-        yield pool
-    finally:
-        pool.terminate()
-        pool.join()
+class Workers:
+    """The build's worker processes, started on first need and shared by its passes
+    (checking shards, the stat pass, reading run dirs); forked where the platform can (they
+    start in milliseconds and inherit the loaded modules). Each sets itself up to read run
+    dirs (the policy, a scan memo) as it starts, while this process goes on."""
+
+    def __init__(self, jobs: int, store: Store, retracted: frozenset[str]) -> None:
+        self.jobs = jobs
+        self.store = store
+        self.retracted = retracted
+        self._pool: Any = None
+
+    @property
+    def parallel(self) -> bool:
+        return self.jobs > 1
+
+    def imap(self, function: Callable[[Any], Any], tasks: list[Any]) -> Iterator[Any]:
+        if self._pool is None:
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self._pool = context.Pool(
+                self.jobs, _worker_setup, (str(self.store.root), self.retracted)
+            )
+        return self._pool.imap(function, tasks)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
 
 
 # --- the build ----------------------------------------------------------------------------
@@ -1007,75 +1023,19 @@ def build_v3(
 
     cache = BuildCache(store.runs_dir)
     usable = not full and cache.load()
-    book = ShardBook(store, result)
-    book.open(cache.index.get("shards", []) if usable else [], usable, jobs)
-    views_existed = store.by_model.is_dir() or store.by_date.is_dir()
-    phases.mark("open")
-
-    for run_id in sorted(retracted):
-        book.drop(run_id)
-    for run_id in sorted(pending):
-        if run_id not in retracted:
-            entry = pending[run_id]
-            book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
-
-    groups = _groups(store)
-    cached = {g.key: cache.group(g.key) if usable else None for g in groups}
-    since = time.time_ns()
-    scans = [
-        _scan_group(group, names, sig, cached[group.key], book, since)
-        for group, (names, sig) in zip(groups, _stat_groups(groups, jobs, store), strict=True)
-    ]
-    phases.mark("stat")
-    result.dirs_unchanged = sum(s.unchanged for s in scans)
-    todo = sum(len(s.to_read) for s in scans)
-    many = todo >= POOL_MIN
-    remake = full or not usable  # every run dir read: every view made again
-    readers_write_views = many or remake  # else this process writes the few there are
-    if remake:
-        book.views = ViewWriter(store.runs_dir, compare=True)
-        book.wanted = set() if views_existed else None
-    seen = result.dirs_unchanged
-    if progress is not None and seen:
-        progress(seen)
-
-    placed: dict[tuple[str, int], tuple[str, str]] = {}  # (group, index) -> (shard, run id)
-    frozen = frozenset(retracted)
-
-    def take(batch: tuple[str, list[Fresh], list[str], int, int]) -> None:
-        nonlocal seen
-        key, fresh, warnings, skipped, views_done = batch
-        result.warnings.extend(warnings)
-        result.skipped += skipped
-        result.dirs_read += len(fresh)
-        result.views_written += views_done
-        live = [item for item in fresh if item.run_id not in retracted]
-        for item, candidates in zip(live, book.where([i.run_id for i in live]), strict=True):
-            book.place(item.run_id, item.shard, item.line, item.point, True, candidates, item.views)
-            placed[(key, item.index)] = (item.shard, item.run_id)
-            if book.wanted is not None and item.views is not None:
-                book.wanted.update(item.views)
-        seen += len(fresh) + skipped
-        if progress is not None:
-            progress(seen)
-
-    tasks = list(_tasks(groups, scans))
-    if todo:
-        if jobs == 1 or not many:
-            _worker_setup(str(store.root), frozen, readers_write_views)
-            for machine_tasks in tasks:
-                for task in machine_tasks:
-                    take(_read_dirs(task))
-                if many or book.loaded_lines > LOADED_LIMIT:
-                    book.flush()
-        else:
-            with _pool(jobs, store, frozen, readers_write_views) as pool:
-                for machine_tasks in tasks:
-                    for batch in pool.imap(_read_dirs, machine_tasks):
-                        take(batch)
-                        if book.loaded_lines > LOADED_LIMIT:
-                            book.flush()
-                    book.flush()  # one machine's shards at a time
+    workers = Workers(jobs, store, frozenset(retracted))
+    try:
+        book = ShardBook(store, result)
+        book.open(cache.index.get("shards", []) if usable else [], usable, workers)
+        views_existed = store.by_model.is_dir() or store.by_date.is_dir()
+        phases.mark("open")
+        groups, scans = _scan(store, book, cache if usable else None, workers, retracted, pending)
+        phases.mark("stat")
+        _read(
+            store, book, groups, scans, workers, result, progress, full or not usable, views_existed
+        )
+    finally:
+        workers.close()
     phases.mark("read")
 
     specs = _build._machine_specs(store)  # looked up here: tests inject a `git pull` in it
@@ -1127,9 +1087,9 @@ def build_v3(
     result.specs_published = publish_specs(store, specs)
     phases.mark("head")
 
-    _reconcile_views(store, book, result, sweep=remake and views_existed)
+    _reconcile_views(store, book, result, sweep=(full or not usable) and views_existed)
     phases.mark("views")
-    _save_cache(cache, book, head_bytes, groups, scans, cached, placed)
+    _save_cache(cache, book, head_bytes, scans)
     with contextlib.suppress(OSError):
         (store.runs_dir / LEGACY_CACHE).unlink()
     phases.mark("cache")
@@ -1138,6 +1098,100 @@ def build_v3(
         phases.mark("warm")
     phases.log()
     return result
+
+
+def _scan(
+    store: Store,
+    book: ShardBook,
+    cache: BuildCache | None,
+    workers: Workers,
+    retracted: set[str],
+    pending: dict[str, dict],
+) -> tuple[list[Group], list[GroupScan]]:
+    """Retracted runs leave their shards, runs inline in catalog.json join them, and the
+    stat pass finds the run dirs to read."""
+    for run_id in sorted(retracted):
+        book.drop(run_id)
+    for run_id in sorted(pending):
+        if run_id not in retracted:
+            entry = pending[run_id]
+            book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
+    groups = _groups(store)
+    cached = {g.key: cache.group(g.key) if cache is not None else None for g in groups}
+    since = time.time_ns()
+    scans = []
+    for group, (names, sig) in zip(groups, _stat_groups(groups, workers), strict=True):
+        scan = _scan_group(group, names, sig, cached[group.key], book, since)
+        scan.final = scan.shards.copy()
+        scan.old = cached[group.key]
+        scans.append(scan)
+    return groups, scans
+
+
+def _read(
+    store: Store,
+    book: ShardBook,
+    groups: list[Group],
+    scans: list[GroupScan],
+    workers: Workers,
+    result: BuildResult,
+    progress: Progress | None,
+    remake: bool,
+    views_existed: bool,
+) -> None:
+    """Read the run dirs that changed and place their entries; with many of them, in the
+    workers, which also write their views, one machine's shards written at a time."""
+    result.dirs_unchanged = sum(s.unchanged for s in scans)
+    todo = sum(len(s.to_read) for s in scans)
+    many = todo >= POOL_MIN
+    if remake:  # every run dir read: every view made again
+        book.views = ViewWriter(store.runs_dir, compare=True)
+        book.wanted = set() if views_existed else None
+    seen = result.dirs_unchanged
+    if progress is not None and seen:
+        progress(seen)
+    if not todo:
+        return
+    by_key = {scan.key: scan for scan in scans}
+    retracted = workers.retracted
+
+    def take(batch: tuple[str, list[Fresh], list[str], int, int]) -> None:
+        nonlocal seen
+        key, fresh, warnings, skipped, views_done = batch
+        result.warnings.extend(warnings)
+        result.skipped += skipped
+        result.dirs_read += len(fresh)
+        result.views_written += views_done
+        scan = by_key[key]
+        assert scan.final is not None
+        live = [item for item in fresh if item.run_id not in retracted]
+        for item, candidates in zip(live, book.where([i.run_id for i in live]), strict=True):
+            book.place(item.run_id, item.shard, item.line, item.point, True, candidates, item.views)
+            scan.final[item.index] = book.by_name.get(item.shard, -1)
+            if item.run_id != scan.names[item.index]:
+                scan.ids[scan.names[item.index]] = item.run_id
+            if book.wanted is not None and item.views is not None:
+                book.wanted.update(item.views)
+        seen += len(fresh) + skipped
+        if progress is not None:
+            progress(seen)
+
+    tagged = _tasks(groups, scans, write_views=many or remake)
+    if workers.parallel and many:
+        batches: Iterator[Any] = workers.imap(_read_dirs, [task for _, task in tagged])
+    else:
+        _worker_setup(str(store.root), retracted)
+        batches = (_read_dirs(task) for _, task in tagged)
+    current = None
+    for (machine, _task), batch in zip(tagged, batches, strict=True):
+        if many and current is not None and machine != current:
+            book.flush()  # one machine's shards at a time; the workers read on meanwhile
+        current = machine
+        take(batch)
+        if book.loaded_lines > LOADED_LIMIT:
+            book.flush()
+    if many:
+        book.flush()
 
 
 def _parse_head(path: Path, raw: bytes | None) -> dict[str, Any]:
@@ -1149,17 +1203,18 @@ def _parse_head(path: Path, raw: bytes | None) -> dict[str, Any]:
     return head
 
 
-def _tasks(groups: list[Group], scans: list[GroupScan]) -> Iterator[list[Task]]:
-    """Read tasks of `CHUNK` dirs, one machine (its by-machine and public groups) at a time."""
+def _tasks(
+    groups: list[Group], scans: list[GroupScan], *, write_views: bool
+) -> list[tuple[str, Task]]:
+    """(machine, read task) of `CHUNK` dirs each, machine by machine (its by-machine and
+    public groups together)."""
     by_machine: dict[str, list[Task]] = {}
     for group, scan in zip(groups, scans, strict=True):
         items = [(i, scan.names[i]) for i in scan.to_read]
         tasks = by_machine.setdefault(group.machine, [])
         for start in range(0, len(items), CHUNK):
-            tasks.append((group.key, group.path, items[start : start + CHUNK]))
-    for machine in sorted(by_machine):
-        if by_machine[machine]:
-            yield by_machine[machine]
+            tasks.append((group.key, group.path, items[start : start + CHUNK], write_views))
+    return [(machine, task) for machine in sorted(by_machine) for task in by_machine[machine]]
 
 
 def _views_of_unvisited(book: ShardBook) -> None:
@@ -1196,33 +1251,21 @@ def _reconcile_views(store: Store, book: ShardBook, result: BuildResult, *, swee
 
 
 def _save_cache(
-    cache: BuildCache,
-    book: ShardBook,
-    head_bytes: bytes,
-    groups: list[Group],
-    scans: list[GroupScan],
-    cached: dict[str, GroupCache | None],
-    placed: dict[tuple[str, int], tuple[str, str]],
+    cache: BuildCache, book: ShardBook, head_bytes: bytes, scans: list[GroupScan]
 ) -> None:
     out: dict[str, GroupCache | None] = {}
-    for group, scan in zip(groups, scans, strict=True):
-        old = cached.get(group.key)
+    for scan in scans:
+        old = scan.old
         if (
             old is not None
             and not scan.to_read
             and scan.unchanged == len(old.names)
             and scan.racy == old.racy
         ):
-            out[group.key] = None  # nothing moved: its file stays as it is
+            out[scan.key] = None  # nothing moved: its file stays as it is
             continue
-        shards = scan.shards.copy()
-        for i in scan.to_read:
-            where = placed.get((group.key, i))
-            if where is not None:
-                shards[i] = book.by_name.get(where[0], -1)
-                if where[1] != scan.names[i]:
-                    scan.ids[scan.names[i]] = where[1]
-        out[group.key] = GroupCache(scan.names, scan.sig, shards, scan.ids, scan.racy)
+        final = scan.final if scan.final is not None else scan.shards
+        out[scan.key] = GroupCache(scan.names, scan.sig, final, scan.ids, scan.racy)
     cache.save(_digest(head_bytes), book.rows(), out)
 
 

@@ -449,23 +449,22 @@ class ScanMemo:
         done = 0
         for bit, (priority, detector) in enumerate(self._local):
             flag = 1 << bit
-            if detector.gate is not None:
-                gated = False
-                for match in detector.gate.finditer(blob):
-                    rows[bisect.bisect_right(starts, match.start()) - 1][0] |= flag
-                    gated = True
-                if not gated:
+            gate = detector.gate
+            if gate is not None:
+                if gate.search(blob) is None:
                     continue  # run on these strings only if another string opens the gate
+                for match in gate.finditer(blob):
+                    rows[bisect.bisect_right(starts, match.start()) - 1][0] |= flag
             done |= flag
             needs = self._needs[bit]
             scan_blob, scan_starts, scan_rows = blob, starts, rows
             if needs is not None:
+                if needs.search(blob) is None:
+                    continue
                 # A local detector's literals hold no newline: each hit is in one string.
                 hit = sorted(
                     {bisect.bisect_right(starts, m.start()) - 1 for m in needs.finditer(blob)}
                 )
-                if not hit:
-                    continue
                 if len(hit) < len(fresh):
                     chosen = [fresh[i] for i in hit]
                     scan_blob, scan_starts = "\n".join(chosen), _offsets(chosen)
