@@ -87,18 +87,20 @@ def test_a_v2_catalog_migrates_with_nothing_lost(
     store: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_fleet(store, 20, seed=6, step_s=STEP)
+    monkeypatch.setenv(FORMAT_ENV, "v2")
     assert build(store) == 0
+    assert json.loads((store / "catalog.json").read_text())["$schema"] == "benchmark/catalog.v2"
     v2 = load_catalog(store / "catalog.json")
     # Runs only another clone had: their dirs are absent here, the entries must survive.
     for run_dir in sorted((store / "runs" / "by-machine").glob("*/*Z"))[:5]:
         for item in run_dir.iterdir():
             item.unlink()
         run_dir.rmdir()
-    monkeypatch.setenv(FORMAT_ENV, "v3")
+    monkeypatch.delenv(FORMAT_ENV)
     assert build(store) == 0
     assert load_catalog(store / "catalog.json").runs == v2.runs
-    monkeypatch.delenv(FORMAT_ENV)
-    assert build(store) == 0  # a v3 catalog stays v3 without the variable
+    monkeypatch.setenv(FORMAT_ENV, "v2")
+    assert build(store) == 0  # a v3 catalog stays v3 even where v2 is asked for
     assert json.loads((store / "catalog.json").read_text())["$schema"] == "benchmark/catalog.v3"
 
 
@@ -170,7 +172,7 @@ def test_the_driver_merges_a_v2_side_into_a_v3_head(
     other = tmp_path / "other" / "store"
     make_fleet(other, 3, seed=9, step_s=STEP)
     with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(FORMAT_ENV)
+        patch.setenv(FORMAT_ENV, "v2")
         assert build(other) == 0
     theirs = load_catalog(other / "catalog.json").runs
     merge_files(store / "catalog.json", store / "catalog.json", other / "catalog.json")

@@ -153,7 +153,7 @@ def _replicate(path: Path, runs: int, seed: int) -> None:
 
 def _replicate_v3(path: Path, runs: int, seed: int) -> None:
     """Grow a built v3 catalog to `runs` entries, written as a build writes them: one line per
-    run in `catalog/<machine>/<ISO week>.jsonl` (`shards.shard_name`), lines sorted by run id.
+    run in `catalog/<machine>/<ISO week>.<machine>.jsonl` (`shards.shard_name`), sorted by run id.
 
     Streamed: entries come in time order, so a week's shards are complete, written and
     dropped once the next week starts; a million runs never sit in memory together.

@@ -3,14 +3,21 @@
 Why shards: a single catalog.json of 100,000 runs is 144 MB (GitHub refuses files over
 100 MB) and every commit rewrites the whole blob. In v3, `catalog.json` keeps only what is
 not derived (the machines' static fields, `retracted`, the layout) and each entry is one
-line of `catalog/<machine>/<ISO week>.jsonl` next to it: compact canonical JSON (sorted
-keys), lines sorted by run id. Adding a run adds one line to one shard; a week's shard
+line of `catalog/<machine>/<ISO week>.<machine>.jsonl` next to it: compact canonical JSON
+(sorted keys), lines sorted by run id. Adding a run adds one line to one shard; a week's shard
 stops changing once the week is over, so git packs old shards once.
 
 Why ISO weeks, not months: a shard must stay well under 20 MB at a million runs. A lab of
 100 machines sweeping nightly writes ~200 runs per machine per week; the synthetic fleet
 (7 machines, a million runs in six months) writes ~8,000 per machine per week, about 7 MB.
 Monthly shards of that fleet would be ~30 MB.
+
+Why the machine id again at the end of the file name: git pairs a changed file with its old
+version for delta compression by a hash of the path's last 16 characters, and a thin pack
+(what `git push` sends) takes one base per such hash. With every machine's shard named
+`2025-W26.jsonl`, a nightly commit that adds runs to seven machines' shards sent six of them
+whole: 1.8 MB for 1,000 runs at a million, against ~0.2 MB once the names differ (measured
+with tools/perf/catalog.py; a two-file repro is in the closing note of issue 16).
 
 Everything derived (counts, `last_updated`, the index, machine run counts) is recomputed by
 readers (DESIGN.md invariant 6), so the git merge driver merges a shard as a plain union of
@@ -33,7 +40,7 @@ from benchlab.ids import check_id
 
 SHARD_DIR = "catalog"
 SHARD_SUFFIX = ".jsonl"
-LAYOUT = "catalog/<machine_id>/<YYYY-Www>.jsonl"
+LAYOUT = "catalog/<machine_id>/<YYYY-Www>.<machine_id>.jsonl"
 """Written into catalog.json (`shards`) so a reader of the tracked files knows the rule."""
 UNDATED = "undated"
 
@@ -50,7 +57,7 @@ def period_of(timestamp: Any) -> str:
 def shard_name(entry: dict[str, Any]) -> str:
     """The shard of one entry, relative to the store root (posix)."""
     machine = check_id(entry["machine_id"], "machine id")
-    return f"{SHARD_DIR}/{machine}/{period_of(entry.get('timestamp'))}{SHARD_SUFFIX}"
+    return f"{SHARD_DIR}/{machine}/{period_of(entry.get('timestamp'))}.{machine}{SHARD_SUFFIX}"
 
 
 def shard_dir(catalog_path: Path) -> Path:

@@ -9,7 +9,7 @@ Format history:
 - v1: entries with machine, model, precision, backend, mode, status, tags and metrics.
 - v2: the full measurement identity per entry, `series`, `tests`, attempts, warnings,
   samples, stddevs; `retracted` run ids.
-- v3: the same entries, one line each in `catalog/<machine>/<ISO week>.jsonl` shards;
+- v3: the same entries, one line each in `catalog/<machine>/<ISO week>.<machine>.jsonl` shards;
   catalog.json keeps only the machines' static fields, `retracted` and the layout (see
   `catalog.shards`). A v3 catalog.json may also hold `runs`: entries a git merge brought in
   from a v2 side, which every reader includes and the next build moves into shards.
