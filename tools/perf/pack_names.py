@@ -30,10 +30,10 @@ env = dict(
     os.environ,
     GIT_DIR=GD,
     GIT_INDEX_FILE=os.path.join(GD, "pack-names.index"),
-    GIT_AUTHOR_NAME="p",
-    GIT_AUTHOR_EMAIL="p@x",
-    GIT_COMMITTER_NAME="p",
-    GIT_COMMITTER_EMAIL="p@x",
+    GIT_AUTHOR_NAME="perf",
+    GIT_AUTHOR_EMAIL="perf@benchlab.invalid",
+    GIT_COMMITTER_NAME="perf",
+    GIT_COMMITTER_EMAIL="perf@benchlab.invalid",
 )
 
 
