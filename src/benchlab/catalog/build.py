@@ -1,9 +1,11 @@
 """`bench catalog build`: scan run dirs, union-merge them into catalog.json, write the
 inventory, public specs and views.
 
-Incremental builds: a private cache (`runs/.catalog-cache.json`, gitignored with the rest
-of `runs/`) maps each run dir to its run id and file identities. A dir whose files are
-unchanged and whose run id is already in the catalog is not read again, so adding 1,000
+Builds write the sharded v3 catalog (build_v3: its own marshal cache, one stat per run dir,
+worker processes for full builds). The single-file v2 build below stays for
+`BENCHLAB_CATALOG_FORMAT=v2`: its private cache (`runs/.catalog-cache.json`, gitignored with
+the rest of `runs/`) maps each run dir to its run id and file identities. A dir whose files
+are unchanged and whose run id is already in the catalog is not read again, so adding 1,000
 runs to 100,000 reads 1,000 dirs. `--full` ignores the cache.
 """
 

@@ -8,25 +8,29 @@ Incremental builds. The private build cache (`runs/.catalog-cache/`, marshal fil
 run-dir group `runs/<by-machine|public>/<machine>/`, and an index) keeps per run dir its
 stat (mtime, ctime, inode: runs are written by rename, so a changed run dir changes its
 mtime, and a dir whose mtime was put back still changes its ctime) and the shard its entry
-went to; per shard its stat, its ok (model, precision, status) points with their counts,
-and a hash of each run id. One stat per run dir finds what changed; only those dirs are
-read, and only the shards their entries land in are read and rewritten. A dir modified
-within a second of the scan may change again within the same timestamp tick, so such a
-"racy" dir also keeps its files' signatures (size, mtime, inode), checked next time, as git
-does for its index. A file corrected in place, without a rename and with the dir left
-alone, is not seen: `--full` re-reads every run dir.
+went to; per shard its stat, its (model, precision, status) points with their counts (all
+the inventory needs), and a hash of each run id. One stat per run dir finds what changed;
+only those dirs are read, and only the shards their entries land in are read and rewritten.
+A dir modified within a second of the scan may change again within the same timestamp tick,
+so such a "racy" dir also keeps its files' signatures (size, mtime, inode), checked next
+time, as git does for its index. A file corrected in place, without a rename and with the
+dir left alone, is not seen: `--full` re-reads every run dir.
 
 A dir is "known" while the shard its entry went to is unchanged since this build wrote it;
-a shard changed behind the cache (a `git pull`) is read and validated again, and a dir whose
-entry is no longer there is read again. Where a run id already lives in another shard (an
-entry pulled from another clone, or one whose timestamp moved it to another week) is found
-through the run-id hashes and checked against that shard's lines.
+a shard changed behind the cache (a `git pull`) is read and validated again, its entries'
+views are checked, and a dir whose entry is no longer there is read again. (A view left by
+an entry whose pulled winner files under another name stays until `--full`.) Where a run
+id already lives in another shard (an entry pulled from another clone, or one whose
+timestamp moved it to another week) is found through the run-id hashes and checked against
+that shard's lines.
 
 Full builds (`--full`, or no usable cache) read every run dir in worker processes
-(`jobs`, default: every core); each worker scrubs through its own scan memo, writes the
-views of its entries, and hands back each entry as its canonical shard line. The parent
+(`jobs`, else $BENCHLAB_BUILD_JOBS, else one per core); each worker scrubs through its own
+scan memo (`redact.ScanMemo`: the same result, each distinct string scanned once), writes
+the views of its entries, and hands back each entry as its canonical shard line. The parent
 keeps lines, not entry dicts, and writes a machine's shards as soon as its run dirs are
-all read, so memory holds about one machine's lines at a time.
+all read (or once LOADED_LIMIT lines are held), so memory holds about one machine's lines
+at a time. Past STAT_POOL_MIN run dirs the workers share the stat pass too.
 
 A v1 or v2 catalog.json (or a v3 one holding entries inline after a git merge with a v2
 clone) is migrated: its entries are placed into shards and catalog.json is rewritten as the
@@ -818,7 +822,7 @@ def _scan_group(
     racy_rows = np.nonzero(sig[:, 1] >= since_ns - RACY_NS)[0].tolist()
     for i in racy_rows:
         scan.racy[names[i]] = _file_sig(f"{group.path}/{names[i]}")
-    if cached is None or not n:
+    if cached is None or not n or not len(cached.names):
         scan.to_read = list(range(n))
         return scan
     index = dict(zip(cached.names, range(len(cached.names)), strict=True))
