@@ -279,3 +279,18 @@ def test_run_files_read_fast_exactly_as_read_json(tmp_path: Path, text: bytes) -
     assert outcome(lambda: read_run_file(path)) == expected
     files = read_run_dir(str(tmp_path))
     assert outcome(lambda: read_run_file(path, files["kernel.json"])) == expected
+
+
+def test_a_machine_dir_empty_at_the_last_build_is_read_when_runs_arrive(
+    fleet: Path, make_fleet: Callable[..., list[str]]
+) -> None:
+    empty = fleet / "runs" / "by-machine" / "new-box"
+    empty.mkdir()
+    assert build(Store(fleet)).total == 60
+    other = fleet.parent / "other"
+    make_fleet(other, 3, seed=11, first=60, step_s=STEP)
+    for run_dir in sorted((other / "runs" / "by-machine").glob("*/*Z"))[:2]:
+        shutil.copytree(run_dir, empty / run_dir.name)
+    result = build(Store(fleet))
+    assert (result.new, result.dirs_read, result.total) == (2, 2, 62)
+    assert build(Store(fleet)).dirs_read == 0
