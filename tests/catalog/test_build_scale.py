@@ -294,3 +294,20 @@ def test_a_machine_dir_empty_at_the_last_build_is_read_when_runs_arrive(
     result = build(Store(fleet))
     assert (result.new, result.dirs_read, result.total) == (2, 2, 62)
     assert build(Store(fleet)).dirs_read == 0
+
+
+def test_runs_in_a_shard_the_layout_no_longer_names_move_to_theirs(fleet: Path) -> None:
+    """A shard kept under an older name (`catalog/<m>/<week>.jsonl`, before the machine id
+    ended the name): its runs move to the shards the layout names now; nothing is lost."""
+    build(Store(fleet))
+    before, wanted = load_catalog(fleet / "catalog.json").runs, views(fleet)
+    name, path = next(iter(iter_shards(fleet / "catalog.json")))
+    machine = name.split("/")[1]
+    old = path.with_name(path.name.replace(f".{machine}.jsonl", ".jsonl"))
+    path.rename(old)
+    result = build(Store(fleet))
+    assert (result.new, result.changed, result.total) == (0, 0, 60)
+    assert not old.exists() and path.exists()
+    assert load_catalog(fleet / "catalog.json").runs == before
+    assert views(fleet) == wanted
+    assert validate(Store(fleet)).runs == 60

@@ -51,6 +51,7 @@ import logging
 import marshal
 import multiprocessing
 import os
+import re
 import time
 import zlib
 from array import array
@@ -87,6 +88,9 @@ from benchlab.catalog.extract import (
 from benchlab.catalog.merge import _merge_static, _static_of, head_document
 from benchlab.catalog.order import winner
 from benchlab.catalog.shards import (
+    SHARD_DIR,
+    SHARD_SUFFIX,
+    UNDATED,
     decode_entry,
     encode_line,
     iter_shards,
@@ -559,6 +563,19 @@ class ShardBook:
         if held is not None:
             self.stale.update(set(view_names(_decode(held))) - set(views))
 
+    def relocate(self) -> None:
+        """Entries of a shard file the layout would not name (`shards.LAYOUT` changed, or a
+        file was renamed by hand) move to the shards their entries belong in; the emptied
+        file goes when it is written."""
+        for sid, shard in enumerate(list(self.shards)):
+            if shard is None or _layout_name(shard.name):
+                continue
+            for run_id, line in sorted(self.lines(sid).items()):
+                entry = _decode(line)
+                target = shard_name(entry)
+                if target != shard.name:
+                    self.place(run_id, target, line, point_of(entry), False)
+
     def drop(self, run_id: str) -> None:
         """A retracted run leaves every shard."""
         for sid in self.where([run_id])[0]:
@@ -669,6 +686,19 @@ class ShardBook:
                     "status": s,
                 }
         return light
+
+
+_PERIOD = re.compile(r"\d{4}-W\d\d|" + re.escape(UNDATED))
+
+
+def _layout_name(name: str) -> bool:
+    """Is `name` a shard name `shard_name` gives (catalog/<m>/<period>.<m>.jsonl)?"""
+    parts = name.split("/")
+    if len(parts) != 3 or parts[0] != SHARD_DIR:
+        return False
+    machine, file = parts[1], parts[2]
+    ending = f".{machine}{SHARD_SUFFIX}"
+    return file.endswith(ending) and _PERIOD.fullmatch(file[: -len(ending)]) is not None
 
 
 def _count(entries: Iterable[dict[str, Any]]) -> dict[tuple[Any, Any, Any], int]:
@@ -1112,10 +1142,12 @@ def _scan(
     retracted: set[str],
     pending: dict[str, dict],
 ) -> tuple[list[Group], list[GroupScan]]:
-    """Retracted runs leave their shards, runs inline in catalog.json join them, and the
-    stat pass finds the run dirs to read."""
+    """Retracted runs leave their shards, runs inline in catalog.json join them, runs in a
+    shard whose name the layout no longer gives move to theirs, and the stat pass finds the
+    run dirs to read."""
     for run_id in sorted(retracted):
         book.drop(run_id)
+    book.relocate()
     for run_id in sorted(pending):
         if run_id not in retracted:
             entry = pending[run_id]
