@@ -44,7 +44,6 @@ a shared run id), not overwritten.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import hashlib
 import logging
@@ -113,7 +112,7 @@ from benchlab.layout import (
 log = logging.getLogger("benchlab.catalog")
 
 CACHE_DIR = ".catalog-cache"
-CACHE_FORMAT = f"benchlab-catalog-build-cache/3 marshal{marshal.version}"
+CACHE_FORMAT = f"benchlab-catalog-build-cache/4 marshal{marshal.version}"
 LEGACY_CACHE = ".catalog-cache.json"
 """The v2 build's JSON cache: nothing reads it once the catalog is v3, so a v3 build drops it."""
 RACY_NS = 1_000_000_000
@@ -191,7 +190,8 @@ def _stat(path: Path | str) -> list[int] | None:
 
 @dataclass
 class GroupCache:
-    """What the cache keeps of one run-dir group (`runs/<base>/<machine>/`), names sorted.
+    """What the cache keeps of one run-dir group (`runs/<base>/<machine>/`), names in the
+    dir's own order.
 
     `sig` holds (mtime, ctime, inode) per dir; `shards` the id of the shard its entry went
     to (-1: none, read it next time); `ids` the run ids that differ from their dir's name;
@@ -208,7 +208,7 @@ class GroupCache:
             (
                 CACHE_FORMAT,
                 key,
-                "\n".join(self.names),
+                "\0".join(self.names),
                 np.ascontiguousarray(self.sig, np.int64).tobytes(),
                 np.ascontiguousarray(self.shards, np.int32).tobytes(),
                 self.ids,
@@ -222,7 +222,7 @@ class GroupCache:
             fmt, stored, names, sig, shards, ids, racy = marshal.loads(data)
             if fmt != CACHE_FORMAT or stored != key:
                 return None
-            listed = names.split("\n") if names else []
+            listed = names.split("\0") if names else []
             out = cls(
                 listed,
                 np.frombuffer(sig, np.int64).reshape(-1, 3),
@@ -797,41 +797,88 @@ def _stat_names(task: tuple[str, list[str]]) -> bytes:
     return out.tobytes()
 
 
-STAT_CHUNK = 50_000
 STAT_POOL_MIN = 200_000
-"""Run dirs to stat before worker processes share the stat pass."""
+"""Run dirs (as the cache counts them) before worker processes share the stat pass."""
+
+_SHARED: dict[str, Any] = {}
+"""What forked workers inherit from the build that started them: its token and the cached
+groups (so the stat pass compares in the workers, with nothing to ship)."""
 
 
-def _stat_groups(groups: list[Group], workers: Workers) -> list[tuple[list[str], Any]]:
-    """Every group's run dir names (sorted) and their (mtime, ctime, inode) rows."""
-    listed = []
-    for group in groups:
-        try:
-            listed.append(sorted(n for n in os.listdir(group.path) if not n.startswith(".")))
-        except OSError:
-            listed.append([])
-    tasks = [
-        (group.path, names[start : start + STAT_CHUNK])
-        for group, names in zip(groups, listed, strict=True)
-        for start in range(0, len(names), STAT_CHUNK)
-    ]
-    if workers.parallel and sum(map(len, listed)) >= STAT_POOL_MIN:
-        parts = list(workers.imap(_stat_names, tasks))
-    else:
-        parts = [_stat_names(task) for task in tasks]
+def _list_and_stat(path: str) -> tuple[list[str], np.ndarray]:
+    """A group's run dir names (in the dir's own order, which is the cache's while nothing
+    changed; dot names and what is not a dir left out) and their (mtime, ctime, inode)."""
+    try:
+        names = [n for n in os.listdir(path) if not n.startswith(".")]  # in the dir's order
+    except OSError:
+        return [], np.empty((0, 3), np.int64)
+    sig = np.frombuffer(_stat_names((path, names)), np.int64).reshape(-1, 3)
+    keep = sig[:, 0] != NOT_A_DIR
+    if not keep.all():
+        names = [n for n, k in zip(names, keep.tolist(), strict=True) if k]
+        sig = sig[keep]
+    return names, sig
+
+
+def _match(
+    names: list[str], sig: np.ndarray, cached: GroupCache | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per name: its row in the cache (-1: none), and whether its stat is the cached one."""
+    if cached is None or not names or not cached.names:
+        return np.full(len(names), -1, np.int64), np.zeros(len(names), bool)
+    if names == cached.names:  # nothing added or removed: row for row
+        return np.arange(len(names), dtype=np.int64), (cached.sig == sig).all(axis=1)
+    index = dict(zip(cached.names, range(len(cached.names)), strict=True))
+    where = np.array([index.get(name, -1) for name in names], np.int64)
+    found = where >= 0
+    rows = np.where(found, where, 0)
+    return where, found & (cached.sig[rows] == sig).all(axis=1)
+
+
+def _scan_task(task: tuple[str, str, int]) -> tuple[str, bytes, bytes | None, bytes | None]:
+    """List, stat and (where this process holds the build's cache) compare one group."""
+    key, path, token = task
+    names, sig = _list_and_stat(path)
+    where = same = None
+    if _SHARED.get("token") == token:
+        found, equal = _match(names, sig, _SHARED["groups"].get(key))
+        where, same = found.tobytes(), equal.tobytes()
+    return "\0".join(names), sig.tobytes(), where, same
+
+
+def _stat_groups(
+    groups: list[Group], workers: Workers, cached: dict[str, GroupCache | None]
+) -> list[tuple[list[str], np.ndarray, np.ndarray | None, np.ndarray | None]]:
+    """Every group's run dir names and stat rows, and how they match the cache; in the
+    workers when the store is large (whole groups, the largest first)."""
+    token = time.time_ns()
+    _SHARED.clear()
+    _SHARED.update(token=token, groups=cached)
+    try:
+        tasks = [(g.key, g.path, token) for g in groups]
+        known = sum(len(c.names) for c in cached.values() if c is not None)
+        if workers.parallel and known >= STAT_POOL_MIN:
+            order = sorted(
+                range(len(tasks)), key=lambda i: -len(getattr(cached[groups[i].key], "names", ()))
+            )
+            done = dict(
+                zip(order, workers.imap(_scan_task, [tasks[i] for i in order]), strict=True)
+            )
+            results = [done[i] for i in range(len(tasks))]
+        else:
+            results = [_scan_task(task) for task in tasks]
+    finally:
+        _SHARED.clear()
     out = []
-    at = 0
-    for names in listed:
-        chunks = []
-        for _start in range(0, len(names), STAT_CHUNK):
-            chunks.append(np.frombuffer(parts[at], np.int64))
-            at += 1
-        sig = np.concatenate(chunks).reshape(-1, 3) if chunks else np.empty((0, 3), np.int64)
-        keep = sig[:, 0] != NOT_A_DIR
-        if not keep.all():
-            names = [n for n, k in zip(names, keep.tolist(), strict=True) if k]
-            sig = sig[keep]
-        out.append((names, sig))
+    for joined, sig, where, same in results:
+        out.append(
+            (
+                joined.split("\0") if joined else [],
+                np.frombuffer(sig, np.int64).reshape(-1, 3),
+                np.frombuffer(where, np.int64) if where is not None else None,
+                np.frombuffer(same, bool) if same is not None else None,
+            )
+        )
     return out
 
 
@@ -842,50 +889,46 @@ def _scan_group(
     cached: GroupCache | None,
     book: ShardBook,
     since_ns: int,
+    where: np.ndarray | None = None,
+    same: np.ndarray | None = None,
 ) -> GroupScan:
     """Which run dirs of a group changed since the cache was written (all, without one).
 
     Unchanged: the same (mtime, ctime, inode), the files' signatures too where the dir was
-    racy, and its entry still where the cache put it (`ShardBook.known`)."""
+    racy, and its entry still where the cache put it (`ShardBook.known`). `where`, `same`:
+    `_match` of these names, if a worker made it."""
     n = len(names)
     scan = GroupScan(group.key, names, sig, np.full(n, -1, np.int32), {}, {}, [])
     racy_rows = np.nonzero(sig[:, 1] >= since_ns - RACY_NS)[0].tolist()
     for i in racy_rows:
         scan.racy[names[i]] = _file_sig(f"{group.path}/{names[i]}")
     if cached is None or not n or not len(cached.names):
-        scan.to_read = list(range(n))
+        scan.to_read = sorted(range(n), key=names.__getitem__)
         return scan
-    index = dict(zip(cached.names, range(len(cached.names)), strict=True))
-    where = np.array([index.get(name, -1) for name in names], np.int64)
+    if where is None or same is None:
+        where, same = _match(names, sig, cached)
     found = where >= 0
-    rows = np.where(found, where, 0)
-    same = found & (cached.sig[rows] == sig).all(axis=1)
-    sids = np.where(found, cached.shards[rows], -1)
+    sids = np.where(found, cached.shards[np.where(found, where, 0)], -1)
     state = np.frombuffer(bytes(book.state) or b"\0", np.uint8)
     inside = (sids >= 0) & (sids < len(book.state))
     kind = np.where(inside, state[np.where(inside, sids, 0)], GONE)
     ok = same & (kind == SAME)
     for i in np.nonzero(same & (kind == CHANGED))[0].tolist():
         ok[i] = book.known(int(sids[i]), cached.ids.get(names[i], names[i]))
+    position = {name: i for i, name in enumerate(names)} if cached.racy or cached.ids else {}
     for name, files in cached.racy.items():
-        i = index_of(names, name)
+        i = position.get(name, -1)
         if i >= 0 and ok[i]:
             now = scan.racy.get(name) or _file_sig(f"{group.path}/{name}")
             ok[i] = now == files
     scan.shards = np.where(ok, sids, -1).astype(np.int32)
     scan.unchanged = int(ok.sum())
-    scan.to_read = np.nonzero(~ok)[0].tolist()
+    scan.to_read = sorted(np.nonzero(~ok)[0].tolist(), key=names.__getitem__)
     for name, run_id in cached.ids.items():
-        i = index_of(names, name)
+        i = position.get(name, -1)
         if i >= 0 and ok[i]:
             scan.ids[name] = run_id
     return scan
-
-
-def index_of(names: list[str], name: str) -> int:
-    """The index of `name` in sorted `names`, or -1."""
-    i = bisect.bisect_left(names, name)
-    return i if i < len(names) and names[i] == name else -1
 
 
 # The worker side: a process reads run dirs with the build's policy, scan memo and options.
@@ -893,6 +936,18 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_setup(root: str, retracted: frozenset[str]) -> None:
+    """What a reader needs, made on its first read task (a stat task needs none of it)."""
+    _WORKER.clear()
+    _WORKER.update(root=root, retracted=retracted)
+
+
+def _worker_state() -> dict[str, Any]:
+    if "policy" not in _WORKER:
+        _setup_reader(_WORKER["root"], _WORKER["retracted"])
+    return _WORKER
+
+
+def _setup_reader(root: str, retracted: frozenset[str]) -> None:
     from benchlab.redact import ScanMemo, default_policy
     from benchlab.redact.policy import collect_store_names
 
@@ -927,7 +982,7 @@ Task = tuple[str, str, list[tuple[int, str]], bool]
 def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
     """Read run dirs of one group: (key, entries as lines, warnings, skipped, views written)."""
     key, path, items, write_views = task
-    state = _WORKER
+    state = _worker_state()
     root, policy, memo = state["root"], state["policy"], state["memo"]
     views: ViewWriter | None = state["views"] if write_views else None
     out: list[Fresh] = []
@@ -1156,8 +1211,9 @@ def _scan(
     cached = {g.key: cache.group(g.key) if cache is not None else None for g in groups}
     since = time.time_ns()
     scans = []
-    for group, (names, sig) in zip(groups, _stat_groups(groups, workers), strict=True):
-        scan = _scan_group(group, names, sig, cached[group.key], book, since)
+    stats = _stat_groups(groups, workers, cached)
+    for group, (names, sig, where, same) in zip(groups, stats, strict=True):
+        scan = _scan_group(group, names, sig, cached[group.key], book, since, where, same)
         scan.final = scan.shards.copy()
         scan.old = cached[group.key]
         scans.append(scan)
