@@ -311,3 +311,22 @@ def test_runs_in_a_shard_the_layout_no_longer_names_move_to_theirs(fleet: Path) 
     assert load_catalog(fleet / "catalog.json").runs == before
     assert views(fleet) == wanted
     assert validate(Store(fleet)).runs == 60
+
+
+def test_the_query_cache_hook_hears_which_shards_a_build_wrote(
+    fleet: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchlab.catalog import build as build_module
+
+    heard: list[list[str] | None] = []
+    monkeypatch.setattr(
+        build_module, "_warm_query_cache", lambda store, doc=None, shards=None: heard.append(shards)
+    )
+    build(Store(fleet))
+    assert heard == [sorted(name for name, _ in iter_shards(fleet / "catalog.json"))]
+    build(Store(fleet))
+    assert len(heard) == 1  # nothing written, nothing to refresh
+    [run_id] = make_fleet(fleet, 1, seed=11, first=60, step_s=STEP)
+    build(Store(fleet))
+    entry = load_catalog(fleet / "catalog.json").entry(run_id)
+    assert heard[-1] == [shard_name(entry)]

@@ -473,14 +473,18 @@ WARM_LIMIT_BYTES = 16 * 1024 * 1024
 the query cache: about half a second; past it the first query pays."""
 
 
-def _warm_query_cache(store: Store, doc: dict[str, Any] | None = None) -> None:
+def _warm_query_cache(
+    store: Store, doc: dict[str, Any] | None = None, shards: list[str] | None = None
+) -> None:
     """Hand the new catalog to the query cache, so the first question after a build is fast.
 
     The one place every build that wrote the catalog calls. v2 passes the document it wrote
-    (`doc`). A v3 build holds no whole document: a catalog under WARM_LIMIT_BYTES of shards
-    is read back into the (marshal) query cache, about what the first query would pay;
-    larger ones are left to the first query. The columnar query cache's refresh belongs
-    here.
+    (`doc`). A v3 build holds no whole document; it passes the shards it rewrote or removed
+    (`shards`, names relative to the store; catalog.json may have changed too), which is
+    what an incremental refresh of the columnar query cache needs: that refresh belongs
+    here. Until then a catalog under WARM_LIMIT_BYTES of shards is read back into the
+    (marshal) query cache, about what the first query would pay; larger ones are left to
+    the first query.
     """
     from benchlab.catalog.read import load_catalog, prime_cache
 

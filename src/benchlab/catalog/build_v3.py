@@ -67,7 +67,6 @@ from benchlab.catalog import build as _build
 from benchlab.catalog.build import (
     BuildResult,
     Progress,
-    _warm_query_cache,
     build_inventory,
     publish_specs,
     summary_from_specs,
@@ -342,6 +341,7 @@ class ShardBook:
         self.stale: set[str] = set()  # view names of replaced entries no entry has now
         self.removed: list[dict[str, Any]] = []  # entries dropped (retracted)
         self.fresh_ids: set[str] = set()
+        self.written: set[str] = set()  # names of the shards this build rewrote or removed
         self.views: ViewWriter | None = None  # full builds: views of the entries kept
         self.wanted: set[str] | None = None  # full builds over old views: every view name
 
@@ -639,6 +639,7 @@ class ShardBook:
             if now is not None:
                 path.unlink()
                 self.result.catalog_written = True
+                self.written.add(shard.name)
                 with contextlib.suppress(OSError):
                     path.parent.rmdir()
             self.shards[sid] = None
@@ -648,6 +649,7 @@ class ShardBook:
         if now is None or path.read_bytes() != data:
             atomic_write_bytes(path, data)
             self.result.catalog_written = True
+            self.written.add(shard.name)
         shard.stat = _stat(path)
         shard.canonical = True
         shard.hashes = _hashes(lines)
@@ -1183,7 +1185,7 @@ def build_v3(
         (store.runs_dir / LEGACY_CACHE).unlink()
     phases.mark("cache")
     if result.catalog_written:
-        _warm_query_cache(store)
+        _build._warm_query_cache(store, shards=sorted(book.written))
         phases.mark("warm")
     phases.log()
     return result
