@@ -886,9 +886,10 @@ def _stat_groups(
 
 def _disk_order(rows: np.ndarray, sig: np.ndarray) -> list[int]:
     """`rows` in the order of their dirs' inode numbers. A file system places a dir's files
-    near its inode, so reading in this order seeks far less than in name order: a full
-    build whose run files are not in the page cache (at a million runs they are 16 GB) read
-    run dirs about twice as fast (tools/perf/build_profile.py --cold)."""
+    near its inode, so reading in this order seeks less than in name order where the two
+    differ. Reading 20,000 run dirs of the million-run fleet with a cold cache took 1.36 ms
+    a dir in name order and 0.62 ms in inode order; in a store written in name order (the
+    100,000-run fleet) the two orders are nearly the same and so are the times."""
     return rows[np.argsort(sig[rows, 2], kind="stable")].tolist()
 
 
