@@ -46,6 +46,7 @@ COLUMNS = (
     "backend",
     "version",
     "series",
+    "revision",
 )
 _TUPLE_COLUMNS = frozenset({"model", "precision", "tags", "version"})
 
@@ -62,6 +63,7 @@ _STAND_INS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "backend": lambda v: {"backend": v},
     "version": lambda v: {"backend_version": v[0], "backend_build": v[1], "backend_commit": v[2]},
     "series": lambda v: {"series": v},
+    "revision": lambda v: {"revision": v},
 }
 
 FILTER_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -175,6 +177,8 @@ class _Segment:
     name: str | None = None
     stat: list[int] | None = None
     blob: bytes = b""
+    ints: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    """Per metric, which values were JSON integers (the site prints 12 and 12.0 apart)."""
 
 
 def _values(entries: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -195,6 +199,7 @@ def _values(entries: list[dict[str, Any]]) -> dict[str, list[Any]]:
             for e in entries
         ],
         "series": [series_of(e) for e in entries],
+        "revision": [e.get("revision") for e in entries],
     }
 
 
@@ -212,12 +217,14 @@ def _columns_of(
         codes[name] = np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=n)
     exact = True
     metrics = {}
+    ints = {}
     for metric in METRICS:
         column = [e.get(metric) for e in entries]
         if any(type(v) is int and not -_EXACT_INT <= v <= _EXACT_INT for v in column):
             exact = False  # float64 would merge two different integers
             column = [None] * n
         metrics[metric] = np.array(column, dtype=np.float64).reshape(n)
+        ints[metric] = np.fromiter((type(v) is int for v in column), dtype=bool, count=n)
     ids, exact_ids = _bytes_column([e["run_id"] for e in entries])
     times, exact_times = _bytes_column([e["timestamp"] for e in entries])
     return _Segment(
@@ -231,6 +238,7 @@ def _columns_of(
         offsets=np.array(offsets, dtype=np.int64),
         lengths=np.array(lengths, dtype=np.int64),
         exact=exact and exact_ids and exact_times,
+        ints=ints,
     )
 
 
@@ -300,6 +308,7 @@ def _segment_path(cache_dir: Path, name: str) -> Path:
 def _save_segment(path: Path, segment: _Segment) -> None:
     arrays = {f"code:{name}": segment.codes[name] for name in COLUMNS}
     arrays.update({f"metric:{name}": segment.metrics[name] for name in METRICS})
+    arrays.update({f"int:{name}": segment.ints[name] for name in METRICS})
     arrays.update(
         run_ids=segment.run_ids,
         stamps=segment.stamps,
@@ -340,6 +349,7 @@ def _segment_of(box: _Container, name: str, stat: list[int]) -> _Segment:
         tables={k: _restore(k, v) for k, v in header["tables"].items()},
         codes={name: box.array(f"code:{name}") for name in COLUMNS},
         metrics={name: box.array(f"metric:{name}") for name in METRICS},
+        ints={name: box.array(f"int:{name}") for name in METRICS},
         run_ids=box.array("run_ids"),
         stamps=box.array("stamps"),
         hashes=box.array("hashes"),
@@ -576,6 +586,7 @@ def _combine(
     merged.update(
         {f"metric:{m}": np.concatenate([s.metrics[m] for s in segments]) for m in METRICS}
     )
+    merged.update({f"int:{m}": np.concatenate([s.ints[m] for s in segments]) for m in METRICS})
     # Shards come first, so a shard's segment index is its file index; inline rows last.
     merged["file"] = np.concatenate(
         [

@@ -11,8 +11,10 @@ What it holds (private and derived, in the store's runs/.cache/, never tracked):
 - `catalog-columns.d/`: one segment per shard, reused while the shard keeps its (size,
   mtime_ns, inode). Per run: integer codes into the shard's small tables of distinct
   values (model and model_id, machine, precision and precision family, the date, tags,
-  status, mode, threads, backend, the version triple, series); a float64 column per metric
-  (NaN where missing); its run id and timestamp; where its line is (byte offset, length).
+  status, mode, threads, backend, the version triple, series, revision); a float64 column
+  per metric (NaN where missing) and which of its values were JSON integers; its run id and
+  timestamp; where its line is (byte offset, length). The revision and the integer flags
+  serve the site (`publish.data.load_site`), which builds every run's light entry from them.
 - `catalog-columns.bin`: the segments side by side, codes into one set of tables, one row
   per run id (a run in two shards settled by `order.winner`, retracted ids gone), in one
   file of a JSON header and raw arrays, memory-mapped: a query touches only the columns it
@@ -68,7 +70,7 @@ logger = logging.getLogger(__name__)
 
 CACHE_NAME = "catalog-columns.bin"
 SEGMENT_DIR = "catalog-columns.d"
-FORMAT = "benchlab-columns/1 " + ",".join(METRICS) + " table:" + ",".join(TABLE_METRICS)
+FORMAT = "benchlab-columns/2 " + ",".join(METRICS) + " table:" + ",".join(TABLE_METRICS)
 """Part of the key: another metric list or table ranking misses the cache."""
 
 MODE_ENV = "BENCHLAB_QUERY_COLUMNS"
