@@ -33,11 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
-    from benchlab.publish.data import load_public
+    from benchlab.publish.data import load_site
     from benchlab.publish.site import build_site, default_source
 
     store = Store(find_store()).require()
-    data = load_public(store)
+    data = load_site(store)  # light entries from the columns cache on a large catalog
     source = args.source or default_source(store.root)
     output = args.output or source / "build"
     result = build_site(data, output, source, args.docs, run_build=not args.no_mkdocs)

@@ -1080,10 +1080,12 @@ def build_charts(
     kinds: Sequence[str] = CHART_KINDS,
     prefix: str = "",
     regressions: Sequence[Regression] | None = None,
+    runs: Sequence[Entry] | None = None,
 ) -> list[Chart]:
     """The charts of the runs `filters` admit, in CHART_KINDS order; slugs get `prefix` for
-    unique ids. `regressions` may come precomputed over whole series (see trend_chart)."""
-    runs = shown(data.runs, filters)
+    unique ids. `regressions` may come precomputed over whole series (see trend_chart), and
+    `runs` (`shown(data.runs, filters)`, or as much of it as the chosen kinds read) too."""
+    runs = shown(data.runs, filters) if runs is None else runs
     makers = {
         "throughput": lambda: throughput_chart(runs, prefix + "throughput"),
         "decode": lambda: throughput_chart(runs, prefix + "decode", "decode_tok_per_sec"),

@@ -5,18 +5,34 @@ so the site can be built in CI from what git tracks, never from private run dirs
 comes through the one reader, `catalog.read.load_catalog`, as plain entry dicts: the charts,
 the site, the query verbs and the regression detector all see the same rows, checked and
 upgraded (v1 to v2) the same way.
+
+The site reads a large catalog leaner (`load_site`): every run as a *light* entry (its
+series' identity fields, its version, status, tags and metrics, built from the columnar query
+cache, `query.columns`), and in full only the runs a page shows (`PublicData.full`,
+`PublicData.upgrade`). Light entries answer every field the site reads of runs it does not
+show, with the values the full entry holds, so the pages are the same; at a million runs
+this saves most of the 40 s and several GB that loading every entry in full costs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchlab.catalog.read import LoadedCatalog, load_catalog
+from benchlab.catalog.read import METRICS, LoadedCatalog, load_catalog
+from benchlab.identity import SERIES_FIELDS
 from benchlab.layout import Store, read_model
 from benchlab.models import MachineInventory, MachineSpecs
+
+if TYPE_CHECKING:
+    from benchlab.query.columnar import Columns
+
+logger = logging.getLogger(__name__)
+
+Entry = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -27,6 +43,33 @@ class PublicData:
     inventory: MachineInventory = field(default_factory=MachineInventory)
     specs: Mapping[str, MachineSpecs] = field(default_factory=dict)
     store_root: Path | None = None
+    fetch: Callable[[list[Entry]], list[Entry]] | None = None
+    """Full entries of light ones (`load_site`); None where every run is loaded in full."""
+    _upgraded: set[int] = field(default_factory=set, compare=False, repr=False)
+
+    def full(self, runs: Iterable[Entry]) -> list[Entry]:
+        """The full entries of `runs` (light or full), in their order."""
+        runs = list(runs)
+        if self.fetch is None:
+            return runs
+        light = [r for r in runs if id(r) not in self._upgraded]
+        fetched = {e["run_id"]: e for e in self.fetch(light)} if light else {}
+        return [fetched.get(r["run_id"], r) for r in runs]
+
+    def upgrade(self, runs: Iterable[Entry]) -> None:
+        """Make light entries full in place: every list holding them then shows the run
+        whole (a table row, a chart point with a field light entries leave out)."""
+        if self.fetch is None:
+            return
+        light = [r for r in runs if id(r) not in self._upgraded]
+        if not light:
+            return
+        fetched = {e["run_id"]: e for e in self.fetch(light)}
+        for run in light:
+            whole = fetched[run["run_id"]]
+            run.clear()
+            run.update(whole)
+            self._upgraded.add(id(run))
 
     @property
     def runs(self) -> list[dict[str, Any]]:
@@ -50,6 +93,124 @@ def load_public(store: Store) -> PublicData:
     """Read the public files of a store; a store without catalog.json is a one-line error
     (the reader's StoreError says to run `bench catalog build`)."""
     catalog = load_catalog(store.catalog_path)
+    inventory, specs = _machines(store, catalog)
+    return PublicData(catalog=catalog, inventory=inventory, specs=specs, store_root=store.root)
+
+
+SITE_COLUMNS_MIN_BYTES = 16_000_000
+"""Below this much catalog the site loads every entry in full (`load_public`): as fast, and
+a small store keeps no columns cache for the site's sake (`query.columns.MIN_BYTES`)."""
+
+
+def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
+    """The public data the site reads: light entries from the columnar query cache where it
+    answers a v3 catalog (see the module docstring), else `load_public`. `min_bytes` as in
+    `query.columns.open_columns` (default: $BENCHLAB_QUERY_COLUMNS and its threshold)."""
+    from benchlab.catalog.upgrade import CATALOG_V3
+    from benchlab.query.columns import Unanswerable, open_columns
+
+    if not store.catalog_path.is_file():
+        return load_public(store)
+    columns = open_columns(store, min_bytes=min_bytes)
+    if columns is None:
+        return load_public(store)
+    try:
+        import orjson
+
+        head = orjson.loads(store.catalog_path.read_bytes())
+        if type(head) is not dict or head.get("$schema") != CATALOG_V3:
+            return load_public(store)
+        runs = _light_entries(columns)
+    except (OSError, ValueError, Unanswerable):
+        logger.debug("site: columns not usable for %s", store.catalog_path, exc_info=True)
+        return load_public(store)
+    catalog = _v3_catalog(store.catalog_path, head, runs)
+    inventory, specs = _machines(store, catalog)
+    rows = {run["run_id"]: i for i, run in enumerate(runs)}
+
+    def fetch(entries: list[Entry]) -> list[Entry]:
+        return columns.entries([rows[e["run_id"]] for e in entries])
+
+    return PublicData(
+        catalog=catalog, inventory=inventory, specs=specs, store_root=store.root, fetch=fetch
+    )
+
+
+def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCatalog:
+    """The machine summaries and `last_updated` as `read._check_v3` derives them."""
+    from benchlab.catalog.order import machine_activity
+
+    machines = head.get("machines", {})
+    counts, last, newest = machine_activity(runs)
+    summaries = {}
+    for machine in sorted(counts):
+        summary = {k: v for k, v in machines.get(machine, {}).items() if v is not None}
+        summary.update(id=machine, runs=counts[machine], last_run=last[machine])
+        summaries[machine] = summary
+    return LoadedCatalog(path, runs, summaries, newest)
+
+
+def _light_entries(columns: Columns) -> list[Entry]:
+    """Every run as a light entry, in the columns' row order: the identity fields of its
+    series (read from one full entry per series: a series is those fields, so every run
+    of it shares them), then its own model name, version, status, tags and metrics."""
+    import numpy as np
+
+    n = columns.n
+    tables = columns.tables
+    codes = {name: columns.array(f"code:{name}") for name in
+             ("series", "model", "status", "tags", "version", "revision")}  # fmt: skip
+    _, first = np.unique(codes["series"], return_index=True)
+    templates: dict[int, Entry] = {}
+    for row, entry in zip(first.tolist(), columns.entries(first.tolist()), strict=True):
+        code = int(codes["series"][row])
+        templates[code] = {k: entry[k] for k in SERIES_FIELDS if k in entry}
+    ids = [b.decode() for b in columns.strings("run_ids", np.arange(n)).tolist()]
+    stamps = [b.decode() for b in columns.strings("stamps", np.arange(n)).tolist()]
+    metrics = []
+    for metric in METRICS:
+        values = columns.array(f"metric:{metric}")
+        missing = np.isnan(values)
+        column: list[Any] = np.where(missing, 0.0, values).tolist()
+        ints = columns.array(f"int:{metric}")
+        for i in np.flatnonzero(missing).tolist():
+            column[i] = None
+        for i in np.flatnonzero(ints).tolist():
+            column[i] = int(column[i])
+        metrics.append(column)
+    series_t, model_t, status_t = tables["series"], tables["model"], tables["status"]
+    version_t, revision_t = tables["version"], tables["revision"]
+    tags_t = [list(tags) for tags in tables["tags"]]  # shared: never changed in place
+    out = []
+    for i, (s, m, st, tg, v, rv) in enumerate(
+        zip(*(codes[k].tolist() for k in
+              ("series", "model", "status", "tags", "version", "revision")), strict=True)
+    ):  # fmt: skip
+        model, model_id = model_t[m]
+        version, build, commit = version_t[v]
+        run = {
+            **templates[s],
+            "run_id": ids[i],
+            "timestamp": stamps[i],
+            "model": model,
+            "model_id": model_id,
+            "series": series_t[s],
+            "status": status_t[st],
+            "tags": tags_t[tg],
+            "backend_version": version,
+            "backend_build": build,
+            "backend_commit": commit,
+            "revision": revision_t[rv],
+        }
+        for metric, column in zip(METRICS, metrics, strict=True):
+            run[metric] = column[i]
+        out.append(run)
+    return out
+
+
+def _machines(
+    store: Store, catalog: LoadedCatalog
+) -> tuple[MachineInventory, dict[str, MachineSpecs]]:
     inventory = (
         read_model(store.inventory_path, MachineInventory)
         if store.inventory_path.is_file()
@@ -62,4 +223,4 @@ def load_public(store: Store) -> PublicData:
         path = store.public_specs(machine_id)
         if path.is_file():
             specs[machine_id] = read_model(path, MachineSpecs)
-    return PublicData(catalog=catalog, inventory=inventory, specs=specs, store_root=store.root)
+    return inventory, specs

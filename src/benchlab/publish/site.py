@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -27,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -51,11 +52,11 @@ from benchlab.publish.charts import (
     builds_chart,
     chart_json,
     cost_rows,
+    downsample,
     label,
     latest_by_series,
     scaling_chart,
     series_chart,
-    shown,
     threads_chart,
     throughput,
     throughput_chart,
@@ -64,9 +65,17 @@ from benchlab.publish.charts import (
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SLOTS_DIR, fill
 from benchlab.publish.static import SITE_ASSETS, copy_assets
-from benchlab.query.filters import Filters
+from benchlab.query.filters import Filters, chronological
 from benchlab.redact import scrub_public
-from benchlab.regress import Step, detect, recent, window_start
+from benchlab.regress import (
+    Step,
+    corroborate,
+    detect,
+    histories,
+    recent,
+    sort_key,
+    window_start,
+)
 
 RECENT_RUNS = 25
 HISTORY_RUNS = 50
@@ -283,12 +292,20 @@ def _specs_rows(data: PublicData, machine_id: str) -> list[tuple[str, str]]:
     return [(k, v if v else "–") for k, v in rows]
 
 
-def _machine_rows(data: PublicData, pages: Pages) -> list[dict[str, Any]]:
-    runs_by_machine = Counter(r["machine_id"] for r in data.runs)
-    last: dict[str, str] = {}
-    for run in data.runs:
-        if run["timestamp"] > last.get(run["machine_id"], ""):
-            last[run["machine_id"]] = run["timestamp"]
+def _machine_rows(
+    data: PublicData, pages: Pages, by_machine: Mapping[str, Sequence[Entry]] | None = None
+) -> list[dict[str, Any]]:
+    """A row per machine; `by_machine` (each machine's runs, oldest first) saves two
+    passes over every run."""
+    if by_machine is None:
+        runs_by_machine = Counter(r["machine_id"] for r in data.runs)
+        last: dict[str, str] = {}
+        for run in data.runs:
+            if run["timestamp"] > last.get(run["machine_id"], ""):
+                last[run["machine_id"]] = run["timestamp"]
+    else:
+        runs_by_machine = Counter({m: len(runs) for m, runs in by_machine.items()})
+        last = {m: runs[-1]["timestamp"] for m, runs in by_machine.items() if runs}
     rows = []
     for machine_id in data.machine_ids():
         inv = data.inventory.machines.get(machine_id)
@@ -319,15 +336,20 @@ def _machine_rows(data: PublicData, pages: Pages) -> list[dict[str, Any]]:
     return rows
 
 
-def _health(data: PublicData, pages: Pages) -> tuple[list[dict[str, Any]], Chart]:
+def _health(
+    data: PublicData, pages: Pages, by_machine: Mapping[str, Sequence[Entry]] | None = None
+) -> tuple[list[dict[str, Any]], Chart]:
     rows = []
-    by_machine: dict[str, list[Entry]] = {}
-    for run in data.runs:
-        by_machine.setdefault(run["machine_id"], []).append(run)
+    if by_machine is None:
+        grouped: dict[str, list[Entry]] = {}
+        for run in data.runs:
+            grouped.setdefault(run["machine_id"], []).append(run)
+        by_machine = grouped
     for machine_id in data.machine_ids():
         runs = by_machine.get(machine_id, [])
         holes = [r for r in runs if _is_hole(r)]
         failed = [r for r in runs if r.get("status") == "failed" and not _is_hole(r)]
+        data.upgrade(failed)  # their failure kinds
         ok = [r for r in runs if r.get("status", "ok") == "ok"]
         kinds = Counter(r.get("failure_kind") or "unknown" for r in failed)
         rows.append(
@@ -574,20 +596,123 @@ def _status_badge(run: Entry) -> Markup:
     )
 
 
+@dataclass
+class _Groups:
+    """The runs grouped once, each group oldest first (`shown`'s order): at a million runs
+    every pass over all of them costs about a second, so pages read these groups."""
+
+    ok_of: dict[str, list[Entry]]
+    """Series id -> its ok runs (a series' history)."""
+    all_of: dict[str, list[Entry]]
+    by_machine: dict[str, list[Entry]]
+    by_model: dict[str, list[Entry]]
+    ok_of_model: dict[tuple[str, str], list[Entry]]
+    """(model name, series id) -> its ok runs: a model's page and the home page's fastest
+    table group runs by the model's name, which the series key does not hold."""
+    mixed: set[str]
+    """Series whose runs carry more than one model name: drawn without thinning."""
+
+    @classmethod
+    def of(cls, runs: Iterable[Entry]) -> _Groups:
+        ok_of: dict[str, list[Entry]] = {}
+        all_of: dict[str, list[Entry]] = {}
+        by_machine: dict[str, list[Entry]] = {}
+        by_model: dict[str, list[Entry]] = {}
+        ok_of_model: dict[tuple[str, str], list[Entry]] = {}
+        for run in chronological(runs):
+            sid = series_of(run)
+            all_of.setdefault(sid, []).append(run)
+            by_machine.setdefault(run["machine_id"], []).append(run)
+            by_model.setdefault(run["model"], []).append(run)
+            if run.get("status", "ok") == "ok":
+                ok_of.setdefault(sid, []).append(run)
+                ok_of_model.setdefault((run["model"], sid), []).append(run)
+        names = Counter(sid for _, sid in ok_of_model)
+        mixed = {sid for sid, count in names.items() if count > 1}
+        return cls(ok_of, all_of, by_machine, by_model, ok_of_model, mixed)
+
+
+PARALLEL_RUNS = 100_000
+"""From this many ok runs the step detector and the series pages run in a worker process
+per CPU (the detector's permutation tests are most of a large site's work); below,
+in-process."""
+
+_DETECT_INPUT: dict[str, list[Entry]] = {}
+"""The histories the forked detector workers read (inherited, never pickled)."""
+
+DECODE = "decode_tok_per_sec"
+
+
+def _detect_series(sid: str) -> tuple[tuple[str, str] | None, list[Step], list[Step]]:
+    """One series' `detect` over the headline metric (with the key `detect` orders series
+    by) and over decode (the series page's second chart)."""
+    runs = _DETECT_INPUT[sid]
+    grouped = histories(runs)
+    key = sort_key(next(iter(grouped.values()))[0][0]) if grouped else None
+    return key, detect(runs), detect(runs, DECODE)
+
+
+def detect_per_series(
+    ok_of: dict[str, list[Entry]], workers: int | None = None
+) -> tuple[list[Step], dict[str, list[Step]]]:
+    """`detect` over every ok run (the headline metric), and each series' decode steps.
+
+    `detect` reads each series alone, then corroborates suspects across series; a series
+    yields at most one suspect per metric, so running it per series (in parallel), ordering
+    the results as `detect` orders series and corroborating them together gives exactly
+    `detect(all ok runs)`. `workers` defaults to one per CPU from `PARALLEL_RUNS` runs on."""
+    global _DETECT_INPUT
+    if workers is None:
+        workers = _workers(sum(len(runs) for runs in ok_of.values()))
+    sids = sorted(ok_of, key=lambda sid: (-len(ok_of[sid]), sid))  # long ones first
+    _DETECT_INPUT = ok_of
+    try:
+        if workers > 1 and len(sids) > 1:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                results = pool.map(_detect_series, sids, chunksize=1)
+        else:
+            results = [_detect_series(sid) for sid in sids]
+    finally:
+        _DETECT_INPUT = {}
+    found = dict(zip(sids, results, strict=True))
+    ordered = sorted((key, sid) for sid, (key, _, _) in found.items() if key is not None)
+    steps = corroborate([step for _, sid in ordered for step in found[sid][1]])
+    return steps, {sid: decode for sid, (_, _, decode) in found.items()}
+
+
+def _workers(ok_runs: int) -> int:
+    """Processes for the detector and the series pages: one per CPU from `PARALLEL_RUNS`
+    ok runs on, where fork is there to share the runs with them; else none."""
+    if ok_runs < PARALLEL_RUNS or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return _cpus()
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on macOS
+        return os.cpu_count() or 1
+
+
 class _Site:
     """One render: the pages, the run links they make, and the lookups they share."""
 
-    def __init__(self, data: PublicData) -> None:
+    def __init__(self, data: PublicData, workers: int | None = None) -> None:
         self.data = data
         self.env = environment()
         self.pages = page_names(data)
         self.files: dict[str, str] = {}
         self.runs = data.runs
-        self.ok_runs = shown(self.runs)
+        self.groups = _Groups.of(self.runs)
         self.by_id = {r["run_id"]: r for r in self.runs}
         self.links = Links()
-        self.steps = detect(self.ok_runs)
-        self.since = window_start(self.ok_runs, WINDOW_DAYS)
+        total = sum(len(runs) for runs in self.groups.ok_of.values())
+        self.workers = workers if workers is not None else _workers(total)
+        self.steps, self.decode_steps = detect_per_series(self.groups.ok_of, self.workers)
+        self.latest = {sid: runs[-1] for sid, runs in self.groups.ok_of.items()}
+        """The newest ok run of each series: what `latest_by_series` keeps of any runs."""
+        self.since = window_start(self.latest.values(), WINDOW_DAYS)
         self.regressions = [
             Regression(self.by_id[st.first_bad_run], self.by_id[st.first_bad_run][st.metric],
                        st.before, st.after, st)
@@ -595,7 +720,8 @@ class _Site:
             if st.kind == "regression" and st.status == "confirmed"
             and st.first_bad_run in self.by_id
         ]  # fmt: skip
-        self.series_pages = _series_pages(self.ok_runs)
+        self.flagged = {g.run["run_id"] for g in self.regressions}
+        self.series_pages = _series_pages(self.latest.values())
 
     def add_charts(self, charts: Iterable[Chart]) -> None:
         for chart in charts:
@@ -629,8 +755,15 @@ class _Site:
         return _link(f"{root}models/{self.pages.model(model)[:-3]}.html{anchor}", model)
 
     def runs_table(
-        self, rows_in: Sequence[Entry], root: str, limit: int, machine: bool = True
+        self,
+        rows_in: Sequence[Entry],
+        root: str,
+        limit: int,
+        machine: bool = True,
+        total: int | None = None,
     ) -> Table:
+        """The first `limit` of `rows_in` (of `total` runs, when only those are given)."""
+        self.data.upgrade(rows_in[:limit])
         columns = [("Time (UTC)", "text")]
         if machine:
             columns.append(("Machine", "text"))
@@ -665,9 +798,26 @@ class _Site:
                 _cell(self.series_link(run, root, "series")),
             ]
             rows.append(row)
-        return Table(columns, rows, sort="0:desc", hidden=max(0, len(rows_in) - limit))
+        total = len(rows_in) if total is None else total
+        return Table(columns, rows, sort="0:desc", hidden=max(0, total - limit))
 
     # --- pages ---------------------------------------------------------------------------
+
+    def ok_runs_of(self, sids: Iterable[str], model: str | None = None) -> list[Entry]:
+        """The ok runs of these series (of `model` only, if given), each series oldest first:
+        what the charts group by series, as they would `shown(...)` of the same runs."""
+        if model is None:
+            return [r for sid in sids for r in self.groups.ok_of[sid]]
+        return [r for sid in sids for r in self.groups.ok_of_model.get((model, sid), ())]
+
+    def latest_of(self, model: str | None = None) -> dict[str, Entry]:
+        """The newest ok run of each series (of `model`'s runs only, if given): all that
+        `latest_by_series` keeps of any set of runs holding every run of those series."""
+        if model is None:
+            return self.latest
+        return {
+            sid: runs[-1] for (name, sid), runs in self.groups.ok_of_model.items() if name == model
+        }
 
     def home(self) -> None:
         """What changed first; then the fastest machine per model and precision."""
@@ -676,10 +826,10 @@ class _Site:
             window_steps, self.by_id, self.series_pages, self.links, "", CHANGES_LIMIT
         )
         changed.ident = "what-changed"
-        newest = max((r["timestamp"] for r in self.ok_runs), default=None)
+        newest = max((r["timestamp"] for r in self.latest.values()), default=None)
         groups: dict[tuple[str, str], list[Entry]] = {}
-        for run in self.ok_runs:
-            groups.setdefault((run["model"], run["precision"]), []).append(run)
+        for (model, _sid), runs in self.groups.ok_of_model.items():
+            groups.setdefault((model, runs[-1]["precision"]), []).append(runs[-1])
         fastest_rows = []
         for (model, precision), members in sorted(groups.items()):
             peak = _best_per_machine(members, "peak_tok_per_sec")
@@ -710,20 +860,20 @@ class _Site:
             hidden=max(0, len(fastest_rows) - FASTEST_LIMIT),
             ident="fastest",
         )
-        runs = self.runs
+        counts = _outcomes(self.groups.by_machine)
         stats = {
             "machines": len(self.data.machine_ids()),
             "models": len(self.pages.models),
             "series": len(self.series_pages),
-            "ok": len(self.ok_runs),
-            "failed": sum(r.get("status") == "failed" and not _is_hole(r) for r in runs),
-            "holes": sum(_is_hole(r) for r in runs),
+            "ok": sum(len(runs) for runs in self.groups.ok_of.values()),
+            "failed": sum(c["failed"] for c in counts.values()),
+            "holes": sum(c["holes"] for c in counts.values()),
         }
         self.page(
             "index.md",
             "home.md.j2",
             root="",
-            empty=not runs,
+            empty=not self.runs,
             stats=stats,
             since=_time(self.since),
             newest=_time(newest),
@@ -733,12 +883,14 @@ class _Site:
             regressions_in_window=sum(st.kind == "regression" for st in window_steps),
             last_updated=_time(self.data.catalog.last_updated),
             fastest=fastest,
-            machines=_machine_rows(self.data, self.pages),
-            recent=self.runs_table(_newest_first(runs), "", RECENT_RUNS),
-        )
+            machines=_machine_rows(self.data, self.pages, self.groups.by_machine),
+            recent=self.runs_table(_newest_of(self.groups.by_machine.values(), RECENT_RUNS),
+                                   "", RECENT_RUNS, total=len(self.runs)),
+        )  # fmt: skip
 
     def compare(self) -> None:
         index = self._compare_data()
+        latest = list(self.latest.values())
         cost_table = [
             {
                 "machine": row["machine"],
@@ -752,9 +904,9 @@ class _Site:
                 "price": f"${row['cost_per_hour']:,.2f}",
                 "usd": f"${row['usd_per_million_tokens']:,.4f}",
             }
-            for row in cost_rows(self.ok_runs, self.data)[:COST_LIMIT]
+            for row in cost_rows(latest, self.data)[:COST_LIMIT]
         ]
-        [cost] = build_charts(self.data, kinds=("cost",), prefix="compare-")
+        [cost] = build_charts(self.data, kinds=("cost",), prefix="compare-", runs=latest)
         self.add_charts([cost])
         self.page(
             "compare.md",
@@ -780,14 +932,19 @@ class _Site:
         # A page must stay bounded at any catalog size, so each identity brings only its
         # newest COMPARE_REPEATS runs: the tables are compare_axis's own over those.
         by_identity: dict[tuple[Any, ...], list[Entry]] = {}
-        for run in self.ok_runs:
-            key = (series_of(run), *(_frozen(run.get(f)) for f in VERSION_FIELDS))
-            by_identity.setdefault(key, []).append(run)
-        ok_runs = sorted(
-            (run for runs in by_identity.values() for run in runs[-COMPARE_REPEATS:]),
-            key=lambda r: (r["timestamp"], r["run_id"]),
+        for sid, history in self.groups.ok_of.items():
+            for run in history:
+                key = (sid, *(_frozen(run.get(f)) for f in VERSION_FIELDS))
+                by_identity.setdefault(key, []).append(run)
+        chosen_runs = self.data.full(
+            sorted(
+                (run for runs in by_identity.values() for run in runs[-COMPARE_REPEATS:]),
+                key=lambda r: (r["timestamp"], r["run_id"]),
+            )
         )
-        catalog = LoadedCatalog(path=self.data.catalog.path, runs=ok_runs)
+        by_id = {r["run_id"]: r for r in chosen_runs}
+        catalog = LoadedCatalog(path=self.data.catalog.path, runs=chosen_runs)
+        ok_runs = chosen_runs
         index: dict[str, Any] = {"axes": []}
         for axis in ("machine", "build", "revision"):
             values = axis_values(ok_runs, axis)
@@ -810,7 +967,7 @@ class _Site:
                     key = f"{axis}-{i}-{j}"
                     rows = []
                     for row in result.rows[:COMPARE_ROWS]:
-                        run_a, run_b = self.by_id.get(row["run_a"]), self.by_id.get(row["run_b"])
+                        run_a, run_b = by_id.get(row["run_a"]), by_id.get(row["run_b"])
                         rows.append(
                             {
                                 **{k: row.get(k) for k in COMPARE_FIELDS},
@@ -845,10 +1002,10 @@ class _Site:
         everything = sorted(self.steps, key=lambda st: (_neg(st.first_bad_timestamp), st.series))
         table = steps_table(everything, self.by_id, self.series_pages, self.links, "", STEPS_LIMIT)
         flagged = {g.step.series for g in self.regressions}
-        flagged_runs = [r for r in self.ok_runs if series_of(r) in flagged]
         chart = trend_chart(
-            flagged_runs, "regressions-trend", self.regressions, max_points=TREND_POINTS
-        )
+            self.ok_runs_of(sorted(flagged)), "regressions-trend", self.regressions,
+            max_points=TREND_POINTS,
+        )  # fmt: skip
         self.add_charts([chart])
         self.page(
             "regressions.md",
@@ -864,30 +1021,31 @@ class _Site:
 
     def machine_pages(self) -> list[Any]:
         nav = []
-        by_machine: dict[str, list[Entry]] = {}
-        for run in self.runs:
-            by_machine.setdefault(run["machine_id"], []).append(run)
+        sids_of: dict[str, list[str]] = {}
+        for sid, run in self.latest.items():
+            sids_of.setdefault(run["machine_id"], []).append(sid)
+        counts = _outcomes(self.groups.by_machine)
         for machine_id in self.data.machine_ids():
-            mine = by_machine.get(machine_id, [])
-            mine_ok = [r for r in mine if r.get("status", "ok") == "ok"]
-            mine_ok = shown(mine_ok)
+            mine = self.groups.by_machine.get(machine_id, [])
+            sids = sids_of.get(machine_id, [])
+            latest = [self.latest[sid] for sid in sids]
             prefix = f"machine-{machine_id}-"
             charts = [
-                throughput_chart(mine_ok, prefix + "throughput"),
-                throughput_chart(mine_ok, prefix + "decode", "decode_tok_per_sec"),
-                trend_chart(mine_ok, prefix + "trend", self.regressions, max_points=TREND_POINTS),
-            ]
+                throughput_chart(latest, prefix + "throughput"),
+                throughput_chart(latest, prefix + "decode", "decode_tok_per_sec"),
+                trend_chart(self.ok_runs_of(sids), prefix + "trend", self.regressions,
+                            max_points=TREND_POINTS),
+            ]  # fmt: skip
             self.add_charts(charts)
-            counts = Counter(series_of(r) for r in mine_ok)
             series_rows = []
-            for run in latest_by_series(mine_ok).values():
+            for run in latest_by_series(latest).values():
                 series_rows.append(
                     [
                         _cell(self.series_link(run, "../", label(run, machine=False)), label(run)),
                         _cell_num(run.get("peak_tok_per_sec")),
                         _cell_num(run.get("decode_tok_per_sec")),
                         _cell(version_label(run) or "–"),
-                        _cell_num(counts[series_of(run)], 0),
+                        _cell_num(len(self.groups.ok_of[series_of(run)]), 0),
                         _cell(
                             _link(self.links.run(run, "../"), _time(run["timestamp"])),
                             run["timestamp"],
@@ -895,7 +1053,8 @@ class _Site:
                     ]
                 )
             series_rows.sort(key=lambda row: -float(row[1][1] or 0))
-            newest_runs = _newest_first(mine)
+            newest_runs = mine[::-1]
+            outcome = counts.get(machine_id, _NO_OUTCOMES)
             self.page(
                 f"machines/{self.pages.machine(machine_id)}",
                 "machine.md.j2",
@@ -903,9 +1062,9 @@ class _Site:
                 machine_id=machine_id,
                 summary={
                     "runs": len(mine),
-                    "ok": len(mine_ok),
-                    "failed": sum(r.get("status") == "failed" and not _is_hole(r) for r in mine),
-                    "holes": sum(_is_hole(r) for r in mine),
+                    "ok": outcome["ok"],
+                    "failed": outcome["failed"],
+                    "holes": outcome["holes"],
                     "last_run": _time(newest_runs[0]["timestamp"] if newest_runs else None),
                 },
                 specs=_specs_rows(self.data, machine_id),
@@ -932,25 +1091,25 @@ class _Site:
         """The fastest machines per precision (sorted tables), then the charts: peak and
         decode by machine, batch scaling per thread count, decode by threads, history."""
         nav = []
-        by_model: dict[str, list[Entry]] = {}
-        for run in self.runs:
-            by_model.setdefault(run["model"], []).append(run)
         for model, name in self.pages.models.items():
-            mine = by_model.get(model, [])
-            mine_ok = shown(mine)
+            mine = self.groups.by_model.get(model, [])
+            latest_map = self.latest_of(model)
+            latest = list(latest_map.values())
+            self.data.upgrade(latest)  # the scaling chart reads their batch curves
             prefix = f"model-{name.removesuffix('.md')}-"
             charts = [
-                throughput_chart(mine_ok, prefix + "throughput"),
-                throughput_chart(mine_ok, prefix + "decode", "decode_tok_per_sec"),
-                scaling_chart(mine_ok, self.data.store_root, prefix + "scaling"),
-                threads_chart(mine_ok, prefix + "threads"),
-                trend_chart(mine_ok, prefix + "trend", self.regressions, max_points=TREND_POINTS),
-            ]
+                throughput_chart(latest, prefix + "throughput"),
+                throughput_chart(latest, prefix + "decode", "decode_tok_per_sec"),
+                scaling_chart(latest, self.data.store_root, prefix + "scaling"),
+                threads_chart(latest, prefix + "threads"),
+                trend_chart(self.ok_runs_of(sorted(latest_map), model), prefix + "trend",
+                            self.regressions, max_points=TREND_POINTS),
+            ]  # fmt: skip
             self.add_charts(charts)
             sections = []
-            for precision in sorted({r["precision"] for r in mine_ok}):
+            for precision in sorted({r["precision"] for r in latest}):
                 best = _best_per_machine(
-                    [r for r in mine_ok if r["precision"] == precision], "peak_tok_per_sec"
+                    [r for r in latest if r["precision"] == precision], "peak_tok_per_sec"
                 )
                 rows = [
                     [
@@ -997,95 +1156,170 @@ class _Site:
                 root="../",
                 model=model,
                 summary={
-                    "ok": len(mine_ok),
+                    "ok": sum(len(runs) for runs in
+                              (self.groups.ok_of_model[(model, sid)] for sid in latest_map)),
                     "failed": sum(r.get("status") == "failed" for r in mine),
                     "machines": len({r["machine_id"] for r in mine}),
                     "precisions": ", ".join(sorted({r["precision"] for r in mine})) or "–",
                 },
                 charts=charts,
                 sections=sections,
-            )
+            )  # fmt: skip
             nav.append({html.escape(model): f"models/{name}"})
         return nav
 
     def series_pages_(self) -> None:
-        """asv's per-benchmark graph, one page per series with data."""
-        steps_by_series: dict[str, list[Step]] = {}
+        """asv's per-benchmark graph, one page per series with data (in `workers`)."""
+        self.steps_by_series: dict[str, list[Step]] = {}
         for st in self.steps:
-            steps_by_series.setdefault(st.series, []).append(st)
-        history_of: dict[str, list[Entry]] = {}
-        for run in self.ok_runs:
-            history_of.setdefault(series_of(run), []).append(run)
-        all_of: dict[str, list[Entry]] = {}
-        for run in self.runs:
-            all_of.setdefault(series_of(run), []).append(run)
-        for sid, name in self.series_pages.items():
-            history = history_of[sid]
-            newest = history[-1]
-            mine_steps = steps_by_series.get(sid, [])
-            charts = [
-                series_chart(history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec",
-                             SERIES_BAND),
-                series_chart(history, detect(history, "decode_tok_per_sec"),
-                             f"series-{sid}-decode", "decode_tok_per_sec", SERIES_BAND),
-                builds_chart(history, f"series-{sid}-builds"),
-            ]  # fmt: skip
-            charts = [c for c in charts if not c.empty]
-            self.add_charts(charts)
-            identity = [
-                (field_name, _identity_value(newest.get(field_name)))
-                for field_name in SERIES_FIELDS
-                if newest.get(field_name) is not None
-            ]
-            ordered = sorted(mine_steps, key=lambda st: _neg(st.first_bad_timestamp))
-            self.page(
-                f"series/{name}",
-                "series.md.j2",
-                root="../",
-                title=label(newest),
-                sid=sid,
-                machine=self.machine_link(newest["machine_id"], "../"),
-                model=self.model_link(newest["model"], "../"),
-                identity=identity,
-                count=len(history),
-                version=version_label(newest) or "not recorded",
-                charts=charts,
-                steps=steps_table(
-                    ordered, self.by_id, self.series_pages, self.links, "../", STEPS_LIMIT,
-                    show_series=False,
-                ),
-                runs=self.runs_table(_newest_first(all_of[sid]), "../", HISTORY_RUNS,
-                                     machine=False),
-            )  # fmt: skip
+            self.steps_by_series.setdefault(st.series, []).append(st)
+        self.in_workers("series_page", list(self.series_pages))
+
+    def series_page(self, sid: str) -> None:
+        name = self.series_pages[sid]
+        history = self.groups.ok_of[sid]
+        newest = history[-1]
+        mine_steps = self.steps_by_series.get(sid, [])
+        decode_steps = self.decode_steps.get(sid, [])
+        # The decode chart's band reads each drawn run's decode_stddev.
+        self.data.upgrade(_drawn(history, decode_steps, "decode_tok_per_sec"))
+        charts = [
+            series_chart(history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec",
+                         SERIES_BAND),
+            series_chart(history, decode_steps,
+                         f"series-{sid}-decode", "decode_tok_per_sec", SERIES_BAND),
+            builds_chart(history, f"series-{sid}-builds"),
+        ]  # fmt: skip
+        charts = [c for c in charts if not c.empty]
+        self.add_charts(charts)
+        identity = [
+            (field_name, _identity_value(newest.get(field_name)))
+            for field_name in SERIES_FIELDS
+            if newest.get(field_name) is not None
+        ]
+        ordered = sorted(mine_steps, key=lambda st: _neg(st.first_bad_timestamp))
+        self.page(
+            f"series/{name}",
+            "series.md.j2",
+            root="../",
+            title=label(newest),
+            sid=sid,
+            machine=self.machine_link(newest["machine_id"], "../"),
+            model=self.model_link(newest["model"], "../"),
+            identity=identity,
+            count=len(history),
+            version=version_label(newest) or "not recorded",
+            charts=charts,
+            steps=steps_table(
+                ordered, self.by_id, self.series_pages, self.links, "../", STEPS_LIMIT,
+                show_series=False,
+            ),
+            runs=self.runs_table(self.groups.all_of[sid][::-1], "../", HISTORY_RUNS,
+                                 machine=False),
+        )  # fmt: skip
 
     def run_data(self) -> None:
         """The run page (one, client-rendered) and a details file per series it reads."""
         self.page("run.md", "run.md.j2", root="")
-        for sid in sorted(self.links.linked):
-            members = {
-                rid: _run_details(self.by_id[rid])
-                for rid in sorted(self.links.linked[sid])
-                if rid in self.by_id
-            }
-            payload = {
-                "series_page": f"series/{sid}.html" if sid in self.series_pages else None,
-                "runs": members,
-            }
-            self.files[f"bl/runs/{sid}.js"] = _json_script("BENCHLAB_RUNS", sid, payload)
+        self.run_links = {
+            sid: sorted(rid for rid in run_ids if rid in self.by_id)
+            for sid, run_ids in self.links.linked.items()
+        }
+        self.in_workers("run_file", sorted(self.run_links))
+
+    def run_file(self, sid: str) -> None:
+        """`bl/runs/<sid>.js`: the details of the series' runs some page links."""
+        members = {
+            run["run_id"]: _run_details(run)
+            for run in self.data.full(self.by_id[rid] for rid in self.run_links[sid])
+        }
+        payload = {
+            "series_page": f"series/{sid}.html" if sid in self.series_pages else None,
+            "runs": members,
+        }
+        self.files[f"bl/runs/{sid}.js"] = _json_script("BENCHLAB_RUNS", sid, payload)
+
+    def in_workers(self, method: str, sids: list[str]) -> None:
+        """Call `method(sid)` for each series, in forked worker processes where the site is
+        large (`self.workers`): each returns the files it rendered and the runs it linked,
+        merged here. Pages do not depend on one another, so the files are the same."""
+        if self.workers <= 1 or len(sids) < 2:
+            for sid in sids:
+                getattr(self, method)(sid)
+            return
+        global _SITE_INPUT
+        _SITE_INPUT = (self, method)
+        chunks = [sids[i :: self.workers * 4] for i in range(self.workers * 4)]
+        try:
+            with multiprocessing.get_context("fork").Pool(self.workers) as pool:
+                results = pool.map(_site_chunk, [c for c in chunks if c], chunksize=1)
+        finally:
+            _SITE_INPUT = None
+        for files, linked in results:
+            self.files.update(files)
+            for sid, run_ids in linked.items():
+                self.links.linked.setdefault(sid, set()).update(run_ids)
 
 
-def render_pages(data: PublicData) -> Rendered:
+_SITE_INPUT: tuple[_Site, str] | None = None
+"""The site and method the forked page workers run (inherited, never pickled)."""
+
+
+def _site_chunk(sids: list[str]) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """In a worker: render these series' files from a clean slate; return them and the
+    runs they linked."""
+    assert _SITE_INPUT is not None
+    site, method = _SITE_INPUT
+    site.files = {}
+    site.links = Links()
+    for sid in sids:
+        getattr(site, method)(sid)
+    return site.files, site.links.linked
+
+
+_NO_OUTCOMES = {"ok": 0, "failed": 0, "holes": 0}
+
+
+def _outcomes(by_machine: Mapping[str, Sequence[Entry]]) -> dict[str, dict[str, int]]:
+    """Ok runs, failures and holes (a hole is not a failure) per machine."""
+    out = {}
+    for machine_id, runs in by_machine.items():
+        holes = sum(_is_hole(r) for r in runs)
+        failed = sum(r.get("status") == "failed" for r in runs) - holes
+        ok = sum(r.get("status", "ok") == "ok" for r in runs)
+        out[machine_id] = {"ok": ok, "failed": failed, "holes": holes}
+    return out
+
+
+def _newest_of(groups: Iterable[Sequence[Entry]], limit: int) -> list[Entry]:
+    """The newest `limit` runs of oldest-first groups, newest first (`_newest_first`)."""
+    return _newest_first(r for runs in groups for r in runs[-limit:])
+
+
+def _drawn(history: Sequence[Entry], steps: Sequence[Step], metric: str) -> list[Entry]:
+    """The runs `series_chart(history, steps, ..., metric)` draws as points."""
+    with_metric = [r for r in history if r.get(metric) is not None]
+    drawn = downsample(with_metric)
+    wanted = {s.first_bad_run for s in steps}
+    present = {r["run_id"] for r in drawn}
+    return drawn + [r for r in with_metric if r["run_id"] in wanted and r["run_id"] not in present]
+
+
+def render_pages(data: PublicData, workers: int | None = None) -> Rendered:
     """Every generated page, chart script and run data file, as text by relative path.
 
     Every page is bounded whatever the catalog's size: histories are downsampled
     (`charts.MAX_POINTS`, `TREND_POINTS`), tables are limited (their hidden rows counted),
     aggregates (newest run per series, best per machine) stand in for run lists, and run
-    details are published only for the runs some page shows."""
-    site = _Site(data)
+    details are published only for the runs some page shows. Runs are read in groups made
+    once (`_Groups`), light entries (`publish.data.load_site`) are made full only where a
+    page shows them, and the step detector runs per series in `workers` processes
+    (`detect_per_series`)."""
+    site = _Site(data, workers)
     site.home()
     site.compare()
     site.regressions_page()
-    health_rows, health_chart = _health(data, site.pages)
+    health_rows, health_chart = _health(data, site.pages, site.groups.by_machine)
     site.add_charts([health_chart])
     site.page("health.md", "health.md.j2", root="", rows=health_rows, chart=health_chart)
     machine_nav = site.machine_pages()

@@ -1,0 +1,66 @@
+"""The site's lean paths give the pages of the plain one: light entries from the columnar
+cache (`publish.data.load_site`) and the step detector run per series in worker processes
+(`publish.site.detect_per_series`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from benchlab.cli import main
+from benchlab.identity import series_of
+from benchlab.layout import Store
+from benchlab.publish.charts import shown
+from benchlab.publish.data import PublicData, load_public, load_site
+from benchlab.publish.site import DECODE, detect_per_series, render_pages
+from benchlab.regress import detect
+
+
+def _v3(store_root) -> Store:
+    """The fixture store with its catalog migrated to v3 shards by a build."""
+    assert main(["--store", str(store_root), "catalog", "build"]) == 0
+    return Store(store_root)
+
+
+def test_light_entries_render_the_same_pages(fleet_store):
+    store = _v3(fleet_store)
+    full = load_public(store)
+    lean = load_site(store, min_bytes=0)
+    assert lean.fetch is not None  # the columns answered: every run is a light entry
+    assert {r["run_id"] for r in lean.runs} == {r["run_id"] for r in full.runs}
+    assert render_pages(lean, workers=1).files == render_pages(full, workers=1).files
+
+
+def test_light_entries_hold_the_fields_of_the_full_ones(public_store):
+    store = _v3(public_store)
+    full = {r["run_id"]: r for r in load_public(store).runs}
+    lean = load_site(store, min_bytes=0)
+    for run in lean.runs:
+        whole = full[run["run_id"]]
+        # How the site reads them: a missing status is ok, missing tags are none.
+        read = {"status": whole.get("status", "ok"), "tags": whole.get("tags", []),
+                "series": series_of(whole)}  # fmt: skip
+        for key, value in run.items():
+            expected = read[key] if key in read else whole.get(key)
+            assert expected == value and type(expected) is type(value), key
+    lean.upgrade(lean.runs[:3])
+    assert lean.runs[:3] == [full[r["run_id"]] for r in lean.runs[:3]]
+
+
+def test_a_small_catalog_is_loaded_in_full(fleet_store):
+    assert load_site(_v3(fleet_store)).fetch is None  # under the columns' threshold
+
+
+def test_detect_per_series_in_workers_is_detect_of_all_runs(fleet_store):
+    """Cut two days after the planted step: suspects that corroborate across series."""
+    data = load_public(Store(fleet_store))
+    cut = [r for r in data.runs if r["timestamp"] < "2025-02-26"]
+    ok_of: dict[str, list] = {}
+    for run in shown(cut):
+        ok_of.setdefault(series_of(run), []).append(run)
+    steps, decode = detect_per_series(ok_of, workers=2)
+    expected = detect(shown(cut))
+    assert steps == expected and any(s.corroborated_by for s in steps)
+    assert [s.confidence for s in steps] == [s.confidence for s in expected]
+    assert decode == {sid: detect(runs, DECODE) for sid, runs in ok_of.items()}
+    cut_data = PublicData(replace(data.catalog, runs=cut))
+    assert render_pages(cut_data, workers=2).files == render_pages(cut_data, workers=1).files
