@@ -10,10 +10,14 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchlab.catalog import build_v3
 from benchlab.catalog.build import build, retract
+from benchlab.catalog.build_v3 import GroupCache, _match
 from benchlab.catalog.read import load_catalog
 from benchlab.catalog.shards import iter_shards, shard_name
 from benchlab.catalog.validate import validate
@@ -330,3 +334,43 @@ def test_the_query_cache_hook_hears_which_shards_a_build_wrote(
     build(Store(fleet))
     entry = load_catalog(fleet / "catalog.json").entry(run_id)
     assert heard[-1] == [shard_name(entry)]
+
+
+@st.composite
+def _listings(draw: st.DrawFn) -> tuple[list[str], np.ndarray, GroupCache]:
+    """A group as the cache holds it and as it is listed now: dirs kept, removed, added,
+    touched, renamed (same inode, new name), and inodes reused by other names."""
+    old_names = draw(st.lists(st.sampled_from([f"r{i}" for i in range(12)]), unique=True))
+    inode = {name: 100 + i for i, name in enumerate(old_names)}
+    old_sig = np.array([[1, 1, inode[n]] for n in old_names], np.int64).reshape(-1, 3)
+    names, rows = [], []
+    for name in old_names:
+        fate = draw(st.sampled_from(["keep", "gone", "touched", "renamed"]))
+        if fate == "gone":
+            continue
+        ino = inode[name]
+        names.append(name if fate != "renamed" else f"{name}-moved")
+        rows.append([2 if fate == "touched" else 1, 1, ino])
+    for extra in draw(st.lists(st.sampled_from([f"n{i}" for i in range(6)]), unique=True)):
+        reused = draw(st.sampled_from([None, *inode.values()]))
+        if reused is None or reused in {r[2] for r in rows}:
+            reused = 1000 + len(names)
+        names.append(extra)
+        rows.append([1, 1, reused])
+    order = draw(st.permutations(range(len(names))))
+    names = [names[i] for i in order]
+    sig = np.array([rows[i] for i in order], np.int64).reshape(-1, 3)
+    cached = GroupCache(old_names, old_sig, np.zeros(len(old_names), np.int32))
+    return names, sig, cached
+
+
+@settings(max_examples=300, deadline=None)
+@given(_listings())
+def test_match_pairs_rows_by_name_as_a_dict_would(case: tuple) -> None:
+    names, sig, cached = case
+    where, same = _match(names, sig, cached)
+    index = {name: i for i, name in enumerate(cached.names)}
+    expected = [index.get(name, -1) for name in names]
+    assert where.tolist() == expected
+    for i, row in enumerate(expected):
+        assert bool(same[i]) == (row >= 0 and cached.sig[row].tolist() == sig[i].tolist())

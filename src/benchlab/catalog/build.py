@@ -311,7 +311,7 @@ def build(
 
     `full` re-reads every run dir (the only way to see a run file corrected in place, with
     its dir left alone: see build_v3). `jobs`: worker processes that read run dirs when
-    there are many (a full build); default two per core.
+    there are many (a full build); default `build_v3.default_jobs`.
     """
     store.require()
     with catalog_lock(store):

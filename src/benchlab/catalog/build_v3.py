@@ -25,12 +25,12 @@ timestamp moved it to another week) is found through the run-id hashes and check
 that shard's lines.
 
 Full builds (`--full`, or no usable cache) read every run dir in worker processes
-(`jobs`, else $BENCHLAB_BUILD_JOBS, else two per core); each worker scrubs through its own
-scan memo (`redact.ScanMemo`: the same result, each distinct string scanned once), writes
-the views of its entries, and hands back each entry as its canonical shard line. The parent
-keeps lines, not entry dicts, and writes a machine's shards as soon as its run dirs are
-all read (or once LOADED_LIMIT lines are held), so memory holds about one machine's lines
-at a time. Past STAT_POOL_MIN run dirs the workers share the stat pass too.
+(`jobs`, else $BENCHLAB_BUILD_JOBS, else two per core: `default_jobs`); each worker
+scrubs through its own scan memo (`redact.ScanMemo`: the same result, each distinct string
+scanned once), writes the views of its entries, and hands back each entry as its canonical
+shard line. The parent keeps lines, not entry dicts, and writes a machine's shards as soon
+as its run dirs are all read (or once LOADED_LIMIT lines are held), so memory holds about
+one machine's lines at a time. Past STAT_POOL_MIN run dirs the workers share the stat pass too.
 
 A v1 or v2 catalog.json (or a v3 one holding entries inline after a git merge with a v2
 clone) is migrated: its entries are placed into shards and catalog.json is rewritten as the
@@ -825,16 +825,28 @@ def _list_and_stat(path: str) -> tuple[list[str], np.ndarray]:
 def _match(
     names: list[str], sig: np.ndarray, cached: GroupCache | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per name: its row in the cache (-1: none), and whether its stat is the cached one."""
+    """Per name: its row in the cache (-1: none), and whether its stat is the cached one.
+
+    Rows are paired by inode (a dir keeps its inode while it lives; numpy pairs a group of
+    a hundred thousand dirs in milliseconds, where a dict of names took a tenth of a
+    second), and a pair counts only where the names agree too (an inode can be reused)."""
     if cached is None or not names or not cached.names:
         return np.full(len(names), -1, np.int64), np.zeros(len(names), bool)
     if names == cached.names:  # nothing added or removed: row for row
         return np.arange(len(names), dtype=np.int64), (cached.sig == sig).all(axis=1)
-    index = dict(zip(cached.names, range(len(cached.names)), strict=True))
-    where = np.array([index.get(name, -1) for name in names], np.int64)
+    order = np.argsort(cached.sig[:, 2], kind="stable")
+    inodes = cached.sig[order, 2]
+    at = np.minimum(np.searchsorted(inodes, sig[:, 2]), len(inodes) - 1)
+    rows = order[at]
+    paired = np.nonzero(inodes[at] == sig[:, 2])[0]
+    old = cached.names
+    pairs = zip(paired.tolist(), rows[paired].tolist(), strict=True)
+    same_name = [names[i] == old[j] for i, j in pairs]
+    where = np.full(len(names), -1, np.int64)
+    kept = paired[np.array(same_name, bool)] if len(paired) else paired
+    where[kept] = rows[kept]
     found = where >= 0
-    rows = np.where(found, where, 0)
-    return where, found & (cached.sig[rows] == sig).all(axis=1)
+    return where, found & (cached.sig[np.where(found, where, 0)] == sig).all(axis=1)
 
 
 def _scan_task(task: tuple[str, str, int]) -> tuple[str, bytes, bytes | None, bytes | None]:
@@ -1099,24 +1111,25 @@ JOBS_ENV = "BENCHLAB_BUILD_JOBS"
 """Worker processes a build may use to read run dirs (default: `default_jobs`)."""
 
 
-def default_jobs() -> int:
-    """Worker processes of a build: $BENCHLAB_BUILD_JOBS, else two per core (at most eight
-    more than the cores). Where the run files are not in the page cache (a full build of a
-    large store) a reader waits on the disk about a third of the time, and a second reader
-    per core fills those waits: a cold full build of 100,000 runs took 96 s with four
-    workers on two cores, 114 s with two (tools/perf/build_profile.py --cold)."""
+def default_jobs(full: bool) -> int:
+    """Worker processes of a build: $BENCHLAB_BUILD_JOBS, else one per core, and for a full
+    build two per core (at most eight more than the cores). Where the run files are not in
+    the page cache (a full build of a large store) a reader waits on the disk about a third
+    of the time, and a second reader per core fills those waits: a cold full build of
+    100,000 runs took 96 s with four workers on two cores, 114 s with two
+    (tools/perf/build_profile.py --cold). An incremental build stats warm dirs and reads a
+    few: more workers than cores would only each load the redaction policy again."""
     try:
         return max(1, int(os.environ.get(JOBS_ENV, "")))
     except ValueError:
         cores = os.cpu_count() or 1
-        return min(2 * cores, cores + 8)
+        return min(2 * cores, cores + 8) if full else cores
 
 
 def build_v3(
     store: Store, *, full: bool, progress: Progress | None, jobs: int | None = None
 ) -> BuildResult:
     """The v3 build (the caller holds the catalog lock)."""
-    jobs = max(1, jobs if jobs is not None else default_jobs())
     phases = Phases()
     result = BuildResult()
     path = store.catalog_path
@@ -1128,6 +1141,7 @@ def build_v3(
 
     cache = BuildCache(store.runs_dir)
     usable = not full and cache.load()
+    jobs = max(1, jobs if jobs is not None else default_jobs(not usable))
     workers = Workers(jobs, store, frozenset(retracted))
     try:
         book = ShardBook(store, result)
