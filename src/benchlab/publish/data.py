@@ -46,6 +46,7 @@ class PublicData:
     fetch: Callable[[list[Entry]], list[Entry]] | None = None
     """Full entries of light ones (`load_site`); None where every run is loaded in full."""
     _upgraded: set[int] = field(default_factory=set, compare=False, repr=False)
+    _machine_ids: list[Any] = field(default_factory=lambda: [None, []], compare=False, repr=False)
 
     def full(self, runs: Iterable[Entry]) -> list[Entry]:
         """The full entries of `runs` (light or full), in their order."""
@@ -84,9 +85,12 @@ class PublicData:
         return spec.cost_per_hour if spec is not None else None
 
     def machine_ids(self) -> list[str]:
-        ids = set(self.catalog.machines) | set(self.inventory.machines)
-        ids.update(run["machine_id"] for run in self.catalog.runs)
-        return sorted(ids)
+        key = (id(self.catalog.runs), len(self.catalog.runs))
+        if self._machine_ids[0] != key:  # one pass over the runs, not one per page
+            ids = set(self.catalog.machines) | set(self.inventory.machines)
+            ids.update(run["machine_id"] for run in self.catalog.runs)
+            self._machine_ids[:] = [key, sorted(ids)]
+        return list(self._machine_ids[1])
 
 
 def load_public(store: Store) -> PublicData:
@@ -120,13 +124,13 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
         head = orjson.loads(store.catalog_path.read_bytes())
         if type(head) is not dict or head.get("$schema") != CATALOG_V3:
             return load_public(store)
-        runs = _light_entries(columns)
+        runs, where = _light_entries(columns)
     except (OSError, ValueError, Unanswerable):
         logger.debug("site: columns not usable for %s", store.catalog_path, exc_info=True)
         return load_public(store)
     catalog = _v3_catalog(store.catalog_path, head, runs)
     inventory, specs = _machines(store, catalog)
-    rows = {run["run_id"]: i for i, run in enumerate(runs)}
+    rows = {run["run_id"]: row for run, row in zip(runs, where, strict=True)}
 
     def fetch(entries: list[Entry]) -> list[Entry]:
         return columns.entries([rows[e["run_id"]] for e in entries])
@@ -150,62 +154,73 @@ def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCa
     return LoadedCatalog(path, runs, summaries, newest)
 
 
-def _light_entries(columns: Columns) -> list[Entry]:
-    """Every run as a light entry, in the columns' row order: the identity fields of its
-    series (read from one full entry per series: a series is those fields, so every run
-    of it shares them), then its own model name, version, status, tags and metrics."""
+_LIGHT_CODES = ("series", "model", "status", "tags", "version", "revision")
+
+
+def _light_entries(columns: Columns) -> tuple[list[Entry], list[int]]:
+    """Every run as a light entry, oldest first (by timestamp, then run id, as
+    `filters.chronological` orders them): the identity fields of its series (read from one
+    full entry per series: a series is those fields, so every run of it shares them), its
+    own model name, version, status and tags (one shared base dict per distinct set of
+    those), then its run id, timestamp and metrics. Also returns each one's row in
+    `columns`, where its full entry is read back."""
     import numpy as np
 
     n = columns.n
     tables = columns.tables
-    codes = {name: columns.array(f"code:{name}") for name in
-             ("series", "model", "status", "tags", "version", "revision")}  # fmt: skip
-    _, first = np.unique(codes["series"], return_index=True)
+    codes = np.stack([columns.array(f"code:{name}").astype(np.int64) for name in _LIGHT_CODES])
+    series_codes = codes[0]
+    _, first = np.unique(series_codes, return_index=True)
     templates: dict[int, Entry] = {}
     for row, entry in zip(first.tolist(), columns.entries(first.tolist()), strict=True):
-        code = int(codes["series"][row])
-        templates[code] = {k: entry[k] for k in SERIES_FIELDS if k in entry}
-    ids = [b.decode() for b in columns.strings("run_ids", np.arange(n)).tolist()]
-    stamps = [b.decode() for b in columns.strings("stamps", np.arange(n)).tolist()]
+        templates[int(series_codes[row])] = {k: entry[k] for k in SERIES_FIELDS if k in entry}
+    ids = columns.strings("run_ids", np.arange(n))
+    stamps = columns.strings("stamps", np.arange(n))
+    order = np.lexsort((ids, stamps))  # bytes sort as the strings do (see query.columnar)
+    combos, inverse = np.unique(codes.T, axis=0, return_inverse=True)
+    tags_t = [list(tags) for tags in tables["tags"]]  # shared: never changed in place
+    bases = []
+    for s, m, st, tg, v, rv in combos.tolist():
+        model, model_id = tables["model"][m]
+        version, build, commit = tables["version"][v]
+        bases.append(
+            {
+                **templates[s],
+                "model": model,
+                "model_id": model_id,
+                "series": tables["series"][s],
+                "status": tables["status"][st],
+                "tags": tags_t[tg],
+                "backend_version": version,
+                "backend_build": build,
+                "backend_commit": commit,
+                "revision": tables["revision"][rv],
+            }
+        )
     metrics = []
     for metric in METRICS:
-        values = columns.array(f"metric:{metric}")
+        values = columns.array(f"metric:{metric}")[order]
         missing = np.isnan(values)
         column: list[Any] = np.where(missing, 0.0, values).tolist()
-        ints = columns.array(f"int:{metric}")
         for i in np.flatnonzero(missing).tolist():
             column[i] = None
-        for i in np.flatnonzero(ints).tolist():
+        for i in np.flatnonzero(columns.array(f"int:{metric}")[order]).tolist():
             column[i] = int(column[i])
         metrics.append(column)
-    series_t, model_t, status_t = tables["series"], tables["model"], tables["status"]
-    version_t, revision_t = tables["version"], tables["revision"]
-    tags_t = [list(tags) for tags in tables["tags"]]  # shared: never changed in place
-    out = []
-    for i, (s, m, st, tg, v, rv) in enumerate(
-        zip(*(codes[k].tolist() for k in
-              ("series", "model", "status", "tags", "version", "revision")), strict=True)
-    ):  # fmt: skip
-        model, model_id = model_t[m]
-        version, build, commit = version_t[v]
-        run = {
-            **templates[s],
-            "run_id": ids[i],
-            "timestamp": stamps[i],
-            "model": model,
-            "model_id": model_id,
-            "series": series_t[s],
-            "status": status_t[st],
-            "tags": tags_t[tg],
-            "backend_version": version,
-            "backend_build": build,
-            "backend_commit": commit,
-            "revision": revision_t[rv],
-        }
-        for metric, column in zip(METRICS, metrics, strict=True):
-            run[metric] = column[i]
-        out.append(run)
-    return out
+    assert METRICS == (
+        "peak_tok_per_sec", "baseline_tok_per_sec", "speedup", "prefill_tok_per_sec",
+        "decode_tok_per_sec",
+    )  # fmt: skip
+    entries = [
+        {**bases[c], "run_id": rid.decode(), "timestamp": ts.decode(),
+         "peak_tok_per_sec": peak, "baseline_tok_per_sec": baseline, "speedup": speedup,
+         "prefill_tok_per_sec": prefill, "decode_tok_per_sec": decode}
+        for c, rid, ts, peak, baseline, speedup, prefill, decode in zip(
+            inverse.reshape(-1)[order].tolist(), ids[order].tolist(), stamps[order].tolist(),
+            *metrics, strict=True,
+        )
+    ]  # fmt: skip
+    return entries, order.tolist()
 
 
 def _machines(

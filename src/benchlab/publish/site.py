@@ -347,10 +347,15 @@ def _health(
         by_machine = grouped
     for machine_id in data.machine_ids():
         runs = by_machine.get(machine_id, [])
-        holes = [r for r in runs if _is_hole(r)]
-        failed = [r for r in runs if r.get("status") == "failed" and not _is_hole(r)]
+        holes, failed, ok = 0, [], []
+        for r in runs:  # one pass: a million runs cost a second a pass
+            if _is_hole(r):
+                holes += 1
+            elif r.get("status") == "failed":
+                failed.append(r)
+            if r.get("status", "ok") == "ok":
+                ok.append(r)
         data.upgrade(failed)  # their failure kinds
-        ok = [r for r in runs if r.get("status", "ok") == "ok"]
         kinds = Counter(r.get("failure_kind") or "unknown" for r in failed)
         rows.append(
             {
@@ -359,7 +364,7 @@ def _health(
                 "runs": len(runs),
                 "ok": len(ok),
                 "failed": len(failed),
-                "holes": len(holes),
+                "holes": holes,
                 "kinds": ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "–",
                 "rate": f"{100 * len(ok) / len(runs):.0f} %" if runs else "–",
                 "last_run": _time(max((r["timestamp"] for r in runs), default=None)),
@@ -575,10 +580,6 @@ def _best_per_machine(runs: Sequence[Entry], metric: str) -> list[Entry]:
     return sorted(best.values(), key=lambda r: (-r[metric], r["machine_id"]))
 
 
-def _frozen(value: Any) -> Any:
-    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
-
-
 def _identity_value(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)
@@ -720,7 +721,7 @@ class _Site:
             if st.kind == "regression" and st.status == "confirmed"
             and st.first_bad_run in self.by_id
         ]  # fmt: skip
-        self.flagged = {g.run["run_id"] for g in self.regressions}
+        self.outcomes = _outcomes(self.groups.by_machine)
         self.series_pages = _series_pages(self.latest.values())
 
     def add_charts(self, charts: Iterable[Chart]) -> None:
@@ -860,7 +861,7 @@ class _Site:
             hidden=max(0, len(fastest_rows) - FASTEST_LIMIT),
             ident="fastest",
         )
-        counts = _outcomes(self.groups.by_machine)
+        counts = self.outcomes
         stats = {
             "machines": len(self.data.machine_ids()),
             "models": len(self.pages.models),
@@ -934,7 +935,7 @@ class _Site:
         by_identity: dict[tuple[Any, ...], list[Entry]] = {}
         for sid, history in self.groups.ok_of.items():
             for run in history:
-                key = (sid, *(_frozen(run.get(f)) for f in VERSION_FIELDS))
+                key = (sid, *map(run.get, VERSION_FIELDS))  # scalars: the reader checks
                 by_identity.setdefault(key, []).append(run)
         chosen_runs = self.data.full(
             sorted(
@@ -1024,7 +1025,7 @@ class _Site:
         sids_of: dict[str, list[str]] = {}
         for sid, run in self.latest.items():
             sids_of.setdefault(run["machine_id"], []).append(sid)
-        counts = _outcomes(self.groups.by_machine)
+        counts = self.outcomes
         for machine_id in self.data.machine_ids():
             mine = self.groups.by_machine.get(machine_id, [])
             sids = sids_of.get(machine_id, [])
@@ -1284,10 +1285,10 @@ def _outcomes(by_machine: Mapping[str, Sequence[Entry]]) -> dict[str, dict[str, 
     """Ok runs, failures and holes (a hole is not a failure) per machine."""
     out = {}
     for machine_id, runs in by_machine.items():
-        holes = sum(_is_hole(r) for r in runs)
-        failed = sum(r.get("status") == "failed" for r in runs) - holes
-        ok = sum(r.get("status", "ok") == "ok" for r in runs)
-        out[machine_id] = {"ok": ok, "failed": failed, "holes": holes}
+        statuses = Counter(r.get("status", "ok") for r in runs)
+        holes = sum(_is_hole(r) for r in runs if r.get("status") == "failed")
+        out[machine_id] = {"ok": statuses["ok"], "failed": statuses["failed"] - holes,
+                           "holes": holes}  # fmt: skip
     return out
 
 
