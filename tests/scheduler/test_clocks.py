@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchlab.devices.base import Transport
 from benchlab.errors import DeviceError
@@ -47,6 +51,24 @@ def test_small_offset_inside_uncertainty_agrees() -> None:
     assert reading.offset_s == pytest.approx(0.1)
     assert reading.uncertainty_s == pytest.approx(0.5)
     assert reading.agreeing
+
+
+@given(
+    st.floats(1.6e9, 1.9e9),
+    st.lists(st.integers(0, 3), min_size=3, max_size=3),
+)
+def test_an_agent_stamped_inside_our_round_trip_agrees(sent: float, steps: list[int]) -> None:
+    # Epoch stamps a few float steps apart (a fast fake device, a coarse clock): the agent
+    # shares our clock, so it must agree; halving sums of epoch seconds once failed this
+    # by one rounding step and flaked the scheduler test under load.
+    stamps = [sent]
+    for step in steps:
+        stamp = stamps[-1]
+        for _ in range(step):
+            stamp = math.nextafter(stamp, math.inf)
+        stamps.append(stamp)
+    _, started, finished, received = stamps
+    assert estimate(sent, received, started, finished).agreeing
 
 
 def test_nonsense_stamps_refused() -> None:

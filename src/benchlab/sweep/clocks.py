@@ -55,7 +55,10 @@ def estimate(sent: float, received: float, started: float, finished: float) -> C
         raise ValueError(f"agent finished {finished} before it started {started}")
     round_trip = received - sent
     runtime = finished - started
-    offset = (started + finished) / 2 - (sent + received) / 2
+    # Differences of nearby stamps first: they are exact in floating point, so an agent
+    # stamped between our send and receive is always agreeing. Halving sums of epoch
+    # seconds (1.7e9, 0.24 us apart) could land one rounding step outside.
+    offset = ((started - sent) + (finished - received)) / 2
     # A runtime longer than the round trip means one of the clocks jumped; no negative widths.
     uncertainty = max(round_trip - runtime, 0.0) / 2
     return ClockReading(
