@@ -64,3 +64,31 @@ def test_detect_per_series_in_workers_is_detect_of_all_runs(fleet_store):
     assert decode == {sid: detect(runs, DECODE) for sid, runs in ok_of.items()}
     cut_data = PublicData(replace(data.catalog, runs=cut))
     assert render_pages(cut_data, workers=2).files == render_pages(cut_data, workers=1).files
+
+
+def test_trends_thinned_once_per_series_are_the_plain_trend_chart(fleet_store, monkeypatch):
+    """Thinning to 8 points (most fleet histories are longer), with one series whose older
+    runs carry another spelling of the model's name: its machine's chart is drawn the
+    plain way, its two model pages each from their own runs."""
+    import benchlab.publish.site as site_module
+    from benchlab.publish.charts import trend_chart
+
+    monkeypatch.setattr(site_module, "TREND_POINTS", 8)
+    data = load_public(Store(fleet_store))
+    runs = [dict(r) for r in data.runs]
+    mixed = series_of(runs[0])
+    members = sorted((r for r in runs if series_of(r) == mixed), key=lambda r: r["timestamp"])
+    for run in members[: len(members) // 2]:
+        run["model"] = run["model"].upper()
+    site = site_module._Site(PublicData(replace(data.catalog, runs=runs)), workers=1)
+    assert site.groups.mixed == {mixed}
+    sids_of: dict[str, list[str]] = {}
+    for sid, run in site.latest.items():
+        sids_of.setdefault(run["machine_id"], []).append(sid)
+    for sids in [*sids_of.values(), list(site.latest)]:
+        plain = trend_chart(site.ok_runs_of(sids), "t", site.regressions, max_points=8)
+        assert site.trend(sids, "t").figure == plain.figure
+    for model in site.pages.models:
+        sids = list(site.latest_of(model))
+        plain = trend_chart(site.ok_runs_of(sids, model), "t", site.regressions, max_points=8)
+        assert site.trend(sids, "t", model).figure == plain.figure

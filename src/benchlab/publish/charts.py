@@ -726,17 +726,22 @@ def trend_chart(
     regressions: Sequence[Regression] | None = None,
     metric: str = "peak_tok_per_sec",
     max_points: int | None = None,
+    styles: Styles | None = None,
 ) -> Chart:
     """Throughput over time, a line per series (the detector's); regressions marked in red.
 
     `regressions` found over a larger set of whole series (the site finds them once for
-    every page) are kept where their run is among `runs`.
+    every page) are kept where their run is among `runs`. `styles` may come from a caller
+    that passes runs it has already thinned as `max_points` would (the site at scale):
+    `Styles.of` the unthinned runs, whose set of models, machines and precisions a thinned
+    history may not hold.
     """
     series: dict[str, list[Entry]] = defaultdict(list)
     for run in runs:
         if run.get(metric) is not None:
             series[series_of(run)].append(run)
-    styles = Styles.of(r for members in series.values() for r in members)
+    if styles is None:
+        styles = Styles.of(r for members in series.values() for r in members)
     lines = sorted(series.values(), key=lambda members: sort_key(members[0]))
     if regressions is None:
         regressions = find_regressions(runs)

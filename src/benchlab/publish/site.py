@@ -42,11 +42,13 @@ from benchlab.errors import ConfigError, StoreError
 from benchlab.identity import SERIES_FIELDS, VERSION_FIELDS, series_of, shape, version_label
 from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
+from benchlab.metrics import DEFAULT_METRIC
 from benchlab.models import HOLE_TAG
 from benchlab.publish import hooks
 from benchlab.publish.charts import (
     Chart,
     Regression,
+    Styles,
     base_layout,
     build_charts,
     builds_chart,
@@ -722,6 +724,8 @@ class _Site:
             and st.first_bad_run in self.by_id
         ]  # fmt: skip
         self.outcomes = _outcomes(self.groups.by_machine)
+        self.flagged = {g.run["run_id"] for g in self.regressions}
+        self._thinned: dict[tuple[str | None, str], list[Entry]] = {}
         self.series_pages = _series_pages(self.latest.values())
 
     def add_charts(self, charts: Iterable[Chart]) -> None:
@@ -754,6 +758,38 @@ class _Site:
 
     def model_link(self, model: str, root: str, anchor: str = "") -> Markup:
         return _link(f"{root}models/{self.pages.model(model)[:-3]}.html{anchor}", model)
+
+    def trend(self, sids: Iterable[str], slug: str, model: str | None = None) -> Chart:
+        """`trend_chart(self.ok_runs_of(sids, model), slug, self.regressions,
+        max_points=TREND_POINTS)`, from each series' history thinned once for every chart
+        that draws it: the runs `downsample` keeps, and the regressions. Exact where every
+        history drawn holds one model name (always on a model's page): then the first run
+        of a thinned history names its series as the first of the whole one does, and the
+        styles come from the whole histories' models, machines and precisions."""
+        sids = sorted(sids)
+        keys = [(model, sid) for sid in sids]
+        if model is None and any(sid in self.groups.mixed for sid in sids):
+            return trend_chart(self.ok_runs_of(sids), slug, self.regressions,
+                               max_points=TREND_POINTS)  # fmt: skip
+        runs: list[Entry] = []
+        kinds: set[tuple[str, str, str]] = set()
+        for key in keys:
+            thinned = self._thinned.get(key)
+            if thinned is None:
+                whole = self.ok_runs_of([key[1]], key[0])
+                drawn = [r for r in whole if r.get(DEFAULT_METRIC) is not None]
+                keep = {r["run_id"] for r in downsample(drawn, TREND_POINTS, DEFAULT_METRIC)}
+                thinned = [r for r in drawn if r["run_id"] in keep or r["run_id"] in self.flagged]
+                self._thinned[key] = thinned
+            if thinned:
+                kinds.add(
+                    (thinned[-1]["model"], thinned[-1]["machine_id"], thinned[-1]["precision"])
+                )
+            runs.extend(thinned)
+        styles = Styles.of(
+            {"model": m, "machine_id": machine, "precision": p} for m, machine, p in sorted(kinds)
+        )
+        return trend_chart(runs, slug, self.regressions, max_points=None, styles=styles)
 
     def runs_table(
         self,
@@ -1003,10 +1039,7 @@ class _Site:
         everything = sorted(self.steps, key=lambda st: (_neg(st.first_bad_timestamp), st.series))
         table = steps_table(everything, self.by_id, self.series_pages, self.links, "", STEPS_LIMIT)
         flagged = {g.step.series for g in self.regressions}
-        chart = trend_chart(
-            self.ok_runs_of(sorted(flagged)), "regressions-trend", self.regressions,
-            max_points=TREND_POINTS,
-        )  # fmt: skip
+        chart = self.trend(flagged, "regressions-trend")
         self.add_charts([chart])
         self.page(
             "regressions.md",
@@ -1034,8 +1067,7 @@ class _Site:
             charts = [
                 throughput_chart(latest, prefix + "throughput"),
                 throughput_chart(latest, prefix + "decode", "decode_tok_per_sec"),
-                trend_chart(self.ok_runs_of(sids), prefix + "trend", self.regressions,
-                            max_points=TREND_POINTS),
+                self.trend(sids, prefix + "trend"),
             ]  # fmt: skip
             self.add_charts(charts)
             series_rows = []
@@ -1103,8 +1135,7 @@ class _Site:
                 throughput_chart(latest, prefix + "decode", "decode_tok_per_sec"),
                 scaling_chart(latest, self.data.store_root, prefix + "scaling"),
                 threads_chart(latest, prefix + "threads"),
-                trend_chart(self.ok_runs_of(sorted(latest_map), model), prefix + "trend",
-                            self.regressions, max_points=TREND_POINTS),
+                self.trend(latest_map, prefix + "trend", model),
             ]  # fmt: skip
             self.add_charts(charts)
             sections = []
