@@ -27,6 +27,8 @@ def test_light_entries_render_the_same_pages(fleet_store):
     lean = load_site(store, min_bytes=0)
     assert lean.fetch is not None  # the columns answered: every run is a light entry
     assert {r["run_id"] for r in lean.runs} == {r["run_id"] for r in full.runs}
+    assert lean.catalog.machines == full.catalog.machines
+    assert lean.catalog.last_updated == full.catalog.last_updated
     assert render_pages(lean, workers=1).files == render_pages(full, workers=1).files
 
 
@@ -92,3 +94,25 @@ def test_trends_thinned_once_per_series_are_the_plain_trend_chart(fleet_store, m
         sids = list(site.latest_of(model))
         plain = trend_chart(site.ok_runs_of(sids, model), "t", site.regressions, max_points=8)
         assert site.trend(sids, "t", model).figure == plain.figure
+
+
+def test_machine_activity_from_the_last_plain_stamps_is_that_of_all_runs(tmp_path):
+    from benchlab.catalog.order import machine_activity
+    from benchlab.publish.data import _v3_catalog
+
+    stamps = {
+        "a": ["2025-01-02T00:00:00Z", "2025-01-01T23:00:00-05:00", "2025-01-01T00:00:00Z"],
+        "b": ["2025-13-01T00:00:00Z", "2025-01-03T00:00:00Z"],  # month 13 sorts last as text
+        "c": ["2025-01-01T00:00:00.5Z", "2025-01-01T00:00:00Z"],
+    }
+    runs = sorted(
+        ({"machine_id": m, "timestamp": t} for m, ts in stamps.items() for t in ts),
+        key=lambda r: r["timestamp"],
+    )
+    loaded = _v3_catalog(tmp_path / "catalog.json", {"machines": {"a": {"os": "Linux"}}}, runs)
+    counts, last, newest = machine_activity(runs)
+    assert loaded.last_updated == newest == "2025-01-03T00:00:00Z"
+    assert {m: (s["runs"], s["last_run"]) for m, s in loaded.machines.items()} == {
+        m: (counts[m], last[m]) for m in counts
+    }
+    assert last["a"] == "2025-01-01T23:00:00-05:00" and loaded.machines["a"]["os"] == "Linux"

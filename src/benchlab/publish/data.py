@@ -17,6 +17,8 @@ this saves most of the 40 s and several GB that loading every entry in full cost
 from __future__ import annotations
 
 import logging
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,12 +142,29 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
     )
 
 
+_UTC_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
 def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCatalog:
-    """The machine summaries and `last_updated` as `read._check_v3` derives them."""
-    from benchlab.catalog.order import machine_activity
+    """The machine summaries and `last_updated` as `read._check_v3` derives them, by
+    `order.machine_activity`. `runs` come oldest first as strings sort; among stamps of
+    the plain UTC form the time key sorts as the strings do, so `machine_activity` needs
+    only each machine's last such run and every run of another form (a million parses of
+    a timestamp cost seconds)."""
+    from benchlab.catalog.order import _time_key, machine_activity
 
     machines = head.get("machines", {})
-    counts, last, newest = machine_activity(runs)
+    plain = _UTC_STAMP.fullmatch
+    candidates = [r for r in runs if not plain(r["timestamp"])]
+    seen: set[str] = set()
+    for run in reversed(runs):
+        if run["machine_id"] not in seen and plain(run["timestamp"]):
+            seen.add(run["machine_id"])
+            candidates.append(run)
+    if any(_time_key(r["timestamp"])[0] == 0 for r in candidates):
+        candidates = runs  # a stamp that is no date (month 13) sorts below every date
+    _, last, newest = machine_activity(candidates)
+    counts = Counter(run["machine_id"] for run in runs)
     summaries = {}
     for machine in sorted(counts):
         summary = {k: v for k, v in machines.get(machine, {}).items() if v is not None}
