@@ -635,7 +635,7 @@ class _Groups:
         return cls(ok_of, all_of, by_machine, by_model, ok_of_model, mixed)
 
 
-PARALLEL_RUNS = 100_000
+PARALLEL_RUNS = 20_000
 """From this many ok runs the step detector and the series pages run in a worker process
 per CPU (the detector's permutation tests are most of a large site's work); below,
 in-process."""
