@@ -18,6 +18,7 @@ regression detector finds, in the detector's series, with the version before and
 
 from __future__ import annotations
 
+import gc
 import html
 import json
 import multiprocessing
@@ -1347,6 +1348,16 @@ def render_pages(data: PublicData, workers: int | None = None) -> Rendered:
     once (`_Groups`), light entries (`publish.data.load_site`) are made full only where a
     page shows them, and the step detector runs per series in `workers` processes
     (`detect_per_series`)."""
+    # The runs live to the end of the render: frozen, the cycle collector never walks the
+    # million of them again, and forked workers do not copy the pages it would touch.
+    gc.freeze()
+    try:
+        return _render(data, workers)
+    finally:
+        gc.unfreeze()
+
+
+def _render(data: PublicData, workers: int | None) -> Rendered:
     site = _Site(data, workers)
     site.home()
     site.compare()
