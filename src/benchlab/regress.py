@@ -121,6 +121,23 @@ def _scan(rank_rows: Any, min_segment: int) -> Any:
     return np.abs(u - mean) / spread
 
 
+def _scan_max(rank_rows: Any, min_segment: int) -> Any:
+    """`_scan(rank_rows, min_segment).max(axis=-1)`, in place (rank_rows is overwritten):
+    the same operations in the same order on the same values, so the same floats, with no
+    temporaries of the rows' size (half the time of the permutation test at n = 2,250)."""
+    import numpy as np
+
+    n = rank_rows.shape[-1]
+    left = np.arange(min_segment, n - min_segment + 1)
+    np.cumsum(rank_rows, axis=-1, out=rank_rows)
+    u = rank_rows[..., min_segment - 1 : n - min_segment]  # the columns left - 1, a view
+    u -= left * (left + 1) / 2.0
+    u -= left * (n - left) / 2.0
+    np.abs(u, out=u)
+    u /= np.sqrt(left * (n - left) * (n + 1) / 12.0)
+    return u.max(axis=-1)
+
+
 def best_split(
     values: Sequence[float], *, min_segment: int = 3, permutations: int = 999, seed: int = 0
 ) -> tuple[int, float] | None:
@@ -137,8 +154,9 @@ def best_split(
     observed = _scan(ranks[np.newaxis, :], min_segment)[0]
     split = int(np.argmax(observed)) + min_segment
     rng = np.random.default_rng(seed)
-    shuffled = rng.permuted(np.tile(ranks, (permutations, 1)), axis=1)
-    null_max = _scan(shuffled, min_segment).max(axis=1)
+    shuffled = np.tile(ranks, (permutations, 1))
+    rng.permuted(shuffled, axis=1, out=shuffled)  # the same stream as permuted(copy)
+    null_max = _scan_max(shuffled, min_segment)
     p_value = (1 + int(np.count_nonzero(null_max >= observed.max() - 1e-12))) / (permutations + 1)
     return split, p_value
 

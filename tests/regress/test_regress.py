@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from benchlab.errors import QueryError
 from benchlab.identity import series_id
 from benchlab.regress import (
+    _ranks,
     best_split,
     compare_latest,
     detect,
@@ -247,3 +248,39 @@ def test_the_window_is_counted_back_from_the_newest_run() -> None:
     assert recent([step], since) == [step]
     assert recent([step], "2026-01-02T00:00:00Z") == []
     assert window_start([], 14) is None
+
+
+def _best_split_reference(
+    values: list[float], min_segment: int = 3, permutations: int = 999, seed: int = 0
+) -> tuple[int, float]:
+    """best_split as first written (a permuted copy, a scan with temporaries): the in-place
+    version must give the same split and the same p-value."""
+    ranks = _ranks(values)
+    n = len(ranks)
+    left = np.arange(min_segment, n - min_segment + 1)
+
+    def scan(rows: np.ndarray) -> np.ndarray:
+        u = np.cumsum(rows, axis=-1)[..., left - 1] - left * (left + 1) / 2.0
+        spread = np.sqrt(left * (n - left) * (n + 1) / 12.0)
+        return np.abs(u - left * (n - left) / 2.0) / spread
+
+    observed = scan(ranks[np.newaxis, :])[0]
+    rng = np.random.default_rng(seed)
+    null_max = scan(rng.permuted(np.tile(ranks, (permutations, 1)), axis=1)).max(axis=1)
+    hits = int(np.count_nonzero(null_max >= observed.max() - 1e-12))
+    return int(np.argmax(observed)) + min_segment, (1 + hits) / (permutations + 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 100.0), min_size=6, max_size=300),
+    st.integers(2, 5),
+    st.integers(0, 2**32 - 1),
+)
+def test_best_split_in_place_is_the_reference(
+    values: list[float], min_segment: int, seed: int
+) -> None:
+    if len(values) < 2 * min_segment:
+        return
+    ours = best_split(values, min_segment=min_segment, permutations=199, seed=seed)
+    assert ours == _best_split_reference(values, min_segment, 199, seed)
