@@ -148,7 +148,7 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
     )
 
 
-_UTC_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_UTC_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 
 
 def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCatalog:
