@@ -17,6 +17,7 @@ import logging
 import marshal
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -417,12 +418,20 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
         merged.pop(run_id, None)
     runs = [merged[k] for k in sorted(merged)]
     counts, last, newest = machine_activity(runs)
+    return LoadedCatalog(path, runs, machine_summaries(machines, counts, last), newest)
+
+
+def machine_summaries(
+    machines: dict[str, Any], counts: Mapping[str, int], last: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Each machine's summary as readers see it: the head's static fields (none of them
+    null) with the counts and last run computed from the entries, never stored."""
     summaries = {}
     for machine in sorted(counts):
         summary = {k: v for k, v in machines.get(machine, {}).items() if v is not None}
         summary.update(id=machine, runs=counts[machine], last_run=last[machine])
         summaries[machine] = summary
-    return LoadedCatalog(path, runs, summaries, newest)
+    return summaries
 
 
 def _check_rare(path: Path, i: int, entry: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.catalog.read import METRICS, LoadedCatalog, load_catalog
+from benchlab.catalog.read import METRICS, LoadedCatalog, load_catalog, machine_summaries
 from benchlab.identity import SERIES_FIELDS
 from benchlab.layout import Store, read_model
 from benchlab.models import MachineInventory, MachineSpecs
@@ -171,12 +171,7 @@ def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCa
         candidates = runs  # a stamp that is no date (month 13) sorts below every date
     _, last, newest = machine_activity(candidates)
     counts = Counter(run["machine_id"] for run in runs)
-    summaries = {}
-    for machine in sorted(counts):
-        summary = {k: v for k, v in machines.get(machine, {}).items() if v is not None}
-        summary.update(id=machine, runs=counts[machine], last_run=last[machine])
-        summaries[machine] = summary
-    return LoadedCatalog(path, runs, summaries, newest)
+    return LoadedCatalog(path, runs, machine_summaries(machines, counts, last), newest)
 
 
 def _chronological_rows(ids: Any, stamps: Any) -> Any:
