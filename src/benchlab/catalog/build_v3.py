@@ -50,7 +50,6 @@ import logging
 import marshal
 import multiprocessing
 import os
-import re
 import time
 import zlib
 from array import array
@@ -86,11 +85,9 @@ from benchlab.catalog.extract import (
 from benchlab.catalog.merge import _merge_static, _static_of, head_document
 from benchlab.catalog.order import winner
 from benchlab.catalog.shards import (
-    SHARD_DIR,
-    SHARD_SUFFIX,
-    UNDATED,
     decode_entry,
     encode_line,
+    is_layout_name,
     iter_shards,
     parse_lines,
     read_shard,
@@ -568,7 +565,7 @@ class ShardBook:
         file was renamed by hand) move to the shards their entries belong in; the emptied
         file goes when it is written."""
         for sid, shard in enumerate(list(self.shards)):
-            if shard is None or _layout_name(shard.name):
+            if shard is None or is_layout_name(shard.name):
                 continue
             for run_id, line in sorted(self.lines(sid).items()):
                 entry = _decode(line)
@@ -688,19 +685,6 @@ class ShardBook:
                     "status": s,
                 }
         return light
-
-
-_PERIOD = re.compile(r"\d{4}-W\d\d|" + re.escape(UNDATED))
-
-
-def _layout_name(name: str) -> bool:
-    """Is `name` a shard name `shard_name` gives (catalog/<m>/<period>.<m>.jsonl)?"""
-    parts = name.split("/")
-    if len(parts) != 3 or parts[0] != SHARD_DIR:
-        return False
-    machine, file = parts[1], parts[2]
-    ending = f".{machine}{SHARD_SUFFIX}"
-    return file.endswith(ending) and _PERIOD.fullmatch(file[: -len(ending)]) is not None
 
 
 def _count(entries: Iterable[dict[str, Any]]) -> dict[tuple[Any, Any, Any], int]:

@@ -27,6 +27,7 @@ lines keyed by run id (`merge.winner` settles a shared id) and never reconciles 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from datetime import date
 from pathlib import Path
@@ -58,6 +59,20 @@ def shard_name(entry: dict[str, Any]) -> str:
     """The shard of one entry, relative to the store root (posix)."""
     machine = check_id(entry["machine_id"], "machine id")
     return f"{SHARD_DIR}/{machine}/{period_of(entry.get('timestamp'))}.{machine}{SHARD_SUFFIX}"
+
+
+_PERIOD = re.compile(r"\d{4}-W\d\d|" + re.escape(UNDATED))
+
+
+def is_layout_name(name: str) -> bool:
+    """Is `name` one `shard_name` gives (catalog/<m>/<period>.<m>.jsonl)? A shard file under
+    another name (an older layout, a rename by hand) has entries to move."""
+    parts = name.split("/")
+    if len(parts) != 3 or parts[0] != SHARD_DIR:
+        return False
+    machine, file = parts[1], parts[2]
+    ending = f".{machine}{SHARD_SUFFIX}"
+    return file.endswith(ending) and _PERIOD.fullmatch(file[: -len(ending)]) is not None
 
 
 def shard_dir(catalog_path: Path) -> Path:

@@ -104,11 +104,6 @@ def load_public(store: Store) -> PublicData:
     return PublicData(catalog=catalog, inventory=inventory, specs=specs, store_root=store.root)
 
 
-SITE_COLUMNS_MIN_BYTES = 16_000_000
-"""Below this much catalog the site loads every entry in full (`load_public`): as fast, and
-a small store keeps no columns cache for the site's sake (`query.columns.MIN_BYTES`)."""
-
-
 def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
     """The public data the site reads: light entries from the columnar query cache where it
     answers a v3 catalog (see the module docstring), else `load_public`. `min_bytes` as in

@@ -340,14 +340,10 @@ def _machine_rows(
 
 
 def _health(
-    data: PublicData, pages: Pages, by_machine: Mapping[str, Sequence[Entry]] | None = None
+    data: PublicData, pages: Pages, by_machine: Mapping[str, Sequence[Entry]]
 ) -> tuple[list[dict[str, Any]], Chart]:
+    """A row per machine and the outcomes chart, from each machine's runs (`_Groups`)."""
     rows = []
-    if by_machine is None:
-        grouped: dict[str, list[Entry]] = {}
-        for run in data.runs:
-            grouped.setdefault(run["machine_id"], []).append(run)
-        by_machine = grouped
     for machine_id in data.machine_ids():
         runs = by_machine.get(machine_id, [])
         holes, failed, ok = 0, [], []
@@ -974,15 +970,14 @@ class _Site:
             for run in history:
                 key = (sid, *map(run.get, VERSION_FIELDS))  # scalars: the reader checks
                 by_identity.setdefault(key, []).append(run)
-        chosen_runs = self.data.full(
+        ok_runs = self.data.full(
             sorted(
                 (run for runs in by_identity.values() for run in runs[-COMPARE_REPEATS:]),
                 key=lambda r: (r["timestamp"], r["run_id"]),
             )
         )
-        by_id = {r["run_id"]: r for r in chosen_runs}
-        catalog = LoadedCatalog(path=self.data.catalog.path, runs=chosen_runs)
-        ok_runs = chosen_runs
+        by_id = {r["run_id"]: r for r in ok_runs}
+        catalog = LoadedCatalog(path=self.data.catalog.path, runs=ok_runs)
         index: dict[str, Any] = {"axes": []}
         for axis in ("machine", "build", "revision"):
             values = axis_values(ok_runs, axis)
