@@ -254,42 +254,6 @@ def test_fitness_lasts_across_sessions_and_steers_failover(
     assert fleet["main"]["transport_failures"] >= 1 and fleet["main"]["machine_id"] == "main"
 
 
-def test_pending_too_long_counts_against_the_device(tmp_path: Path, env: Path) -> None:
-    from benchlab.sweep.config import load_sweep_config
-    from benchlab.sweep.expand import expand
-    from benchlab.sweep.journal import SweepJournal
-    from benchlab.sweep.progress import QuietProgress
-    from benchlab.sweep.schedule_log import ScheduleLog
-    from benchlab.sweep.scheduler import PENDING_CHECK_S, _Sweep
-
-    config = load_sweep_config(
-        write(tmp_path, policies={"fitness": {"pending_after_s": 10}}, matrix={"precision": "f32"})
-    )
-    journal = SweepJournal(Store(env), "bud")
-    journal.begin(False, None)
-    now = [0.0]
-    sweep = _Sweep(
-        store=Store(env),
-        config=config,
-        runner=None,
-        journal=journal,
-        progress=QuietProgress(),
-        log=ScheduleLog(env / "runs/sweeps/bud"),
-        transport_factory=lambda *a: None,  # type: ignore[arg-type,return-value]
-        clock=lambda: now[0],
-        history=DeviceHistory(Store(env), "bud"),
-    )
-    sweep.enqueue(expand(config))
-    assert sweep.fitness.fitness("local") == 1.0
-    now[0] = PENDING_CHECK_S + 11
-    sweep._check_pending()
-    sweep._check_pending()  # counted once, not once per look
-    sweep._flush_history()
-    assert sweep.fitness.fitness("local") == 0.0
-    lines = (env / "runs/devices/local/history.jsonl").read_text().splitlines()
-    assert [json.loads(x)["outcome"] for x in lines] == ["pending"]
-
-
 def test_mark_outlier_survives_a_rebuild(tmp_path: Path, env: Path, capsys) -> None:
     assert main(["run", str(write(tmp_path, matrix={"precision": "f32"}))]) == 0
     (record,) = records(env)

@@ -5,18 +5,28 @@ outcome of a point on that machine, from every experiment and session, appended 
 line by line. The next session seeds each device's fitness from the most recent lines, so a
 device that failed all of yesterday's sweep starts today judged by that, not as new.
 
-Keyed by machine id, as the device lock is: two device ids on one machine are one thing
-measured. Bounded: past MAX_LINES the file is rewritten (atomically) keeping the newest
-KEEP_LINES, which is also the seed's "forgetting about old data".
+A device is (machine, device): device ids are names a config chooses, and the default
+`local` is the same name on every machine, so one name on two machines is two devices. Each
+line carries both (`machine` and `device`; a line written before lines carried `machine`
+belongs to the machine its file is under), and everything that reads the history (the
+scheduler's seed, `bench devices report`, the exporter) selects by both. Bounded: past
+MAX_LINES the file is rewritten (atomically) keeping the newest KEEP_LINES, which is also the
+seed's "forgetting about old data".
 
 Outcomes: `ok` counts for the device; `failed` (any failure of the point), `transport` (an
-attempt lost to the transport), `hole` and `pending` (a point left waiting in the device's
-queue for longer than `policies.fitness.pending_after_s`) count against it.
+attempt lost to the transport), `hole` and `pending` count against it. `pending` is a point
+held ON the device past its expected duration (the median of that point's `duration_s` on
+that device, from `ok` lines) by more than `policies.fitness.pending_after_s`; time a point
+waits in benchlab's own queue is benchlab's, never the device's. An `ok` line carries the
+point (a short hash of what identifies it, the repeat left out) and its duration, which is
+where those expectations come from.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import statistics
 import threading
 from collections import deque
 from pathlib import Path
@@ -24,6 +34,7 @@ from typing import Any
 
 from benchlab.ids import check_id, utc_iso
 from benchlab.layout import Store, append_json_lines, atomic_write_text
+from benchlab.models import RunSpec
 
 HISTORY = "history.jsonl"
 MAX_LINES = 2000
@@ -57,11 +68,45 @@ def read_history(path: Path, limit: int = KEEP_LINES) -> list[dict[str, Any]]:
     return list(lines)
 
 
-def recent_outcomes(store: Store, machine_id: str, window: int) -> list[bool]:
-    """The machine's last `window` outcomes as good (True) or bad (False), oldest first."""
-    return [line["outcome"] in GOOD for line in read_history(history_path(store, machine_id))][
-        -window:
+def line_machine(line: dict[str, Any], path: Path) -> str:
+    """The machine a history line belongs to: its own field, else the file's machine dir."""
+    machine = line.get("machine")
+    return machine if isinstance(machine, str) and machine else path.parent.name
+
+
+def device_lines(path: Path, machine_id: str, device: str) -> list[dict[str, Any]]:
+    """The lines of (machine_id, device) in the history file at `path`, oldest first."""
+    return [
+        line
+        for line in read_history(path)
+        if line.get("device") == device and line_machine(line, path) == machine_id
     ]
+
+
+def recent_outcomes(store: Store, machine_id: str, device: str, window: int) -> list[bool]:
+    """The device's last `window` outcomes as good (True) or bad (False), oldest first."""
+    lines = device_lines(history_path(store, machine_id), machine_id, device)
+    return [line["outcome"] in GOOD for line in lines][-window:]
+
+
+def point_key(spec: RunSpec) -> str:
+    """A short stable name for a point with its repeat left out (every repeat of a point is
+    expected to take as long), as `ok` history lines carry it."""
+    from benchlab.sweep.budget import base_key
+
+    return hashlib.sha256(base_key(spec).encode()).hexdigest()[:16]
+
+
+def expected_durations(lines: list[dict[str, Any]]) -> dict[str, float]:
+    """Median `duration_s` per point over the `ok` lines given (one device's)."""
+    seen: dict[str, list[float]] = {}
+    for line in lines:
+        point, duration = line.get("point"), line.get("duration_s")
+        if line.get("outcome") not in GOOD or not isinstance(point, str):
+            continue
+        if isinstance(duration, (int, float)) and duration >= 0:
+            seen.setdefault(point, []).append(float(duration))
+    return {point: statistics.median(values) for point, values in seen.items()}
 
 
 def fitness_of(lines: list[dict[str, Any]], window: int) -> float | None:
@@ -88,17 +133,31 @@ class DeviceHistory:
         self._buffer: dict[Path, list[dict[str, Any]]] = {}
         self._counts: dict[Path, int] = {}
 
-    def record(self, machine_id: str, device: str, outcome: str, run_id: str | None) -> None:
-        """Buffer one outcome line for the machine's history."""
+    def record(
+        self,
+        machine_id: str,
+        device: str,
+        outcome: str,
+        run_id: str | None,
+        *,
+        point: str | None = None,
+        duration_s: float | None = None,
+    ) -> None:
+        """Buffer one outcome line of (machine_id, device) for the machine's history."""
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
-        line = {
+        line: dict[str, Any] = {
             "at": utc_iso(),
             "device": device,
             "experiment": self.experiment,
+            "machine": machine_id,
             "outcome": outcome,
             "run_id": run_id,
         }
+        if point is not None:
+            line["point"] = point
+        if duration_s is not None:
+            line["duration_s"] = round(float(duration_s), 3)
         path = history_path(self.store, machine_id)
         with self._lock:
             self._buffer.setdefault(path, []).append(line)

@@ -25,9 +25,11 @@ run id with a `failover-from:<device>` tag. Around that:
   deadline or when its past duration cannot fit the grace;
 - injected points (inject.py) are read past a watermark as the sweep runs and go to the
   front of their device's queue once due;
-- fitness is seeded from each machine's history and every outcome is appended to it
-  (history.py); a point left waiting in a queue past `fitness.pending_after_s` counts
-  against its device, once.
+- fitness is seeded from each device's history, keyed by (machine, device), and every
+  outcome is appended to it (history.py); a point held ON its device past its expected
+  duration (that device's own history) by more than `fitness.pending_after_s` counts
+  against the device, once. Time in benchlab's own queue never does: a 1-slot device with
+  a long queue is slow to reach, not unfit.
 
 All scheduling state lives in one `_Sweep` object behind one lock; each device has its own
 condition variable on that lock, so a finished point wakes only the workers it concerns.
@@ -56,7 +58,14 @@ from benchlab.sweep.budget import MAX_ROUNDS, Budget, Durations, Rounds
 from benchlab.sweep.clocks import measure
 from benchlab.sweep.fitness import FitnessBook
 from benchlab.sweep.groups import Group, resolve
-from benchlab.sweep.history import DeviceHistory, recent_outcomes
+from benchlab.sweep.history import (
+    GOOD,
+    DeviceHistory,
+    device_lines,
+    expected_durations,
+    history_path,
+    point_key,
+)
 from benchlab.sweep.inject import InjectedQueue, pending_path
 from benchlab.sweep.lock import stop_requested
 from benchlab.sweep.order import order_points
@@ -71,7 +80,7 @@ MAX_WAIT_S = 1.0
 """No worker sleeps longer than this without looking at the state again."""
 CLOCK_GRACE_S = 30.0
 PENDING_CHECK_S = 5.0
-"""How often queues are looked at for points waiting past fitness.pending_after_s."""
+"""How often points on the devices are looked at for overrunning their expected duration."""
 
 
 @dataclass
@@ -81,8 +90,9 @@ class _Point:
     attempt: int = 1
     failures: int = 0
     last_error: str = ""
-    queued_at: float = 0.0
-    waited_too_long: bool = False
+    started_at: float | None = None
+    """When a worker took it off the queue (the scheduler's clock): time on the device."""
+    overran: bool = False
 
 
 @dataclass
@@ -111,6 +121,14 @@ class _Device:
     has_rounds: bool = False
     workers: int = 0
     """Workers still taking points: an injected point goes only where one is left."""
+    running: dict[str, _Point] = field(default_factory=dict)
+    """The points on the device now, by run id."""
+    expected: dict[str, float] = field(default_factory=dict)
+    """Expected seconds per point (history.point_key), from this device's own history."""
+
+    @property
+    def machine(self) -> str:
+        return self.config.machine_id or self.id
 
 
 def _worker_id(device: str, index: int) -> str:
@@ -200,13 +218,7 @@ class _Sweep:
         self._pending_checked = clock()
         self._later: list[str] = []
         if history is not None:
-            for device_id, device_config in config.devices.items():
-                self.fitness.seed(
-                    device_id,
-                    recent_outcomes(
-                        store, device_config.machine_id or device_id, config.policies.fitness.window
-                    ),
-                )
+            self._seed_from_history()
         for device_id in rounds.devices if rounds else ():
             self.devices[device_id].has_rounds = True
         self.attempts = config.policies.retries.attempts
@@ -227,6 +239,16 @@ class _Sweep:
 
     # --- set-up ------------------------------------------------------------------------
 
+    def _seed_from_history(self) -> None:
+        """Each device's fitness window and expected durations from its own history lines
+        (machine and device both: `local` on two machines is two devices)."""
+        window = self.config.policies.fitness.window
+        for device in self.devices.values():
+            path = history_path(self.store, device.machine)
+            lines = device_lines(path, device.machine, device.id)
+            self.fitness.seed(device.id, [line["outcome"] in GOOD for line in lines][-window:])
+            device.expected = expected_durations(lines)
+
     def enqueue(self, specs: list[RunSpec]) -> None:
         per_device: dict[str, list[RunSpec]] = {}
         for spec in specs:
@@ -238,7 +260,7 @@ class _Sweep:
             )
             queue = self.devices[device_id].queue
             for spec in ordered:
-                point = _Point(spec, self.journal.run_id(spec), queued_at=self.clock())
+                point = _Point(spec, self.journal.run_id(spec))
                 self.enqueued.add(point.run_id)
                 queue.append(point)
         self.outstanding = self.total = len(specs)
@@ -445,6 +467,8 @@ class _Sweep:
                     return None
                 probe = device.breaker.decide() == "probe"
                 point = device.queue.popleft()
+                point.started_at = self.clock()
+                device.running[point.run_id] = point
                 device.busy += 1
                 self.in_flight += 1
                 self._slot_next = (self._device_order.index(device.id) + 1) % len(
@@ -514,7 +538,7 @@ class _Sweep:
         while device.round + 1 < MAX_ROUNDS:
             device.round += 1
             points = [
-                _Point(spec, self.journal.run_id(spec), queued_at=self.clock())
+                _Point(spec, self.journal.run_id(spec))
                 for spec in self.rounds.for_device(device.round, device.id)
             ]
             points = [
@@ -555,7 +579,7 @@ class _Sweep:
                     )
                 else:
                     self.enqueued.add(run_id)
-                    device.queue.appendleft(_Point(spec, run_id, queued_at=self.clock()))
+                    device.queue.appendleft(_Point(spec, run_id))
                     self.outstanding += 1
                     self.total += 1
                     self._wake(device)
@@ -566,27 +590,50 @@ class _Sweep:
         self.injected.warnings.clear()
 
     def _check_pending(self) -> None:
-        """Points waiting past fitness.pending_after_s count once against their device."""
+        """Points held on their device past expectation count once against the device.
+
+        Only time on the device counts (from the moment a worker took the point): a point
+        waiting in benchlab's queue behind others is benchlab's wait, not the device's.
+        """
         now = self.clock()
         if now - self._pending_checked < PENDING_CHECK_S:
             return
         self._pending_checked = now
-        limit = self.config.policies.fitness.pending_after_s
-        stale: list[tuple[_Device, _Point]] = []
+        slack = self.config.policies.fitness.pending_after_s
+        overdue: list[tuple[_Device, _Point]] = []
         with self.lock:
             for device in self.devices.values():
-                for point in device.queue:
-                    if not point.waited_too_long and now - point.queued_at > limit:
-                        point.waited_too_long = True
+                for point in device.running.values():
+                    if point.overran or point.started_at is None:
+                        continue
+                    expected = device.expected.get(point_key(point.spec), 0.0)
+                    if now - point.started_at > expected + slack:
+                        point.overran = True
                         self.fitness.outcome(device.id, False)
-                        stale.append((device, point))
-        for device, point in stale:
+                        overdue.append((device, point))
+        for device, point in overdue:
             self._remember(device, "pending", point.run_id)
 
-    def _remember(self, device: _Device, outcome: str, run_id: str) -> None:
-        """One line of the machine's history (buffered; the main thread writes it)."""
+    def _remember(
+        self,
+        device: _Device,
+        outcome: str,
+        run_id: str,
+        *,
+        spec: RunSpec | None = None,
+        duration_s: float | None = None,
+    ) -> None:
+        """One line of the device's history (buffered; the main thread writes it); an ok
+        point's key and duration go with it, for the device's expected durations."""
         if self.history is not None:
-            self.history.record(device.config.machine_id or device.id, device.id, outcome, run_id)
+            self.history.record(
+                device.machine,
+                device.id,
+                outcome,
+                run_id,
+                point=point_key(spec) if spec is not None else None,
+                duration_s=duration_s,
+            )
 
     def _flush_history(self) -> None:
         """Main thread: append the buffered history; advisory, so a full disk only warns."""
@@ -610,6 +657,7 @@ class _Sweep:
         events: list[str] = []
         final = False
         with self.lock:
+            device.running.pop(point.run_id, None)
             self.assignments.append(
                 {
                     "run_id": point.run_id,
@@ -630,6 +678,8 @@ class _Sweep:
             self.fitness.finished(device.id, ok=record.status == "ok")
             if record.status == "ok":
                 self.durations.add(point.spec, record.timings.duration_s)
+                if record.timings.duration_s is not None:
+                    device.expected.setdefault(point_key(point.spec), record.timings.duration_s)
             if kind == "transport":
                 error = record.error or "transport failure"
                 point.failures += 1
@@ -676,7 +726,16 @@ class _Sweep:
         if kind == "transport":
             self._remember(device, "transport", point.run_id)
         elif final:
-            self._remember(device, "ok" if record.status == "ok" else "failed", record.run_id)
+            if record.status == "ok":
+                self._remember(
+                    device,
+                    "ok",
+                    record.run_id,
+                    spec=point.spec,
+                    duration_s=record.timings.duration_s,
+                )
+            else:
+                self._remember(device, "failed", record.run_id)
         if final:
             return
         if retry_in:
@@ -791,7 +850,6 @@ class _Sweep:
                         self.outstanding -= 1
                     else:
                         self.total += 1
-                        moved.queued_at = self.clock()
                         self.enqueued.add(moved.run_id)
                         target_device.queue.append(moved)
                         self._wake(target_device)
@@ -850,6 +908,7 @@ class _Sweep:
         with self.lock:
             devices = {
                 device.id: {
+                    "machine_id": device.machine,
                     "max_concurrency": device.config.max_concurrency,
                     "resource_group": device.config.resource_group,
                     "outcomes": dict(sorted(device.outcomes.items())),

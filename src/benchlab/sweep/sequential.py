@@ -28,7 +28,7 @@ from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
 from benchlab.sweep.attempt import Runner, retry_warning
 from benchlab.sweep.budget import MAX_ROUNDS, Budget, Durations, Rounds
 from benchlab.sweep.expand import expand, order_specs
-from benchlab.sweep.history import DeviceHistory
+from benchlab.sweep.history import DeviceHistory, point_key
 from benchlab.sweep.inject import InjectedQueue, pending_path
 from benchlab.sweep.journal import as_store
 from benchlab.sweep.placeholders import resolve_device, worker_instance_id
@@ -234,9 +234,16 @@ def _due(
 
 def _remember(history: DeviceHistory, spec: RunSpec, record: Any, progress: Any) -> None:
     """One history line per point; history is advisory, so a full disk must not sink a run."""
-    outcome = "ok" if record.status == "ok" else "failed"
+    ok = record.status == "ok"
     try:
-        history.record(spec.machine_id, spec.device, outcome, record.run_id)
+        history.record(
+            spec.machine_id,
+            spec.device,
+            "ok" if ok else "failed",
+            record.run_id,
+            point=point_key(spec) if ok else None,
+            duration_s=record.timings.duration_s if ok else None,
+        )
         history.flush()
     except OSError as exc:
         progress.event(f"WARNING device history of {spec.machine_id} not written: {exc}")
