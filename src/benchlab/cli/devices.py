@@ -28,8 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "experiment",
         metavar="EXPERIMENT",
         nargs="?",
-        help="one sweep; without it, every sweep of the store, with fitness from each "
-        "machine's history (runs/devices/<machine>/history.jsonl)",
+        help="one sweep; without it, every (machine, device) of every sweep of the store, "
+        "with fitness from the device's own history (runs/devices/<machine>/history.jsonl)",
     )
     report.add_argument("--logs", action="store_true", help="print stdout/stderr tails too")
     report.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
@@ -110,18 +110,19 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def _fleet(args: argparse.Namespace) -> int:
-    """Every device over every sweep: what `report` says per sweep, summed."""
+    """Every (machine, device) over every sweep: what `report` says per sweep, summed; one
+    device name on two machines is two rows."""
     from dataclasses import asdict
 
     from benchlab.layout import Store, find_store
-    from benchlab.observe.health import fleet_report
     from benchlab.query.render import Column, Section, emit
+    from benchlab.sweep.fleet import fleet_report
 
     devices = [asdict(d) for d in fleet_report(Store(find_store()).require())]
     section = Section(
         [
-            Column("device", "device"),
             Column("machine_id", "machine"),
+            Column("device", "device"),
             Column("fitness", "fitness", "num"),
             Column("history", "history", "int"),
             Column("experiments", "sweeps", "int"),
