@@ -1,0 +1,764 @@
+"""The one gate for catalog data that came from git: every shard line and every v3 head.
+
+Why: a `git pull` brings shards and a catalog.json written by another clone, or by anyone
+with push access. Until they pass here they are untrusted bytes: an id of `../../x` becomes
+a file name in the site, a NUL or U+202E reaches a terminal, a 30-digit integer or a
+shard that is really a FIFO or a link to /dev/zero hangs or exhausts a reader.
+
+What passes: every id matches the pattern its writer uses (`LINE_FIELDS`), every string is
+bounded and free of control and bidi characters (`ids.hidden_character`), every number is
+within a stated range, and the files are regular files no larger than a cap, opened
+without following a link or blocking. One field table is the source of both the fast
+checker here and the JSON Schemas in schemas/ (`line_schema`, `head_schema`); a property
+test keeps the two in agreement.
+
+Where it runs: when the bytes change, not per query. Readers gate a shard when they
+(re)build a cache of it; `bench catalog build` and `validate` gate every shard they read.
+A bad line is named (file:line and field) and set aside by readers; the rest still serves.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat as stat_mod
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchlab.errors import SchemaError, StoreError
+
+MAX_SHARD_BYTES = 48 * 1024 * 1024
+"""A shard is ~7 MB at a million runs of the synthetic fleet; GitHub refuses files over
+100 MB. Anything past this is not a shard this project wrote."""
+MAX_CATALOG_BYTES = 1024 * 1024 * 1024
+"""catalog.json: a v3 head holds machines' static fields and retracted ids (and, after a
+merge with a v2 clone, its entries until the next build); a v2 catalog of 100,000 runs is
+144 MB. The cap only keeps a reader from reading without end."""
+MAX_LINE_BYTES = 256 * 1024
+"""One entry is under 2 KB with a batch curve; a line past this is refused unparsed."""
+MAX_TEXT = 1024
+"""Characters of any string (a run dir path is the longest a writer makes, ~450)."""
+MAX_ID = 200
+MAX_KEY = 64
+MAX_ITEMS = 1024
+"""Items of any list (tags, tests, batch sizes, curve points, values under `axes`)."""
+MAX_INT = 2**53
+"""Integers are kept within +-2**53: exact as float64, which the columnar cache uses."""
+MAX_METRIC = 1e12
+"""Metrics and their spreads are non-negative rates: nothing measured comes near 1e12."""
+WARN_LIMIT = 20
+"""Bad lines a reader names on stderr, one line each, before it only counts the rest."""
+
+HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x001F), (0x007F, 0x009F), (0x00AD, 0x00AD), (0x0600, 0x0605),
+    (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
+    (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E),
+    (0x2060, 0x2064), (0x2066, 0x206F), (0xD800, 0xF8FF), (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+    (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD),
+)  # fmt: skip
+"""The code points `ids.hidden_character` refuses (categories Cc, Cf, Cs, Co, Zl, Zp), as
+ranges: one regex finds them in C, and the JSON Schema states the same rule. A test keeps
+this equal to `ids.hidden_character` over every code point."""
+
+
+def _class(ranges: Iterable[tuple[int, int]]) -> str:
+    def esc(c: int) -> str:
+        return f"\\u{c:04x}" if c <= 0xFFFF else f"\\U{c:08x}"
+
+    return "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in ranges)
+
+
+_HIDDEN_CLASS = _class(HIDDEN_RANGES)
+_END = r"(?![\s\S])"
+"""End of string in both Python's `re` and ECMA 262 (Python's `$` also matches before a
+final newline)."""
+VISIBLE = f"^[^{_HIDDEN_CLASS}]*{_END}"
+ID = rf"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._+-]{{0,{MAX_ID - 1}}}{_END}"
+"""Run, machine and spec ids: `ids.check_id`."""
+SERIES = rf"^s[0-9a-f]{{12}}{_END}"
+"""`identity.series_id`: `s` and 12 hex digits."""
+MODEL_ID = rf"^[a-z0-9+][a-z0-9.+-]{{0,{MAX_ID - 1}}}{_END}"
+"""`ids.slug` of the model name (lower case; letters, digits, `.`, `+`, `-`)."""
+KEY = rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_KEY - 1}}}{_END}"
+"""A field name of an entry or a machine (unknown ones are kept: the format is open)."""
+HEAD_KEY = rf"^\$?[A-Za-z_][A-Za-z0-9_]{{0,{MAX_KEY - 1}}}{_END}"
+
+_HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
+_ID = re.compile(ID)
+_SERIES = re.compile(SERIES)
+_MODEL_ID = re.compile(MODEL_ID)
+_KEY = re.compile(KEY)
+_HEAD_KEY = re.compile(HEAD_KEY)
+
+STATUSES = ("ok", "failed")
+FAILURE_KINDS = ("transport", "measurement", "config", "parse")
+
+
+# --- the field table: one source for the checker and the schemas ------------------------
+
+
+def _kinds() -> dict[str, str]:
+    """Each entry field's kind: `read.ENTRY_FIELDS`, with the ids given their patterns."""
+    from benchlab.catalog.read import ENTRY_FIELDS
+
+    plain = {"str": "text", "str?": "text?", "strs": "texts", "num": "num", "spread": "num"}
+    ids = {"run_id": "id", "machine_id": "id", "spec_id": "id?"}
+    ids.update(model_id="model_id?", series="series?")
+    return {k: ids.get(k) or plain.get(kind, kind) for k, kind in ENTRY_FIELDS.items()}
+
+
+LINE_FIELDS: dict[str, str] = _kinds()
+"""Kinds: id (a run or machine id), id?, series?, model_id?, text, text?, texts, int?, ints?,
+bool?, num (a metric or spread, or null), obj?, status, failure_kind, curve."""
+REQUIRED = ("run_id", "machine_id", "timestamp", "model", "precision")
+MACHINE_FIELDS = {"id": "id?", "os": "text?", "arch": "text?", "gpu": "text?"}
+MACHINE_FIELDS["cpu_cores"] = "int?"
+
+
+def _text_schema(pattern: str = VISIBLE, limit: int = MAX_TEXT, null: bool = False) -> dict:
+    kind: Any = ["string", "null"] if null else "string"
+    return {"type": kind, "maxLength": limit, "pattern": pattern}
+
+
+def _int_schema(null: bool = False) -> dict:
+    kind: Any = ["integer", "null"] if null else "integer"
+    return {"type": kind, "minimum": -MAX_INT, "maximum": MAX_INT}
+
+
+_VALUE_REF = {"$ref": "#/$defs/value"}
+_KEY_TEXT = _text_schema(limit=MAX_KEY)
+
+
+def _value_schema() -> dict:
+    """Any JSON value, bounded: what an unknown field (or `axes`) may hold."""
+    return {
+        "anyOf": [
+            {"type": ["null", "boolean"]},
+            {"type": "number", "minimum": -MAX_INT, "maximum": MAX_INT},
+            _text_schema(),
+            {"type": "array", "maxItems": MAX_ITEMS, "items": _VALUE_REF},
+            {"type": "object", "propertyNames": _KEY_TEXT, "additionalProperties": _VALUE_REF},
+        ]
+    }
+
+
+def _curve_schema() -> dict:
+    number = {"type": "number", "minimum": 0, "maximum": MAX_METRIC}
+    pair = {"type": "array", "prefixItems": [_int_schema(), number], "minItems": 2, "maxItems": 2}
+    point = {
+        "type": "object",
+        "required": ["batch", "agg_tok_per_sec"],
+        "properties": {"batch": _int_schema(), "agg_tok_per_sec": number},
+        "propertyNames": _KEY_TEXT,
+        "additionalProperties": _VALUE_REF,
+    }
+    return {"type": ["array", "null"], "maxItems": MAX_ITEMS, "items": {"anyOf": [pair, point]}}
+
+
+def kind_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of one field kind (the twin of `_CHECKERS[kind]`)."""
+    null = kind.endswith("?")
+    base = kind.rstrip("?")
+    if base in ("id", "series", "model_id"):
+        pattern = {"id": ID, "series": SERIES, "model_id": MODEL_ID}[base]
+        return _text_schema(pattern, MAX_ID, null)
+    if base == "text":
+        return _text_schema(null=null)
+    if base == "texts":
+        return {"type": "array", "maxItems": MAX_ITEMS, "items": _text_schema()}
+    if base == "int":
+        return _int_schema(null)
+    if base == "ints":
+        return {"type": ["array", "null"], "maxItems": MAX_ITEMS, "items": _int_schema()}
+    if base == "bool":
+        return {"type": ["boolean", "null"]}
+    if base == "num":
+        return {"type": ["number", "null"], "minimum": 0, "maximum": MAX_METRIC}
+    if base == "obj":
+        return {
+            "type": ["object", "null"],
+            "propertyNames": _KEY_TEXT,
+            "additionalProperties": _VALUE_REF,
+        }
+    if base == "status":
+        return {"enum": list(STATUSES)}
+    if base == "failure_kind":
+        return {"enum": [*FAILURE_KINDS, None]}
+    if base == "curve":
+        return _curve_schema()
+    raise ValueError(f"unknown field kind {kind!r}")
+
+
+def _object_schema(fields: dict[str, str], required: Iterable[str], key: str) -> dict:
+    return {
+        "type": "object",
+        "required": list(required),
+        "properties": {name: kind_schema(kind) for name, kind in fields.items()},
+        "propertyNames": {"pattern": key},
+        "additionalProperties": _VALUE_REF,
+    }
+
+
+LINE_SCHEMA_ID = "benchmark/catalog-line.v3"
+HEAD_SCHEMA_ID = "benchmark/catalog.v3"
+
+
+def _entry_schema() -> dict[str, Any]:
+    schema = _object_schema(LINE_FIELDS, REQUIRED, KEY)
+    schema["not"] = {"required": ["conflict"]}
+    return schema
+
+
+def _conflict_schema() -> dict[str, Any]:
+    """A conflict line. (That every copy carries the line's run id is beyond JSON Schema;
+    the checker also asks it.)"""
+    copies = {"type": "array", "minItems": 2, "maxItems": MAX_ITEMS, "items": _ENTRY_REF}
+    return {
+        "type": "object",
+        "required": ["run_id", "conflict"],
+        "properties": {"run_id": kind_schema("id"), "conflict": copies},
+        "additionalProperties": False,
+    }
+
+
+_ENTRY_REF = {"$ref": "#/$defs/entry"}
+_LINE = {"anyOf": [_ENTRY_REF, {"$ref": "#/$defs/conflict"}]}
+
+
+def _line_defs() -> dict[str, Any]:
+    return {"value": _value_schema(), "entry": _entry_schema(), "conflict": _conflict_schema()}
+
+
+def line_schema() -> dict[str, Any]:
+    """One shard line (an entry, or a conflict line of entries), as JSON Schema."""
+    return {
+        "$id": LINE_SCHEMA_ID,
+        "title": "One line of a catalog v3 shard",
+        **_LINE,
+        "$defs": _line_defs(),
+    }
+
+
+def head_schema() -> dict[str, Any]:
+    """The v3 catalog.json, as JSON Schema."""
+    machine = _object_schema(MACHINE_FIELDS, (), KEY)
+    fields = {
+        "$schema": {"const": HEAD_SCHEMA_ID},
+        "version": _text_schema(),
+        "shards": _text_schema(),
+        "machines": {
+            "type": "object",
+            "propertyNames": {"pattern": ID, "maxLength": MAX_ID},
+            "additionalProperties": {"$ref": "#/$defs/machine"},
+        },
+        "retracted": {"type": "array", "items": kind_schema("id")},
+        "runs": {"type": "array", "items": _LINE},
+    }
+    return {
+        "$id": HEAD_SCHEMA_ID,
+        "title": "catalog.json, v3 (the head: entries live in shards)",
+        "type": "object",
+        "required": ["$schema"],
+        "properties": fields,
+        "propertyNames": {"pattern": HEAD_KEY},
+        "additionalProperties": _VALUE_REF,
+        "$defs": {**_line_defs(), "machine": machine},
+    }
+
+
+# --- the fast checker ---------------------------------------------------------------------
+
+_NULL = object()
+
+
+def _shown(value: Any) -> str:
+    """A value as a message may show it: ASCII only, short."""
+    text = ascii(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value)) or ("number" if type(value) in (int, float) else "value")
+
+
+def _text(value: Any, pattern: re.Pattern[str] | None = None, limit: int = MAX_TEXT) -> str | None:
+    if type(value) is not str:
+        return f"expected a string, got {_json_type(value)}"
+    if len(value) > limit:
+        return f"a string of {len(value)} characters (at most {limit})"
+    found = _HIDDEN.search(value)
+    if found is not None:
+        return f"holds the control or bidi character U+{ord(found.group()):04X}"
+    if pattern is not None and not pattern.match(value):
+        return f"{_shown(value)} is not a valid id here"
+    return None
+
+
+def _int(value: Any) -> str | None:
+    if type(value) is not int:
+        return f"expected an integer, got {_json_type(value)}"
+    if not -MAX_INT <= value <= MAX_INT:
+        return f"{value} is out of range (|n| <= 2**53)"
+    return None
+
+
+def _metric(value: Any) -> str | None:
+    if type(value) is not float and type(value) is not int:
+        return f"expected a number, got {_json_type(value)}"
+    if not 0 <= value <= MAX_METRIC:
+        return f"{_shown(value)} is out of range (0 to {MAX_METRIC:g})"
+    return None
+
+
+def _items(value: Any, check: Callable[[Any], str | None]) -> str | None:
+    if type(value) is not list:
+        return f"expected an array, got {_json_type(value)}"
+    if len(value) > MAX_ITEMS:
+        return f"{len(value)} items (at most {MAX_ITEMS})"
+    for i, item in enumerate(value):
+        problem = check(item)
+        if problem is not None:
+            return f"[{i}]: {problem}"
+    return None
+
+
+def value_problem(value: Any) -> str | None:
+    """Any JSON value, bounded (iterative: a deeply nested value cannot exhaust the stack)."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        kind = type(item)
+        if item is None or kind is bool:
+            continue
+        if kind is int or kind is float:
+            if not -MAX_INT <= item <= MAX_INT:
+                return f"{where}: {_shown(item)} is out of range (|n| <= 2**53)".lstrip(": ")
+        elif kind is str:
+            problem = _text(item)
+            if problem is not None:
+                return f"{where}: {problem}".lstrip(": ")
+        elif kind is list:
+            if len(item) > MAX_ITEMS:
+                return f"{where}: {len(item)} items (at most {MAX_ITEMS})".lstrip(": ")
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
+        elif kind is dict:
+            for key, v in item.items():
+                problem = _text(key, limit=MAX_KEY)
+                if problem is not None:
+                    return f"{where}: key {_shown(key)}: {problem}".lstrip(": ")
+                stack.append((f"{where}.{key}", v))
+        else:
+            return f"{where}: not a JSON value".lstrip(": ")
+    return None
+
+
+def _curve_point(point: Any) -> str | None:
+    if type(point) is list:
+        if len(point) != 2:
+            return "expected [batch, agg_tok_per_sec]"
+        problem = _int(point[0])
+        return problem if problem is not None else _metric(point[1])
+    if type(point) is not dict:
+        return f"expected an array or an object, got {_json_type(point)}"
+    for key in ("batch", "agg_tok_per_sec"):
+        if key not in point:
+            return f"{key}: field required"
+    problem = _int(point["batch"]) or _metric(point["agg_tok_per_sec"])
+    if problem is not None:
+        return problem
+    rest = {k: v for k, v in point.items() if k not in ("batch", "agg_tok_per_sec")}
+    return _fields_problem(rest, {}) if rest else None
+
+
+def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    return lambda value: None if value is None else check(value)
+
+
+_CHECKERS: dict[str, Callable[[Any], str | None]] = {
+    "id": lambda v: _text(v, _ID, MAX_ID),
+    "series": lambda v: _text(v, _SERIES, MAX_ID),
+    "model_id": lambda v: _text(v, _MODEL_ID, MAX_ID),
+    "text": _text,
+    "texts": lambda v: _items(v, _text),
+    "int": _int,
+    "ints": lambda v: _items(v, _int),
+    "bool": lambda v: None if type(v) is bool else f"expected a boolean, got {_json_type(v)}",
+    "num": _metric,
+    "obj": lambda v: (
+        value_problem(v) if type(v) is dict else f"expected an object, got {_json_type(v)}"
+    ),
+    "status": lambda v: None if v in STATUSES else f"expected 'ok' or 'failed', got {_shown(v)}",
+    "failure_kind": lambda v: (
+        None
+        if v is None or v in FAILURE_KINDS
+        else f"expected one of {', '.join(FAILURE_KINDS)} or null, got {_shown(v)}"
+    ),
+    "curve": _nullable(lambda v: _items(v, _curve_point)),
+}
+for _kind in ("id", "series", "model_id", "text", "int", "ints", "bool", "num", "obj"):
+    _CHECKERS[f"{_kind}?"] = _nullable(_CHECKERS[_kind])
+_CHECKERS["num"] = _CHECKERS["num?"]  # a metric may be null
+
+
+def _compiled(fields: dict[str, str]) -> dict[str, Callable[[Any], str | None]]:
+    return {name: _CHECKERS[kind] for name, kind in fields.items()}
+
+
+_LINE_CHECKS = _compiled(LINE_FIELDS)
+_MACHINE_CHECKS = _compiled(MACHINE_FIELDS)
+
+
+def _fields_problem(
+    data: dict[str, Any],
+    checks: dict[str, Callable[[Any], str | None]],
+    key: re.Pattern[str] = _KEY,
+) -> str | None:
+    for name, value in data.items():
+        check = checks.get(name)
+        if check is None:
+            if type(name) is not str or not key.match(name):
+                return f"{_shown(name)}: not a field name"
+            problem = value_problem(value)
+        else:
+            problem = check(value)
+        if problem is not None:
+            return f"{name}: {problem}" if not problem.startswith("[") else f"{name}{problem}"
+    return None
+
+
+_TEXT, _INT, _NUM, _TEXTS, _ID_CODE, _OTHER = range(6)
+_PLAIN_CODES: dict[str, tuple[int, re.Pattern[str] | None]] = {}
+for _name, _kind in LINE_FIELDS.items():
+    _base = _kind.rstrip("?")
+    _PLAIN_CODES[_name] = {
+        "text": (_TEXT, None),
+        "int": (_INT, None),
+        "num": (_NUM, None),
+        "texts": (_TEXTS, None),
+        "id": (_ID_CODE, _ID),
+        "series": (_ID_CODE, _SERIES),
+        "model_id": (_ID_CODE, _MODEL_ID),
+    }.get(_base, (_OTHER, None))
+_KINDS_OR_NULL = (*FAILURE_KINDS, None)
+
+
+def is_plain(line: bytes) -> bool:
+    """A line of at most MAX_TEXT bytes, ASCII, with no backslash and no DEL (JSON forbids
+    raw control bytes in strings) has no string that is too long or holds a hidden
+    character: per-string scans can be skipped."""
+    return len(line) <= MAX_TEXT and line.isascii() and b"\\" not in line and b"\x7f" not in line
+
+
+def _plain_ok(e: dict[str, Any]) -> bool:
+    """True only if `line_problem(e)` is None, for an entry parsed from a plain line: the
+    common case in one pass over the fields present (this runs once per line whenever a
+    shard changes). False means "ask `line_problem`", which names the fault or passes."""
+    for key in REQUIRED:
+        if type(e.get(key)) is not str:
+            return False
+    codes = _PLAIN_CODES
+    for key, value in e.items():
+        found = codes.get(key)
+        if found is None:
+            return False  # an unknown field: the slow path checks it
+        if value is None:
+            continue
+        code, pattern = found
+        kind = type(value)
+        if code == _TEXT:
+            if kind is not str:
+                return False
+        elif code == _NUM:
+            if (kind is not float and kind is not int) or not 0 <= value <= MAX_METRIC:
+                return False
+        elif code == _INT:
+            if kind is not int or not -MAX_INT <= value <= MAX_INT:
+                return False
+        elif code == _ID_CODE:
+            if kind is not str or not pattern.match(value):  # type: ignore[union-attr]
+                return False
+        elif code == _TEXTS:
+            if kind is not list or any(type(i) is not str for i in value):
+                return False
+        elif not _plain_other(key, value):
+            return False
+    return True
+
+
+def _plain_other(key: str, value: Any) -> bool:
+    if key == "batch_curve":
+        return _plain_curve(value)
+    if key == "batch_sizes":
+        return _plain_ints(value)
+    if key == "flash_attn":
+        return type(value) is bool
+    if key == "failure_kind":
+        return value in _KINDS_OR_NULL
+    return key == "status" and value in STATUSES  # axes: the slow path
+
+
+def _plain_ints(items: Any) -> bool:
+    return (
+        type(items) is list
+        and len(items) <= MAX_ITEMS
+        and all(type(i) is int and -MAX_INT <= i <= MAX_INT for i in items)
+    )
+
+
+def _plain_curve(curve: Any) -> bool:
+    return (
+        type(curve) is list
+        and len(curve) <= MAX_ITEMS
+        and all(
+            type(p) is list
+            and len(p) == 2
+            and type(p[0]) is int
+            and -MAX_INT <= p[0] <= MAX_INT
+            and (type(p[1]) is float or type(p[1]) is int)
+            and 0 <= p[1] <= MAX_METRIC
+            for p in curve
+        )
+    )
+
+
+CONFLICT = "conflict"
+"""A conflict line (`order.settle`): `{"run_id": ..., "conflict": [copy, copy, ...]}`, two
+or more copies of one run that measure differently, each an entry."""
+
+
+def line_problem(entry: Any) -> str | None:
+    """What is wrong with one line (an entry, the curve in either form, or a conflict line
+    of entries), as `field: reason`; None when it passes."""
+    if type(entry) is dict and CONFLICT in entry:
+        return _conflict_problem(entry)
+    return entry_problem(entry)
+
+
+def _conflict_problem(line: dict[str, Any]) -> str | None:
+    extra = sorted(k for k in line if k not in ("run_id", CONFLICT))
+    if extra:
+        return f"{_shown(extra[0])}: not a field of a conflict line"
+    if "run_id" not in line:
+        return "run_id: field required"
+    problem = _CHECKERS["id"](line["run_id"])
+    if problem is not None:
+        return f"run_id: {problem}"
+    held = line[CONFLICT]
+    if type(held) is not list or not 2 <= len(held) <= MAX_ITEMS:
+        return f"{CONFLICT}: expected an array of 2 to {MAX_ITEMS} copies of the run"
+    for i, copy in enumerate(held):
+        problem = entry_problem(copy)
+        if problem is None and copy.get("run_id") != line["run_id"]:
+            problem = "run_id: not the run id of the line"
+        if problem is not None:
+            return f"{CONFLICT}[{i}].{problem}"
+    return None
+
+
+def entry_problem(entry: Any) -> str | None:
+    """What is wrong with one entry, as `field: reason`; None when it passes."""
+    if type(entry) is not dict:
+        return f"$: expected an entry object, got {_json_type(entry)}"
+    if CONFLICT in entry:
+        return f"{CONFLICT}: a copy cannot hold copies"
+    for name in REQUIRED:
+        if name not in entry:
+            return f"{name}: field required"
+    return _fields_problem(entry, _LINE_CHECKS)
+
+
+def check_line(where: str, entry: Any) -> None:
+    """Refuse one entry from outside this clone (a pulled shard line, an import) with one
+    SchemaError naming `where` and the field."""
+    problem = line_problem(entry)
+    if problem is not None:
+        raise SchemaError(f"{where}: {problem}")
+
+
+def head_problem(doc: Any) -> str | None:
+    """What is wrong with a v3 catalog.json, as `$.field: reason`; None when it passes."""
+    if type(doc) is not dict:
+        return f"$: expected an object, got {_json_type(doc)}"
+    if doc.get("$schema", _NULL) != HEAD_SCHEMA_ID:
+        return f"$.$schema: expected {HEAD_SCHEMA_ID!r}, got {_shown(doc.get('$schema'))}"
+    for name, value in doc.items():
+        problem = _head_field(name, value)
+        if problem is not None:
+            sep = "" if problem.startswith(("[", ".")) else ": "
+            return f"$.{name}{sep}{problem}" if type(name) is str else f"$: {problem}"
+    return None
+
+
+def _head_field(name: Any, value: Any) -> str | None:
+    if name == "$schema":
+        return None
+    if name in ("version", "shards"):
+        return _text(value)
+    if name == "retracted":
+        return _items_any(value, _CHECKERS["id"])
+    if name == "runs":
+        return _items_any(value, line_problem)
+    if name == "machines":
+        if type(value) is not dict:
+            return f"expected an object, got {_json_type(value)}"
+        for machine, summary in value.items():
+            problem = _text(machine, _ID, MAX_ID)
+            if problem is None and type(summary) is not dict:
+                problem = f"expected an object, got {_json_type(summary)}"
+            if problem is None:
+                problem = _fields_problem(summary, _MACHINE_CHECKS)
+            if problem is not None:
+                return f".{_shown(machine) if type(machine) is not str else machine}: {problem}"
+        return None
+    if type(name) is not str or not _HEAD_KEY.match(name):
+        return f"{_shown(name)}: not a field name"
+    return value_problem(value)
+
+
+def _items_any(value: Any, check: Callable[[Any], str | None]) -> str | None:
+    """A list of any length (the head's retracted ids and pending runs)."""
+    if type(value) is not list:
+        return f"expected an array, got {_json_type(value)}"
+    for i, item in enumerate(value):
+        problem = check(item)
+        if problem is not None:
+            return f"[{i}]: {problem}"
+    return None
+
+
+def check_head(where: Path | str, doc: Any) -> None:
+    """Refuse a v3 catalog.json with one SchemaError naming the file and the field."""
+    problem = head_problem(doc)
+    if problem is not None:
+        raise SchemaError(f"{where}: {problem}")
+
+
+# --- lines of a shard ---------------------------------------------------------------------
+
+
+def gate_lines(raw: bytes, where: str) -> tuple[list[dict[str, Any]], list[int], list[str]]:
+    """(entries that pass, their byte offsets, problems) of one shard's bytes: a bad line is
+    named (`where:LINE: field: reason`) and set aside; the other lines still serve. Entries
+    come back decoded (`shards.decode_entry`); a run id twice in one shard is set aside
+    the second time."""
+    from benchlab.catalog.shards import decode_entry
+
+    out: list[dict[str, Any]] = []
+    offsets: list[int] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    loads = orjson.loads
+    position = 0
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        start, position = position, position + len(line) + 1
+        if not line.strip():
+            continue
+        problem = None
+        if len(line) > MAX_LINE_BYTES:
+            problem = f"a line of {len(line)} bytes (at most {MAX_LINE_BYTES})"
+        else:
+            try:
+                data = loads(line)
+            except orjson.JSONDecodeError as exc:
+                problem = f"not JSON: {exc.msg}"
+            else:
+                plain = type(data) is dict and is_plain(line) and _plain_ok(data)
+                problem = None if plain else line_problem(data)
+        if problem is None and data["run_id"] in seen:
+            problem = f"run_id: {data['run_id']} again (first at line {seen[data['run_id']]})"
+        if problem is not None:
+            problems.append(f"{where}:{number}: {problem}")
+            continue
+        seen[data["run_id"]] = number
+        out.append(decode_entry(data))
+        offsets.append(start)
+    return out, offsets, problems
+
+
+def warn(problems: list[str], stream: Any = None) -> None:
+    """One stderr line per set-aside line or file, the first WARN_LIMIT of them."""
+    out = stream if stream is not None else sys.stderr
+    for problem in problems[:WARN_LIMIT]:
+        print(f"bench: warning: set aside: {problem}", file=out)
+    if len(problems) > WARN_LIMIT:
+        print(f"bench: warning: ... and {len(problems) - WARN_LIMIT} more set aside", file=out)
+
+
+# --- files --------------------------------------------------------------------------------
+
+
+def read_regular(path: Path | str, name: str, cap: int) -> tuple[bytes, os.stat_result]:
+    """(bytes, stat) of a store file that must be a regular file: opened without following a
+    link (O_NOFOLLOW) and without blocking (O_NONBLOCK: a FIFO opens at once and is then
+    refused), at most `cap` bytes. Anything else is one StoreError naming the file."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(f"{name}: cannot read: a symbolic link (never followed)") from None
+        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat_mod.S_ISREG(info.st_mode):
+            raise StoreError(
+                f"{name}: cannot read: not a regular file ({_file_kind(info.st_mode)})"
+            )
+        if info.st_size > cap:
+            raise StoreError(f"{name}: cannot read: {info.st_size} bytes, over the {cap}-byte cap")
+        chunks = []
+        size = 0
+        while True:
+            chunk = os.read(fd, min(1 << 24, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > cap:
+                raise StoreError(f"{name}: cannot read: over the {cap}-byte cap")
+        return b"".join(chunks), info
+    except OSError as exc:
+        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat_mod.S_ISFIFO, "a FIFO"),
+        (stat_mod.S_ISCHR, "a character device"),
+        (stat_mod.S_ISBLK, "a block device"),
+        (stat_mod.S_ISSOCK, "a socket"),
+        (stat_mod.S_ISDIR, "a directory"),
+        (stat_mod.S_ISLNK, "a symbolic link"),
+    ):
+        if test(mode):
+            return kind
+    return "not a plain file"
+
+
+def real_dir(path: Path, name: str) -> bool:
+    """Is `path` a directory that is no symbolic link? False when absent; a link or another
+    kind of file is one StoreError: writing through it would put shards outside the store."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
+    if stat_mod.S_ISLNK(info.st_mode):
+        raise StoreError(
+            f"{name}: a symbolic link; the shards must be real files in the store "
+            f"(remove the link: `git rm {name}`, then `bench catalog build`)"
+        )
+    if not stat_mod.S_ISDIR(info.st_mode):
+        raise StoreError(f"{name}: not a directory ({_file_kind(info.st_mode)})")
+    return True
