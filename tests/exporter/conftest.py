@@ -19,8 +19,10 @@ def _unescape(text: str) -> str:
 
 
 def parse(text: str) -> dict[str, dict]:
-    """{name: {"help": str, "type": str, "samples": [(labels, value)]}}; raises on any bad line."""
+    """{name: {"help": str, "type": str, "samples": [(labels, value)]}}; raises on any bad line
+    and on a series (name and label set) that appears twice: Prometheus keeps one of them."""
     families: dict[str, dict] = {}
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     assert text.endswith("\n"), "exposition must end with a newline"
     for number, line in enumerate(text[:-1].split("\n"), 1):
         if line.startswith("# HELP ") or line.startswith("# TYPE "):
@@ -35,6 +37,9 @@ def parse(text: str) -> dict[str, dict]:
         name = match["name"]
         assert name in families and "type" in families[name], f"line {number}: no TYPE for {name}"
         labels = {k: _unescape(v) for k, v in _LABEL.findall(match["labels"] or "")}
+        series = (name, tuple(sorted(labels.items())))
+        assert series not in seen, f"line {number}: series given twice in one scrape: {line!r}"
+        seen.add(series)
         families[name]["samples"].append((labels, float(match["value"])))
     return families
 

@@ -102,6 +102,7 @@ def test_points_differing_in_one_swept_axis_are_two_series(sweep_dir: Path, prom
         ("4", 40.0),
     ]
     assert set(decode[0][0]) == {
+        "machine",
         "device",
         "backend",
         "model",
@@ -131,11 +132,13 @@ def test_device_state_clock_outcomes_and_failures(sweep_dir: Path, prom_parse) -
     }
     assert finished == {("laptop", "ok", ""): 2.0, ("pi5", "failed", "measurement"): 1.0}
     failures = _samples(parsed, "benchlab_transport_failures")
-    assert failures == [({"device": "pi5"}, 2.0)]
+    assert failures == [({"machine": "pi5", "device": "pi5"}, 2.0)]
     assert _samples(parsed, "benchlab_point_power_watts")[0][1] == 7.5
     in_flight = {s[0]["device"]: s[1] for s in _samples(parsed, "benchlab_runs_in_flight")}
     assert in_flight == {"laptop": 1.0, "pi5": 0.0}
-    assert _samples(parsed, "benchlab_cpu_quota_cores") == [({"device": "laptop"}, 1.5)]
+    assert _samples(parsed, "benchlab_cpu_quota_cores") == [
+        ({"machine": "laptop", "device": "laptop"}, 1.5)
+    ]
     trips = {s[0]["device"]: s[1] for s in _samples(parsed, "benchlab_breaker_trips")}
     assert trips == {"laptop": 0.0, "pi5": 2.0}
 

@@ -2,7 +2,9 @@
 
 The first test runs the real `bench export --serve` in a child process and counts that
 process's threads in /proc while 100 idle connections are open; the old ThreadingHTTPServer
-held one thread per connection, forever. Every socket and process is closed in `finally`.
+held one thread per connection, forever. The slowloris test keeps clients trickling one byte
+at a time, each byte well inside the idle timeout, so only a deadline on the whole request
+head cuts them off. Every socket, thread and process is closed in `finally`.
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ import pytest
 
 from benchlab.layout import Store, atomic_write_json
 from benchlab.observe.exporter import serve_in_background
+from benchlab.observe.server import MAX_HEAD_BYTES
 
 IDLE = 100
 IDLE_TIMEOUT_S = 1.5
 WORKERS = 2
+TRICKLERS = 6
+TRICKLE_S = 0.4
+"""A byte every 0.4 s: never idle for IDLE_TIMEOUT_S, so a per-read timeout never fires."""
 
 
 @pytest.fixture
@@ -161,6 +167,78 @@ def test_connections_past_the_cap_are_closed_on_accept(sweep_dir: Path) -> None:
         # Once the idle ones are gone, scrapes are accepted again.
         assert "benchlab_device_up" in scrape(port)
         assert json.dumps(server.expired) is not None
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class Trickler(threading.Thread):
+    """A slowloris client: connects, sends its never-ending head a byte at a time, and
+    reconnects whenever the server drops it, until `stop`; `held` lists how long each
+    connection lasted before the server cut it."""
+
+    HEAD = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 400
+
+    def __init__(self, port: int, stop: threading.Event) -> None:
+        super().__init__(daemon=True)
+        self.port, self.stop = port, stop
+        self.held: list[float] = []
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            opened = time.monotonic()
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+                    for byte in self.HEAD:
+                        if self.stop.wait(TRICKLE_S):
+                            return
+                        sock.sendall(bytes([byte]))
+            except OSError:
+                self.held.append(time.monotonic() - opened)
+
+
+def test_trickling_clients_are_cut_off_and_scrapes_still_answer(
+    served: tuple[subprocess.Popen[str], int],
+) -> None:
+    """Issue 24: four clients sending a byte every 3 s made every real scrape time out."""
+    process, port = served
+    baseline = threads_of(process.pid)
+    stop = threading.Event()
+    tricklers = [Trickler(port, stop) for _ in range(TRICKLERS)]
+    try:
+        for trickler in tricklers:
+            trickler.start()
+        time.sleep(0.5)  # every trickler connected and sending, more clients than workers
+        answered: list[float] = []
+        until = time.monotonic() + IDLE_TIMEOUT_S * 3
+        while time.monotonic() < until:
+            started = time.monotonic()
+            assert "benchlab_device_up" in scrape(port)
+            answered.append(time.monotonic() - started)
+            time.sleep(0.2)
+        assert max(answered) < 1.0, answered
+        assert threads_of(process.pid) <= baseline + WORKERS
+    finally:
+        stop.set()
+        for trickler in tricklers:
+            trickler.join(timeout=10)
+    assert not any(trickler.is_alive() for trickler in tricklers)
+    held = [seconds for trickler in tricklers for seconds in trickler.held]
+    assert len(held) >= TRICKLERS, "every trickler was dropped at least once"
+    # Cut at the head deadline (from accept), not after the head's 400 bytes would be in.
+    assert all(IDLE_TIMEOUT_S * 0.9 <= seconds < IDLE_TIMEOUT_S + 2 for seconds in held), held
+    assert process.poll() is None
+
+
+def test_an_oversized_head_is_cut_off_at_once(sweep_dir: Path) -> None:
+    server = serve_in_background(sweep_dir, 0, idle_timeout_s=30.0, workers=1)
+    try:
+        port = server.server_address[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * MAX_HEAD_BYTES)
+            assert closed_by_server(sock, 5.0)
+        assert server.expired == 1
+        assert "benchlab_device_up" in scrape(port)
     finally:
         server.shutdown()
         server.server_close()

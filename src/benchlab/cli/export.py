@@ -26,13 +26,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="close a connection that sends no complete request within this (default: 5)",
+        help="close a connection whose request head is not complete this long after it "
+        "connected, however slowly its bytes keep arriving (default: 5)",
     )
     parser.add_argument(
         "--workers",
         type=int,
         default=None,
-        help="threads answering requests; idle connections never hold one (default: 4)",
+        help="threads answering complete requests; idle or trickling connections never "
+        "hold one (default: 4)",
     )
     parser.set_defaults(handler=run)
 

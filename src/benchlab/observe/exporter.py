@@ -4,30 +4,28 @@ Invariant 10: observers are never in the write path. Every number here was writt
 the scheduler or the runner first, so a scrape that never happens costs a graph, not a
 measurement, and a finished sweep directory serves the same metrics as a live one.
 
-Labels are bounded and complete (seed 000): device, backend, model, quantisation, mode,
-threads and token shape. Run ids and timestamps are never labels; leaving out a swept axis
-would silently collapse different measurements onto one series.
+Labels are bounded and complete: machine, device, backend, model, quantisation, mode,
+threads and token shape. Run ids, timestamps and repeat indexes are never labels (a time
+budget adds a round per point without end); leaving out a swept axis would silently
+collapse different measurements onto one series. Every series appears once per scrape:
+repeats and budget rounds of a point are combined into one value (`POINT_METRICS`), and
+device series are keyed by machine and device, since every machine may name its device
+`local`.
 
-The HTTP server is bounded (`MetricsServer`): a connection costs a thread only while it is
-being answered. Idle connections wait in one selector on the serving thread and are closed
-after `idle_timeout_s`; readable ones go to a fixed pool of `workers` threads, whose sockets
-time out after `idle_timeout_s` too (a client that sends half a request and stalls); past
-`max_connections` open at once, new ones are closed on accept. So 400 idle clients hold 400
-file descriptors for a few seconds, never 400 threads, and a real scrape still answers.
+The HTTP server is bounded (`MetricsServer`, benchlab.observe.server): a connection costs a
+thread only once its whole request head is in, and that head must arrive within
+`idle_timeout_s` of accept however slowly its bytes trickle; past `max_connections` open at
+once, new ones are closed on accept. So 400 idle or trickling clients hold 400 file
+descriptors for a few seconds, never a thread, and a real scrape still answers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import selectors
-import socket
+import statistics
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +42,19 @@ from benchlab.layout import (
     loads_json,
 )
 from benchlab.observe.exposition import CONTENT_TYPE, MetricFamily, render
+from benchlab.observe.server import (
+    HEAD_TIMEOUT_S,
+    MAX_CONNECTIONS,
+    WORKERS,
+    BoundedHTTPServer,
+    PrereadHandler,
+)
 from benchlab.sweep.schedule_log import read_retries
 
 log = logging.getLogger("benchlab.observe.exporter")
 
 POINT_LABELS = (
+    "machine",
     "device",
     "backend",
     "model",
@@ -60,7 +66,8 @@ POINT_LABELS = (
     "series",
 )
 """`series` is the catalog's series id (benchlab.identity): a dashboard can join a live point
-to its published history; the other labels spell out the identity for people."""
+to its published history; the other labels spell out the identity for people. `machine`
+comes first: two machines may both call their device `local`."""
 
 
 def load_if_present(path: Path) -> Any:
@@ -87,6 +94,7 @@ def point_labels(record: dict[str, Any], manifest: dict[str, Any] | None) -> dic
     identity = record.get("identity")
     if isinstance(identity, dict):
         values = {
+            "machine": record.get("machine_id"),
             "device": (record.get("spec") or {}).get("device") or record.get("device"),
             "backend": identity.get("backend"),
             "model": identity.get("model_id"),
@@ -102,6 +110,7 @@ def point_labels(record: dict[str, Any], manifest: dict[str, Any] | None) -> dic
     config = (manifest or {}).get("config") or {}
     model = (manifest or {}).get("model") or {}
     values = {
+        "machine": record.get("machine_id") or spec.get("machine_id"),
         "device": spec.get("device") or record.get("device"),
         "backend": spec.get("backend") or (manifest or {}).get("backend"),
         "model": spec.get("model") or model.get("name"),
@@ -164,9 +173,38 @@ def _effective_cores(specs: Any) -> float | None:
     return float(cores) if isinstance(cores, (int, float)) else None
 
 
-def collect(view: SweepView) -> list[MetricFamily]:
-    """Read the sweep from disk and turn it into metric families."""
-    schedule = view.schedule()
+def _machine_of_devices(
+    schedule: dict[str, Any], records: list[tuple[dict[str, Any], dict[str, Any] | None]]
+) -> dict[str, str]:
+    """Which machine each device id of the schedule is, for its device-state series.
+
+    A device id is only unique within one machine's config (every laptop may call its
+    device `local`), so device series carry the machine too. The schedule's own word wins
+    (`machine_id` in its device state); else the machine of the device's newest record;
+    else the device id, which is what a config means when it names no machine.
+    """
+    newest: dict[str, tuple[str, str]] = {}
+    for record, _ in records:
+        device, machine = record.get("device"), record.get("machine_id")
+        if device is None or machine is None:
+            continue
+        finished = str((record.get("timings") or {}).get("finished_at") or "")
+        if str(device) not in newest or finished >= newest[str(device)][0]:
+            newest[str(device)] = (finished, str(machine))
+    out = {device: machine for device, (_, machine) in newest.items()}
+    for device, info in _device_states(schedule).items():
+        machine = info.get("machine_id") or info.get("machine")
+        if isinstance(machine, str) and machine:
+            out[device] = machine
+    return out
+
+
+def _device_families(
+    view: SweepView,
+    schedule: dict[str, Any],
+    records: list[tuple[dict[str, Any], dict[str, Any] | None]],
+) -> list[MetricFamily]:
+    """Per-device state: breaker, clock, quota, points in flight, transport failures."""
     up = MetricFamily(
         "benchlab_device_up", "1 when the device is in service (breaker closed), else 0."
     )
@@ -183,36 +221,17 @@ def collect(view: SweepView) -> list[MetricFamily]:
     quota = MetricFamily(
         "benchlab_cpu_quota_cores", "Effective CPU quota (cgroup quota, else logical cores)."
     )
-    finished = MetricFamily(
-        "benchlab_runs_finished", "Points finished in this sweep, by status and failure kind."
-    )
     in_flight = MetricFamily("benchlab_runs_in_flight", "Points running now on the device.")
     trips = MetricFamily("benchlab_breaker_trips", "Times the device's circuit breaker opened.")
     retries = MetricFamily(
         "benchlab_transport_failures", "Transport failures written to retries.jsonl."
     )
-    prefill = MetricFamily(
-        "benchlab_point_prefill_tokens_per_second", "Prefill throughput of a finished point."
-    )
-    decode = MetricFamily(
-        "benchlab_point_decode_tokens_per_second", "Decode throughput of a finished point."
-    )
-    peak = MetricFamily(
-        "benchlab_point_peak_tokens_per_second", "Peak batched aggregate throughput of a point."
-    )
-    power = MetricFamily(
-        "benchlab_point_power_watts", "Median power sampled on the device during the point."
-    )
-    temperature = MetricFamily(
-        "benchlab_point_temperature_celsius", "Maximum temperature sampled during the point."
-    )
-
-    records = list(view.records())
-    machine_of = {str(r.get("device")): str(r.get("machine_id")) for r, _ in records}
+    machine_of = _machine_of_devices(schedule, records)
     in_flight_now = load_if_present(view.sweep_dir / IN_FLIGHT) or {}
     clocks = schedule.get("clocks") if isinstance(schedule.get("clocks"), dict) else {}
     for device, info in sorted(_device_states(schedule).items()):
-        labels = {"device": device}
+        machine = machine_of.get(device, device)
+        labels = {"machine": machine, "device": device}
         breaker = info.get("breaker") if isinstance(info.get("breaker"), dict) else {}
         state = breaker.get("state")
         if state is not None:
@@ -221,8 +240,7 @@ def collect(view: SweepView) -> list[MetricFamily]:
         in_flight.add(
             labels, in_flight_now.get(device, 0) if isinstance(in_flight_now, dict) else 0
         )
-        specs = view.store.private_specs(machine_of.get(device, device))
-        quota.add(labels, _effective_cores(load_if_present(specs)))
+        quota.add(labels, _effective_cores(load_if_present(view.store.private_specs(machine))))
         clock = clocks.get(device)
         if isinstance(clock, dict) and "error" not in clock:
             offset.add(labels, clock.get("offset_s"))
@@ -230,47 +248,105 @@ def collect(view: SweepView) -> list[MetricFamily]:
             if clock.get("agreeing") is not None:
                 agreeing.add(labels, 1.0 if clock["agreeing"] else 0.0)
 
-    failure_counts: Counter[str] = Counter(
-        str(line.get("device", ""))
-        for line in read_retries(view.sweep_dir / RETRIES)
-        if line.get("kind") == "transport"
-    )
-    for device, count in sorted(failure_counts.items()):
-        retries.add({"device": device}, count)
+    failure_counts: Counter[tuple[str, str]] = Counter()
+    for line in read_retries(view.sweep_dir / RETRIES):
+        if line.get("kind") == "transport":
+            device = str(line.get("device", ""))
+            machine = line.get("machine_id") or machine_of.get(device, device)
+            failure_counts[(str(machine), device)] += 1
+    for (machine, device), count in sorted(failure_counts.items()):
+        retries.add({"machine": machine, "device": device}, count)
+    return [up, offset, uncertainty, agreeing, quota, in_flight, trips, retries]
 
-    outcome_counts: Counter[tuple[str, str, str]] = Counter()
+
+POINT_METRICS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "benchlab_point_prefill_tokens_per_second",
+        "Prefill throughput of a point: the median over its ok runs (repeats, rounds).",
+        "prefill_tok_per_sec",
+        "median",
+    ),
+    (
+        "benchlab_point_decode_tokens_per_second",
+        "Decode throughput of a point: the median over its ok runs (repeats, rounds).",
+        "decode_tok_per_sec",
+        "median",
+    ),
+    (
+        "benchlab_point_peak_tokens_per_second",
+        "Peak batched aggregate throughput of a point: the median over its ok runs.",
+        "peak_tok_per_sec",
+        "median",
+    ),
+    (
+        "benchlab_point_power_watts",
+        "Median power sampled on the device during the point (median over its ok runs).",
+        "telemetry:power_w:median",
+        "median",
+    ),
+    (
+        "benchlab_point_temperature_celsius",
+        "Maximum temperature sampled during the point (the hottest of its ok runs).",
+        "telemetry:temperature_c:max",
+        "max",
+    ),
+)
+"""(name, help, where the value is, how repeats combine). Repeats and budget rounds are runs
+of one point with one label set, and a scrape may hold a series once: they are combined
+here rather than told apart by a `repeat` label, which a time budget would grow without
+bound (up to 10,000 rounds per point). `benchlab_point_runs` says how many runs each
+value combines; the spread between them is the catalog's to show."""
+
+
+def _point_value(record: dict[str, Any], where: str) -> float | None:
+    if where.startswith("telemetry:"):
+        _, key, stat = where.split(":")
+        return _summary(record.get("telemetry") or {}, key, stat)
+    value = (record.get("metrics") or {}).get(where)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _point_families(
+    records: list[tuple[dict[str, Any], dict[str, Any] | None]],
+) -> list[MetricFamily]:
+    """Outcome counts per device, and one sample per point and metric over its ok runs."""
+    finished = MetricFamily(
+        "benchlab_runs_finished", "Points finished in this sweep, by status and failure kind."
+    )
+    runs = MetricFamily(
+        "benchlab_point_runs", "Ok runs of a point (repeats, budget rounds) its values combine."
+    )
+    families = [MetricFamily(name, text) for name, text, _, _ in POINT_METRICS]
+    outcome_counts: Counter[tuple[str, str, str, str]] = Counter()
+    points: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = {}
     for record, manifest in records:
         labels = point_labels(record, manifest)
         kind = record.get("failure_kind") or ""
-        outcome_counts[(labels["device"], str(record.get("status", "")), kind)] += 1
-        if record.get("status") != "ok":
-            continue
-        metrics = record.get("metrics") or {}
-        prefill.add(labels, metrics.get("prefill_tok_per_sec"))
-        decode.add(labels, metrics.get("decode_tok_per_sec"))
-        peak.add(labels, metrics.get("peak_tok_per_sec"))
-        telemetry = record.get("telemetry") or {}
-        power.add(labels, _summary(telemetry, "power_w", "median"))
-        temperature.add(labels, _summary(telemetry, "temperature_c", "max"))
-    for (device, status, kind), count in sorted(outcome_counts.items()):
-        finished.add({"device": device, "status": status, "failure_kind": kind}, count)
+        status = str(record.get("status", ""))
+        outcome_counts[(labels["machine"], labels["device"], status, kind)] += 1
+        if status == "ok":
+            points.setdefault(tuple(sorted(labels.items())), []).append(record)
+    for (machine, device, status, kind), count in sorted(outcome_counts.items()):
+        labels = {"machine": machine, "device": device, "status": status, "failure_kind": kind}
+        finished.add(labels, count)
+    for key, group in sorted(points.items()):
+        labels = dict(key)
+        runs.add(labels, len(group))
+        for family, (_, _, where, how) in zip(families, POINT_METRICS, strict=True):
+            values = [v for v in (_point_value(r, where) for r in group) if v is not None]
+            if values:
+                family.add(labels, statistics.median(values) if how == "median" else max(values))
+    return [finished, runs, *families]
 
-    return [
-        up,
-        offset,
-        uncertainty,
-        agreeing,
-        quota,
-        finished,
-        in_flight,
-        trips,
-        retries,
-        prefill,
-        decode,
-        peak,
-        power,
-        temperature,
-    ]
+
+def collect(view: SweepView) -> list[MetricFamily]:
+    """Read the sweep from disk and turn it into metric families, each series once."""
+    schedule = view.schedule()
+    records = list(view.records())
+    device = _device_families(view, schedule, records)
+    points = _point_families(records)
+    # The order scrapes have always had: device state, outcomes, in flight, then points.
+    return [*device[:5], points[0], *device[5:], *points[1:]]
 
 
 def _summary(telemetry: dict[str, Any], key: str, stat: str) -> float | None:
@@ -285,7 +361,7 @@ def scrape(sweep_dir: Path) -> str:
     return render(collect(SweepView(sweep_dir)))
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(PrereadHandler):
     sweep_dir: Path
 
     def do_GET(self) -> None:
@@ -307,125 +383,31 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("scrape: " + format, *args)
 
 
-WORKERS = 4
-"""Threads that answer requests; a scrape takes milliseconds, so a few serve any Prometheus."""
-IDLE_TIMEOUT_S = 5.0
-"""How long a connection may sit without a complete request before it is closed."""
-MAX_CONNECTIONS = 256
-"""Open connections at once (waiting or being answered); more are closed on accept."""
+IDLE_TIMEOUT_S = HEAD_TIMEOUT_S
+"""How long a connection has, from accept, to send a complete request before it is closed."""
 
 
-class MetricsServer(HTTPServer):
-    """An HTTP server whose threads and connections are bounded (see the module docstring).
-
-    `serve_forever` and `shutdown` are its own: the stdlib's ThreadingMixIn starts a thread
-    per accepted connection with no limit and no timeout, which is the fault this replaces.
-    """
+class MetricsServer(BoundedHTTPServer):
+    """The exporter's bounded server (benchlab.observe.server); `idle_timeout_s` is the
+    deadline for a whole request head, counted from accept."""
 
     def __init__(
         self,
         address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
+        handler: type[PrereadHandler],
         *,
         workers: int = WORKERS,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
     ) -> None:
-        super().__init__(address, handler)
+        super().__init__(
+            address,
+            handler,
+            workers=workers,
+            head_timeout_s=idle_timeout_s,
+            max_connections=max_connections,
+        )
         self.idle_timeout_s = idle_timeout_s
-        self.max_connections = max_connections
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="benchlab-scrape")
-        self._lock = threading.Lock()
-        self._open = 0
-        self._stop = threading.Event()
-        self._stopped = threading.Event()
-        self._stopped.set()
-        self.refused = 0
-        """Connections closed on accept because max_connections were open."""
-        self.expired = 0
-        """Idle connections closed after idle_timeout_s without a request."""
-
-    @property
-    def open_connections(self) -> int:
-        with self._lock:
-            return self._open
-
-    def serve_forever(self, poll_interval: float = 0.5) -> None:
-        """Accept, park idle connections in the selector, hand readable ones to the pool."""
-        self._stopped.clear()
-        waiting: dict[socket.socket, tuple[Any, float]] = {}
-        try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(self.socket, selectors.EVENT_READ, None)
-                while not self._stop.is_set():
-                    now = time.monotonic()
-                    soonest = min((d for _, d in waiting.values()), default=now + poll_interval)
-                    timeout = max(0.0, min(poll_interval, soonest - now))
-                    for key, _ in selector.select(timeout):
-                        if key.data is None:
-                            self._accept(selector, waiting)
-                            continue
-                        conn = key.fileobj
-                        assert isinstance(conn, socket.socket)
-                        selector.unregister(conn)
-                        address, _ = waiting.pop(conn)
-                        self._pool.submit(self._answer, conn, address)
-                    now = time.monotonic()
-                    for conn in [c for c, (_, d) in waiting.items() if d <= now]:
-                        selector.unregister(conn)
-                        del waiting[conn]
-                        self.expired += 1
-                        self._close(conn)
-        finally:
-            for conn in list(waiting):
-                self._close(conn)
-            self._stopped.set()
-
-    def _accept(
-        self, selector: selectors.BaseSelector, waiting: dict[socket.socket, tuple[Any, float]]
-    ) -> None:
-        try:
-            conn, address = self.socket.accept()
-        except OSError:
-            return
-        with self._lock:
-            full = self._open >= self.max_connections
-            if not full:
-                self._open += 1
-        if full:
-            self.refused += 1
-            with contextlib.suppress(OSError):
-                conn.close()
-            return
-        conn.settimeout(self.idle_timeout_s)
-        waiting[conn] = (address, time.monotonic() + self.idle_timeout_s)
-        selector.register(conn, selectors.EVENT_READ, address)
-
-    def _answer(self, conn: socket.socket, address: Any) -> None:
-        try:
-            self.finish_request(conn, address)
-        except Exception:
-            self.handle_error(conn, address)
-        finally:
-            self._close(conn)
-
-    def _close(self, conn: socket.socket) -> None:
-        self.shutdown_request(conn)
-        with self._lock:
-            self._open -= 1
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that stalls or hangs up is routine here: log it, do not print a trace."""
-        log.debug("scrape from %s failed", client_address, exc_info=True)
-
-    def shutdown(self) -> None:
-        """Stop serve_forever (from another thread) and wait until it has returned."""
-        self._stop.set()
-        self._stopped.wait()
-
-    def server_close(self) -> None:
-        super().server_close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def make_server(
