@@ -66,6 +66,7 @@ GENERIC_USERS = frozenset(
         "debian",
         "default",
         "ec2-user",
+        "git",
         "guest",
         "home",
         "opc",
@@ -146,7 +147,8 @@ def _ipv6_check(text: str) -> bool:
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _INTERNAL_FQDN = _c(
     rf"(?<![\w.-])(?<!from )(?<!import )(?!(?:config|settings|env|app)\.local\b)(?:{_LABEL}\.)+"
-    r"(?:local|lan|internal|intranet|intra|corp|localdomain|home\.arpa|ts\.net)(?![\w(-]|\.[\w-])",
+    r"(?:local|lan|internal|intranet|intra|corp|localdomain|home\.arpa|ts\.net|home|lab|private"
+    r"|svc)(?![\w(-]|\.[\w-])",
     re.IGNORECASE,
 )
 # `build01.corp.acme.com`: an internal zone under a public domain (`*.corp.*`).
@@ -223,7 +225,8 @@ _MACHINE_TYPE = _c(
 _PATH_PREFIX = r"(?:[~\w.$%{}:-]*[/\\])*"
 _CREDENTIAL_PATH = _c(
     rf"(?<![\w.-]){_PATH_PREFIX}(?:"
-    r"\.ssh[/\\]+(?:id_[\w.-]+|[\w.-]+\.pem)"
+    r"\.ssh[/\\]+(?!(?:known_hosts|config|authorized_keys|environment|rc)(?![\w.-]))[\w.-]+"
+    r"|[\w.-]*(?:_(?:ed25519|ecdsa|rsa|dsa)|deploy[_-]key)(?:\.pub)?"
     r"|\.aws[/\\]+(?:credentials|config)"
     r"|\.config[/\\]+gcloud(?:[/\\]+[\w.@-]+)*"
     r"|application_default_credentials\.json"
@@ -245,8 +248,11 @@ _CREDENTIAL_ENV = _c(
     r"|CLOUDSDK_CONFIG|DOCKER_CONFIG|HF_TOKEN_PATH)[\"']?[ \t]*[:=][ \t]*[\"']?"
     r"([^\s\"',;<][^\s\"',;]*)"
 )
+# /home and /Users, Solaris' /export/home, Silverblue's /var/home, FreeBSD's /usr/home,
+# C:\Users, and a WSL distribution's /home seen from Windows (\\wsl$\<distro>\home).
 _HOME_PATH = _c(
-    r"(?:(?<![\w.-])/(?:home|Users)|(?<![\w])[A-Za-z]:(?:\\+|/)Users)[/\\]+"
+    r"(?:(?<![\w.-])(?:/(?:export|var|usr))?/(?:home|Users)|(?<![\w])[A-Za-z]:(?:\\+|/)Users"
+    r"|(?<![\w\\])\\\\+(?i:wsl\$|wsl\.localhost)\\+[\w.-]+\\+home)[/\\]+"
     r"([A-Za-z0-9_][A-Za-z0-9._-]*(?:\$)?)"
 )
 
@@ -285,7 +291,17 @@ _PRIVATE_KEY_BLOCK = _c(
 )
 _EXTRA_TOKENS = _c(
     r"(?<![\w-])(?:hf_[A-Za-z0-9]{30,}|tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}"
-    r"|github_pat_[A-Za-z0-9_]{60,}|AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,})"
+    r"|github_pat_[A-Za-z0-9_]{60,}|AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,}"
+    # OpenAI project and Anthropic keys, DigitalOcean, npm and Atlassian API tokens
+    r"|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|sk-ant-[a-z]{2,8}\d{0,3}-[A-Za-z0-9_-]{20,}"
+    r"|do[opr]_v1_[a-f0-9]{64}|npm_[A-Za-z0-9]{36}|ATATT[A-Za-z0-9_+/=-]{20,})"
+)
+# A JWT whole, signature included (detect-secrets' pattern stops before the signature).
+_JWT = _c(r"(?<![\w-])eyJ[\w-]{5,}\.eyJ[\w-]{2,}\.[\w-]{8,}(?![\w-])")
+# Keys whose value is a secret whatever it looks like; an Azure storage account name.
+_KEYED_SECRET = _c(
+    r"(?<![\w-])(?:DD_API_KEY|DD_APP_KEY|DATADOG_API_KEY|DATADOG_APP_KEY|AccountName"
+    r"|SharedAccessSignature|AccountKey)[\"']?[ \t]*[:=][ \t]*[\"']?([^\s\"';,<][^\s\"';,]{2,})"
 )
 _AWS_SECRET = _c(
     r"(?i)aws_secret_access_key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
@@ -327,7 +343,7 @@ def _not_after_version_word(before: str) -> bool:
 
 _UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # nvidia-smi -L / -q: GPU-<uuid>; MIG devices: MIG-<uuid> (R470+) or MIG-GPU-<uuid>/gi/ci.
-_GPU_UUID = _c(rf"(?<![\w-])(?:MIG-GPU-{_UUID}(?:/\d+){{0,2}}|(?:GPU|MIG)-{_UUID})(?![\w-])")
+_GPU_UUID = _c(rf"(?<![\w-])(?i:MIG-GPU-{_UUID}(?:/\d+){{0,2}}|(?:GPU|MIG)-{_UUID})(?![\w-])")
 # A bare UUID names one thing in the world (a DMI system, a boot, a subscription, a GPU):
 # nothing the lab publishes is a UUID, so every one is a tell.
 _BARE_UUID = _c(rf"(?<![\w-]){_UUID}(?![\w-])")
@@ -453,6 +469,9 @@ _CLOUD_ACCOUNT = _c(
     r"|MC_[\w.()-]{1,90}?_[\w.-]{1,63}_[a-z0-9]{3,30}"
     # object storage buckets name their owner
     r"|(?:s3|gs|s3a|s3n|az|abfss?|wasbs?)://[\w.@-]+"
+    # storage endpoints carry the account or bucket name
+    r"|[a-z0-9][a-z0-9-]{1,62}\.(?:blob|file|queue|table|dfs)\.core\.windows\.net"
+    r"|[a-z0-9][a-z0-9.-]{1,62}\.s3(?:[.-][a-z0-9-]+)?\.amazonaws\.com"
     r")(?![\w-])"
 )
 # Values after the flags and keys the cloud CLIs use for them. The bare words "cluster" and
@@ -464,7 +483,8 @@ _CLOUD_NAMED = _c(
     r"|resourceGroup(?:Name)?|nodeResourceGroup|cluster[_-]?name|clusterName|account[_-]?id"
     r"|accountId|\"Account|current-context"
     r"|(?:GOOGLE_CLOUD|GCLOUD|CLOUDSDK_CORE|GCP)_PROJECT|AZURE_(?:SUBSCRIPTION_ID|TENANT_ID"
-    r"|RESOURCE_GROUP)|AWS_ACCOUNT_ID|(?:EKS_|AKS_|GKE_)?CLUSTER_NAME)[\"']?[ \t]*[:=]"
+    r"|RESOURCE_GROUP)|AWS_ACCOUNT_ID|AWS_(?:DEFAULT_)?PROFILE|aws_account"
+    r"|(?:EKS_|AKS_|GKE_)?CLUSTER_NAME)[\"']?[ \t]*[:=]"
     r"|^[ \t]*project[ \t]*=|\bclusters[ \t]+get-credentials)"
     r"[ \t]*=?[ \t]*[\"']?)"
     r"([A-Za-z0-9][\w.:/@()-]{1,127}?)(?=[\"',;)\]}]|\s|$)",
@@ -528,6 +548,125 @@ _SITE_PATH = _c(
     r"(?:[\w.@+-]+(?:(?:\\\\?|/)[\w.@+-]+)+|[\w@+-][\w.@+-]*\.[A-Za-z0-9]{1,12})"
     r")(?![\w-])"
 )
+
+
+# --- names that keep no key context ---------------------------------------------------------
+
+# A Windows share names its server: \\fileserver01\models\x.gguf (not \\?\ nor \\.\ device
+# paths, nor \\wsl$\, which is a home path when it reaches one). Two characters at
+# least in each part: `\\bword\\b` and `[\\s\\-]` in an escaped regex are not shares.
+_UNC = _c(
+    r"(?<![\w\\:])\\{2,}(?!(?i:wsl\$|wsl\.localhost)\\)[A-Za-z0-9][\w-]{1,62}"
+    r"(?:\\+[\w$][\w$.@+-]+)+"
+)
+_SHARE_URL = _c(r"(?<![\w+.-])(?i:smb|cifs|nfs|afp|sftp|webdavs?)://[^\s\"'<>;,)]+")
+# Public services always have a dotted name: a URL whose host is one label (`gitbox`,
+# `buildhost3`) names a machine on somebody's network. Its user part names a person.
+_NET_SCHEME = (
+    r"(?<![\w+.-])(?i:https?|ssh|git|git\+ssh|ssh\+git|wss?|grpcs?|redis|rediss|postgres(?:ql)?"
+    r"|mysql|mongodb|amqps?|rsync|tcp|ftp)://"
+)
+_URL_HOST = _c(
+    rf"{_NET_SCHEME}(?:[^\s/@:\"']+(?::[^\s/@\"']*)?@)?([A-Za-z][A-Za-z0-9-]{{0,62}})(?![\w.-])"
+)
+_URL_USER = _c(rf"{_NET_SCHEME}([A-Za-z_][\w.-]{{0,31}})(?=@|:[^\s/@\"']*@)")
+_NOT_A_HOST = frozenset({"localhost", "host", "hostname", "server", "example", "x", "ip"})
+
+
+def _real_host(name: str) -> bool:
+    return name.lower() not in _NOT_A_HOST
+
+
+# ssh's own messages and options name the hosts and the account it used.
+_SSH_HOST = _c(
+    r"(?:\bconnect to host|\bProxyJump[ \t]*=?|(?<![\w-])-J|\bjump[ -]?host:?)[ \t]+"
+    r"(?:[\w.-]+@)?([A-Za-z][\w.-]{0,252}[A-Za-z0-9])(?![\w.-])"
+)
+_VIA_HOST = _c(r"\b(?:via|through)[ \t]+([A-Za-z][\w-]*(?:\.[A-Za-z0-9-]+)+)(?![\w-])")
+# `as erin;` or `as hiro to the box`, not `with ssh(...) as device:` in code.
+_AS_USER = _c(
+    r"\bas[ \t]+(?:user[ \t]+)?([a-z_][a-z0-9_-]{1,31})"
+    r"(?=[ \t]*(?:[;,)]|$)|[ \t]+(?:on|to|at|via|from|with|for|into)\b)",
+    re.MULTILINE,
+)
+_SSH_WORD = _c(r"(?i)\bssh\b|\bscp\b|\bsftp\b|\brsync\b")
+_NOT_A_LOGIN = frozenset(
+    {
+        *GENERIC_USERS,
+        "a",
+        "an",
+        "the",
+        "well",
+        "expected",
+        "follows",
+        "needed",
+        "usual",
+        "is",
+        "it",
+        "its",
+        "if",
+        "of",
+        "such",
+        "soon",
+        "long",
+        "much",
+        "many",
+        "far",
+        "before",
+        "above",
+        "below",
+        "json",
+        "text",
+        "root",
+    }
+)
+
+
+def _after_ssh(before: str) -> bool:
+    return _SSH_WORD.search(before) is not None
+
+
+def _real_login(name: str) -> bool:
+    return name.lower() not in _NOT_A_LOGIN
+
+
+# Windows security ids of domain and Entra accounts (well-known ids like S-1-5-18 are not).
+_SID = _c(r"(?<![\w-])S-1-(?:5-21|12-1)(?:-\d{1,10}){3,4}(?![\w-])")
+# A pod of a Deployment: <name>-<replica-set hash>-<pod hash>, in kube's alphabet.
+_BARE_POD = _c(
+    rf"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]+){{0,6}}?-({_KUBE}{{6,10}})-({_KUBE}{{5}})(?![\w.-])"
+)
+
+
+def _pod_hashes(value: str) -> bool:
+    """Kube's hashes mix digits and letters; a word or a number in their place is a name."""
+    parts = value.rsplit("-", 2)[-2:]
+    joined = "".join(parts)
+    return any(c.isdigit() for c in parts[0]) and any(c.isalpha() for c in joined)
+
+
+# Drive, board and GPU serials as bare values: upper-case letters and digits mixed.
+_BARE_SERIAL = _c(r"(?<![\w./:-])[A-Z][A-Z0-9]{9,19}(?![\w.-])")
+
+
+def _serial_shape(value: str) -> bool:
+    letters = sum(c.isalpha() for c in value)
+    digits = sum(c.isdigit() for c in value)
+    return letters >= 3 and digits >= 4 and not set(value) <= set("0123456789ABCDEF")
+
+
+# An AWS account id is twelve digits; a date-time stamp of twelve digits is not one.
+_BARE_ACCOUNT = _c(r"(?<![\w.:/+,-])\d{12}(?![\w.:/,-])")
+_STAMP = _c(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?:[01]\d|2[0-3])[0-5]\d")
+
+
+def _account_shape(value: str) -> bool:
+    return _STAMP.fullmatch(value) is None and len(set(value)) > 2
+
+
+def _not_a_quantity(before: str) -> bool:
+    """`size = 123456789012` and `123456789012 bytes` are amounts, not accounts."""
+    return re.search(r"(?i)\b(?:size|bytes?|count|total|sum|ns|us|ms)[\s\"':=]*$", before) is None
 
 
 @functools.cache
@@ -595,7 +734,10 @@ def builtin_detectors() -> tuple[Detector, ...]:
             CLOUD_ACCOUNT,
             _CLOUD_ACCOUNT,
             "cloud",
-            gate=_gate(r"arn:|\.dkr\.|gcr\.io|pkg\.dev|projects/|gke_|esource[Gg]roups|MC_|://"),
+            gate=_gate(
+                r"arn:|\.dkr\.|gcr\.io|pkg\.dev|projects/|gke_|esource[Gg]roups|MC_|://"
+                r"|\.core\.windows\.net|amazonaws\.com"
+            ),
         ),
         Detector(
             "cloud-named",
@@ -606,7 +748,7 @@ def builtin_detectors() -> tuple[Detector, ...]:
             check=_real_name,
             gate=_gate(
                 r"roject|ROJECT|ubscription|UBSCRIPTION|enant|ENANT|esource|ESOURCE|luster"
-                r"|LUSTER|ccount|CCOUNT|ontext|ONTEXT|egistry|orkspace"
+                r"|LUSTER|ccount|CCOUNT|ontext|ONTEXT|egistry|orkspace|ROFILE"
             ),
         ),
         Detector(
@@ -633,7 +775,9 @@ def builtin_detectors() -> tuple[Detector, ...]:
             HOST,
             _INTERNAL_FQDN,
             "host",
-            gate=_gate(r"(?i)\.(?:local|lan|internal|intranet|intra|corp|home\.arpa|ts\.net)"),
+            gate=_gate(
+                r"(?i)\.(?:local|lan|internal|intranet|intra|corp|home|ts\.net|lab|private|svc)"
+            ),
         ),
         Detector(
             "corp-fqdn",
@@ -661,6 +805,55 @@ def builtin_detectors() -> tuple[Detector, ...]:
             ),
         ),
         Detector("user-at", USER, _USER_AT, "user", group=1, check=_not_generic_user),
+        Detector("jwt", SECRET, _JWT, "<secret>", numbered=False, gate=_gate(r"eyJ")),
+        Detector(
+            "keyed-secret",
+            SECRET,
+            _KEYED_SECRET,
+            "<secret>",
+            numbered=False,
+            group=1,
+            gate=_gate(r"_KEY|AccountName|SharedAccess|AccountKey"),
+        ),
+        Detector("unc-share", SITE_PATH, _UNC, "<path:site>", numbered=False, gate=_gate(r"\\\\")),
+        Detector("share-url", SITE_PATH, _SHARE_URL, "<path:site>", numbered=False),
+        Detector("url-host", HOST, _URL_HOST, "host", group=1, check=_real_host, gate=_gate("://")),
+        Detector(
+            # Fixed, without a colon: `://<user:1>@` would read as a password in a URL.
+            "url-user",
+            USER,
+            _URL_USER,
+            "<user>",
+            numbered=False,
+            group=1,
+            check=_not_generic_user,
+            gate=_gate("://"),
+        ),
+        Detector("ssh-host", HOST, _SSH_HOST, "host", group=1, check=_real_host),
+        Detector(
+            "ssh-via-host", HOST, _VIA_HOST, "host", group=1, context=_after_ssh, gate=_SSH_WORD
+        ),
+        Detector(
+            "ssh-as-user",
+            USER,
+            _AS_USER,
+            "user",
+            group=1,
+            check=_real_login,
+            context=_after_ssh,
+            gate=_SSH_WORD,
+        ),
+        Detector("windows-sid", USER, _SID, "sid", gate=_gate(r"S-1-")),
+        Detector("bare-pod", K8S, _BARE_POD, "pod", check=_pod_hashes),
+        Detector("bare-serial", HARDWARE_ID, _BARE_SERIAL, "serial", check=_serial_shape),
+        Detector(
+            "bare-account",
+            CLOUD_ACCOUNT,
+            _BARE_ACCOUNT,
+            "cloud",
+            check=_account_shape,
+            context=_not_a_quantity,
+        ),
     )
 
 
