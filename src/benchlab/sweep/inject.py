@@ -16,7 +16,11 @@ timestamp, and the scheduler retrieves them by a watermark. Here:
 - the watermark lives only as long as the session: a new session reads the file from the
   start, and every injected point that is not done yet (no ok record) is pending again.
   That is what makes the file the durable queue: a sweep killed before it ran an injected
-  point runs it on resume, and one that ran it skips it.
+  point runs it on resume, and one that ran it skips it;
+- a session locks the machines of the due injected points too (`due_points`), so the next
+  `bench run` of a sweep that had finished runs them, sequential or `--concurrent`; a point
+  no session can run (its device is gone from the config, its machine differs) is refused
+  loudly, with the reason and the command that would run it (`refusal`), never dropped.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from benchlab.models import RunSpec
 PENDING = "pending.jsonl"
 MAX_READ_BYTES = 1024 * 1024
 """At most this much of pending.jsonl is read per poll; the rest waits for the next one."""
+MAX_READS = 1024
+"""`due_points` reads at most this many chunks (1 GiB): a bound, not a size anyone reaches."""
 
 
 def pending_path(store: Store, experiment: str) -> Path:
@@ -112,3 +118,28 @@ class InjectedQueue:
     def waiting(self) -> int:
         """Points read but not due yet (they stay in the file for a later session)."""
         return len(self._held)
+
+
+def due_points(path: Path, experiment: str) -> list[RunSpec]:
+    """Every injected point of `experiment` in the file that is due now (done or not)."""
+    queue = InjectedQueue(path, experiment)
+    due: list[RunSpec] = []
+    for _ in range(MAX_READS):
+        before = queue.watermark
+        due.extend(queue.poll())
+        if queue.watermark == before:
+            break
+    return due
+
+
+def refusal(spec: RunSpec, reason: str, command: str) -> str:
+    """The one line a runner prints for an injected point it cannot run: why, and how."""
+    return (
+        f"INJECT {spec.spec_id}: not run: {reason}; it stays in {PENDING}: run it with `{command}`"
+    )
+
+
+def run_command(config_path: str | Path | None, *, concurrent: bool) -> str:
+    """The `bench run` that would take an injected point (config path as the session got it)."""
+    where = str(config_path) if config_path is not None else "CONFIG"
+    return f"bench run {where}{' --concurrent' if concurrent else ''}"

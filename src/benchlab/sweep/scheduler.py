@@ -66,7 +66,7 @@ from benchlab.sweep.history import (
     history_path,
     point_key,
 )
-from benchlab.sweep.inject import InjectedQueue, pending_path
+from benchlab.sweep.inject import InjectedQueue, pending_path, refusal, run_command
 from benchlab.sweep.lock import stop_requested
 from benchlab.sweep.order import order_points
 from benchlab.sweep.progress import QuietProgress
@@ -181,8 +181,10 @@ class _Sweep:
         injected: InjectedQueue | None = None,
         history: DeviceHistory | None = None,
         machines: set[str] | None = None,
+        config_path: str | Path | None = None,
     ) -> None:
         self.store = store
+        self.config_path = config_path
         self.config = config
         self.runner = runner
         self.journal = journal
@@ -210,6 +212,8 @@ class _Sweep:
         self.history = history
         self.machines = machines
         self.max_in_flight = config.policies.max_in_flight
+        self.started = False
+        """Workers are running: from then on an injected point needs one left on its device."""
         self._device_order = sorted(self.devices)
         self._slot_next = 0
         self.in_flight = 0
@@ -331,6 +335,8 @@ class _Sweep:
                 )
                 threads.append(thread)
                 device.workers += 1
+        with self.lock:
+            self.started = True
         for thread in threads:
             thread.start()
         try:
@@ -558,7 +564,8 @@ class _Sweep:
                 return
 
     def _take_injected(self) -> None:
-        """Due injected points to the front of their device's queue (main thread, unlocked)."""
+        """Due injected points to the front of their device's queue (main thread, unlocked);
+        one this session cannot run is refused in a line that says why and what would."""
         if self.injected is None:
             return
         for spec in self.injected.poll():
@@ -567,16 +574,10 @@ class _Sweep:
                 device = self.devices.get(spec.device)
                 if run_id in self.enqueued or self.journal.is_done(spec):
                     continue
-                if (
-                    device is None
-                    or device.workers <= 0
-                    or device.breaker.state == "drained"
-                    or (self.machines is not None and spec.machine_id not in self.machines)
-                ):
-                    line = (
-                        f"INJECT {spec.spec_id}: no worker of this session takes points on "
-                        f"{spec.device!r} now; left in pending.jsonl for a later run"
-                    )
+                reason = self._not_runnable(spec)
+                if reason is not None or device is None:
+                    command = run_command(self.config_path, concurrent=True)
+                    line = refusal(spec, reason or "no such device", command)
                 else:
                     self.enqueued.add(run_id)
                     device.queue.appendleft(_Point(spec, run_id))
@@ -588,6 +589,24 @@ class _Sweep:
         for warning in self.injected.warnings:
             self._event(f"WARNING {warning}")
         self.injected.warnings.clear()
+
+    def _not_runnable(self, spec: RunSpec) -> str | None:
+        """Why this session cannot run an injected point, in words; None when it can."""
+        device = self.devices.get(spec.device)
+        if device is None:
+            return f"device {spec.device!r} is not in the config"
+        if device.machine != spec.machine_id:
+            return (
+                f"it was injected for machine {spec.machine_id!r}; device {spec.device!r} is "
+                f"machine {device.machine!r} in the config now"
+            )
+        if self.machines is not None and spec.machine_id not in self.machines:
+            return f"this session does not hold machine {spec.machine_id!r}"
+        if device.breaker.state == "drained":
+            return f"device {spec.device!r} was taken out of service in this session"
+        if self.started and device.workers <= 0:
+            return f"no worker of this session takes points on {spec.device!r} any more"
+        return None
 
     def _check_pending(self) -> None:
         """Points held on their device past expectation count once against the device.
@@ -1028,13 +1047,15 @@ def run_sweep_concurrent(
             injected=InjectedQueue(pending_path(st, config.experiment), config.experiment),
             history=DeviceHistory(st, config.experiment),
             machines=session.machines,
+            config_path=config_path,
         )
         sweep.enqueue(pending)
+        sweep._take_injected()  # due ones run now, even when every other point is done
         start = getattr(sink, "start", None)
         if callable(start):
-            start(len(pending))
+            start(sweep.total)
         try:
-            if _measure_clocks and pending:
+            if _measure_clocks and sweep.total:
                 sweep.measure_clocks()
             sweep.write_schedule()
             sweep.run()

@@ -29,7 +29,7 @@ from benchlab.sweep.attempt import Runner, retry_warning
 from benchlab.sweep.budget import MAX_ROUNDS, Budget, Durations, Rounds
 from benchlab.sweep.expand import expand, order_specs
 from benchlab.sweep.history import DeviceHistory, point_key
-from benchlab.sweep.inject import InjectedQueue, pending_path
+from benchlab.sweep.inject import InjectedQueue, pending_path, refusal, run_command
 from benchlab.sweep.journal import as_store
 from benchlab.sweep.placeholders import resolve_device, worker_instance_id
 from benchlab.sweep.progress import QuietProgress
@@ -220,16 +220,30 @@ def _due(
         run_id = session.run_id(spec)
         if run_id in seen or session.journal.is_done(spec):
             continue
-        if spec.device not in session.config.devices or spec.machine_id not in session.machines:
-            progress.event(
-                f"INJECT {spec.spec_id}: device {spec.device!r} is not measured by this "
-                "session; left in pending.jsonl for a run that holds it"
-            )
+        reason = _not_runnable(session, spec)
+        if reason is not None:
+            command = run_command(session.config_path, concurrent=False)
+            progress.event(refusal(spec, reason, command))
             continue
         seen.add(run_id)
         progress.event(f"INJECT {spec.spec_id} queued next on {spec.device}")
         out.append(spec)
     return list(reversed(out))  # appendleft one by one keeps the file's order
+
+
+def _not_runnable(session: SweepSession, spec: RunSpec) -> str | None:
+    """Why this session cannot run an injected point, in words; None when it can."""
+    device = session.config.devices.get(spec.device)
+    if device is None:
+        return f"device {spec.device!r} is not in the config"
+    if (device.machine_id or spec.device) != spec.machine_id:
+        return (
+            f"it was injected for machine {spec.machine_id!r}; device {spec.device!r} is "
+            f"machine {device.machine_id or spec.device!r} in the config now"
+        )
+    if spec.machine_id not in session.machines:
+        return f"this session does not hold machine {spec.machine_id!r}"
+    return None
 
 
 def _remember(history: DeviceHistory, spec: RunSpec, record: Any, progress: Any) -> None:

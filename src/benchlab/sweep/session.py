@@ -13,7 +13,8 @@ On entry, in this order (each step relies on the one before):
 2. a stale stop request is cleared;
 3. the machines the pending points (and their failover targets) need are locked
    (`runs/devices/<machine>.lock`, shared by every experiment of the workspace), before any
-   stamp is written, so a refused sweep leaves no state behind;
+   stamp is written, so a refused sweep leaves no state behind; the due injected points
+   (pending.jsonl) count as pending, so a re-run of a finished sweep runs them;
 4. the stamp is fixed or reused (state.json); a new stamp that would give a point the run id
    of another experiment's run dir is moved on a second, as `--fresh` does;
 5. every point's run dir is checked: one that holds another experiment's (or another spec's)
@@ -145,7 +146,7 @@ class SweepSession:
             self._warn(self._lock.warnings)
             clear_stop(self.store, self.experiment)
             wanted = self.specs if self.hold_all else self._maybe_pending()
-            self.machines = machines_needed(self.config, wanted)
+            self.machines = machines_needed(self.config, [*wanted, *self._injected_due()])
             self._devices = DeviceLocks(self.store, self.machines, self.experiment)
             self._devices.acquire()
             self._warn(self._devices.warnings)
@@ -188,6 +189,23 @@ class SweepSession:
             return list(self.specs)
         self.journal.use_stamp(state.stamp)
         return [spec for spec in self.specs if not self.journal.is_done(spec)]
+
+    def _injected_due(self) -> list[RunSpec]:
+        """Due injected points of a device of the config that are not done yet (all of
+        them when the sweep is new or fresh): their machines are the session's too."""
+        from benchlab.sweep.inject import due_points, pending_path
+
+        specs = [
+            spec
+            for spec in due_points(pending_path(self.store, self.experiment), self.experiment)
+            if spec.device in self.config.devices
+        ]
+        read_state = getattr(self.journal, "read_state", None)
+        state = read_state() if callable(read_state) else None
+        if state is None or self.fresh:
+            return specs
+        self.journal.use_stamp(state.stamp)
+        return [spec for spec in specs if not self.journal.is_done(spec)]
 
     def _begin(self) -> str:
         """Fix the stamp; a new one is moved on while another experiment holds its run ids."""
