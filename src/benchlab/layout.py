@@ -7,11 +7,13 @@ or the new one, never half of either.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,6 +23,8 @@ if TYPE_CHECKING:  # pydantic is imported where used: `bench best` start-up (que
 
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
+
+log = logging.getLogger("benchlab.store")
 
 STORE_ENV = "BENCHLAB_STORE"
 STORE_RELATIVE = Path("experiments") / "benchmark"
@@ -35,8 +39,21 @@ def canonical_json(obj: Any) -> str:
 
 def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace `path` whole. `durable=False` skips the fsyncs: for state that observers read
-    and a crash may lose (a reader still never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    and a crash may lose (a reader still never sees half a file). A failure (a full disk, a
+    read-only store) raises OSError naming `path` itself, never the temp file, and leaves
+    `path` as it was; inside a `WriteSet` the old file is kept until the set commits."""
+    try:
+        _atomic_write(path, data, durable)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _atomic_write(path: Path, data: bytes, durable: bool) -> None:
+    if not path.parent.is_dir():
+        made = _missing_parents(path.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if _ACTIVE is not None and _ACTIVE.owns():
+            _ACTIVE.made_dirs.extend(made)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would make published files unreadable to others
@@ -45,6 +62,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
+        if _ACTIVE is not None and _ACTIVE.owns():
+            _ACTIVE.keep(path)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -56,6 +75,127 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    """The dirs `mkdir(parents=True)` of `path` would make, deepest first."""
+    made = []
+    while not path.exists() and path != path.parent:
+        made.append(path)
+        path = path.parent
+    return made
+
+
+def remove_file(path: Path) -> None:
+    """Remove `path`; inside a `WriteSet` it is moved aside and comes back on a rollback."""
+    if _ACTIVE is not None and _ACTIVE.owns():
+        _ACTIVE.keep(path, move=True)
+    else:
+        path.unlink()
+
+
+class WriteSet:
+    """Files replaced together, all or none: while a set is active, each file that
+    `atomic_write_bytes` replaces or `remove_file` removes keeps its old version under a
+    hidden name beside it (a hard link: no data is copied, and on a full disk it needs no
+    space), and each new file is noted. `commit` drops the old versions; `rollback` puts
+    them back and removes the new files and the dirs made for them, so a build that fails
+    part way (ENOSPC, EROFS, a bad file found late) leaves the tracked catalog as it was.
+
+    Each file stays whole at every instant (every write is a rename); a process killed
+    between the first replacement and the commit is not rolled back (the hidden old
+    versions are left for the next set of that path to clear). Only the process that
+    opened the set records (forked workers inherit the module, not the set)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.kept: list[tuple[Path, Path | bytes | None]] = []
+        self.seen: set[Path] = set()
+        self.made_dirs: list[Path] = []
+
+    def owns(self) -> bool:
+        return os.getpid() == self.pid
+
+    def keep(self, path: Path, *, move: bool = False) -> None:
+        """Keep `path`'s current version (none: it is new) before it is replaced."""
+        if path in self.seen:
+            if move:
+                path.unlink()
+            return
+        old = path.parent / f".{path.name}.{self.pid}.old"
+        try:
+            if move:
+                os.replace(path, old)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    old.unlink()
+                os.link(path, old)
+            saved: Path | bytes | None = old
+        except FileNotFoundError:
+            saved = None  # a new file
+        except OSError:  # no hard links here: keep the bytes
+            saved = path.read_bytes()
+            if move:
+                path.unlink()
+        self.seen.add(path)
+        self.kept.append((path, saved))
+
+    def commit(self) -> None:
+        for _, saved in self.kept:
+            if isinstance(saved, Path):
+                with contextlib.suppress(OSError):
+                    saved.unlink()
+        self.kept.clear()
+
+    def rollback(self) -> list[str]:
+        """Put every old version back; returns what could not be (for a warning)."""
+        failed: list[str] = []
+        for path, saved in reversed(self.kept):
+            try:
+                if saved is None:
+                    path.unlink(missing_ok=True)
+                elif isinstance(saved, Path):
+                    os.replace(saved, path)
+                else:
+                    _atomic_write(path, saved, True)
+            except OSError as exc:
+                failed.append(f"{path}: {exc.strerror}")
+        for made in self.made_dirs:
+            with contextlib.suppress(OSError):
+                made.rmdir()
+        self.kept.clear()
+        return failed
+
+
+_ACTIVE: WriteSet | None = None
+
+
+@contextlib.contextmanager
+def write_set() -> Iterator[WriteSet]:
+    """Every file written or removed inside is replaced all or none (`WriteSet`): on any
+    exception the old versions come back, then the exception goes on."""
+    global _ACTIVE
+    if _ACTIVE is not None and _ACTIVE.owns():
+        yield _ACTIVE  # nested: the outer set decides
+        return
+    outer, _ACTIVE = _ACTIVE, WriteSet()
+    current = _ACTIVE
+    try:
+        yield current
+    except BaseException:
+        _ACTIVE = outer
+        for line in current.rollback():
+            log.warning("not restored: %s", line)
+        raise
+    _ACTIVE = outer
+    current.commit()
+
+
+def write_error(exc: OSError) -> StoreError:
+    """An OSError of a store read or write (a full disk, a read-only store) as the one
+    line the CLI prints: the file, and why."""
+    where = exc.filename if exc.filename is not None else "the store"
+    return StoreError(f"{where}: {exc.strerror or exc}")
 
 
 def atomic_write_text(path: Path, text: str) -> None:

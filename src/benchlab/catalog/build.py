@@ -36,6 +36,7 @@ from benchlab.layout import (
     atomic_write_text,
     parse_model,
     read_json,
+    write_error,
 )
 from benchlab.locks import ExclusiveFile
 from benchlab.redact import ScanMemo, default_policy, scrub_public
@@ -64,6 +65,8 @@ def _machine_specs(store: Store) -> dict[str, Any]:
             continue
         for child in sorted(os.scandir(base), key=lambda d: d.name):
             path = Path(child.path) / "specs.json"
+            if child.is_symlink():  # may point anywhere: the build sets it aside
+                continue
             if child.is_dir() and not child.name.startswith(".") and path.is_file():
                 found[child.name] = path
     specs = {}
@@ -265,6 +268,12 @@ def scan(
     for seen, (rel, run) in enumerate(iter_run_dirs(store), start=1):
         if progress is not None and seen % 1000 == 0:
             progress(seen)
+        if run.is_symlink():  # may point outside the store: set aside, as v3 does
+            result.skipped += 1
+            result.warnings.append(
+                f"skipped: {run.path}: a symlink; run dirs must be real dirs inside the store"
+            )
+            continue
         names, ident = _signature(run)
         cached = cached_dirs.get(rel)
         if cached is not None and cached[1:] == ident and cached[0] in known:
@@ -314,8 +323,11 @@ def build(
     there are many (a full build); default `build_v3.default_jobs`.
     """
     store.require()
-    with catalog_lock(store):
-        return _build(store, full=full, progress=progress, jobs=jobs)
+    try:
+        with catalog_lock(store):
+            return _build(store, full=full, progress=progress, jobs=jobs)
+    except OSError as exc:  # a full disk, a read-only store: one line, nothing half-written
+        raise write_error(exc) from None
 
 
 FORMAT_ENV = "BENCHLAB_CATALOG_FORMAT"
@@ -426,6 +438,13 @@ def retract(store: Store, run_ids: list[str]) -> int:
     store.require()
     for run_id in run_ids:
         check_id(run_id, "run id")
+    try:
+        return _retract(store, run_ids)
+    except OSError as exc:
+        raise write_error(exc) from None
+
+
+def _retract(store: Store, run_ids: list[str]) -> int:
     with catalog_lock(store):
         if stored_format(store.catalog_path) == "v3":
             from benchlab.catalog.build_v3 import retract_v3

@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import orjson
@@ -22,8 +23,8 @@ from benchlab.layout import (
     MAX_JSON_BYTES,
     RECORD,
     REQUIRED_RUN_FILES,
+    loads_json,
     parse_model,
-    read_json,
 )
 from benchlab.metrics import HEADLINE, SPREAD
 from benchlab.metrics import derive as derive_metrics
@@ -66,39 +67,83 @@ def _series_id(entry: dict[str, Any]) -> str:
 _LONG_NUMBER = re.compile(rb"\d{19}")
 
 
-UNREADABLE: Any = object()
-"""A run file that is there but could not be read whole: `read_run_file` says why, in turn."""
+class Unreadable:
+    """A run file that is there but is not read, and why: `read_run_file` raises it as one
+    line naming the file, so the build sets that run aside and goes on."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BenchlabError) -> None:
+        self.error = error
+
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+"""A run file is opened without following a link (a link to /etc/shadow is refused, not
+read) and without blocking (a FIFO planted as record.json would wait for a writer forever,
+holding the catalog lock): what was opened is then checked to be a regular file."""
+_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_DIRECTORY", 0)
 
 
 def read_run_dir(run_dir: str) -> dict[str, Any]:
-    """The bytes of each run file a run dir holds (UNREADABLE where it is there but cannot
-    be read), found by opening them: a dir listing costs as much as the reads."""
+    """The bytes of each run file a run dir holds (an `Unreadable` where it is there but
+    not a regular file, or cannot be read), found by opening them: a dir listing costs as
+    much as the reads. The files are opened relative to the dir, opened without following
+    a link, so a run dir that is a symlink (to outside the store) is refused as a whole."""
+    try:
+        dir_fd = os.open(run_dir, _DIR_FLAGS)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        if os.path.islink(run_dir):
+            raise StoreError(
+                f"{run_dir}: a symlink; run dirs must be real dirs inside the store; set aside"
+            ) from None
+        raise StoreError(f"{run_dir}: cannot read: {exc.strerror}") from None
     out: dict[str, Any] = {}
-    for name in RUN_FILES:
-        path = f"{run_dir}/{name}"
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            if os.path.lexists(path):  # a dangling link is there, and broken
-                out[name] = UNREADABLE
-            continue
-        except OSError:
-            out[name] = UNREADABLE
-            continue
-        try:
-            out[name] = _read_fd(fd)
-        except OSError:
-            out[name] = UNREADABLE
-        finally:
-            os.close(fd)
+    try:
+        for name in RUN_FILES:
+            found = _open_regular(f"{run_dir}/{name}", name, dir_fd)
+            if found is not None:
+                out[name] = found
+    finally:
+        os.close(dir_fd)
     return out
+
+
+def _open_regular(path: str, name: str, dir_fd: int | None = None) -> Any:
+    """A run file's bytes; None where it is absent; an `Unreadable` where it is a link, a
+    FIFO, a device or a dir, is too large, or cannot be read."""
+    try:
+        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if os.path.islink(path):
+            return Unreadable(StoreError(f"{path}: a symlink; run files must be regular files"))
+        return Unreadable(StoreError(f"{path}: cannot read: {exc.strerror}"))
+    try:
+        info = os.fstat(fd)
+        if not S_ISREG(info.st_mode):
+            return Unreadable(
+                StoreError(f"{path}: not a regular file (a FIFO, device or dir); set aside")
+            )
+        if info.st_size > MAX_JSON_BYTES:
+            return Unreadable(
+                SchemaError(f"{path}: $: larger than {MAX_JSON_BYTES} bytes; refused")
+            )
+        return _read_fd(fd, path)
+    except OSError as exc:
+        return Unreadable(StoreError(f"{path}: cannot read: {exc.strerror}"))
+    finally:
+        os.close(fd)
 
 
 _READ = 1 << 16
 
 
-def _read_fd(fd: int) -> Any:
-    """A regular file's bytes: a read shorter than asked for is its end (no fstat first)."""
+def _read_fd(fd: int, path: str) -> Any:
+    """A regular file's bytes: a read shorter than asked for is its end. Bounded: a file
+    that grows past MAX_JSON_BYTES while it is read is refused."""
     data = os.read(fd, _READ)
     if len(data) < _READ:
         return data
@@ -106,36 +151,68 @@ def _read_fd(fd: int) -> Any:
     total = len(data)
     while parts[-1]:
         if total > MAX_JSON_BYTES:
-            return UNREADABLE  # read_json refuses it, naming the file
+            return Unreadable(
+                SchemaError(f"{path}: $: larger than {MAX_JSON_BYTES} bytes; refused")
+            )
         parts.append(os.read(fd, 1 << 20))
         total += len(parts[-1])
     return b"".join(parts)
 
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def check_int_range(doc: Any, where: Path | str) -> None:
+    """Refuse an integer outside 64 bits, naming its JSON path. Such a number reads fine
+    here but cannot be written to a shard (orjson) nor held by the columnar query cache:
+    left in, it would fail every later build instead of this one run."""
+    stack: list[tuple[str, Any]] = [("$", doc)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{pointer}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            digits = str(value)
+            shown = digits if len(digits) <= 24 else f"{digits[:20]}...({len(digits)} digits)"
+            raise SchemaError(f"{where}: {pointer}: integer {shown} exceeds 64 bits; refused")
+
+
 def read_run_file(path: Path | str, data: Any = None) -> Any:
-    """`layout.read_json(path)`, about twice as fast: orjson parses a file when it can read
-    it exactly as the standard library does; the rest goes to `read_json`'s own parser,
-    which refuses or reads it as it always has. orjson refuses NaN, infinities, numbers
-    that overflow, lone surrogates, a BOM, other encodings and nesting past 1024, so those
-    reach the guarded parser; it reads integers past 64 bits as floats, so a file with a
-    run of 19 digits anywhere goes there too. `data`: its bytes, if already read."""
+    """`layout.read_json(path)`, about twice as fast, and never following a link nor
+    waiting on a FIFO: orjson parses a file when it can read it exactly as the standard
+    library does; the rest goes to `read_json`'s own parser, which refuses or reads it as
+    it always has. orjson refuses NaN, infinities, numbers that overflow, lone surrogates,
+    a BOM, other encodings and nesting past 1024, so those reach the guarded parser; it
+    reads integers past 64 bits as floats, so a file with a run of 19 digits anywhere goes
+    there too (`read_run_doc` then refuses an integer past 64 bits). `data`: its bytes (or
+    `Unreadable`), if already read."""
     if data is None:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return read_json(Path(path))  # the same one-line error as everywhere else
-        try:
-            data = _read_fd(fd)
-        except OSError:
-            data = UNREADABLE
-        finally:
-            os.close(fd)
-    if data is not UNREADABLE and _LONG_NUMBER.search(data) is None:
+        data = _open_regular(os.fspath(path), os.fspath(path))
+        if data is None:
+            raise StoreError(f"{path}: file not found")
+    if isinstance(data, Unreadable):
+        raise data.error
+    if _LONG_NUMBER.search(data) is None:
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
-    return read_json(Path(path))  # reads it again whole, and parses or refuses it as always
+    return loads_json(data, Path(path))  # the guarded parser: parses or refuses as always
+
+
+def read_run_doc(path: str, data: Any = None) -> Any:
+    """A run file as the catalog may hold it: `read_run_file`, and an integer past 64 bits
+    refused (only a file with a run of 19 digits is walked for one)."""
+    if data is None:
+        data = _open_regular(path, path)
+        if data is None:
+            raise StoreError(f"{path}: file not found")
+    doc = read_run_file(path, data)
+    if not isinstance(data, Unreadable) and _LONG_NUMBER.search(data) is not None:
+        check_int_range(doc, path)
+    return doc
 
 
 def _validate(path: Path | str, kind: str, data: Any) -> Any:
@@ -152,6 +229,30 @@ def _validate(path: Path | str, kind: str, data: Any) -> Any:
 def _same_run(path: Path | str, doc: Any, run_id: str) -> None:
     if doc.run_id != run_id:
         raise SchemaError(f"{path}: $.run_id: {doc.run_id!r} differs from the run's {run_id!r}")
+
+
+def _same_machine(
+    base: str, manifest: models.RunManifest | None, record: models.RunRecord | None
+) -> None:
+    """One run, one machine: the manifest's (else the record's) machine id, the record's
+    and its identity's must agree, or the run would be filed under a machine it did not
+    run on (the identity's, which the entry copies)."""
+    if manifest is not None:
+        machine, source = manifest.machine_id, MANIFEST
+    else:
+        assert record is not None  # extract_entry refuses a dir with neither
+        machine, source = record.machine_id, RECORD
+    if record is None:
+        return
+    claims = [("$.machine_id", record.machine_id)]
+    if isinstance(record.identity, dict) and record.identity.get("machine_id") is not None:
+        claims.append(("$.identity.machine_id", record.identity["machine_id"]))
+    for pointer, value in claims:
+        if value != machine:
+            raise SchemaError(
+                f"{base}/{RECORD}: {pointer}: {value!r} differs from the run's machine "
+                f"{machine!r} ({source}); refused"
+            )
 
 
 def extract_entry(
@@ -182,7 +283,7 @@ def extract_entry(
         if name in names:
             path = f"{base}/{name}"
             data = files.get(name) if files is not None else None
-            docs[name] = _validate(path, name, read_run_file(path, data))
+            docs[name] = _validate(path, name, read_run_doc(path, data))
     record = docs.get(RECORD)
     missing = [name for name in REQUIRED_RUN_FILES if name not in docs]
     if missing and (record is None or record.status != "failed"):
@@ -192,6 +293,7 @@ def extract_entry(
     for name, doc in docs.items():
         _same_run(f"{base}/{name}", doc, run_id)
     check_id(run_id, "run id")
+    _same_machine(base, manifest, record)
     entry = entry_from_docs(
         run_id, manifest, record, docs.get(KERNEL), docs.get(BATCH), f"{base}/{RECORD}"
     )
