@@ -291,7 +291,7 @@ def _check_order(config: SweepConfig, where: str) -> None:
     from benchlab.sweep.order import resolve_policy
 
     try:
-        resolve_policy(config.policies.order)
+        resolve_policy(config.policies.order, config_file=where)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 

@@ -16,6 +16,12 @@ interface:
 be the same points, each once, because a policy that dropped or doubled a point would turn a
 scheduling choice into a silent change of what is measured.
 
+A `module:function` is imported from sys.path first (an installed package), then from the
+plug-in dirs: the sweep file's own directory, then each directory of $BENCHLAB_PLUGIN_PATH
+(os.pathsep-separated). So an order policy kept in the repo beside its sweep file needs no
+PYTHONPATH; the dirs are on sys.path only while the module is imported, so a plug-in
+imports the siblings it needs at import time.
+
 Repeats are rounds: each repeat's points are ordered as a block of their own (round 0 first),
 with the seed moved on by the repeat index, so a shuffled sweep draws a new order per round.
 """
@@ -23,15 +29,22 @@ with the seed moved on by the repeat index, so a shuffled sweep draws a new orde
 from __future__ import annotations
 
 import importlib
+import os
 import random
+import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
+from pathlib import Path
+from types import ModuleType
 from typing import Protocol, TypeVar
 
 from benchlab.errors import ConfigError
 from benchlab.models import RunSpec
 
 ENTRY_POINT_GROUP = "benchlab.order_policies"
+PLUGIN_PATH_ENV = "BENCHLAB_PLUGIN_PATH"
+"""Directories (os.pathsep-separated) searched for `module:function` plug-ins after sys.path
+and the sweep file's own directory."""
 
 T = TypeVar("T")
 
@@ -88,11 +101,41 @@ POLICIES = tuple(BUILT_IN)
 _resolved: dict[str, Callable[..., list[RunSpec]]] = {}
 
 
-def resolve_policy(name: str) -> Callable[..., list[RunSpec]]:
+def plugin_dirs(config_file: str | Path | None = None) -> list[Path]:
+    """Where a `module:function` plug-in not on sys.path is looked for, in order."""
+    dirs: list[Path] = []
+    if config_file is not None and Path(config_file).is_file():
+        dirs.append(Path(config_file).resolve().parent)
+    for part in os.environ.get(PLUGIN_PATH_ENV, "").split(os.pathsep):
+        if part and Path(part) not in dirs:
+            dirs.append(Path(part))
+    return dirs
+
+
+def _import_plugin(module_name: str, dirs: list[Path]) -> ModuleType:
+    """Import from sys.path, else with the plug-in dirs on it for the import only."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError:
+        if not dirs:
+            raise
+    added = [str(d) for d in dirs if str(d) not in sys.path]
+    sys.path.extend(added)
+    importlib.invalidate_caches()
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        for entry in added:
+            sys.path.remove(entry)
+
+
+def resolve_policy(
+    name: str, *, config_file: str | Path | None = None
+) -> Callable[..., list[RunSpec]]:
     """The policy function `name` stands for; ConfigError (naming `policies.order`) if none.
 
     Resolved once per name and process: a plug-in is imported code, loaded when the config
-    is checked, before anything runs.
+    (`config_file`, whose directory is a plug-in dir) is checked, before anything runs.
     """
     if name in BUILT_IN:
         return BUILT_IN[name]
@@ -101,11 +144,14 @@ def resolve_policy(name: str) -> Callable[..., list[RunSpec]]:
     function: object = None
     if ":" in name:
         module_name, _, attribute = name.partition(":")
+        dirs = plugin_dirs(config_file)
         try:
-            module = importlib.import_module(module_name)
+            module = _import_plugin(module_name, dirs)
         except ImportError as exc:
+            looked = ", ".join(str(d) for d in dirs) or f"none (set ${PLUGIN_PATH_ENV})"
             raise ConfigError(
-                f"policies.order: cannot import {module_name!r} for order policy {name!r}: {exc}"
+                f"policies.order: cannot import {module_name!r} for order policy {name!r} "
+                f"(sys.path, then plug-in dirs: {looked}): {exc}"
             ) from None
         function = getattr(module, attribute, None)
     else:
