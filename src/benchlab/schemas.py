@@ -18,13 +18,23 @@ def schema_name(schema_id: str) -> str:
     return schema_id.split("/", 1)[1] + ".json"
 
 
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+
 def generated() -> dict[str, dict[str, Any]]:
+    """Every schema by file name: the models' documents, and the v3 catalog's head and shard
+    line from the catalog gate's field table (`catalog.gate`), the one checker that pulled
+    shards pass and that a test keeps in agreement with these two schemas."""
+    from benchlab.catalog.gate import head_schema, line_schema
+
     out = {}
     for cls in DOCUMENTS:
         schema = cls.model_json_schema(by_alias=True, mode="validation")
         schema["$id"] = cls.SCHEMA_ID
-        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        schema["$schema"] = DRAFT
         out[schema_name(cls.SCHEMA_ID)] = schema
+    for schema in (head_schema(), line_schema()):
+        out[schema_name(schema["$id"])] = {**schema, "$schema": DRAFT}
     return out
 
 
