@@ -302,6 +302,45 @@ class BatchResults(_Document):
     points: list[BatchPoint] = Field(default_factory=list)
 
 
+class CommandWorkload(_Document):
+    """`workload.json`, optional: the workload a `command` backend run measured.
+
+    Written by the command backend when its output parsed, so a run dir says what command
+    made its numbers without the sweep config beside it: the argv as the config gave it and
+    as the device was asked to run it, how the output was read, and the numbers it read.
+    Environment values are left out (names only): they may hold tokens, and the config keeps
+    them.
+    """
+
+    SCHEMA_ID: ClassVar[str] = "benchmark/command-workload.v1"
+    schema_: str = Field(default=SCHEMA_ID, alias="$schema")
+    run_id: str
+    backend: str = "command"
+    argv: list[str] = Field(description="The argv as the config wrote it (placeholders kept).")
+    command: list[str] = Field(
+        description="The argv sent to the device: the point's values filled in; `{python}` "
+        "and `{agent}` are the agent's to expand."
+    )
+    env_names: list[str] = Field(
+        default_factory=list, description="Variables set for the command (values left out)."
+    )
+    timeout_s: float | None = None
+    parser: Literal["json", "regex"]
+    fields: dict[str, str] | None = Field(
+        default=None, description="json: metric name (prefill, decode, peak) to field path."
+    )
+    pattern: list[str] | None = Field(default=None, description="regex: the patterns tried.")
+    stream: Literal["stdout", "stderr"] = "stdout"
+    version: str | None = Field(default=None, description="The declared version of the command.")
+    threads: int | None = None
+    prompt_tokens: int | None = None
+    gen_tokens: int | None = None
+    batch_sizes: list[int] = Field(default_factory=list)
+    reported: dict[str, float] = Field(
+        default_factory=dict, description="The rates read from the output, in tokens/s."
+    )
+
+
 class Timings(_Open):
     started_at: str | None = None
     finished_at: str | None = None
@@ -675,5 +714,6 @@ DOCUMENTS: tuple[type[_Document], ...] = (
     RunRecord,
     Catalog,
     SweepState,
+    CommandWorkload,
 )
 """Every versioned file format; each gets `schemas/<name>.json`."""

@@ -183,7 +183,12 @@ def test_retry_overwrites_and_clears_stale_files(setup) -> None:
     assert (d / "raw" / "stdout.txt").exists()
     out = go(runner, spec, FakeTransport(script=[DeviceError("gone")]), attempt=2, attempts=3)
     assert out.failure_kind == "transport"
-    assert sorted(p.name for p in d.iterdir()) == ["manifest.json", "raw", "record.json"]
+    assert sorted(p.name for p in d.iterdir()) == [
+        "README.md",
+        "manifest.json",
+        "raw",
+        "record.json",
+    ]
     assert [p.name for p in (d / "raw").iterdir()] == ["task.json"]  # the stale stdout is gone
     assert read(d / "record.json")["attempt"] == 2
 

@@ -36,9 +36,19 @@ from benchlab.benchmarks.common import (
 )
 from benchlab.devices.base import Transport
 from benchlab.errors import ConfigError, ParseError
-from benchlab.models import AgentEnvelope, AgentTask, BatchResults, KernelResults, RunSpec
+from benchlab.layout import dump_model
+from benchlab.models import (
+    AgentEnvelope,
+    AgentTask,
+    BatchResults,
+    CommandWorkload,
+    KernelResults,
+    RunSpec,
+)
 
 NAMES = ("prefill", "decode", "peak")
+WORKLOAD = "workload.json"
+"""The optional run file that says what command made a run's numbers (CommandWorkload)."""
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -243,4 +253,36 @@ class CommandBackend(Backend):
         extra = (
             {"prefill_tok_per_sec": found["prefill"]} if "prefill" in found and not prefill else {}
         )
-        return ParsedRun(kernel=kernel, batch=batch, metrics=extra, facts=facts)
+        workload = self.workload(spec, run_id, found)
+        return ParsedRun(
+            kernel=kernel,
+            batch=batch,
+            metrics=extra,
+            facts=facts,
+            extra_files={WORKLOAD: dump_model(workload)},
+        )
+
+    def workload(self, spec: RunSpec, run_id: str, found: dict[str, float]) -> CommandWorkload:
+        """`workload.json`: the command behind the numbers, kept beside them in the run dir
+        (the config that named it may change or be gone by the time someone asks)."""
+        task = self.build_task(spec, run_id)
+        parser = param(spec, "parser", "json")
+        patterns = spec.params.get("pattern") if parser == "regex" else None
+        version = spec.params.get("version")
+        return CommandWorkload(
+            run_id=run_id,
+            argv=list(spec.params["argv"]),
+            command=task.argv,
+            env_names=sorted(task.env),
+            timeout_s=task.timeout_s,
+            parser=parser,
+            fields=spec.params.get("fields") if parser == "json" else None,
+            pattern=[patterns] if isinstance(patterns, str) else patterns,
+            stream=param(spec, "stream", "stdout"),
+            version=None if version is None else str(version),
+            threads=spec.threads,
+            prompt_tokens=spec.prompt_tokens,
+            gen_tokens=spec.gen_tokens,
+            batch_sizes=list(spec.batch_sizes),
+            reported=dict(sorted(found.items())),
+        )

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from benchlab.layout import (
     MANIFEST,
     RAW_DIR,
     RECORD,
+    SWEEP_STATE,
     atomic_write_json,
     atomic_write_text,
     read_json,
@@ -383,6 +385,44 @@ class Runner:
                     atomic_write_json(run_dir / name, content)
                 artifacts[name.rsplit(".", 1)[0]] = name
         write_model(run_dir / MANIFEST, self._manifest(spec, run_id, parsed, artifacts, started))
+        status = "ok" if result.kind is None else f"failed ({result.kind})"
+        command = result.task.argv if result.task is not None else None
+        self._write_readme(spec, run_id, run_dir, status, _iso(started), command)
+
+    def _write_readme(
+        self,
+        spec: RunSpec,
+        run_id: str,
+        run_dir: Path,
+        status: str,
+        started_at: str,
+        command: list[str] | None,
+    ) -> None:
+        """README.md: how the run was made and how to make it again (benchmarks.readme)."""
+        from benchlab.benchmarks.readme import README, RunStory, render
+
+        declared = self.config.matrix.get("repeats") or self.config.policies.repeats
+        story = RunStory(
+            spec=spec,
+            run_id=run_id,
+            status=status,
+            started_at=started_at,
+            command=command,
+            config_path=self.config_path,
+            matrix=self.config.matrix,
+            next_repeat=max(int(declared), (spec.repeat or 0) + 1),
+        )
+        atomic_write_text(run_dir / README, render(story))
+
+    @cached_property
+    def config_path(self) -> str | None:
+        """The config path the sweep session was started with (state.json), read once."""
+        try:
+            path = read_json(self.store.sweep_dir(self.experiment) / SWEEP_STATE)["config_path"]
+        except (BenchlabError, KeyError, TypeError):
+            return None
+        return path if isinstance(path, str) else None
+
 
     def _manifest(
         self,
@@ -508,6 +548,7 @@ class Runner:
             identity=run_identity(spec, None, self.config.revision),
             spec=spec,
         )
+        self._write_readme(spec, run_id, run_dir, "not attempted (a hole)", now, None)
         write_model(path, record)
         return record
 
