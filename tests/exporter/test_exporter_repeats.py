@@ -153,3 +153,23 @@ def test_two_machines_that_call_their_device_local_are_two_series(
         (s[0]["machine"], s[1]) for s in parsed["benchlab_transport_failures"]["samples"]
     )
     assert failures == [("box-a", 1.0), ("box-b", 1.0)]
+
+
+def test_device_state_takes_its_machine_from_the_schedules_assignments(
+    store: Path, sweep_dir: Path, prom_parse
+) -> None:
+    _repeat(store, "box-a", "local", 0, 10.0)  # an older record, from another machine
+    atomic_write_json(
+        sweep_dir / "schedule.json",
+        {
+            "devices": {"local": {"breaker": {"state": "open", "trips": [{}]}}},
+            "assignments": [{"device": "local", "machine_id": "box-c", "status": "ok"}],
+        },
+    )
+    parsed = prom_parse(scrape(sweep_dir))
+    assert parsed["benchlab_device_up"]["samples"] == [
+        ({"machine": "box-c", "device": "local"}, 0.0)
+    ]
+    assert parsed["benchlab_breaker_trips"]["samples"] == [
+        ({"machine": "box-c", "device": "local"}, 1.0)
+    ]

@@ -180,8 +180,9 @@ def _machine_of_devices(
 
     A device id is only unique within one machine's config (every laptop may call its
     device `local`), so device series carry the machine too. The schedule's own word wins
-    (`machine_id` in its device state); else the machine of the device's newest record;
-    else the device id, which is what a config means when it names no machine.
+    (`machine_id` in its device state), then its assignments', then the machine of the
+    device's newest record; else the device id, which is what a config means when it names
+    no machine.
     """
     newest: dict[str, tuple[str, str]] = {}
     for record, _ in records:
@@ -192,6 +193,10 @@ def _machine_of_devices(
         if str(device) not in newest or finished >= newest[str(device)][0]:
             newest[str(device)] = (finished, str(machine))
     out = {device: machine for device, (_, machine) in newest.items()}
+    assignments = schedule.get("assignments")
+    for line in assignments if isinstance(assignments, list) else []:
+        if isinstance(line, dict) and isinstance(line.get("machine_id"), str):
+            out[str(line.get("device"))] = line["machine_id"]
     for device, info in _device_states(schedule).items():
         machine = info.get("machine_id") or info.get("machine")
         if isinstance(machine, str) and machine:
