@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
+from benchlab.catalog.gate import check_head as gate_head
 from benchlab.catalog.upgrade import CATALOG_V2, CATALOG_V3, upgrade
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
@@ -52,9 +54,9 @@ def load_document(
     (the build cache holds their digest), which were validated when they were made.
     """
     if raw is None:
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return {}, {}
-        raw = path.read_bytes()
+        raw, _ = read_regular(path, str(path), MAX_CATALOG_BYTES)
     data = loads_json(raw, path)
     if not isinstance(data, dict):
         raise SchemaError(f"{path}: $: expected a JSON object")
@@ -75,16 +77,10 @@ def load_inventory(path: Path) -> dict[str, Any]:
 
 
 def check_head(path: Path | str, data: dict[str, Any]) -> None:
-    """The shape of a v3 catalog.json (its pending `runs`, if any, are checked by the caller
-    as v2 entries): machines' static fields, `retracted` ids."""
-    machines = data.get("machines", {})
-    if not isinstance(machines, dict) or not all(isinstance(v, dict) for v in machines.values()):
-        raise SchemaError(f"{path}: $.machines: expected an object of machine objects")
-    retracted = data.get("retracted", [])
-    if not isinstance(retracted, list) or not all(isinstance(r, str) for r in retracted):
-        raise SchemaError(f"{path}: $.retracted: expected an array of run ids")
-    if not isinstance(data.get("runs", []), list):
-        raise SchemaError(f"{path}: $.runs: expected an array")
+    """A v3 catalog.json through the gate (`gate.check_head`): machines' static fields,
+    `retracted` run ids and pending `runs`, each id by its pattern, every string bounded and
+    visible; one SchemaError names the file and the field (`$.retracted[0]`)."""
+    gate_head(path, data)
 
 
 def parse_shard_entries(name: str, entries: list[dict]) -> dict[str, dict]:

@@ -289,6 +289,12 @@ def _json_type(value: Any) -> str:
     return names.get(type(value)) or ("number" if type(value) in (int, float) else "value")
 
 
+def hidden_pattern() -> re.Pattern[str]:
+    """The compiled class of hidden characters (`HIDDEN_RANGES`), for output that escapes
+    them (`query.render`)."""
+    return _HIDDEN
+
+
 def _text(value: Any, pattern: re.Pattern[str] | None = None, limit: int = MAX_TEXT) -> str | None:
     if type(value) is not str:
         return f"expected a string, got {_json_type(value)}"
@@ -673,7 +679,8 @@ def gate_lines(raw: bytes, where: str) -> tuple[list[dict[str, Any]], list[int],
                 plain = type(data) is dict and is_plain(line) and _plain_ok(data)
                 problem = None if plain else line_problem(data)
         if problem is None and data["run_id"] in seen:
-            problem = f"run_id: {data['run_id']} again (first at line {seen[data['run_id']]})"
+            run_id = data["run_id"]
+            problem = f"run_id: duplicate id {run_id!a} (also at line {seen[run_id]})"
         if problem is not None:
             problems.append(f"{where}:{number}: {problem}")
             continue
@@ -729,6 +736,32 @@ def read_regular(path: Path | str, name: str, cap: int) -> tuple[bytes, os.stat_
         raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def read_catalog(path: Path) -> bytes | None:
+    """catalog.json's bytes, None when there is none: a link, FIFO or device there is one
+    StoreError, never followed or waited on."""
+    if not os.path.lexists(path):
+        return None
+    return read_regular(path, str(path), MAX_CATALOG_BYTES)[0]
+
+
+def check_regular(path: Path | str, name: str) -> None:
+    """Refuse (one StoreError) a store file that is no regular file, without reading it:
+    before a reader that would follow a link or block on a FIFO opens it."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(f"{name}: cannot read: a symbolic link (never followed)") from None
+        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if not stat_mod.S_ISREG(mode):
+        raise StoreError(f"{name}: cannot read: not a regular file ({_file_kind(mode)})")
 
 
 def _file_kind(mode: int) -> str:

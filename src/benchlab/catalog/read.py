@@ -110,6 +110,8 @@ class LoadedCatalog:
     runs: list[dict[str, Any]]
     machines: dict[str, Any] = field(default_factory=dict)
     last_updated: str | None = None
+    problems: tuple[str, ...] = ()
+    """Shard lines (or whole shards) the gate set aside, each named: what readers warn of."""
 
     def find(self, run_id: str) -> dict[str, Any] | None:
         for entry in self.runs:
@@ -151,17 +153,19 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if cache is not None:
-            cached = _read_cache(path, cache, key)
-            if cached is not None:
-                return cached
-        loaded = _parse_catalog(path)
-        if cache is not None:
-            _write_cache(cache, key, loaded)
-        return loaded
+        loaded = _read_cache(path, cache, key) if cache is not None else None
+        if loaded is None:
+            loaded = _parse_catalog(path)
+            if cache is not None:
+                _write_cache(cache, key, loaded)
     finally:
         if was_enabled:
             gc.enable()
+    if loaded.problems:
+        from benchlab.catalog.gate import warn
+
+        warn(list(loaded.problems))
+    return loaded
 
 
 def cache_key(stat: os.stat_result) -> tuple[Any, ...]:
@@ -197,10 +201,9 @@ def prime_cache(path: Path, cache: Path, doc: dict[str, Any]) -> None:
 
 
 def _parse_catalog(path: Path) -> LoadedCatalog:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+    from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
+
+    data, _ = read_regular(path, str(path), MAX_CATALOG_BYTES)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -208,7 +211,7 @@ def _parse_catalog(path: Path) -> LoadedCatalog:
     return check_catalog(path, doc)
 
 
-CACHE_FORMAT = "benchlab-query-cache/1 python{}.{} {}".format(
+CACHE_FORMAT = "benchlab-query-cache/2 python{}.{} {}".format(
     *sys.version_info[:2], ",".join(f"{k}:{v}" for k, v in ENTRY_FIELDS.items())
 )
 """Part of the cache key: a new benchlab field table or Python (marshal) version misses."""
@@ -238,10 +241,10 @@ def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog 
         cached = marshal.loads(cache.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return None
-    if type(cached) is not tuple or len(cached) != 4 or cached[0] != key:
+    if type(cached) is not tuple or len(cached) != 5 or cached[0] != key:
         return None
-    _, runs, machines, last_updated = cached
-    return LoadedCatalog(path, runs, machines, last_updated)
+    _, runs, machines, last_updated, problems = cached
+    return LoadedCatalog(path, runs, machines, last_updated, problems)
 
 
 def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> None:
@@ -268,7 +271,7 @@ def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> No
             row["batch_curve"] = orjson.dumps(curve)
         runs.append(row)
     try:
-        blob = marshal.dumps((key, runs, loaded.machines, loaded.last_updated))
+        blob = marshal.dumps((key, runs, loaded.machines, loaded.last_updated, loaded.problems))
         atomic_write_bytes(cache, blob)
     except (OSError, ValueError):
         logger.debug("query cache %s not written", cache, exc_info=True)
@@ -388,37 +391,54 @@ _NUMBER_TYPES = (float, int)
 def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     """A v3 catalog: the entries of every shard (plus any still inline in catalog.json),
     retracted ids dropped, sorted by run id; the machine summaries and `last_updated` are
-    derived here, as `merge.finalize` derives them for v2 (invariant 6)."""
-    from benchlab.catalog.order import machine_activity, winner
-    from benchlab.catalog.shards import iter_shards, read_shard
+    derived here, as `merge.finalize` derives them for v2 (invariant 6).
 
+    The head is checked whole by the gate (one error naming the field: it is one small
+    file). Each shard line passes the gate too; a bad line, or a shard that is no regular
+    file, is named in `problems` and set aside, and the rest still serves. A run whose
+    copies measure differently (a conflict line, or copies in two shards) is left out and
+    named in `problems`: no copy of it is the truth until `bench catalog validate`'s fix."""
+    from benchlab.catalog.gate import check_head
+    from benchlab.catalog.order import (
+        CONFLICT,
+        REJECTED,
+        conflict_problems,
+        machine_activity,
+        merge_copies,
+        rejected_by_run,
+        without_rejected,
+    )
+    from benchlab.catalog.shards import iter_shards, read_shard_gated
+
+    check_head(path, doc)
     machines = doc.get("machines", {})
-    if type(machines) is not dict or not all(type(v) is dict for v in machines.values()):
-        raise _fail(path, "$.machines", "an object of objects", machines)
     retracted = doc.get("retracted", [])
-    if type(retracted) is not list:
-        raise _fail(path, "$.retracted", "an array", retracted)
     pending = doc.get("runs", [])
-    if type(pending) is not list:
-        raise _fail(path, "$.runs", "an array", pending)
     _check_entries(path, pending)
     merged: dict[str, dict[str, Any]] = {}
     for entry in pending:
         merged[entry["run_id"]] = entry
-    for _name, shard in iter_shards(path):
-        entries = read_shard(shard, str(shard))
-        try:
-            _check_entries(shard, entries)
-        except SchemaError as exc:
-            raise SchemaError(str(exc).replace("$.runs[", "entry [")) from None
-        for entry in entries:
-            held = merged.get(entry["run_id"])
-            merged[entry["run_id"]] = entry if held is None else winner(held, entry)
+    problems: list[str] = []
+    for name, shard in iter_shards(path):
+        entries, bad = read_shard_gated(shard, name)
+        problems += bad
+        for line in entries:
+            held = merged.get(line["run_id"])
+            merged[line["run_id"]] = line if held is None else merge_copies(held, line)
     for run_id in retracted:
         merged.pop(run_id, None)
+    for run_id, digests in rejected_by_run(doc.get(REJECTED, [])).items():
+        held = merged.pop(run_id, None)  # copies `bench catalog resolve` set aside
+        kept = without_rejected(held, digests) if held is not None else None
+        if kept is not None:
+            merged[run_id] = kept
     runs = [merged[k] for k in sorted(merged)]
+    if any(CONFLICT in entry for entry in runs):
+        problems += conflict_problems(runs)
+        runs = [entry for entry in runs if CONFLICT not in entry]
     counts, last, newest = machine_activity(runs)
-    return LoadedCatalog(path, runs, machine_summaries(machines, counts, last), newest)
+    summaries = machine_summaries(machines, counts, last)
+    return LoadedCatalog(path, runs, summaries, newest, tuple(problems))
 
 
 def machine_summaries(

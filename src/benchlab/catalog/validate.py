@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from benchlab.catalog.document import load_document, load_inventory
 from benchlab.catalog.merge import _static_of, finalize
@@ -19,6 +20,8 @@ class ValidationReport:
     runs: int
     absent: list[str]
     warnings: list[str]
+    conflicts: list[str] = field(default_factory=list)
+    """Runs whose copies measure differently, each named with its fix (the CLI exits 1)."""
 
 
 def validate(store: Store) -> ValidationReport:
@@ -32,6 +35,9 @@ def validate(store: Store) -> ValidationReport:
     if not path.exists():
         raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
     from benchlab.catalog.build import stored_format
+    from benchlab.catalog.gate import check_regular
+
+    check_regular(path, str(path))  # before anything opens it: no link, FIFO or device
 
     if stored_format(path) == "v3":
         return _validate_v3(store)
@@ -76,32 +82,65 @@ def validate(store: Store) -> ValidationReport:
     return ValidationReport(runs=len(entries), absent=sorted(absent), warnings=warnings)
 
 
+BUILD_FIXES = "run `bench catalog build` (it re-files and sorts shard lines, run dirs or not)"
+"""What validate says where one `bench catalog build` fixes it: an entry in another shard than
+its machine and week name, a shard not sorted or not canonical."""
+
+
 def _validate_v3(store: Store) -> ValidationReport:
-    """A v3 catalog: catalog.json's shape, and each shard's entries valid, in the shard their
-    machine and week name, sorted and canonical (as a build writes them). Derived state is
-    not stored, so there is nothing else to disagree with the entries."""
-    from benchlab.catalog.document import parse_catalog, parse_shard_entries
+    """A v3 catalog: catalog.json through the gate, each shard a regular file whose every
+    line passes the gate, in the shard its machine and week name, sorted and canonical (as a
+    build writes them). Derived state is not stored, so there is nothing else to disagree
+    with the entries. All problems are found; the first is raised, the count with it."""
+    from benchlab.catalog.document import parse_catalog
+    from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
     from benchlab.catalog.read import load_catalog
-    from benchlab.catalog.shards import iter_shards, read_shard, render_shard, shard_name
+    from benchlab.catalog.shards import iter_shards
     from benchlab.layout import loads_json
 
     path = store.catalog_path
-    parse_catalog(path, loads_json(path.read_bytes(), path))
+    raw, _ = read_regular(path, str(path), MAX_CATALOG_BYTES)
+    parse_catalog(path, loads_json(raw, path))
+    problems: list[str] = []
     for name, shard_path in iter_shards(path):
-        entries = read_shard(shard_path, name)
-        parse_shard_entries(name, entries)
-        for entry in entries:
-            if shard_name(entry) != name:
-                raise SchemaError(
-                    f"{name}: {entry['run_id']}: belongs in {shard_name(entry)}; "
-                    "rebuild with `bench catalog build`"
-                )
-        if render_shard(entries) != shard_path.read_bytes():
-            raise SchemaError(f"{name}: not sorted or not canonical; rebuild the catalog")
+        problems += _shard_problems(name, shard_path)
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise SchemaError(problems[0] + more)
     load_inventory(store.inventory_path)
     loaded = load_catalog(path)
     absent = sorted(
         e["run_id"] for e in loaded.runs if e.get("path") and not (store.root / e["path"]).is_dir()
     )
     warnings = [f"{run_id}: run dir absent on this clone" for run_id in absent]
-    return ValidationReport(runs=len(loaded.runs), absent=absent, warnings=warnings)
+    from benchlab.catalog.resolve import find_conflicts
+
+    conflicts = find_conflicts(path, loads_json(raw, path))
+    return ValidationReport(len(loaded.runs), absent, warnings, conflicts)
+
+
+def _shard_problems(name: str, path: Path) -> list[str]:
+    """Everything wrong with one shard, each naming file, line and field, and its fix: a bad
+    line or file is fixed by hand (a build refuses it rather than drop a line); a misfiled
+    entry or an unsorted shard by one `bench catalog build`."""
+    from benchlab.catalog.document import parse_shard_entries
+    from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, read_regular
+    from benchlab.catalog.shards import render_shard, shard_name
+
+    try:
+        raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
+    except StoreError as exc:
+        return [f"{exc}; remove it or put the shard back as a plain file"]
+    entries, offsets, bad = gate_lines(raw, name)
+    if bad:
+        return [f"{problem}; fix or delete that line" for problem in bad]
+    parse_shard_entries(name, [e for e in entries if CONFLICT not in e])
+    problems = []
+    for entry, offset in zip(entries, offsets, strict=True):
+        target = shard_name(entry)
+        if target != name:
+            line = raw.count(b"\n", 0, offset) + 1
+            problems.append(f"{name}:{line}: {entry['run_id']} belongs in {target}; {BUILD_FIXES}")
+    if not problems and render_shard(entries) != raw:
+        problems.append(f"{name}: not sorted or not canonical; {BUILD_FIXES}")
+    return problems

@@ -39,6 +39,7 @@ import yaml
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from benchlab.catalog.gate import SERIES
 from benchlab.errors import ConfigError, StoreError
 from benchlab.identity import SERIES_FIELDS, VERSION_FIELDS, series_of, shape, version_label
 from benchlab.ids import check_id, slug
@@ -563,7 +564,19 @@ def _ordered_changes(steps: Sequence[Step]) -> list[Step]:
 
 def _series_pages(ok_runs: Sequence[Entry]) -> dict[str, str]:
     """A page per series that has data (an ok run): `series/<series id>.md`."""
-    return {sid: f"{sid}.md" for sid in sorted({series_of(r) for r in ok_runs})}
+    return {sid: series_file(sid, ".md") for sid in sorted({series_of(r) for r in ok_runs})}
+
+
+_SERIES_ID = re.compile(SERIES)
+
+
+def series_file(sid: Any, suffix: str) -> str:
+    """The file name of a series' page or run file. Only a series id (`s` + 12 hex digits)
+    names a file: the catalog gate sets aside any other, and this refuses one that got past
+    it, so no id can put a file outside the site (`../../x`)."""
+    if type(sid) is not str or not _SERIES_ID.match(sid):
+        raise StoreError(f"series id {sid!a}: not a series id; no file is named after it")
+    return f"{sid}{suffix}"
 
 
 def _best_per_machine(runs: Sequence[Entry], metric: str) -> list[Entry]:
@@ -1265,7 +1278,8 @@ class _Site:
             "series_page": f"series/{sid}.html" if sid in self.series_pages else None,
             "runs": members,
         }
-        self.files[f"bl/runs/{sid}.js"] = _json_script("BENCHLAB_RUNS", sid, payload)
+        name = series_file(sid, ".js")
+        self.files[f"bl/runs/{name}"] = _json_script("BENCHLAB_RUNS", sid, payload)
 
     def in_workers(self, method: str, sids: list[str]) -> None:
         """Call `method(sid)` for each series, in forked worker processes where the site is
@@ -1401,6 +1415,9 @@ def write_docs(data: PublicData, docs: Path, source: Path) -> Rendered:
     """Render the generated docs dir: hand-written pages from source/docs, then generated
     pages, then assets. The dir is replaced whole so no stale page survives."""
     rendered = render_pages(data)
+    for rel in rendered.files:  # before anything is removed or written
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise StoreError(f"{rel!a}: a page name outside the site; nothing written")
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,8 +48,30 @@ class Section:
     title: str | None = None
 
 
+def visible(text: str) -> str:
+    """`text` with every control, bidi or other hidden character (`ids.hidden_character`'s
+    set) written as an escape (`\\u202e`): a catalog string pulled from another clone must
+    not reorder or rewrite what the terminal shows. Plain text is returned as it is."""
+    if text.isascii() and text.isprintable():
+        return text
+    from benchlab.catalog.gate import hidden_pattern
+
+    return hidden_pattern().sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
+
+
 def cell(value: Any, kind: str = "text") -> str:
-    """A value as people read it; a missing value is `-`."""
+    """A value as people read it (hidden characters escaped); a missing value is `-`."""
     if value is None:
         return "-"
     if kind == "num" and isinstance(value, (int, float)):
@@ -58,24 +81,41 @@ def cell(value: Any, kind: str = "text") -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value)
-    return str(value)
+        return visible(", ".join(str(v) for v in value))
+    return visible(str(value))
 
 
 def csv_cell(value: Any) -> str:
-    """A value for csv: unrounded, empty when missing, lists joined by `;`."""
+    """A value for csv: unrounded, empty when missing, lists joined by `;`, hidden
+    characters escaped."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
-        return ";".join(str(v) for v in value)
-    return str(value)
+        return visible(";".join(str(v) for v in value))
+    return visible(str(value))
 
 
 def to_json(data: Any) -> str:
-    """Canonical JSON (sorted keys, indent 2, newline-ended), as layout.canonical_json."""
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+    """Canonical JSON (sorted keys, indent 2, newline-ended), as layout.canonical_json; a
+    hidden character in a string is written as its `\\uXXXX` escape (the same JSON value)."""
+    text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    if not text.isascii():
+        from benchlab.catalog.gate import hidden_pattern
+
+        text = hidden_pattern().sub(_json_escape, text)
+    return text.replace("\x7f", "\\u007f") + "\n"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:  # orjson escapes these in strings: this is the indent's newline
+        return match.group()
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _text_block(section: Section) -> list[str]:
