@@ -104,20 +104,15 @@ def decode_entry(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_lines(raw: bytes, where: str) -> list[dict[str, Any]]:
-    """The entries of one shard's bytes; a bad line is one SchemaError naming file and line."""
-    out = []
-    loads = orjson.loads
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise SchemaError(f"{where}: line {number}: {exc.msg}") from None
-        if type(data) is not dict or type(data.get("run_id")) is not str:
-            raise SchemaError(f"{where}: line {number}: expected an entry object with a run_id")
-        out.append(decode_entry(data))
-    return out
+    """The entries of one shard's bytes, each through `gate`; a bad line is one SchemaError
+    naming file, line and field (a build or a merge refuses what a reader sets aside)."""
+    from benchlab.catalog.gate import gate_lines
+
+    entries, _, problems = gate_lines(raw, where)
+    if problems:
+        more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
+        raise SchemaError(problems[0] + more)
+    return entries
 
 
 def render_shard(entries: Iterable[dict[str, Any]]) -> bytes:
@@ -146,12 +141,21 @@ def merge_shard_bytes(*sides: bytes, where: str = "shard") -> bytes:
 
 
 def iter_shards(catalog_path: Path) -> Iterator[tuple[str, Path]]:
-    """(name relative to the store, path) of every shard, sorted by name."""
+    """(name relative to the store, path) of every shard, sorted by name.
+
+    `catalog/` and each machine dir must be real directories: one committed as a symbolic
+    link is a StoreError, never followed (a build would write shards into its target). A
+    shard file is listed whatever it is; `read_shard` refuses one that is no regular file.
+    """
+    from benchlab.catalog.gate import real_dir
+
     base = shard_dir(catalog_path)
-    if not base.is_dir():
+    if not real_dir(base, SHARD_DIR):
         return
     for machine in sorted(os.scandir(base), key=lambda d: d.name):
-        if machine.name.startswith(".") or not machine.is_dir():
+        if machine.name.startswith("."):
+            continue
+        if not real_dir(Path(machine.path), f"{SHARD_DIR}/{machine.name}"):
             continue
         for item in sorted(os.scandir(machine.path), key=lambda d: d.name):
             if item.name.endswith(SHARD_SUFFIX) and not item.name.startswith("."):
@@ -159,17 +163,33 @@ def iter_shards(catalog_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def shard_stats(catalog_path: Path) -> list[tuple[str, int, int, int]]:
-    """(name, size, mtime_ns, inode) of every shard: what a cache of them is keyed on."""
+    """(name, size, mtime_ns, inode) of every shard: what a cache of them is keyed on (the
+    file's own, never a link's target)."""
     out = []
     for name, path in iter_shards(catalog_path):
-        stat = path.stat()
+        stat = os.lstat(path)
         out.append((name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
     return out
 
 
 def read_shard(path: Path, name: str | None = None) -> list[dict[str, Any]]:
+    """A shard's entries, every line through the gate; any fault is one error (for a build,
+    a merge, a retraction: they rewrite shards and must not drop a line)."""
+    from benchlab.catalog.gate import MAX_SHARD_BYTES, read_regular
+
+    where = name or str(path)
+    raw, _ = read_regular(path, where, MAX_SHARD_BYTES)
+    return parse_lines(raw, where)
+
+
+def read_shard_gated(path: Path, name: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """(entries that pass, problems) of one shard, for readers: a bad line, or a shard that
+    is no regular file or is over the cap, is named and set aside; the rest still serves."""
+    from benchlab.catalog.gate import MAX_SHARD_BYTES, gate_lines, read_regular
+
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_lines(raw, name or str(path))
+        raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
+    except StoreError as exc:
+        return [], [str(exc)]
+    entries, _, problems = gate_lines(raw, name)
+    return entries, problems
