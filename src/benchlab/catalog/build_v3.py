@@ -82,6 +82,7 @@ from benchlab.catalog.extract import (
     extract_entry,
     read_run_dir,
 )
+from benchlab.catalog.gate import MAX_SHARD_BYTES, read_catalog, read_regular
 from benchlab.catalog.merge import _merge_static, _static_of, head_document
 from benchlab.catalog.order import winner
 from benchlab.catalog.shards import (
@@ -460,7 +461,7 @@ class ShardBook:
         if shard.lines is None:
             path = self.store.root / shard.name
             stat = _stat(path)
-            raw = path.read_bytes() if stat is not None else b""
+            raw = read_regular(path, shard.name, MAX_SHARD_BYTES)[0] if stat is not None else b""
             if raw and shard.canonical and stat == shard.stat:
                 shard.lines = {line_id(line): line for line in raw.split(b"\n") if line}
             elif raw:
@@ -562,12 +563,16 @@ class ShardBook:
 
     def relocate(self) -> None:
         """Entries of a shard file the layout would not name (`shards.LAYOUT` changed, or a
-        file was renamed by hand) move to the shards their entries belong in; the emptied
-        file goes when it is written."""
+        file was renamed by hand), or filed in another machine's or week's shard (a pulled
+        line), move to the shards they belong in; a shard read again that is not sorted or
+        not canonical is rewritten; an emptied file goes when it is written. No run dir is
+        needed: this is what `bench catalog validate` sends a user to `build` for."""
         for sid, shard in enumerate(list(self.shards)):
-            if shard is None or is_layout_name(shard.name):
+            if shard is None or (shard.canonical and is_layout_name(shard.name)):
                 continue
-            for run_id, line in sorted(self.lines(sid).items()):
+            lines = self.lines(sid)
+            shard.dirty = shard.dirty or (not shard.canonical and shard.stat is not None)
+            for run_id, line in sorted(lines.items()):
                 entry = _decode(line)
                 target = shard_name(entry)
                 if target != shard.name:
@@ -696,12 +701,16 @@ def _count(entries: Iterable[dict[str, Any]]) -> dict[tuple[Any, Any, Any], int]
 
 
 def _check_shard(task: tuple[str, str]) -> tuple[Any, bool, dict[Any, int], list[str]]:
-    """(stat, canonical?, point counts, run ids) of a shard, validated as catalog entries."""
+    """(stat, canonical?, point counts, run ids) of a shard, validated as catalog entries
+    (every line through the gate, the file a regular one under the cap). Canonical: as a
+    build writes it, sorted, every entry in the shard its machine and week name; a shard
+    that is not is rewritten by `ShardBook.relocate`, run dirs or not."""
     name, path = task
     stat = _stat(path)
-    raw = Path(path).read_bytes()
+    raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
     entries = parse_shard_entries(name, parse_lines(raw, name))
     canonical = raw == b"".join(encode_line(e) + b"\n" for _, e in sorted(entries.items()))
+    canonical = canonical and all(shard_name(e) == name for e in entries.values())
     return stat, canonical, _count(entries.values()), list(entries)
 
 
@@ -1117,7 +1126,7 @@ def build_v3(
     phases = Phases()
     result = BuildResult()
     path = store.catalog_path
-    raw = path.read_bytes() if path.exists() else None
+    raw = read_catalog(path)
     head = _parse_head(path, raw)
     pending = parse_catalog(path, head) if raw is not None else {}
     retracted = set(head.get("retracted", []))
@@ -1147,7 +1156,7 @@ def build_v3(
         static[machine] = summary_from_specs(parsed)
     # Just before writing: what another writer (a `git pull`) put in catalog.json since it
     # was read is merged, not overwritten.
-    now = path.read_bytes() if path.exists() else None
+    now = read_catalog(path)
     if now != raw and now is not None:
         theirs = _parse_head(path, now)
         for run_id in sorted(set(theirs.get("retracted", [])) - retracted):
@@ -1167,7 +1176,7 @@ def build_v3(
     phases.mark("shards")
 
     head_bytes = render(head_document(static, retracted)).encode("utf-8")
-    late = path.read_bytes() if path.exists() else None
+    late = read_catalog(path)
     if late != raw and late is not None:
         # Replaced once more while the shards were written: keep its static fields and
         # retractions, and its inline runs for the next build to shard.

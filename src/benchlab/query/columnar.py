@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 import orjson
 
+from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, head_problem, read_regular
 from benchlab.catalog.read import METRICS, _check_entries
 from benchlab.catalog.shards import decode_entry
 from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3
-from benchlab.errors import BenchlabError, SchemaError
+from benchlab.errors import BenchlabError
 from benchlab.identity import series_of
 from benchlab.query.columns import CACHE_NAME, FORMAT, SEGMENT_DIR, Unanswerable
 from benchlab.query.filters import Filters, select
@@ -257,25 +258,15 @@ def _bytes_column(texts: list[str]) -> tuple[np.ndarray, bool]:
 
 
 def _read_shard_segment(name: str, path: Path) -> _Segment:
-    """Parse and check one shard as `read._check_v3` does; remember where each line is."""
-    with open(path, "rb") as handle:
-        stat = os.fstat(handle.fileno())
-        raw = handle.read()
-    entries = []
-    offsets = []
-    lengths = []
-    loads = orjson.loads
-    position = 0
-    for line in raw.split(b"\n"):
-        if line.strip():
-            data = loads(line)
-            if type(data) is not dict or type(data.get("run_id")) is not str:
-                raise SchemaError(f"{name}: expected an entry object with a run_id")
-            entries.append(decode_entry(data))
-            offsets.append(position)
-            lengths.append(len(line))
-        position += len(line) + 1
-    _check_entries(path, entries)
+    """Read one shard through the catalog gate (once per change of the shard: the segment
+    is kept while its stat is); remember where each line is. A line the gate sets aside,
+    or a conflict line, is left to the Python path, which names it."""
+    raw, stat = read_regular(path, name, MAX_SHARD_BYTES)
+    entries, offsets, problems = gate_lines(raw, name)
+    if problems or any(CONFLICT in entry for entry in entries):
+        raise Unanswerable(f"{name}: lines set aside or in conflict")
+    find, size = raw.find, len(raw)
+    lengths = [(end if (end := find(b"\n", start)) >= 0 else size) - start for start in offsets]
     segment = _columns_of(entries, offsets, lengths)
     segment.name = name
     segment.stat = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
@@ -756,15 +747,8 @@ def _build(
     if doc.get("$schema", CATALOG_V1) == CATALOG_V3:
         retracted = doc.get("retracted", [])
         pending = doc.get("runs", [])
-        machines = doc.get("machines", {})
-        if (
-            type(retracted) is not list
-            or not all(type(r) is str for r in retracted)
-            or type(pending) is not list
-            or type(machines) is not dict
-            or not all(type(v) is dict for v in machines.values())
-        ):
-            raise Unanswerable("catalog.json head does not check")
+        if head_problem(doc) is not None:
+            raise Unanswerable("catalog.json head does not pass the gate")
         _check_entries(catalog_path, pending)
         segments = _shard_segments(catalog_path.parent, cache_dir, shards)
         segments.append(_inline_segment(pending))
