@@ -15,6 +15,9 @@ run id with a `failover-from:<device>` tag. Around that:
 - a drained device's remaining points become loud holes (Runner.write_hole) or move to a
   failover target chosen by fitness (fitness.py);
 - every retry, failover, trip and hole goes to retries.jsonl / schedule.json (schedule_log.py);
+- which worker takes and finishes which point goes to assignments.jsonl as it happens
+  (assignments.py), so a session killed outright leaves them, and its resume reports the
+  points that were on a worker when it died;
 - the lock, the stamp, resume and the logs are the session's (session.py, shared with the
   sequential runner), and a stop request is honoured within a second: points in flight
   finish, the rest stay pending for resume;
@@ -41,6 +44,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +56,12 @@ from benchlab.errors import DeviceError
 from benchlab.ids import utc_iso
 from benchlab.layout import IN_FLIGHT, Store, atomic_write_bytes
 from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
+from benchlab.sweep.assignments import (
+    AssignmentLog,
+    by_session,
+    held_at_end,
+    read_assignments,
+)
 from benchlab.sweep.attempt import retry_warning
 from benchlab.sweep.breaker import Breaker
 from benchlab.sweep.budget import MAX_ROUNDS, Budget, Durations, Rounds
@@ -182,6 +192,7 @@ class _Sweep:
         history: DeviceHistory | None = None,
         machines: set[str] | None = None,
         config_path: str | Path | None = None,
+        persist_assignments: bool = False,
     ) -> None:
         self.store = store
         self.config_path = config_path
@@ -240,6 +251,14 @@ class _Sweep:
         self._in_flight_written: dict[str, int] | None = None
         self.started_at = utc_iso()
         self.ended_at: str | None = None
+        self.session_id = f"{self.started_at} {uuid.uuid4().hex[:12]}"
+        """Unique per session (two sessions may start in one second, in one process)."""
+        self.assignment_log = (
+            AssignmentLog(log.schedule_path.parent, self.session_id)
+            if persist_assignments
+            else None
+        )
+        self._assignments_warned = False
 
     # --- set-up ------------------------------------------------------------------------
 
@@ -389,6 +408,16 @@ class _Sweep:
                 if transport is None:
                     transport = self._open(device, worker)
                 point = job.point
+                self._persist_assignment(
+                    "start",
+                    run_id=point.run_id,
+                    spec_id=point.spec.spec_id,
+                    device=device.id,
+                    machine_id=device.machine,
+                    worker=worker,
+                    attempt=point.attempt,
+                    probe=job.probe,
+                )
                 started = getattr(self.progress, "point_started", None)
                 if callable(started):
                     with self._progress_lock:
@@ -416,6 +445,43 @@ class _Sweep:
         finally:
             if transport is not None:
                 _close_quietly(transport)
+
+    def _persist_assignment(self, event: str, **fields: Any) -> None:
+        """One assignments.jsonl line (a worker thread, unlocked); a disk that refuses it
+        warns once and the sweep goes on: the records are the measurement."""
+        if self.assignment_log is None:
+            return
+        try:
+            if event == "start":
+                self.assignment_log.started(**fields)
+            else:
+                self.assignment_log.finished(**fields)
+        except OSError as exc:
+            with self.lock:
+                warned, self._assignments_warned = self._assignments_warned, True
+            if not warned:
+                self._event(f"WARNING worker assignments not written: {exc}")
+
+    def recover_assignments(self) -> None:
+        """Give the earlier sessions schedule.json keeps their assignments as
+        assignments.jsonl has them, and say which points were on a worker when one died."""
+        if self.assignment_log is None:
+            return
+        lines = read_assignments(self.assignment_log.path)
+        finished, held = by_session(lines), held_at_end(lines)
+        for session in self.log.earlier:
+            session_id = session.get("session")
+            if not isinstance(session_id, str) or "held_at_end" in session:
+                continue  # written before sessions had ids, or recovered already
+            if session_id in finished:
+                session["assignments"] = finished[session_id]
+            session["held_at_end"] = [x for x in held if x.get("session") == session_id]
+            for line in session["held_at_end"]:
+                self._event(
+                    f"HELD {line.get('run_id')} was on {line.get('worker')} (attempt "
+                    f"{line.get('attempt')}) when session {session_id} ended; not finished "
+                    "there, it runs again unless its record is done"
+                )
 
     def _publish_in_flight(self) -> None:
         """in_flight.json: points running now per device, for observers such as the exporter.
@@ -755,6 +821,14 @@ class _Sweep:
                 )
             else:
                 self._remember(device, "failed", record.run_id)
+        self._persist_assignment(
+            "finish",
+            run_id=point.run_id,
+            worker=worker,
+            attempt=point.attempt,
+            status=record.status,
+            failure_kind=kind,
+        )
         if final:
             return
         if retry_in:
@@ -946,6 +1020,7 @@ class _Sweep:
             }
             return {
                 "experiment": self.config.experiment,
+                "session": self.session_id,
                 "stamp": self.journal.stamp,
                 "started_at": self.started_at,
                 "ended_at": self.ended_at,
@@ -1048,7 +1123,9 @@ def run_sweep_concurrent(
             history=DeviceHistory(st, config.experiment),
             machines=session.machines,
             config_path=config_path,
+            persist_assignments=True,
         )
+        sweep.recover_assignments()
         sweep.enqueue(pending)
         sweep._take_injected()  # due ones run now, even when every other point is done
         start = getattr(sink, "start", None)
