@@ -555,8 +555,9 @@ class FitnessPolicy(_Closed):
     pending_after_s: float = Field(
         default=600.0,
         gt=0,
-        description="A point queued on a device longer than this counts once against the "
-        "device's fitness (seed 004: a job that stays pending lowers fitness).",
+        description="A point held on its device longer than its expected duration (that "
+        "device's own history) plus this counts once against the device's fitness; time in "
+        "benchlab's own queue never does.",
     )
 
 

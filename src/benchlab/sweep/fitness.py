@@ -8,11 +8,13 @@ fitness from a seeded RNG; with probability `exploration` the draw ignores fitne
 uniform (the seed's "generic grid slot"), so a device at fitness 0 can rehabilitate itself
 instead of waiting to be forgotten. Every draw is recorded with the fitness it saw.
 
-Fitness lasts: a session seeds each device's window from `runs/devices/<machine>/history.jsonl`
-(history.py), which every session appends to, so a failover choice at the next session
-already knows which spare misbehaved last time. A point that waits in a device's queue past
-`pending_after_s` counts once against the device (seed 004's "pending jobs" as negative
-feedback: a device that cannot keep up should not be handed more work).
+Fitness lasts: a session seeds each device's window from its own lines of
+`runs/devices/<machine>/history.jsonl` (history.py; a device is machine and device id), which
+every session appends to, so a failover choice at the next session already knows which spare
+misbehaved last time. A point the device holds past its expected duration plus
+`pending_after_s` counts once against it ("pending jobs" as negative feedback: a device that
+cannot keep up should not be handed more work); waiting in benchlab's own queue does not,
+or a healthy 1-slot device with a long queue would look unfit.
 """
 
 from __future__ import annotations
