@@ -71,6 +71,7 @@ def test_local_on_two_machines_is_two_rows(
     }
     schedule = json.loads((store / "runs/sweeps/on-a/schedule.json").read_text())
     assert schedule["devices"]["local"]["machine_id"] == "A"
+    assert {a["machine_id"] for a in schedule["assignments"]} == {"A"}
     assert main(["devices", "report"]) == 0  # the table: a row per (machine, device)
     table = capsys.readouterr().out
     assert table.count(" local ") == 2

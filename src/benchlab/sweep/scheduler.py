@@ -748,6 +748,7 @@ class _Sweep:
                     "run_id": point.run_id,
                     "spec_id": point.spec.spec_id,
                     "device": device.id,
+                    "machine_id": device.machine,
                     "worker": worker,
                     "attempt": point.attempt,
                     "probe": job.probe,
@@ -785,6 +786,7 @@ class _Sweep:
                 self.log.append(
                     kind="transport",
                     device=device.id,
+                    machine_id=device.machine,
                     spec_id=point.spec.spec_id,
                     run_id=point.run_id,
                     attempt=point.attempt,
@@ -903,6 +905,7 @@ class _Sweep:
                 moved = _Point(spec, self.journal.run_id(spec))
                 self.log.append(
                     device=device.id,
+                    machine_id=device.machine,
                     spec_id=point.spec.spec_id,
                     run_id=point.run_id,
                     attempt=point.attempt,
@@ -917,6 +920,7 @@ class _Sweep:
                 hole_reason = reason
                 self.log.append(
                     device=device.id,
+                    machine_id=device.machine,
                     spec_id=point.spec.spec_id,
                     run_id=point.run_id,
                     attempt=point.attempt,

@@ -292,6 +292,7 @@ def _run_point(
         session.log.append(
             kind="transport",
             device=spec.device,
+            machine_id=spec.machine_id,
             spec_id=spec.spec_id,
             run_id=run_id,
             attempt=attempt,
