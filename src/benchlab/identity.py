@@ -46,9 +46,15 @@ IDENTITY_FIELDS: tuple[str, ...] = (
     "type_v",
     "axes",
     "revision",
+    "settings",
 )
 """Every field that shapes the number. A catalog entry carries each of them (null where the
-run did not say), and so does the `identity` of a run record."""
+run did not say), and so does the `identity` of a run record. `settings` is a digest of the
+device's env and workdir (`ids.settings_digest`), never their values."""
+
+OPTIONAL_FIELDS: frozenset[str] = frozenset({"settings"})
+"""Fields left out of `series_id` while null: a run that does not set them keeps the series
+id it had before they existed."""
 
 VERSION_FIELDS: tuple[str, ...] = ("backend_version", "backend_build", "backend_commit", "revision")
 """The version axis: builds and revisions are compared along a series, not split into new
@@ -152,7 +158,11 @@ def identity_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def series_id(entry: Mapping[str, Any]) -> str:
     """A short stable name for a series: safe in a file name, a URL and a label value."""
-    fields = {name: entry.get(name) for name in SERIES_FIELDS}
+    fields = {
+        name: entry.get(name)
+        for name in SERIES_FIELDS
+        if name not in OPTIONAL_FIELDS or entry.get(name) is not None
+    }
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
     return "s" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
@@ -268,6 +278,7 @@ def derive(
     params: Mapping[str, Any] | None = None,
     revision: str | None = None,
     facts: Mapping[str, Any] | None = None,
+    settings: str | None = None,
 ) -> dict[str, Any]:
     """A run's identity from what was asked (the spec) and what the backend observed.
 
@@ -302,6 +313,7 @@ def derive(
         "type_v": params.get("type_v"),
         "axes": axes_of(params),
         "revision": revision if revision is not None else params.get("revision"),
+        "settings": settings,
     }
     for name, value in facts.items():
         if name in asked and value is not None:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -85,6 +86,27 @@ def config_hash(obj: Any, chars: int = LEGACY_HASH_CHARS) -> str:
     hash. A shorter hash is a prefix of a longer one, so an old id can be told from a new."""
     canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:chars]
+
+
+SETTINGS_CHARS = 16
+"""Hex chars of a device's settings digest (64 bits)."""
+
+
+def settings_digest(env: Mapping[str, str] | None, workdir: str | None) -> str | None:
+    """A digest of how a device runs its points, where the config says: its environment
+    (`OMP_NUM_THREADS` shapes the number) and its working dir (which binary and files a
+    relative path finds). None where it declares neither, so the spec ids and series of a
+    config without them are the ones they always were. Env values may hold secrets: only
+    this digest is kept (in the spec id and the identity), never a value; the templates
+    are hashed as written, so `${worker_instance_id}` keeps one id across workers."""
+    parts: dict[str, Any] = {}
+    if env:
+        parts["env"] = {str(k): str(v) for k, v in sorted(env.items())}
+    if workdir:
+        parts["workdir"] = workdir
+    if not parts:
+        return None
+    return config_hash(parts, SETTINGS_CHARS)
 
 
 def spec_id(

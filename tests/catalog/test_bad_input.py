@@ -6,6 +6,10 @@ named and skipped, and every other run still lands (one bad run never wedges the
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -260,3 +264,114 @@ def test_a_machine_id_that_is_its_host_name_is_refused_unless_declared_public(
     policy = built / "redaction.yaml"
     policy.write_text(f"version: 1\nallow:\n  values: [{machine}]\n")
     assert bench("--store", str(built), "catalog", "build")[0] == 0
+
+
+def build_in_a_process(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`bench catalog build` in its own process, bounded: a build that blocks fails the
+    test (TimeoutExpired) instead of hanging it."""
+    return subprocess.run(
+        [sys.executable, "-m", "benchlab", "--store", str(root), "catalog", "build", *extra],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_a_fifo_record_is_set_aside_without_blocking_the_build(built: Path, bench: Bench) -> None:
+    """A FIFO planted as record.json: opening it for reading would wait for a writer
+    forever, holding the catalog lock (and `dvc repro` behind it)."""
+    path = new_run_file(built, "record.json")
+    path.unlink()
+    os.mkfifo(path)
+    done = build_in_a_process(built)
+    assert done.returncode == 2, done.stderr
+    assert f"{path}: not a regular file" in skipped_line(done.stderr)
+    assert_only_bad_run_missing(built, path, bench)
+
+
+def test_a_run_file_that_is_a_symlink_is_set_aside(
+    built: Path, bench: Bench, tmp_path: Path
+) -> None:
+    path = new_run_file(built, "kernel.json")
+    secret = tmp_path / "secret.json"
+    secret.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(secret)
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    assert f"{path}: a symlink" in skipped_line(err)
+    assert_only_bad_run_missing(built, path, bench)
+
+
+def test_a_symlinked_run_dir_pointing_outside_the_store_is_not_published(
+    built: Path, bench: Bench, tmp_path: Path
+) -> None:
+    """`bench promote` refuses such a dir; the build must not publish it either."""
+    run_dir = new_run_file(built, "manifest.json").parent
+    outside = tmp_path / "elsewhere" / run_dir.name
+    shutil.copytree(run_dir, outside)
+    shutil.rmtree(run_dir)
+    run_dir.symlink_to(outside, target_is_directory=True)
+    for extra in ((), ("--full",)):
+        code, _, err = bench("--store", str(built), "catalog", "build", *extra)
+        assert code == 2
+        assert f"{run_dir}: a symlink" in skipped_line(err)
+        ids = {e["run_id"] for e in catalog_doc(built / "catalog.json")["runs"]}
+        assert len(ids) == 14 and run_dir.name not in ids
+
+
+def test_a_symlinked_machine_dir_is_not_published(
+    built: Path, bench: Bench, tmp_path: Path, make_fleet: Callable[..., list[str]]
+) -> None:
+    outside = tmp_path / "elsewhere"
+    make_fleet(outside, 40, seed=77, first=900)
+    ours = built / "runs" / "by-machine"
+    machine_dir = next(
+        p
+        for p in sorted((outside / "runs" / "by-machine").iterdir())
+        if not (ours / p.name).exists()
+    )
+    theirs = {p.name for p in machine_dir.iterdir() if p.is_dir()}
+    link = ours / machine_dir.name
+    link.symlink_to(machine_dir, target_is_directory=True)
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    assert f"{link}: a symlink" in skipped_line(err)
+    ids = {e["run_id"] for e in catalog_doc(built / "catalog.json")["runs"]}
+    assert theirs and len(ids) == 15 and not theirs & ids
+
+
+def test_a_record_whose_identity_names_another_machine_is_refused(
+    built: Path, bench: Bench
+) -> None:
+    """Filed under the identity's machine, the run would join a machine it never ran on."""
+    path = new_run_file(built, "record.json")
+    doc = json.loads(path.read_text())
+    doc["identity"] = {"machine_id": "someone-else"}
+    path.write_text(json.dumps(doc))
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    line = skipped_line(err)
+    assert f"{path}: $.identity.machine_id: 'someone-else' differs from the run's machine" in line
+    assert_only_bad_run_missing(built, path, bench)
+    assert not (built / "catalog" / "someone-else").exists()
+
+
+def test_an_integer_past_64_bits_sets_its_run_aside_and_never_wedges_the_store(
+    built: Path, bench: Bench
+) -> None:
+    """One 30-digit sweep param: every later build failed (orjson cannot write it)."""
+    path = new_run_file(built, "record.json")
+    doc = json.loads(path.read_text())
+    doc["spec"]["params"] = {"big": 10**29 + 7}
+    path.write_text(json.dumps(doc))
+    code, _, err = bench("--store", str(built), "catalog", "build")
+    assert code == 2
+    line = skipped_line(err)
+    assert f"{path}: $.spec.params.big: integer 10000000000000000000...(30 digits)" in line
+    assert "exceeds 64 bits" in line
+    assert_only_bad_run_missing(built, path, bench)
+    code, _, err = bench("--store", str(built), "catalog", "build", "--full")
+    assert code == 2 and skipped_line(err)
+    assert bench("--store", str(built), "catalog", "validate")[0] == 0

@@ -3,13 +3,14 @@ changed in place, a hostile document, a second clone sharing the installed packa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -161,7 +162,9 @@ def test_a_run_dir_whose_mtime_was_put_back_is_read_again(fleet: Path) -> None:
 def test_a_run_file_corrected_in_place_is_read_again(fleet: Path, monkeypatch) -> None:
     """An in-place edit leaves the dir's stat alone. Within a second of the dir's last
     change its files' signatures are checked too (a change in the same timestamp tick);
-    after that, only `--full` (which re-reads every run dir) sees it."""
+    after that, record.json's own ctime (stat'd beside its dir) still shows an in-place
+    edit of the record. The other run files are written once, by rename; an in-place edit
+    of one of them is seen by `--full` (which re-reads every run dir)."""
     build(Store(fleet))  # the fleet was just written: its dirs are "racy"
     record_path = ok_record(fleet)
     record = edit_in_place(record_path, status="failed", failure_kind="parse", error="later")
@@ -170,11 +173,18 @@ def test_a_run_file_corrected_in_place_is_read_again(fleet: Path, monkeypatch) -
 
     monkeypatch.setattr(build_v3, "RACY_NS", -(10**18))  # as if every dir were old
     build(Store(fleet))
+    dir_stat = record_path.parent.stat()
     edit_in_place(record_path, status="ok", failure_kind=None, error=None)
-    assert build(Store(fleet)).dirs_read == 0  # the incremental build does not look
-    result = build(Store(fleet), full=True)
-    assert (result.dirs_read, result.changed) == (20, 1)
+    assert record_path.parent.stat().st_ctime_ns == dir_stat.st_ctime_ns  # the dir is as it was
+    result = build(Store(fleet))  # incremental: the record's ctime moved
+    assert (result.dirs_read, result.changed) == (1, 1)
     assert load_catalog(fleet / "catalog.json").entry(record["run_id"])["status"] == "ok"
+    assert build(Store(fleet)).dirs_read == 0
+
+    kernel = record_path.parent / "kernel.json"
+    kernel.write_text(kernel.read_text())  # in place, another run file: left to --full
+    assert build(Store(fleet)).dirs_read == 0
+    assert build(Store(fleet), full=True).dirs_read == 20
 
 
 def test_a_second_build_waits_for_the_lock_and_a_dead_holder_is_taken_over(fleet: Path) -> None:
@@ -234,3 +244,103 @@ def test_a_second_clone_sharing_the_install_builds_its_own_site(
     assert (clones[1] / "site" / "docs" / "generated").is_dir()
     assert not (clones[0] / "site" / "docs" / "generated").exists()
     assert listing() == before  # the installed package's own repo is untouched
+
+
+@contextlib.contextmanager
+def mounted(target: Path, *how: list[str]) -> Iterator[Path]:
+    """A real mount (tmpfs, or a bind remounted read-only), always unmounted after."""
+    target.mkdir(parents=True, exist_ok=True)
+    done = 0
+    try:
+        for argv in how:
+            try:
+                subprocess.run(argv, check=True, capture_output=True, timeout=30)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                pytest.skip(f"cannot mount here: {exc}")
+            done += 1
+        yield target
+    finally:
+        for _ in range(done):
+            subprocess.run(["umount", str(target)], check=False, capture_output=True, timeout=30)
+
+
+def tracked(root: Path) -> dict[str, bytes]:
+    """What git tracks of the catalog: head, shards, inventory and public specs, and any
+    stray temp or kept-aside file beside them."""
+    files = [*sorted(root.glob("*catalog.json*")), *sorted((root / "catalog").rglob("*"))]
+    files += sorted((root / "machines").rglob("*"))
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in files if p.is_file()}
+
+
+def fill(root: Path, leave: int) -> None:
+    """Fill the file system of `root` to ENOSPC, then free `leave` bytes."""
+    filler = root / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        with contextlib.suppress(OSError):
+            for _ in range(1 << 16):  # bounded: 256 MiB at most
+                os.write(fd, b"\0" * 4096)
+    finally:
+        os.close(fd)
+    size = filler.stat().st_size
+    os.truncate(filler, max(0, size - leave))
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first-build", "incremental"])
+def test_a_full_disk_leaves_the_old_catalog_or_the_new_one(
+    tmp_path: Path, make_fleet: Callable[..., list[str]], bench: Bench, first: bool
+) -> None:
+    """A real small tmpfs, filled to leave 0 to 1 MiB free: each build either ends with
+    the whole new catalog, or stops with one line and leaves the old one byte for byte
+    (before, a full disk left shards without their head, and a traceback)."""
+    seed = tmp_path / "seed"
+    make_fleet(seed, 30, seed=4)
+    if not first:
+        build(Store(seed))
+        make_fleet(seed, 6, seed=4, first=30, step_s=1296000)
+    reference = tmp_path / "reference"
+    shutil.copytree(seed, reference, symlinks=True)
+    build(Store(reference))
+    new = tracked(reference)
+    outcomes = set()
+    for leave in (0, 8 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20):
+        mount = tmp_path / f"fs-{leave}"
+        with mounted(mount, ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)]):
+            root = mount / "store"
+            shutil.copytree(seed, root, symlinks=True)
+            before = tracked(root)
+            fill(mount, leave)
+            code, _, err = bench("--store", str(root), "catalog", "build")
+            (mount / "filler").unlink()
+            now = tracked(root)
+            if code == 0:
+                outcomes.add("built")
+                assert now == new and validate(Store(root)).runs == 36 - 6 * first
+                continue
+            lines = err.strip().splitlines()
+            assert code == 2 and "Traceback" not in err, err
+            assert len(lines) == 1 and "No space left on device" in lines[0], err
+            # Stopped before its commit (the old catalog) or after it, in the private
+            # views or cache (the new one); never a mix, never shards without a head.
+            assert now in (before, new), f"{leave} bytes free: the catalog was half-written"
+            outcomes.add("refused, old kept" if now == before else "refused, new written")
+    assert {"built", "refused, old kept"} <= outcomes, outcomes  # both ends were met
+
+
+def test_a_read_only_store_is_one_line_and_changes_nothing(
+    fleet: Path, make_fleet: Callable[..., list[str]], bench: Bench
+) -> None:
+    build(Store(fleet))
+    make_fleet(fleet, 3, seed=9, first=20, step_s=1296000)
+    before = tracked(fleet)
+    bind = ["mount", "--bind", str(fleet), str(fleet)]
+    ro = ["mount", "-o", "remount,bind,ro", str(fleet)]
+    with mounted(fleet, bind, ro):
+        for verb in (["catalog", "build"], ["catalog", "build", "--full"]):
+            code, _, err = bench("--store", str(fleet), *verb)
+            lines = err.strip().splitlines()
+            assert code == 2 and "Traceback" not in err, err
+            assert len(lines) == 1 and lines[0].startswith("bench: error: "), err
+            assert "Read-only file system" in lines[0] and str(fleet) in lines[0]
+        assert tracked(fleet) == before
+    assert build(Store(fleet)).new == 3  # writable again: the build goes on as if never stopped

@@ -56,7 +56,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISLNK
 from typing import Any
 
 import numpy as np
@@ -104,12 +104,14 @@ from benchlab.layout import (
     Store,
     atomic_write_bytes,
     loads_json,
+    remove_file,
+    write_set,
 )
 
 log = logging.getLogger("benchlab.catalog")
 
 CACHE_DIR = ".catalog-cache"
-CACHE_FORMAT = f"benchlab-catalog-build-cache/4 marshal{marshal.version}"
+CACHE_FORMAT = f"benchlab-catalog-build-cache/5 marshal{marshal.version}"
 LEGACY_CACHE = ".catalog-cache.json"
 """The v2 build's JSON cache: nothing reads it once the catalog is v3, so a v3 build drops it."""
 RACY_NS = 1_000_000_000
@@ -639,7 +641,7 @@ class ShardBook:
             shard.counts = _count(_decode(line) for line in lines.values())
         if not lines:
             if now is not None:
-                path.unlink()
+                remove_file(path)
                 self.result.catalog_written = True
                 self.written.add(shard.name)
                 with contextlib.suppress(OSError):
@@ -727,13 +729,21 @@ class Group:
     machine: str
 
 
-def _groups(store: Store) -> list[Group]:
+def _groups(store: Store, refused: list[str] | None = None) -> list[Group]:
+    """Every run-dir group; a machine dir that is a symlink (it may point anywhere,
+    outside the store too) is not one: its path goes to `refused`."""
     out = []
     for base in (store.by_machine, store.public_runs):
         if not base.is_dir():
             continue
         for machine in os.scandir(base):
-            if machine.name.startswith(".") or not machine.is_dir():
+            if machine.name.startswith("."):
+                continue
+            if machine.is_symlink():
+                if refused is not None:
+                    refused.append(machine.path)
+                continue
+            if not machine.is_dir():
                 continue
             key = f"{base.name}/{machine.name}"
             rel = f"{store.runs_dir.name}/{key}/"
@@ -744,7 +754,11 @@ def _groups(store: Store) -> list[Group]:
 def _file_sig(path: str) -> list[int]:
     """The run files' identity (v2's signature): index, size, mtime and inode of each."""
     sig: list[int] = []
-    for item in sorted(os.scandir(path), key=lambda d: d.name):
+    try:
+        listing = sorted(os.scandir(path), key=lambda d: d.name)
+    except OSError:  # a symlink to a file, or gone: read (and named) as it is
+        return sig
+    for item in listing:
         if item.name in RUN_FILES:
             stat = item.stat(follow_symlinks=False)
             sig += [RUN_FILES.index(item.name), stat.st_size, stat.st_mtime_ns, stat.st_ino]
@@ -768,25 +782,41 @@ class GroupScan:
 
 
 NOT_A_DIR = -2
+_RECORD_IN = f"/{RECORD}"
 
 
 def _stat_names(task: tuple[str, list[str]]) -> bytes:
     """(mtime, ctime, inode) of each name in one dir, as int64 bytes; NOT_A_DIR where it is
-    no dir (a file, or gone since the listing). One stat each, relative to the dir's fd."""
+    no dir (a file, or gone since the listing). Two stats each, relative to the dir's fd,
+    neither following a link: the dir's, and its record.json's, whose ctime (when later)
+    stands for the dir's: a record corrected in place (same inode, the dir's stat left
+    alone) still changes its own ctime, which nothing can put back. A symlink is kept as a
+    row of its own stat: it is read (and refused, named) like a changed dir, every build.
+    """
     path, names = task
     out = array("q")
+    put, lstat, record_in = out.extend, os.lstat, _RECORD_IN  # a million calls: bound once
     fd = os.open(path, os.O_RDONLY)
     try:
         for name in names:
             try:
-                stat = os.stat(name, dir_fd=fd)
+                stat = lstat(name, dir_fd=fd)
             except OSError:
-                out.extend((NOT_A_DIR, NOT_A_DIR, NOT_A_DIR))
+                put((NOT_A_DIR, NOT_A_DIR, NOT_A_DIR))
                 continue
             if S_ISDIR(stat.st_mode):
-                out.extend((stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino))
+                ctime = stat.st_ctime_ns
+                try:
+                    record = lstat(name + record_in, dir_fd=fd).st_ctime_ns
+                    if record > ctime:
+                        ctime = record
+                except OSError:
+                    pass
+                put((stat.st_mtime_ns, ctime, stat.st_ino))
+            elif S_ISLNK(stat.st_mode):
+                put((stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino))
             else:
-                out.extend((NOT_A_DIR, NOT_A_DIR, NOT_A_DIR))
+                put((NOT_A_DIR, NOT_A_DIR, NOT_A_DIR))
     finally:
         os.close(fd)
     return out.tobytes()
@@ -1007,7 +1037,12 @@ def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
     written = views.written if views is not None else 0
     for index, name in items:
         run_dir = f"{path}/{name}"
-        files = read_run_dir(run_dir)
+        try:
+            files = read_run_dir(run_dir)
+        except BenchlabError as exc:  # a symlinked or unreadable run dir: set aside, named
+            skipped += 1
+            warnings.append(f"skipped: {exc}")
+            continue
         if not files:
             continue
         if RECORD not in files and any(n not in files for n in REQUIRED_RUN_FILES):
@@ -1018,6 +1053,7 @@ def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
             warnings.extend(check_public_entry(entry, state["hosts"], policy, state["passed"]))
             target = shard_name(entry)
             names = view_names(entry) if views is not None else None
+            line = _line_of(entry, run_dir)
         except BenchlabError as exc:
             skipped += 1
             warnings.append(f"skipped: {exc}")
@@ -1025,9 +1061,19 @@ def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
         run_id = entry["run_id"]
         if views is not None and run_id not in state["retracted"]:
             views.put(entry, names)
-        out.append(Fresh(index, run_id, target, encode_line(entry), point_of(entry), names))
+        out.append(Fresh(index, run_id, target, line, point_of(entry), names))
     done = views.written - written if views is not None else 0
     return key, out, warnings, skipped, done
+
+
+def _line_of(entry: dict[str, Any], run_dir: str) -> bytes:
+    """The entry as its shard line; a value no shard can hold (an integer past 64 bits
+    that slipped past the file checks) sets this run aside instead of failing the build,
+    and every build after it."""
+    try:
+        return encode_line(entry)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"{run_dir}: cannot be written to a shard: {exc}; set aside") from None
 
 
 class Workers:
@@ -1122,7 +1168,13 @@ def default_jobs(full: bool) -> int:
 def build_v3(
     store: Store, *, full: bool, progress: Progress | None, jobs: int | None = None
 ) -> BuildResult:
-    """The v3 build (the caller holds the catalog lock)."""
+    """The v3 build (the caller holds the catalog lock).
+
+    The tracked catalog (shards, head, inventory, public specs) is written as one
+    `layout.write_set`: shards first, then the head, inventory and specs; any failure on
+    the way (a full disk, a read-only store, a bad file found late) puts every file back as
+    it was, so what git sees is the old catalog or the new one, never shards without their
+    head. Views and the build cache are derived and private: they come after the commit."""
     phases = Phases()
     result = BuildResult()
     path = store.catalog_path
@@ -1136,26 +1188,56 @@ def build_v3(
     usable = not full and cache.load()
     jobs = max(1, jobs if jobs is not None else default_jobs(not usable))
     workers = Workers(jobs, store, frozenset(retracted))
+    with write_set():
+        try:
+            book = ShardBook(store, result)
+            book.open(cache.index.get("shards", []) if usable else [], usable, workers)
+            views_existed = store.by_model.is_dir() or store.by_date.is_dir()
+            phases.mark("open")
+            groups, scans = _scan(
+                store, book, cache if usable else None, workers, retracted, pending
+            )
+            phases.mark("stat")
+            remake = full or not usable
+            _read(store, book, groups, scans, workers, result, progress, remake, views_existed)
+        finally:
+            workers.close()
+        phases.mark("read")
+        head_bytes = _write_catalog(store, book, head, raw, retracted, old_inventory, phases)
+    _reconcile_views(store, book, result, sweep=(full or not usable) and views_existed)
+    phases.mark("views")
     try:
-        book = ShardBook(store, result)
-        book.open(cache.index.get("shards", []) if usable else [], usable, workers)
-        views_existed = store.by_model.is_dir() or store.by_date.is_dir()
-        phases.mark("open")
-        groups, scans = _scan(store, book, cache if usable else None, workers, retracted, pending)
-        phases.mark("stat")
-        _read(
-            store, book, groups, scans, workers, result, progress, full or not usable, views_existed
-        )
-    finally:
-        workers.close()
-    phases.mark("read")
+        _save_cache(cache, book, head_bytes, scans)
+    except OSError as exc:  # costs the next build its reads, nothing else
+        result.warnings.append(f"build cache not saved: {exc.filename}: {exc.strerror}")
+    with contextlib.suppress(OSError):
+        (store.runs_dir / LEGACY_CACHE).unlink()
+    phases.mark("cache")
+    if result.catalog_written:
+        _build._warm_query_cache(store, shards=sorted(book.written))
+        phases.mark("warm")
+    phases.log()
+    return result
 
+
+def _write_catalog(
+    store: Store,
+    book: ShardBook,
+    head: dict[str, Any],
+    raw: bytes | None,
+    retracted: set[str],
+    old_inventory: dict[str, Any],
+    phases: Phases,
+) -> bytes:
+    """Shards, then the head, then inventory and public specs (inside the build's write
+    set); returns the head's bytes. What another writer (a `git pull`) put in catalog.json
+    since it was read is merged, not overwritten."""
+    result = book.result
+    path = store.catalog_path
     specs = _build._machine_specs(store)  # looked up here: tests inject a `git pull` in it
     static = _static_of(head.get("machines", {}))
     for machine, parsed in specs.items():
         static[machine] = summary_from_specs(parsed)
-    # Just before writing: what another writer (a `git pull`) put in catalog.json since it
-    # was read is merged, not overwritten.
     now = read_catalog(path)
     if now != raw and now is not None:
         theirs = _parse_head(path, now)
@@ -1198,18 +1280,7 @@ def build_v3(
         atomic_write_bytes(store.inventory_path, inventory)
     result.specs_published = publish_specs(store, specs)
     phases.mark("head")
-
-    _reconcile_views(store, book, result, sweep=(full or not usable) and views_existed)
-    phases.mark("views")
-    _save_cache(cache, book, head_bytes, scans)
-    with contextlib.suppress(OSError):
-        (store.runs_dir / LEGACY_CACHE).unlink()
-    phases.mark("cache")
-    if result.catalog_written:
-        _build._warm_query_cache(store, shards=sorted(book.written))
-        phases.mark("warm")
-    phases.log()
-    return result
+    return head_bytes
 
 
 def _scan(
@@ -1230,7 +1301,14 @@ def _scan(
         if run_id not in retracted:
             entry = pending[run_id]
             book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
-    groups = _groups(store)
+    refused: list[str] = []
+    groups = _groups(store, refused)
+    for link in refused:
+        book.result.skipped += 1
+        book.result.warnings.append(
+            f"skipped: {link}: a symlink; machine dirs must be real dirs inside the store; "
+            "set aside"
+        )
     cached = {g.key: cache.group(g.key) if cache is not None else None for g in groups}
     since = time.time_ns()
     scans = []
@@ -1393,6 +1471,21 @@ def retract_v3(store: Store, run_ids: list[str]) -> int:
     withdrawn = set(head.get("retracted", [])) | set(run_ids)
     wanted = set(run_ids)
     dropped: list[dict[str, Any]] = []
+    with write_set():  # shards and head: all replaced, or none
+        _retract_shards(path, head, withdrawn, wanted, dropped)
+    stale = {name for entry in dropped for name in view_names(entry)}
+    if stale:
+        remove_views(store, stale)
+    return len(dropped)
+
+
+def _retract_shards(
+    path: Path,
+    head: dict[str, Any],
+    withdrawn: set[str],
+    wanted: set[str],
+    dropped: list[dict[str, Any]],
+) -> None:
     for name, shard_path in iter_shards(path):
         entries = read_shard(shard_path, name)
         kept = [e for e in entries if e["run_id"] not in wanted]
@@ -1401,13 +1494,9 @@ def retract_v3(store: Store, run_ids: list[str]) -> int:
             if kept:
                 atomic_write_bytes(shard_path, render_shard(kept))
             else:
-                shard_path.unlink()
+                remove_file(shard_path)
     static = _static_of(head.get("machines", {}))
     pending = [e for e in head.get("runs", []) if e["run_id"] not in wanted]
     dropped += [e for e in head.get("runs", []) if e["run_id"] in wanted]
     doc = head_document(static, withdrawn, pending)
     atomic_write_bytes(path, render(doc).encode("utf-8"))
-    stale = {name for entry in dropped for name in view_names(entry)}
-    if stale:
-        remove_views(store, stale)
-    return len(dropped)

@@ -50,6 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--fresh", action="store_true", help="start a new sweep (new stamp) instead of resuming"
     )
     parser.add_argument(
+        "--max-points",
+        type=_point_cap,
+        metavar="N",
+        help="refuse a config that expands to more than N points, counted before expanding "
+        "(default: 10000; 0 lifts the cap)",
+    )
+    parser.add_argument(
         "--publish",
         action="store_true",
         help="after the sweep, record its gates' verdicts and run `bench catalog build`",
@@ -98,6 +105,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`bench run`; a store that cannot be written (a full disk, a read-only mount) is the
+    one line naming the file, not a traceback (each file is still written whole)."""
+    from benchlab.layout import write_error
+
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        raise  # a reader such as `head` went away: the CLI says nothing
+    except OSError as exc:
+        raise write_error(exc) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
     from benchlab.sweep.budget import parse_duration
 
@@ -187,12 +207,13 @@ def _config(args: argparse.Namespace) -> Any:
     from benchlab.errors import ConfigError
     from benchlab.layout import find_store
     from benchlab.models import SweepConfig
-    from benchlab.sweep.config import load_sweep_config, parse_sweep_config
+    from benchlab.sweep.config import MAX_POINTS, load_sweep_config, parse_sweep_config
 
     if args.config is not None:
         if args.model or args.machine_id:
             raise ConfigError("give either CONFIG or --machine-id/--model, not both")
-        return load_sweep_config(args.config)
+        cap = MAX_POINTS if args.max_points is None else args.max_points or None
+        return load_sweep_config(args.config, max_points=cap)
     if args.model and not args.machine_id:  # the id `bench onboard` left in .bench-machine-id
         from benchlab.machines.onboard import read_machine_id
 
@@ -215,6 +236,17 @@ def _config(args: argparse.Namespace) -> Any:
     )
     args.config = Path(f"<{config.experiment}>")
     return config
+
+
+def _point_cap(text: str) -> int:
+    """`--max-points N`: a whole number, 0 for no cap (argparse prints the one-line error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 (no cap) or more, got {value}")
+    return value
 
 
 def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) -> Any:

@@ -70,6 +70,7 @@ from benchlab.models import (
     SweepConfig,
     Timings,
 )
+from benchlab.sweep.expand import device_settings
 from benchlab.sweep.journal import as_store
 from benchlab.sweep.placeholders import substitute, variables
 
@@ -143,9 +144,13 @@ def derive_metrics(parsed: ParsedRun, spec: RunSpec) -> tuple[dict[str, float], 
 
 
 def run_identity(
-    spec: RunSpec, parsed: ParsedRun | None, revision: str | None = None
+    spec: RunSpec,
+    parsed: ParsedRun | None,
+    revision: str | None = None,
+    settings: str | None = None,
 ) -> dict[str, Any]:
-    """The record's measurement identity: the spec, overridden by what the run reported."""
+    """The record's measurement identity: the spec, overridden by what the run reported;
+    `settings`: the device's (`expand.device_settings`)."""
     from benchlab.identity import derive
 
     return derive(
@@ -161,6 +166,7 @@ def run_identity(
         params=spec.params,
         revision=revision,
         facts=parsed.facts if parsed is not None else None,
+        settings=settings,
     )
 
 
@@ -423,7 +429,6 @@ class Runner:
             return None
         return path if isinstance(path, str) else None
 
-
     def _manifest(
         self,
         spec: RunSpec,
@@ -501,7 +506,9 @@ class Runner:
             worker=worker,
             metrics=result.metrics or {},
             tests=result.tests or [],
-            identity=run_identity(spec, result.parsed, self.config.revision),
+            identity=run_identity(
+                spec, result.parsed, self.config.revision, device_settings(self.config, spec.device)
+            ),
             telemetry=summarise_telemetry(envelope.telemetry) if envelope else None,
             spec=spec,
         )
@@ -545,7 +552,9 @@ class Runner:
             attempts=self.config.policies.retries.attempts,
             tags=_tags(spec),
             timings=Timings(started_at=now, finished_at=now, duration_s=0.0),
-            identity=run_identity(spec, None, self.config.revision),
+            identity=run_identity(
+                spec, None, self.config.revision, device_settings(self.config, spec.device)
+            ),
             spec=spec,
         )
         self._write_readme(spec, run_id, run_dir, "not attempted (a hole)", now, None)

@@ -19,6 +19,7 @@ Decisions the checks encode:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,10 @@ from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import check_id, check_name, hidden_character
 from benchlab.models import ResourceGroupConfig, SweepConfig
 from benchlab.sweep.placeholders import unknown_placeholders
+
+MAX_POINTS = 10_000
+"""Points (repeats included) a config may expand to unless `--max-points` lifts it: a
+matrix of a million points took a minute and 1.9 GB to list; one axis too many is a typo."""
 
 _DEVICE_TEMPLATED = ("command", "workdir", "python", "env", "host", "identity_file")
 _NAME_AXES = ("device", "backend", "model", "precision", "mode")
@@ -108,8 +113,9 @@ def load_yaml_bounded(text: str, where: str) -> Any:
         loader.dispose()
 
 
-def load_sweep_config(path: str | Path) -> SweepConfig:
-    """Read, validate and cross-check one sweep config; raise ConfigError on any problem."""
+def load_sweep_config(path: str | Path, *, max_points: int | None = MAX_POINTS) -> SweepConfig:
+    """Read, validate and cross-check one sweep config; raise ConfigError on any problem.
+    `max_points`: the most points it may expand to (None: no cap), counted first."""
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -125,10 +131,12 @@ def load_sweep_config(path: str | Path) -> SweepConfig:
         raise ConfigError(f"{where}: {position}malformed YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: malformed YAML: {exc}") from None
-    return parse_sweep_config(data, where)
+    return parse_sweep_config(data, where, max_points=max_points)
 
 
-def parse_sweep_config(data: Any, where: str = "sweep config") -> SweepConfig:
+def parse_sweep_config(
+    data: Any, where: str = "sweep config", *, max_points: int | None = MAX_POINTS
+) -> SweepConfig:
     """Validate an already-parsed mapping (tests and tools build configs in memory)."""
     if not isinstance(data, dict):
         raise ConfigError(
@@ -140,12 +148,13 @@ def parse_sweep_config(data: Any, where: str = "sweep config") -> SweepConfig:
         config = SweepConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{where}: {_pydantic_reason(exc)}") from None
-    check_config(config, where)
+    check_config(config, where, max_points=max_points)
     return config
 
 
 def _check_hidden(data: Any, where: str, key: str = "") -> None:
-    """Refuse NUL, bidi and other hidden characters in any key or string of the config.
+    """Refuse NUL, bidi and other hidden characters in any key or string of the config, and
+    numbers past 64 bits or not finite (`_check_number`).
 
     Names end up in ids, the catalog and the site; argv and env values cannot hold a NUL
     anyway, and a bidi override in a command makes the config read differently from what
@@ -154,7 +163,9 @@ def _check_hidden(data: Any, where: str, key: str = "") -> None:
     stack: list[tuple[str, Any]] = [(key, data)]
     while stack:
         path, value = stack.pop()
-        if isinstance(value, str):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            _check_number(value, where, path or "(top level)")
+        elif isinstance(value, str):
             bad = hidden_character(value)
             if bad is not None:
                 raise fail(
@@ -178,16 +189,35 @@ def _check_hidden(data: Any, where: str, key: str = "") -> None:
             stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
 
 
-def check_config(config: SweepConfig, where: str = "sweep config") -> None:
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _check_number(value: float, where: str, key: str) -> None:
+    """Refuse a number no run file can carry into the catalog: an integer past 64 bits
+    (it runs, then every catalog build after it fails to write it) or one that is not
+    finite (YAML's .inf, or 1e400)."""
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        digits = str(value)
+        shown = digits if len(digits) <= 24 else f"{digits[:20]}...({len(digits)} digits)"
+        raise fail(where, key, f"integer {shown} is outside the 64-bit range; refused")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise fail(where, key, f"{value} is not a finite number; refused")
+
+
+def check_config(
+    config: SweepConfig, where: str = "sweep config", *, max_points: int | None = MAX_POINTS
+) -> None:
     """The cross-checks pydantic cannot do alone (they relate one part to another)."""
     _check_ids(config, where)
     _check_devices(config, where)
     _check_failover(config, where)
     _check_groups(config, where)
     _check_order(config, where)
-    # Expanding proves the matrix: known axes, known devices and backends, no duplicates.
-    from benchlab.sweep.expand import expand
+    # Expanding proves the matrix: known axes, known devices and backends, no duplicates;
+    # its points are counted first, so a matrix of a million is refused, not listed.
+    from benchlab.sweep.expand import check_point_count, expand
 
+    check_point_count(config, where, max_points)
     expand(config, where=where)
 
 

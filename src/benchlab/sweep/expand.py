@@ -25,8 +25,9 @@ from typing import Any
 
 from benchlab.benchmarks import BACKENDS
 from benchlab.errors import BenchlabError, ConfigError
-from benchlab.ids import SPEC_HASH_CHARS, spec_id
+from benchlab.ids import SPEC_HASH_CHARS, settings_digest, spec_id
 from benchlab.models import Policies, RunSpec, SweepConfig
+from benchlab.sweep.config import MAX_POINTS
 
 AXES = (
     "device",
@@ -45,10 +46,37 @@ AXES = (
 DEFAULT_MODE = "batch"
 REQUIRED = ("backend", "model", "precision")
 _HASHED = (*AXES, "machine_id", "failover_from", "repeat")
-"""What a spec id hashes: what is measured, and which repeat (config_hash sorts keys, so
-order is free). `repeat` is hashed only when set, so repeat 0 keeps the id it always had."""
+"""What a spec id hashes of the spec: what is measured, and which repeat (config_hash sorts
+keys, so order is free). `repeat` is hashed only when set, so repeat 0 keeps the id it
+always had; so is the device's `settings` (`device_settings`), which the spec does not
+carry: points of one device share it, so two points of one config still differ in these."""
 MAX_REPEATS = 10_000
 """More repeats than anyone means; a typo (`repeats: 1000000`) should not expand forever."""
+MAX_POINTS_FLAG = "--max-points"
+
+
+def count_points(config: SweepConfig, where: str = "sweep config") -> int:
+    """How many points `expand` would make, counted without making them: the product of
+    the axis lengths, times the repeats."""
+    axes = matrix_axes(config, where)
+    total = repeat_count(config, where)
+    for name in AXES:
+        total *= len(axes[name])
+    return total
+
+
+def check_point_count(
+    config: SweepConfig, where: str = "sweep config", max_points: int | None = MAX_POINTS
+) -> int:
+    """Refuse, before expanding, a config of more than `max_points` points (None: no cap)."""
+    total = count_points(config, where)
+    if max_points is not None and total > max_points:
+        raise ConfigError(
+            f"{where}: matrix: expands to {total:,} points, over the limit of "
+            f"{max_points:,}; refused before expanding (pass {MAX_POINTS_FLAG} {total} to "
+            "run it anyway)"
+        )
+    return total
 
 
 def expand(
@@ -127,15 +155,28 @@ def make_spec(
     tags = list(dict.fromkeys(config.tags))
     if failover_from:
         tags.append(f"failover-from:{failover_from}")
+    hashed = {name: fields[name] for name in _HASHED if name != "repeat" or fields[name]}
+    settings = device_settings(config, device)
+    if settings is not None:
+        hashed["settings"] = settings
     identity = spec_id(
         machine,
         fields["model"],
         fields["precision"],
         fields["mode"],
-        {name: fields[name] for name in _HASHED if name != "repeat" or fields[name]},
+        hashed,
         hash_chars=SPEC_HASH_CHARS,
     )
     return RunSpec(spec_id=identity, experiment=config.experiment, tags=tags, **fields)
+
+
+def device_settings(config: SweepConfig, device: str) -> str | None:
+    """The digest of the device's env and workdir (`ids.settings_digest`), None where it
+    sets neither: part of the spec id and of the measurement identity (`settings`)."""
+    declared = config.devices.get(device)
+    if declared is None:
+        return None
+    return settings_digest(declared.env, declared.workdir)
 
 
 def failover_spec(config: SweepConfig, spec: RunSpec, to_device: str) -> RunSpec:
