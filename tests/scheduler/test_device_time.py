@@ -22,9 +22,9 @@ POINTS = 20
 SLACK_S = 600.0
 
 
-def _sweep(store: Path, now: list[float], *, seconds: float) -> _Sweep:
-    """A 1-slot device `slow` on machine `m` with POINTS points, each of which its history
-    says takes `seconds` (so the whole queue waits far past SLACK_S)."""
+def _sweep(store: Path, now: list[float], *, seconds: float, known: int = POINTS) -> _Sweep:
+    """A 1-slot device `slow` on machine `m` with POINTS points, the last `known` of which
+    its history says take `seconds` (so the whole queue waits far past SLACK_S)."""
     config = parse_sweep(
         experiment="slow",
         devices={"slow": {"transport": "local", "machine_id": "m"}},
@@ -33,7 +33,7 @@ def _sweep(store: Path, now: list[float], *, seconds: float) -> _Sweep:
     )
     specs = expand(config)
     earlier = DeviceHistory(Store(store), "yesterday")
-    for spec in specs:
+    for spec in specs[POINTS - known :]:
         earlier.record("m", "slow", "ok", None, point=point_key(spec), duration_s=seconds)
     earlier.flush()
     journal = SweepJournal(Store(store), "slow")
@@ -127,3 +127,16 @@ def test_the_expectation_is_the_device_own(store: Path) -> None:
     assert isinstance(sweep._next(device), _Job)
     _hold(sweep, now, 2000.0 + SLACK_S - PENDING_CHECK_S)
     assert sweep.fitness.fitness("slow") == 1.0
+
+
+def test_a_point_new_to_the_device_is_expected_to_take_its_usual_time(store: Path) -> None:
+    """The first point has no past duration of its own: the device's usual one stands in."""
+    now = [0.0]
+    sweep = _sweep(store, now, seconds=2000.0, known=POINTS - 1)
+    device = sweep.devices["slow"]
+    job = sweep._next(device)
+    assert isinstance(job, _Job) and point_key(job.point.spec) not in device.expected
+    _hold(sweep, now, 2000.0 + SLACK_S - PENDING_CHECK_S)
+    assert sweep.fitness.fitness("slow") == 1.0
+    _hold(sweep, now, 3 * PENDING_CHECK_S)
+    assert sweep.fitness.fitness("slow") < 1.0

@@ -53,6 +53,7 @@ def test_a_finished_sweep_runs_its_injected_points(
     assert main(["run", str(path), *mode]) == 0
     out = capsys.readouterr().out
     assert "INJECT" in out and "queued next on local" in out
+    assert "1 of 1 point(s) already done, 0 to run and 1 injected" in out
     assert _threads(store) == [("local", 1), ("local", 2)]
     assert main(["run", str(path), *mode]) == 0  # done now: skipped, not run twice
     assert "INJECT" not in capsys.readouterr().out

@@ -42,6 +42,7 @@ The sequential runner stays the reference: both produce the same set of records.
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 import uuid
@@ -139,6 +140,16 @@ class _Device:
     @property
     def machine(self) -> str:
         return self.config.machine_id or self.id
+
+
+def _expected(device: _Device, spec: RunSpec) -> float:
+    """Seconds `spec` is expected to take on `device`: its own past durations there, else
+    the median over the device's other points (a new point on a slow device is slow too),
+    else 0 (nothing known: the slack alone is the bound)."""
+    known = device.expected.get(point_key(spec))
+    if known is not None:
+        return known
+    return statistics.median(device.expected.values()) if device.expected else 0.0
 
 
 def _worker_id(device: str, index: int) -> str:
@@ -691,7 +702,7 @@ class _Sweep:
                 for point in device.running.values():
                     if point.overran or point.started_at is None:
                         continue
-                    expected = device.expected.get(point_key(point.spec), 0.0)
+                    expected = _expected(device, point.spec)
                     if now - point.started_at > expected + slack:
                         point.overran = True
                         self.fitness.outcome(device.id, False)

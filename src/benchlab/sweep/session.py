@@ -146,7 +146,8 @@ class SweepSession:
             self._warn(self._lock.warnings)
             clear_stop(self.store, self.experiment)
             wanted = self.specs if self.hold_all else self._maybe_pending()
-            self.machines = machines_needed(self.config, [*wanted, *self._injected_due()])
+            injected = self._injected_due()
+            self.machines = machines_needed(self.config, [*wanted, *injected])
             self._devices = DeviceLocks(self.store, self.machines, self.experiment)
             self._devices.acquire()
             self._warn(self._devices.warnings)
@@ -158,6 +159,7 @@ class SweepSession:
                 self.progress.event(
                     f"resuming {self.experiment} ({self.result.stamp}): {self.result.skipped} "
                     f"of {len(self.specs)} point(s) already done, {len(self.pending)} to run"
+                    + (f" and {len(injected)} injected" if injected else "")
                 )
             self.log.load_history()
         except BaseException:
