@@ -59,15 +59,18 @@ def sweep_machines(store: Store, sweep_dir: Path, devices: set[str]) -> dict[str
             machine = (info or {}).get("machine_id") if isinstance(info, dict) else None
             if isinstance(machine, str) and machine:
                 out[str(device)] = machine
-    if devices - set(out):
-        state = _load(sweep_dir / SWEEP_STATE)
-        stamp = state.get("stamp") if isinstance(state, dict) else None
-        for path in sorted(store.by_machine.glob(f"*/*-{stamp}/{RECORD}")) if stamp else []:
-            record = _load(path)
-            if isinstance(record, dict) and record.get("experiment") == sweep_dir.name:
-                device = str(record.get("device"))
-                if device in devices and device not in out:
-                    out[device] = str(record.get("machine_id") or path.parent.parent.name)
+    missing = devices - set(out)
+    state = _load(sweep_dir / SWEEP_STATE) if missing else None
+    stamp = state.get("stamp") if isinstance(state, dict) else None
+    for path in store.by_machine.glob(f"*/*-{stamp}/{RECORD}") if stamp else []:
+        record = _load(path)
+        if isinstance(record, dict) and record.get("experiment") == sweep_dir.name:
+            device = str(record.get("device"))
+            if device in missing:
+                out[device] = str(record.get("machine_id") or path.parent.parent.name)
+                missing.discard(device)
+                if not missing:
+                    break  # one record per device says its machine: read no further
     return {device: out.get(device, device) for device in devices}
 
 
