@@ -633,6 +633,12 @@ class SweepConfig(_Closed):
         description="The revision of the thing under test (a commit, a build): the version "
         "axis along which regressions are found. A `params.revision` axis overrides it.",
     )
+    public_text: list[str] = Field(
+        default_factory=list,
+        description="Params whose values the public catalog may show as (scrubbed, bounded) "
+        "text; every other param value is published only as a number, a boolean or a short "
+        "slug, and withheld otherwise.",
+    )
     gates: list[GateConfig] = Field(
         default_factory=list,
         description="Gates each ok point is checked against (benchlab.gates); the verdict "

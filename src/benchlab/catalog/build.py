@@ -15,7 +15,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,7 +100,45 @@ def summary_from_specs(specs: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def inventory_from_specs(specs: Any) -> dict[str, Any]:
+def host_named_machines(
+    store: Store, specs: dict[str, Any], others: Iterable[str] = ()
+) -> set[str]:
+    """Machine ids that are, or hold as a part, a host name this store knows: refused from
+    every public machine file (specs, inventory) as their runs are refused from the catalog.
+
+    The names: the private specs' and sweep configs' host names, redaction.yaml's known hosts,
+    and each machine's own `hostname`. `others`: more ids to judge (an old inventory's, the
+    public specs dirs left from an earlier build). redaction.yaml's `allow.values` says a
+    name is public after all."""
+    from benchlab.redact.policy import read_config
+    from benchlab.redact.shapes import refuse_hostname_as_id
+
+    hosts = set(collect_store_names(store.root).hosts)
+    hosts.update(read_config(store.redaction_path).known.hosts)
+    allowed = {v.lower() for v in read_config(store.redaction_path).allow.values}
+    refused: set[str] = set()
+    for machine in {*specs, *others}:
+        parsed = specs.get(machine)
+        own = getattr(parsed, "hostname", None)
+        try:
+            refuse_hostname_as_id(
+                machine, [*hosts, *([own] if own else [])], machine.lower() in allowed
+            )
+        except BenchlabError:
+            refused.add(machine)
+    return refused
+
+
+def public_static(store: Store, specs: dict[str, Any], static: dict[str, Any]) -> dict[str, Any]:
+    """The catalog head's machine descriptions, less those whose id is a host name."""
+    refused = host_named_machines(store, specs, static)
+    return {m: summary for m, summary in static.items() if m not in refused}
+
+
+def inventory_from_specs(specs: Any, refused: Container[str] = ()) -> dict[str, Any] | None:
+    """A machine's public inventory row; None for a machine whose id is a host name."""
+    if specs.machine_id in refused:
+        return None
     cpu = specs.hardware.cpu
     out = {
         "id": specs.machine_id,
@@ -118,12 +156,24 @@ def inventory_from_specs(specs: Any) -> dict[str, Any]:
 
 
 def build_inventory(
-    old: dict[str, Any], specs: dict[str, Any], entries: dict[str, dict]
+    old: dict[str, Any],
+    specs: dict[str, Any],
+    entries: dict[str, dict],
+    store: Store | None = None,
 ) -> dict[str, Any]:
-    """Inventory from specs; machines known before but without specs here are kept."""
+    """Inventory from specs; machines known before but without specs here are kept, except
+    those whose id is a host name (`host_named_machines`), which go, old rows included.
+    `store`: whose host names count (default: the store found from here)."""
+    from benchlab.layout import find_store
+
     machines = dict(old.get("machines", {}))
+    refused = host_named_machines(store or Store(find_store()), specs, machines)
+    for machine in refused:
+        machines.pop(machine, None)
     for machine, parsed in specs.items():
-        machines[machine] = inventory_from_specs(parsed)
+        row = inventory_from_specs(parsed, refused)
+        if row is not None:
+            machines[machine] = row
     by_machine: dict[str, list[dict]] = {}
     ok_by_point: dict[tuple[Any, str], set[str]] = {}
     for entry in entries.values():
@@ -216,7 +266,9 @@ class BuildResult:
         )
         if self.skipped:
             text += f"; {self.skipped} bad run dir(s) skipped, see the warnings"
-        return text
+        from benchlab.redact.shapes import withheld_summary
+
+        return text + withheld_summary(self.warnings)
 
 
 class CatalogLock(ExclusiveFile):
@@ -394,7 +446,7 @@ def _build(
     static = _static_of(old_doc.get("machines", {}))
     for machine, parsed in specs.items():
         static[machine] = summary_from_specs(parsed)
-    doc = finalize(merged, static, retracted)
+    doc = finalize(merged, public_static(store, specs, static), retracted)
     reuse = {}
     if trusted and text is not None and old_doc.get("$schema") == CATALOG_SCHEMA:
         reuse = reusable_items(text, old_doc.get("runs", []))
@@ -415,7 +467,7 @@ def _build(
     if data != raw:
         atomic_write_bytes(store.catalog_path, data)
         result.catalog_written = True
-    inventory = render(build_inventory(old_inventory, specs, merged)).encode("utf-8")
+    inventory = render(build_inventory(old_inventory, specs, merged, store)).encode("utf-8")
     if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
         atomic_write_bytes(store.inventory_path, inventory)
     result.specs_published = publish_specs(store, specs)
@@ -461,7 +513,7 @@ def _retract(store: Store, run_ids: list[str]) -> int:
         atomic_write_bytes(store.catalog_path, render_catalog(new).encode("utf-8"))
         inventory = load_inventory(store.inventory_path)
         kept = {e["run_id"]: e for e in new["runs"]}
-        text = render(build_inventory(inventory, {}, kept)).encode("utf-8")
+        text = render(build_inventory(inventory, {}, kept, store)).encode("utf-8")
         atomic_write_bytes(store.inventory_path, text)
     return len(gone)
 
@@ -470,13 +522,24 @@ def publish_specs(store: Store, specs: dict[str, Any]) -> int:
     """Redacted public copies (machines/<id>/specs.json) of the specs this clone holds.
 
     The hostname goes, and every value passes the redaction policy; a copy is rewritten only
-    when its text changes, so builds stay quiet in git.
+    when its text changes, so builds stay quiet in git. A machine whose id is a host name
+    gets no copy, and one left by an earlier build (before the name was known) is removed.
     """
     from benchlab.layout import dump_model
     from benchlab.models import MachineSpecs
 
     written = 0
+    on_disk = (
+        [d.name for d in store.machines_dir.iterdir() if d.is_dir() and not d.name.startswith(".")]
+        if store.machines_dir.is_dir()
+        else []
+    )
+    refused = host_named_machines(store, specs, on_disk)
+    for machine in sorted(refused):
+        _remove_public_specs(store, machine)
     for machine, parsed in sorted(specs.items()):
+        if machine in refused:
+            continue
         public = scrub_public(dump_model(parsed))
         public.pop("hostname", None)
         text = render(dump_model(MachineSpecs.model_validate(public)))
@@ -485,6 +548,22 @@ def publish_specs(store: Store, specs: dict[str, Any]) -> int:
             atomic_write_text(target, text)
             written += 1
     return written
+
+
+def _remove_public_specs(store: Store, machine: str) -> None:
+    """Delete machines/<id>/specs.json (and its dir, once empty); never follows a link."""
+    try:
+        target = store.public_specs(machine)
+    except BenchlabError:
+        return  # not an id: nothing this build would have written there
+    if target.parent.is_symlink():
+        target.parent.unlink()  # the link goes, never what it points at
+        return
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
+        log.warning("%s: removed (the machine id is a host name)", target)
+    with contextlib.suppress(OSError):
+        target.parent.rmdir()
 
 
 WARM_LIMIT_BYTES = 16 * 1024 * 1024

@@ -30,7 +30,13 @@ from benchlab.metrics import HEADLINE, SPREAD
 from benchlab.metrics import derive as derive_metrics
 from benchlab.models import HOLE_ERROR_PREFIX, HOLE_TAG
 from benchlab.redact import Policy, ScanMemo, scrub_public
-from benchlab.redact.shapes import check_public_field, model_slug, refuse_hostname_as_id
+from benchlab.redact.shapes import (
+    WITHHELD,
+    check_public_field,
+    model_slug,
+    refuse_hostname_as_id,
+    withhold_unsafe,
+)
 
 RUN_FILES = (*REQUIRED_RUN_FILES, RECORD)
 
@@ -323,6 +329,13 @@ def check_public_entry(
     returned warnings say so. A tell no pattern knows still cannot reach a public file
     through these fields.
 
+    Every other field must have its declared shape (`shapes.PUBLIC_VALUE_SHAPES`: a hex
+    commit, a build tag, a slug, bounded scrubbed text ...; a sweep's params are numbers,
+    booleans or short slugs unless a sweep declares them `public_text`). A value that has
+    not is withheld (emptied), with one warning per run naming the fields (`<run>: withheld
+    <field>, <field>: ...`, which the build summary counts), and the series id is taken
+    again of what is left: a pattern nobody wrote yet cannot publish a new kind of tell.
+
     `passed`: (field, value) pairs already found safe under the same hosts and policy (a
     build passes one set for all its entries). The checks are pure, and a fleet repeats a
     few machines, models and tags across a million runs, so each is checked once."""
@@ -354,6 +367,11 @@ def check_public_entry(
             kept.append(tag)
             seen.add(("tags", tag))
     entry["tags"] = kept
+    withheld = withhold_unsafe(entry, policy, policy.public_text, seen)  # type: ignore[arg-type]
+    if withheld:
+        warnings.append(f"{where}{WITHHELD}{', '.join(withheld)}: not of their public shape")
+    if any(name.split(".", 1)[0] in SERIES_FIELDS for name in withheld):
+        entry["series"] = series_id(entry)
     return warnings
 
 

@@ -63,12 +63,19 @@ def run(args: argparse.Namespace) -> int:
             )
         total.created += report.created
         total.unchanged += report.unchanged
+        total.withheld += report.withheld
     if args.format == "json":
-        print(json.dumps({"created": total.created, "unchanged": total.unchanged}, indent=2))
+        done = {"created": total.created, "unchanged": total.unchanged, "withheld": total.withheld}
+        print(json.dumps(done, indent=2))
     else:
         for run_id in total.created:
             print(f"imported  {run_id}")
         print(f"{len(total.created)} run(s) imported, {len(total.unchanged)} already present")
+        if total.withheld:
+            print(
+                f"{len(total.withheld)} build_commit value(s) withheld (not a hex commit; "
+                "kept only in each run's raw/imported.json)"
+            )
         if total.created:
             print("next: bench catalog build")
     return 0

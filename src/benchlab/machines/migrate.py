@@ -50,6 +50,7 @@ from benchlab.models import (
     RunRecord,
     Timings,
 )
+from benchlab.redact.shapes import public_commit
 
 _CONFIG_FIELDS = (
     "n_threads",
@@ -71,6 +72,8 @@ class ImportReport:
 
     created: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)
+    """`<run id>: build_commit` for each imported commit that was not a hex commit."""
 
 
 def _existing(store: Store, machine_id: str, spec: str) -> str | None:
@@ -193,6 +196,7 @@ def import_llama_bench(
             min((str(r.get("test_time") or "") for r in rows_of_run), default=None), fallback
         )
         run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
+        rows_of_run, first = _public_commits(rows_of_run, run_id, report)
         try:
             parsed = results_from_rows(
                 rows_of_run, run_id, precision=precision, model=name, where=path.name
@@ -230,6 +234,26 @@ def import_llama_bench(
         _write_run(store, manifest, kernel, batch, {"rows": content}, parsed.facts)
         report.created.append(run_id)
     return report
+
+
+def _public_commits(
+    rows: list[dict[str, Any]], run_id: str, report: ImportReport
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows with every `build_commit` that is not a hex commit left out (and counted).
+
+    The commit reaches the run's identity, its engine string and its manifest, all of which
+    are published; the private raw copy (raw/imported.json) keeps the row as it was."""
+    out = []
+    withheld = False
+    for row in rows:
+        commit = row.get("build_commit")
+        if commit is not None and public_commit(commit) is None:
+            row = {k: v for k, v in row.items() if k != "build_commit"}
+            withheld = withheld or commit != "unknown"
+        out.append(row)
+    if withheld:
+        report.withheld.append(f"{run_id}: build_commit")
+    return out, out[0]
 
 
 # --- asv ----------------------------------------------------------------------------------

@@ -47,13 +47,14 @@ def evaluate(path: Path, policy: Policy | None = None) -> CorpusScore:
     policy = policy if policy is not None else corpus_policy(corpus)
     score = CorpusScore()
     for tell_class, samples in sorted(corpus["tells"].items()):
-        texts = [s["text"] for s in samples]
-        hits = find(policy, texts)
         found = 0
-        for index, sample in enumerate(samples):
+        for sample in samples:
+            # Each sample alone, as a public value is scanned: in a batch, one sample could
+            # open a detector's gate for another and hide a gate that misses it.
+            hits = find(policy, [sample["text"]])
             start = sample["text"].index(sample["tell"])
             end = start + len(sample["tell"])
-            if any(h.index == index and h.start < end and h.end > start for h in hits):
+            if any(h.start < end and h.end > start for h in hits):
                 found += 1
             else:
                 score.missed.append((tell_class, sample["text"]))
@@ -62,6 +63,7 @@ def evaluate(path: Path, policy: Policy | None = None) -> CorpusScore:
         score.per_class[tell_class] = (found, len(samples))
     clean = corpus["clean"]
     score.clean = len(clean)
-    for hit in find(policy, clean):
-        score.false_positives.append(f"{hit.detector.name}: {clean[hit.index]!r}")
+    for text in clean:
+        for hit in find(policy, [text]):
+            score.false_positives.append(f"{hit.detector.name}: {text!r}")
     return score

@@ -154,6 +154,9 @@ class Policy:
     allow_paths: tuple[str, ...] = ()
     private_keys: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PRIVATE_KEYS))
     machine_ids: frozenset[str] = frozenset()
+    public_text: frozenset[str] = frozenset()
+    """Params the store's sweeps declare as public text (`public_text:` in a sweep config):
+    their values are published as scrubbed, bounded text rather than as short slugs."""
 
     def allowed(self, tell_class: str, value: str) -> bool:
         """True for values that look like a tell but are not private."""
@@ -231,6 +234,7 @@ class StoreNames:
     hosts: set[str] = field(default_factory=set)
     users: set[str] = field(default_factory=set)
     machine_ids: set[str] = field(default_factory=set)
+    public_text: set[str] = field(default_factory=set)
 
 
 def _yaml_file(path: Path) -> Any:
@@ -270,6 +274,9 @@ def collect_store_names(store_root: Path) -> StoreNames:
     if sweeps.is_dir():
         for config in sorted([*sweeps.glob("*.yaml"), *sweeps.glob("*.yml")]):
             data = _yaml_file(config)
+            declared = data.get("public_text") if isinstance(data, dict) else None
+            if isinstance(declared, list):
+                names.public_text.update(str(name) for name in declared)
             devices = data.get("devices") if isinstance(data, dict) else None
             if not isinstance(devices, dict):
                 continue
@@ -296,6 +303,7 @@ def build_policy(config: RedactionConfig, names: StoreNames | None = None) -> Po
         allow_paths=tuple(config.allow.paths),
         private_keys={**DEFAULT_PRIVATE_KEYS, **config.private_keys},
         machine_ids=frozenset(names.machine_ids),
+        public_text=frozenset(names.public_text),
     )
     public = {m.lower() for m in names.machine_ids}
     hosts: set[str] = set()

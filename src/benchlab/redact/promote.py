@@ -180,7 +180,9 @@ def _check_import(run_dir: Path, run_id: str) -> None:
 
 
 def redact_run(run_dir: Path, redactor: Redactor) -> tuple[dict[str, bytes], list[str]]:
-    """The redacted files of a run dir, by relative path, and the binary files left out.
+    """The redacted files of a run dir, by relative path, and the files left out: binary
+    ones, and text that is not UTF-8 (neither can be scrubbed and checked). Raw logs
+    (raw/stderr.txt ...) go through the same policy as every other file.
 
     Symlinks (to files or dirs) and special files refuse the promotion (read_regular).
     """
@@ -201,8 +203,14 @@ def redact_run(run_dir: Path, redactor: Redactor) -> tuple[dict[str, bytes], lis
             if is_binary(data):
                 binary.append(relative)  # cannot be checked, so it is not published
                 continue
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                # Replacing the bad bytes would split a token or a name around them, and
+                # each half could pass the scan: what cannot be read faithfully is left out.
+                binary.append(relative)
+                continue
             public_name = redactor.text(relative, where=f"{relative} (file name)")
-            text = data.decode("utf-8", errors="replace")
             if name.endswith(".json"):
                 try:
                     value = loads_json(data, path)

@@ -10,6 +10,7 @@ field named, rather than redacted into a placeholder nobody can query.
     model_slug(name)                       the public slug of a model name or model path
     check_public_field(field, value)       refuse a value that is not a safe public id
     refuse_hostname_as_id(machine_id, ...) refuse a machine id that is the host's own name
+    withhold_unsafe(entry, policy, ...)    empty every field whose value is not of its shape
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import functools
 import ipaddress
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from benchlab.errors import ConfigError, SchemaError
 from benchlab.ids import slug
@@ -27,6 +29,7 @@ from benchlab.redact.policy import Policy, RedactionConfig, build_policy
 __all__ = [
     "MAX_LENGTH",
     "PUBLIC_ID_FIELDS",
+    "PUBLIC_VALUE_SHAPES",
     "check_public_field",
     "model_slug",
     "refuse_hostname_as_id",
@@ -168,8 +171,9 @@ def refuse_hostname_as_id(machine_id: str, hostnames: Iterable[str], allow_publi
     A machine id is in every public run id; a host name is private (DESIGN.md invariant
     5). Onboarding defaults to the host name, so the two meet by accident. Names compare
     case-insensitively and by short name, so `GPU-Box-7` is refused for the host
-    `gpu-box-7.lab.example` and `pi5.example` for the host `pi5`. Addresses and `localhost` name no
-    machine and are skipped. `allow_public` is the user's word that the name is public.
+    `gpu-box-7.lab.example` and `pi5.example` for the host `pi5`; an id that holds the host
+    name as a part (`vm-a100` on the host `vm`) is refused too. Addresses and `localhost`
+    name no machine and are skipped. `allow_public` is the user's word that the name is public.
     """
     if allow_public:
         return
@@ -179,11 +183,301 @@ def refuse_hostname_as_id(machine_id: str, hostnames: Iterable[str], allow_publi
     for host in hostnames:
         if not host or not host.strip() or _is_ip(host.strip()):
             continue
-        if _short(host) in ("", "localhost"):
+        short = _short(host)
+        if short in ("", "localhost"):
             continue
-        if _short(host) == wanted:
+        if short == wanted:
             raise ConfigError(
                 f"machine id {machine_id!r} is the host name of this machine, and a machine "
                 f"id is published in every run id; choose another machine_id, or say that "
                 f"the host name is public"
             )
+        if contains_name(machine_id, short):
+            raise ConfigError(
+                f"machine id {machine_id!r} contains the host name {short!r} of this machine "
+                f"as a part, and a machine id is published in every run id; choose another "
+                f"machine_id, or say that the host name is public"
+            )
+
+
+def contains_name(machine_id: str, short_host: str) -> bool:
+    """True when `short_host` is one of the dash/dot/underscore-separated parts of the id,
+    or a run of them (`vm-a100` holds `vm`; `gpu-box-7-a` holds `box-7`); `pi5` does not
+    hold `pi`. One-letter hosts are too common a part to refuse on."""
+    if len(short_host) < 2:
+        return False
+    pattern = rf"(?:^|[-_.+]){re.escape(short_host)}(?:$|[-_.+])"
+    return re.search(pattern, machine_id.casefold()) is not None
+
+
+# --- the shapes of public values --------------------------------------------------------------
+#
+# The allow-list above says WHICH fields are public ids; the table below says what EVERY
+# public catalog field may hold. A tell nobody has a detector for (a new host naming scheme,
+# a path under a root nobody listed) still cannot be a build tag, a hex commit or a slug, so
+# a value is published only when it has its field's shape and no tell; anything else is
+# withheld (the field is left empty) and counted. Free text is the one shape that is
+# scrubbed rather than matched, and it is bounded.
+
+SLUG = "slug"  # letters, digits, `. _ + -`; at most MAX_LENGTH; no tell
+NUMBER = "number"  # int or float (not a bool), or a list of them
+BOOL = "bool"
+BUILD_TAG = "build-tag"  # llama.cpp's b4567
+HEX_COMMIT = "hex-commit"  # 7 to 40 hex digits
+DIGEST = "digest"  # a content hash: hex, optionally `sha256:` first
+ENUM = "enum"  # one of a few words the model itself fixes (status, failure kind)
+TEXT = "text"  # bounded free text, scrubbed: no tell left, at most MAX_TEXT characters
+STAMP = "stamp"  # an ISO-8601 time
+TESTS = "tests"  # llama-bench test names: pp512, tg128@d64, pp512+tg128
+PARAMS = "params"  # numbers, booleans or short slugs; text where the sweep says so
+STRUCTURE = "structure"  # a nested value the catalog builds itself (batch curve)
+ID = "id"  # a public id: refused, not withheld, when it is not one (check_public_field)
+
+MAX_TEXT = 160
+"""A model's display name or a version string; a paragraph is a log, not a field."""
+
+PUBLIC_VALUE_SHAPES: dict[str, tuple[str, ...]] = {
+    "run_id": (ID,),
+    "machine_id": (ID,),
+    "model_id": (ID,),
+    "precision": (ID,),
+    "backend": (ID,),
+    "mode": (ID,),
+    "tags": (ID,),
+    "timestamp": (STAMP,),
+    "model": (TEXT,),
+    "precision_family": (SLUG,),
+    "status": (ENUM,),
+    "failure_kind": (ENUM,),
+    "series": (SLUG,),
+    "spec_id": (SLUG,),
+    "model_digest": (DIGEST,),
+    "model_size": (NUMBER,),
+    "model_params": (NUMBER,),
+    "backend_version": (TEXT,),
+    "backend_build": (NUMBER,),
+    "backend_commit": (HEX_COMMIT,),
+    "revision": (BUILD_TAG, HEX_COMMIT, SLUG),
+    "threads": (NUMBER,),
+    "prompt_tokens": (NUMBER,),
+    "gen_tokens": (NUMBER,),
+    "depth": (NUMBER,),
+    "batch_sizes": (NUMBER,),
+    "n_batch": (NUMBER,),
+    "n_ubatch": (NUMBER,),
+    "gpu_layers": (NUMBER,),
+    "flash_attn": (BOOL,),
+    "type_k": (SLUG,),
+    "type_v": (SLUG,),
+    "settings": (DIGEST,),  # a digest of a device's env and workdir, never their values
+    "axes": (PARAMS,),
+    "tests": (TESTS,),
+    "attempt": (NUMBER,),
+    "attempts": (NUMBER,),
+    "warnings": (NUMBER,),
+    "samples": (NUMBER,),
+    "peak_tok_per_sec": (NUMBER,),
+    "baseline_tok_per_sec": (NUMBER,),
+    "speedup": (NUMBER,),
+    "prefill_tok_per_sec": (NUMBER,),
+    "decode_tok_per_sec": (NUMBER,),
+    "prefill_stddev": (NUMBER,),
+    "decode_stddev": (NUMBER,),
+    "path": (STRUCTURE,),
+    "batch_curve": (STRUCTURE,),
+}
+"""Every field a catalog entry may publish, and the shapes its value may have. A field
+not listed here is withheld whatever it holds."""
+
+_ENUMS: dict[str, frozenset[str]] = {
+    "status": frozenset({"ok", "failed"}),
+    "failure_kind": frozenset({"transport", "measurement", "config", "parse"}),
+}
+_PATTERNS: dict[str, re.Pattern[str]] = {
+    BUILD_TAG: re.compile(r"b\d{1,7}"),
+    HEX_COMMIT: re.compile(r"[0-9a-fA-F]{7,40}"),
+    DIGEST: re.compile(r"(?:sha256:|sha1:|md5:)?[0-9a-f]{16,128}"),
+    STAMP: re.compile(
+        r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    ),
+    TESTS: re.compile(r"[a-z]{2}\d{1,7}(?:[+@][a-z]{1,2}\d{1,7}){0,3}"),
+    "path": re.compile(
+        r"runs/(?:by-machine|public)/[A-Za-z0-9][A-Za-z0-9._+-]*/[A-Za-z0-9][A-Za-z0-9._+-]*/"
+    ),
+}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+_NOT_SEEN = object()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _string_shape(kind: str, value: str, policy: Policy) -> bool:
+    """True when a string has the shape `kind` and no tell under `policy`."""
+    if kind in (SLUG, TESTS, BUILD_TAG, HEX_COMMIT, DIGEST, STAMP):
+        if len(value) > MAX_LENGTH and kind != DIGEST:
+            return False
+        if kind == SLUG:
+            if not _ID_SHAPE.fullmatch(value) or ".." in value or _is_ip(value):
+                return False
+        elif not _PATTERNS[kind].fullmatch(value):
+            return False
+        if kind in (HEX_COMMIT, DIGEST, STAMP):
+            return True  # nothing of that alphabet is a name
+    elif kind == TEXT:
+        if len(value) > MAX_TEXT or _CONTROL.search(value):
+            return False
+    else:
+        return False
+    return not find(policy, [value])
+
+
+def value_shape_ok(
+    field: str, value: Any, policy: Policy, public_text: frozenset[str] = frozenset()
+) -> bool:
+    """True when `value` may be published in `field` (PUBLIC_VALUE_SHAPES); None always may.
+
+    `axes` (a sweep's params) hold numbers, booleans or short slugs, or lists of them; a
+    param the store's sweeps declare as `public_text` may hold bounded, tell-free text."""
+    if value is None:
+        return True
+    shapes = PUBLIC_VALUE_SHAPES.get(field)
+    if shapes is None:
+        return False
+    for kind in shapes:
+        if kind in (ID, STRUCTURE):
+            return _structure_ok(field, value)
+        if kind == NUMBER:
+            if _is_number(value) or (isinstance(value, list) and all(_is_number(v) for v in value)):
+                return True
+        elif kind == BOOL:
+            if isinstance(value, bool):
+                return True
+        elif kind == ENUM:
+            if value in _ENUMS.get(field, ()):
+                return True
+        elif kind == TESTS:
+            if isinstance(value, list) and all(
+                isinstance(v, str) and _string_shape(TESTS, v, policy) for v in value
+            ):
+                return True
+        elif isinstance(value, str) and _string_shape(kind, value, policy):
+            return True
+    return False
+
+
+def _structure_ok(field: str, value: Any) -> bool:
+    """Ids are checked (and refused) by check_public_field; the run's path and its batch
+    curve are built by the catalog from checked ids and numbers."""
+    if field == "path":
+        return isinstance(value, str) and _PATTERNS["path"].fullmatch(value) is not None
+    if field == "batch_curve":
+        return isinstance(value, list) and all(
+            isinstance(p, dict) and all(_is_number(v) for v in p.values()) for p in value
+        )
+    return True
+
+
+def param_shape_ok(
+    name: str, value: Any, policy: Policy, public_text: frozenset[str] = frozenset()
+) -> bool:
+    """One param of `axes`: a number, a boolean, a short tell-free slug (or a list of
+    those); bounded, tell-free text only where a sweep declared `name` as public text."""
+    values = value if isinstance(value, list) else [value]
+    for item in values:
+        if item is None or isinstance(item, bool) or _is_number(item):
+            continue
+        if not isinstance(item, str):
+            return False
+        kind = TEXT if name in public_text else SLUG
+        if not _string_shape(kind, item, policy):
+            return False
+    return _ID_SHAPE.fullmatch(name) is not None and len(name) <= MAX_LENGTH
+
+
+def withhold_unsafe(
+    entry: dict[str, Any],
+    policy: Policy,
+    public_text: frozenset[str] = frozenset(),
+    passed: set[tuple[str, Any]] | None = None,
+) -> list[str]:
+    """Empty every field (and every param of `axes`) whose value is not of its declared
+    shape; return the names withheld (`revision`, `axes.model_path`, ...), in order.
+
+    `passed`: (field, value) pairs already found safe under the same policy, shared by the
+    entries of one build (a fleet repeats the same commits and params a million times)."""
+    seen = passed if passed is not None else set()
+    withheld: list[str] = []
+    for field in list(entry):
+        value = entry[field]
+        if field == "axes" and isinstance(value, dict):
+            kept = {}
+            for name, param in value.items():
+                key = ("axes." + name, repr(param))
+                if key in seen or param_shape_ok(name, param, policy, public_text):
+                    seen.add(key)
+                    kept[name] = param
+                else:
+                    withheld.append(f"axes.{name}")
+            entry[field] = kept or None
+            continue
+        hashable = (
+            value if isinstance(value, (str, int, float, bool)) or value is None else _NOT_SEEN
+        )
+        if hashable is not _NOT_SEEN and (field, hashable) in seen:
+            continue
+        if value_shape_ok(field, value, policy, public_text):
+            if hashable is not _NOT_SEEN:
+                seen.add((field, hashable))
+            continue
+        withheld.append(field)
+        if field in PUBLIC_VALUE_SHAPES:
+            entry[field] = [] if field == "tests" else None
+        else:
+            del entry[field]
+    return withheld
+
+
+WITHHELD = ": withheld "
+"""The mark of a build warning about withheld values: `<run>: withheld <field>, ...: why`."""
+
+
+def withheld_counts(warnings: Iterable[str]) -> dict[str, int]:
+    """How many values each field had withheld, from a build's warnings."""
+    counts: dict[str, int] = {}
+    for line in warnings:
+        _, mark, rest = line.partition(WITHHELD)
+        if mark:
+            for field in rest.split(": ", 1)[0].split(", "):
+                counts[field.strip()] = counts.get(field.strip(), 0) + 1
+    return counts
+
+
+def withheld_summary(warnings: Iterable[str]) -> str:
+    """`; 3 values withheld (revision 2, axes.model_path 1)`, or "" when none were; the
+    fields most often withheld first, six at most (the warnings name every run)."""
+    counts = withheld_counts(warnings)
+    if not counts:
+        return ""
+    total = sum(counts.values())
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    fields = ", ".join(f"{name} {n}" for name, n in ranked[:_SHOWN])
+    if len(ranked) > _SHOWN:
+        fields += f", {len(ranked) - _SHOWN} more fields"
+    return f"; {total} value{'s' if total != 1 else ''} withheld ({fields})"
+
+
+_SHOWN = 6
+
+
+def public_commit(value: Any) -> str | None:
+    """`value` when it has the shape of a hex commit (7 to 40 hex digits), else None.
+
+    An imported llama-bench row's `build_commit` is whatever the build printed: a commit,
+    `unknown`, or (built from a fork's checkout) a remote URL or a path. Only the first is
+    a version; the rest name a host, a user or a directory, so they are withheld at import."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    return text if _PATTERNS[HEX_COMMIT].fullmatch(text) else None

@@ -650,9 +650,11 @@ _BARE_SERIAL = _c(r"(?<![\w./:-])[A-Z][A-Z0-9]{9,19}(?![\w.-])")
 
 
 def _serial_shape(value: str) -> bool:
+    """Three letters and four digits at least, two of the letters past F: a hex number
+    with a letter in front (`S0123456789AB`, a made-up id) is not read as a serial."""
     letters = sum(c.isalpha() for c in value)
     digits = sum(c.isdigit() for c in value)
-    return letters >= 3 and digits >= 4 and not set(value) <= set("0123456789ABCDEF")
+    return letters >= 3 and digits >= 4 and len(set(value) - set("0123456789ABCDEF")) >= 2
 
 
 # An AWS account id is twelve digits; a date-time stamp of twelve digits is not one.
@@ -709,7 +711,9 @@ def builtin_detectors() -> tuple[Detector, ...]:
             numbered=False,
             gate=_gate(r"SHA256:|[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:"),
         ),
-        Detector("gpu-uuid", HARDWARE_ID, _GPU_UUID, "gpu", gate=_gate(r"GPU-|MIG-")),
+        Detector(
+            "gpu-uuid", HARDWARE_ID, _GPU_UUID, "gpu", gate=_gate(r"[Gg][Pp][Uu]-|[Mm][Ii][Gg]-")
+        ),
         Detector(
             "serial",
             HARDWARE_ID,

@@ -213,6 +213,9 @@ def check_config(
     _check_failover(config, where)
     _check_groups(config, where)
     _check_order(config, where)
+    for index, name in enumerate(config.public_text):
+        if not name or len(name) > 64 or not name.replace("_", "").replace("-", "").isalnum():
+            raise fail(where, f"public_text[{index}]", f"{name!a} is not a param name")
     # Expanding proves the matrix: known axes, known devices and backends, no duplicates;
     # its points are counted first, so a matrix of a million is refused, not listed.
     from benchlab.sweep.expand import check_point_count, expand
