@@ -1257,6 +1257,7 @@ def _write_catalog(
         _views_of_unvisited(book)
     phases.mark("shards")
 
+    static = _build.public_static(store, specs, static)  # no host-named machine
     head_bytes = render(head_document(static, retracted)).encode("utf-8")
     late = read_catalog(path)
     if late != raw and late is not None:
@@ -1264,6 +1265,7 @@ def _write_catalog(
         # retractions, and its inline runs for the next build to shard.
         theirs = _parse_head(path, late)
         static = _merge_static(static, _static_of(theirs.get("machines", {})))
+        static = _build.public_static(store, specs, static)
         retracted |= set(theirs.get("retracted", []))
         extra = list(parse_catalog(path, theirs).values())
         result.concurrent_merged += len(extra)
@@ -1275,7 +1277,7 @@ def _write_catalog(
 
     result.total = book.total()
     result.kept = result.total - result.new - result.changed
-    inventory = render(build_inventory(old_inventory, specs, book.light_entries())).encode()
+    inventory = render(build_inventory(old_inventory, specs, book.light_entries(), store)).encode()
     if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
         atomic_write_bytes(store.inventory_path, inventory)
     result.specs_published = publish_specs(store, specs)
