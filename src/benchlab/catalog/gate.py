@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from benchlab.catalog.read import ENTRY_FIELDS, FAILURE_KINDS, REQUIRED_FIELDS, STATUSES
 from benchlab.errors import SchemaError, StoreError
 
 MAX_SHARD_BYTES = 48 * 1024 * 1024
@@ -97,17 +98,12 @@ _MODEL_ID = re.compile(MODEL_ID)
 _KEY = re.compile(KEY)
 _HEAD_KEY = re.compile(HEAD_KEY)
 
-STATUSES = ("ok", "failed")
-FAILURE_KINDS = ("transport", "measurement", "config", "parse")
-
 
 # --- the field table: one source for the checker and the schemas ------------------------
 
 
 def _kinds() -> dict[str, str]:
     """Each entry field's kind: `read.ENTRY_FIELDS`, with the ids given their patterns."""
-    from benchlab.catalog.read import ENTRY_FIELDS
-
     plain = {"str": "text", "str?": "text?", "strs": "texts", "num": "num", "spread": "num"}
     ids = {"run_id": "id", "machine_id": "id", "spec_id": "id?"}
     ids.update(model_id="model_id?", series="series?")
@@ -117,9 +113,9 @@ def _kinds() -> dict[str, str]:
 LINE_FIELDS: dict[str, str] = _kinds()
 """Kinds: id (a run or machine id), id?, series?, model_id?, text, text?, texts, int?, ints?,
 bool?, num (a metric or spread, or null), obj?, status, failure_kind, curve."""
-REQUIRED = ("run_id", "machine_id", "timestamp", "model", "precision")
-MACHINE_FIELDS = {"id": "id?", "os": "text?", "arch": "text?", "gpu": "text?"}
-MACHINE_FIELDS["cpu_cores"] = "int?"
+REQUIRED = REQUIRED_FIELDS
+MACHINE_FIELDS = {"id": "id?", "os": "text?", "arch": "text?", "gpu": "text?", "cpu_cores": "int?"}
+"""A machine of the head: `merge.SUMMARY_STATIC` (and the id a v2 summary also carries)."""
 
 
 def _text_schema(pattern: str = VISIBLE, limit: int = MAX_TEXT, null: bool = False) -> dict:
@@ -776,22 +772,3 @@ def _file_kind(mode: int) -> str:
         if test(mode):
             return kind
     return "not a plain file"
-
-
-def real_dir(path: Path, name: str) -> bool:
-    """Is `path` a directory that is no symbolic link? False when absent; a link or another
-    kind of file is one StoreError: writing through it would put shards outside the store."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
-    if stat_mod.S_ISLNK(info.st_mode):
-        raise StoreError(
-            f"{name}: a symbolic link; the shards must be real files in the store "
-            f"(remove the link: `git rm {name}`, then `bench catalog build`)"
-        )
-    if not stat_mod.S_ISDIR(info.st_mode):
-        raise StoreError(f"{name}: not a directory ({_file_kind(info.st_mode)})")
-    return True

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from datetime import date
 from pathlib import Path
@@ -147,19 +148,37 @@ def iter_shards(catalog_path: Path) -> Iterator[tuple[str, Path]]:
     link is a StoreError, never followed (a build would write shards into its target). A
     shard file is listed whatever it is; `read_shard` refuses one that is no regular file.
     """
-    from benchlab.catalog.gate import real_dir
-
     base = shard_dir(catalog_path)
-    if not real_dir(base, SHARD_DIR):
+    if not _real_dir(base, SHARD_DIR):
         return
     for machine in sorted(os.scandir(base), key=lambda d: d.name):
         if machine.name.startswith("."):
             continue
-        if not real_dir(Path(machine.path), f"{SHARD_DIR}/{machine.name}"):
+        if not _real_dir(Path(machine.path), f"{SHARD_DIR}/{machine.name}"):
             continue
         for item in sorted(os.scandir(machine.path), key=lambda d: d.name):
             if item.name.endswith(SHARD_SUFFIX) and not item.name.startswith("."):
                 yield f"{SHARD_DIR}/{machine.name}/{item.name}", Path(item.path)
+
+
+def _real_dir(path: Path, name: str) -> bool:
+    """Is `path` a directory that is no symbolic link? False when absent; a link or another
+    kind of file is one StoreError: writing through it would put shards outside the store.
+    (Here, not in `gate`: every query keys its caches on the shard tree.)"""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
+    if stat.S_ISLNK(mode):
+        raise StoreError(
+            f"{name}: a symbolic link; the shards must be real files in the store "
+            f"(remove the link: `git rm {name}`, then `bench catalog build`)"
+        )
+    if not stat.S_ISDIR(mode):
+        raise StoreError(f"{name}: not a directory")
+    return True
 
 
 def shard_stats(catalog_path: Path) -> list[tuple[str, int, int, int]]:
@@ -167,8 +186,8 @@ def shard_stats(catalog_path: Path) -> list[tuple[str, int, int, int]]:
     file's own, never a link's target)."""
     out = []
     for name, path in iter_shards(catalog_path):
-        stat = os.lstat(path)
-        out.append((name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+        info = os.lstat(path)
+        out.append((name, info.st_size, info.st_mtime_ns, info.st_ino))
     return out
 
 

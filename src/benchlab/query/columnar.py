@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import orjson
 
-from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, head_problem, read_regular
 from benchlab.catalog.read import METRICS, _check_entries
 from benchlab.catalog.shards import decode_entry
 from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3
@@ -261,6 +260,8 @@ def _read_shard_segment(name: str, path: Path) -> _Segment:
     """Read one shard through the catalog gate (once per change of the shard: the segment
     is kept while its stat is); remember where each line is. A line the gate sets aside,
     or a conflict line, is left to the Python path, which names it."""
+    from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, read_regular
+
     raw, stat = read_regular(path, name, MAX_SHARD_BYTES)
     entries, offsets, problems = gate_lines(raw, name)
     if problems or any(CONFLICT in entry for entry in entries):
@@ -747,6 +748,8 @@ def _build(
     if doc.get("$schema", CATALOG_V1) == CATALOG_V3:
         retracted = doc.get("retracted", [])
         pending = doc.get("runs", [])
+        from benchlab.catalog.gate import head_problem
+
         if head_problem(doc) is not None:
             raise Unanswerable("catalog.json head does not pass the gate")
         _check_entries(catalog_path, pending)
