@@ -286,13 +286,24 @@ def fill(root: Path, leave: int) -> None:
     os.truncate(filler, max(0, size - leave))
 
 
-@pytest.mark.parametrize("first", [True, False], ids=["first-build", "incremental"])
+@pytest.mark.parametrize(
+    ("first", "v2"),
+    [(True, False), (False, False), (False, True)],
+    ids=["first-build", "incremental", "v2-incremental"],
+)
 def test_a_full_disk_leaves_the_old_catalog_or_the_new_one(
-    tmp_path: Path, make_fleet: Callable[..., list[str]], bench: Bench, first: bool
+    tmp_path: Path,
+    make_fleet: Callable[..., list[str]],
+    bench: Bench,
+    monkeypatch: pytest.MonkeyPatch,
+    first: bool,
+    v2: bool,
 ) -> None:
     """A real small tmpfs, filled to leave 0 to 1 MiB free: each build either ends with
     the whole new catalog, or stops with one line and leaves the old one byte for byte
     (before, a full disk left shards without their head, and a traceback)."""
+    if v2:
+        monkeypatch.setenv(FORMAT_ENV, "v2")
     seed = tmp_path / "seed"
     make_fleet(seed, 30, seed=4)
     if not first:
@@ -303,7 +314,9 @@ def test_a_full_disk_leaves_the_old_catalog_or_the_new_one(
     build(Store(reference))
     new = tracked(reference)
     outcomes = set()
-    for leave in (0, 8 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20):
+    pages = -(-len(new["catalog.json"]) // 4096) * 4096  # just room for the new head
+    edges = {pages + step for step in (-4096, 0, 4096, 8192)}
+    for leave in sorted({0, 8 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20} | edges):
         mount = tmp_path / f"fs-{leave}"
         with mounted(mount, ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)]):
             root = mount / "store"

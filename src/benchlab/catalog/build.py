@@ -37,6 +37,7 @@ from benchlab.layout import (
     parse_model,
     read_json,
     write_error,
+    write_set,
 )
 from benchlab.locks import ExclusiveFile
 from benchlab.redact import ScanMemo, default_policy, scrub_public
@@ -415,6 +416,11 @@ def _build(
         from benchlab.catalog.build_v3 import build_v3
 
         return build_v3(store, full=full, progress=progress, jobs=jobs)
+    with write_set():  # catalog.json, inventory and public specs: all replaced, or none
+        return _build_v2(store, full=full, progress=progress)
+
+
+def _build_v2(store: Store, *, full: bool, progress: Progress | None) -> BuildResult:
     result = BuildResult()
     cache_path = store.runs_dir / CACHE_NAME
     cache = {} if full else _load_cache(cache_path)
