@@ -145,6 +145,7 @@ def test_reference_backend_tiny_point(tmp_path: Path, env: Path, capsys) -> None
     assert record["status"] == "ok" and record["metrics"]["decode_tok_per_sec"] > 0
     assert slug(manifest["model"]["name"]) == "tiny"
     assert sorted(p.name for p in run.iterdir()) == [
+        "README.md",
         "batch.json",
         "kernel.json",
         "manifest.json",
