@@ -273,7 +273,7 @@ def build_in_a_process(root: Path, *extra: str) -> subprocess.CompletedProcess[s
         [sys.executable, "-m", "benchlab", "--store", str(root), "catalog", "build", *extra],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=90,
         check=False,
     )
 

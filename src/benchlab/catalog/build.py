@@ -371,8 +371,8 @@ def build(
     read again, and anything that arrived meanwhile (a `git pull` during `dvc repro`) is
     merged in rather than overwritten.
 
-    `full` re-reads every run dir (the only way to see a run file corrected in place, with
-    its dir left alone: see build_v3). `jobs`: worker processes that read run dirs when
+    `full` re-reads every run dir (the only way to see a manifest, kernel or batch file
+    corrected in place, with its dir left alone; a record.json is seen: see build_v3). `jobs`: worker processes that read run dirs when
     there are many (a full build); default `build_v3.default_jobs`.
     """
     store.require()

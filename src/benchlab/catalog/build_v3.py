@@ -7,14 +7,16 @@ file, and the from-scratch build must use every core.
 Incremental builds. The private build cache (`runs/.catalog-cache/`, marshal files: one per
 run-dir group `runs/<by-machine|public>/<machine>/`, and an index) keeps per run dir its
 stat (mtime, ctime, inode: runs are written by rename, so a changed run dir changes its
-mtime, and a dir whose mtime was put back still changes its ctime) and the shard its entry
-went to; per shard its stat, its (model, precision, status) points with their counts (all
-the inventory needs), and a hash of each run id. One stat per run dir finds what changed;
-only those dirs are read, and only the shards their entries land in are read and rewritten.
-A dir modified within a second of the scan may change again within the same timestamp tick,
-so such a "racy" dir also keeps its files' signatures (size, mtime, inode), checked next
-time, as git does for its index. A file corrected in place, without a rename and with the
-dir left alone, is not seen: `--full` re-reads every run dir.
+mtime, and a dir whose mtime was put back still changes its ctime; the ctime kept is the
+later of the dir's and its record.json's, so a record corrected in place is seen too) and
+the shard its entry went to; per shard its stat, its (model, precision, status) points with
+their counts (all the inventory needs), and a hash of each run id. Two stats per run dir
+(the dir, its record.json) find what changed; only those dirs are read, and only the shards
+their entries land in are read and rewritten. A dir modified within a second of the scan
+may change again within the same timestamp tick, so such a "racy" dir also keeps its files'
+signatures (size, mtime, inode), checked next time, as git does for its index. Another run
+file (manifest, kernel, batch) corrected in place, without a rename and with the dir left
+alone, is not seen: `--full` re-reads every run dir.
 
 A dir is "known" while the shard its entry went to is unchanged since this build wrote it;
 a shard changed behind the cache (a `git pull`) is read and validated again, its entries'
