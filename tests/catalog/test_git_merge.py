@@ -5,6 +5,7 @@ clones create the same shard: without the driver that is an add/add conflict.)""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -146,3 +147,175 @@ def test_install_is_idempotent_and_keeps_other_attributes(origin: Path) -> None:
     driver = git(repo, "config", "merge.benchlab-catalog.driver").stdout.strip()
     assert driver.endswith("-m benchlab catalog merge-driver %O %A %B %P")
     assert git(repo, "config", "merge.benchlab-catalog.name").stdout.strip()
+
+
+# --- retraction beside an addition, and conflicts, through real clones -------------------------
+
+
+def seed_origin(tmp_path: Path, make_fleet: Callable[..., list[str]], indices: list[int]) -> Path:
+    """A bare origin holding the v3 catalog of the seed-1 fleet's runs at `indices`."""
+    work = tmp_path / "seed"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / ".gitignore").write_text("experiments/benchmark/runs/\n")
+    for index in indices:
+        make_fleet(work / STORE, 1, seed=1, first=index, step_s=STEP)
+    assert bench(work, "catalog", "build") == 0
+    assert bench(work, "catalog", "install-merge-driver") == 0
+    git(work, "add", ".gitignore", ".gitattributes", str(STORE))
+    git(work, "commit", "-q", "-m", "seed")
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    return bare
+
+
+def clone(origin: Path, name: str) -> Path:
+    repo = origin.parent / name
+    git(origin.parent, "clone", "-q", str(origin), str(repo))
+    git(repo, "config", "user.name", name)
+    git(repo, "config", "user.email", f"{name}@example.invalid")
+    assert bench(repo, "catalog", "install-merge-driver") == 0
+    return repo
+
+
+def commit(repo: Path, message: str) -> None:
+    git(repo, "add", "--all", str(STORE))
+    git(repo, "commit", "-q", "-m", message)
+
+
+def merge_both_ways(a: Path, b: Path) -> None:
+    """Each clone fetches the other's commit first, then merges it: both directions from
+    the same two commits. Neither merge may conflict or leave the tree dirty."""
+    git(a, "fetch", "-q", str(b), "main:refs/remotes/other/main")
+    git(b, "fetch", "-q", str(a), "main:refs/remotes/other/main")
+    for repo in (a, b):
+        merged = git(repo, "merge", "--no-edit", "other/main", check=False)
+        assert merged.returncode == 0, merged.stdout + merged.stderr
+        assert "CONFLICT" not in merged.stdout
+        assert git(repo, "status", "--porcelain").stdout == ""
+
+
+def shard_lines(repo: Path, name: str) -> list[dict]:
+    text = (repo / STORE / name).read_text()
+    return [json.loads(line) for line in text.splitlines() if line]
+
+
+def test_a_retraction_beside_an_addition_to_the_same_shard_keeps_the_addition(
+    tmp_path: Path, make_fleet: Callable[..., list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Clone A retracts the only run of a shard while clone B adds a run to that shard (runs
+    0, 1 and 5 of the seed-1 fleet are one machine's, one ISO week). A deleted shard would be
+    a modify/delete conflict git settles without the driver; a kept, empty one merges."""
+    origin = seed_origin(tmp_path, make_fleet, [0, 2])
+    alice, bob = clone(origin, "alice"), clone(origin, "bob")
+    [retracted] = [r for r in run_ids(alice) if r.startswith("k8s-cpu-pod-1-")]
+    name = "catalog/k8s-cpu-pod-1/2025-W02.k8s-cpu-pod-1.jsonl"
+    assert bench(alice, "catalog", "retract", retracted) == 0
+    assert (alice / STORE / name).read_bytes() == b""  # kept, empty
+    commit(alice, "retract the only run of a shard")
+    [added] = make_fleet(bob / STORE, 1, seed=1, first=1, step_s=STEP)
+    assert bench(bob, "catalog", "build") == 0
+    assert len(shard_lines(bob, name)) == 2
+    commit(bob, "one more run in the same shard")
+
+    merge_both_ways(alice, bob)
+    for repo in (alice, bob):
+        ids = run_ids(repo)
+        assert added in ids and retracted not in ids and len(ids) == 2
+        capsys.readouterr()
+        assert bench(repo, "catalog", "validate") == 0
+        assert bench(repo, "catalog", "build") == 0  # the retracted line leaves the shard
+        assert [e["run_id"] for e in shard_lines(repo, name)] == [added]
+    assert public_bytes(alice) == public_bytes(bob)
+
+
+def test_an_empty_shard_is_read_validated_and_built(
+    tmp_path: Path, make_fleet: Callable[..., list[str]]
+) -> None:
+    origin = seed_origin(tmp_path, make_fleet, [0, 2])
+    repo = clone(origin, "carol")
+    [run_id] = [r for r in run_ids(repo) if r.startswith("k8s-cpu-pod-1-")]
+    assert bench(repo, "catalog", "retract", run_id) == 0
+    assert bench(repo, "catalog", "validate") == 0
+    assert bench(repo, "catalog", "build", "--full") == 0
+    assert (repo / STORE / "catalog/k8s-cpu-pod-1/2025-W02.k8s-cpu-pod-1.jsonl").exists()
+    assert len(run_ids(repo)) == 1
+    assert bench(repo, "best") in (0, 1)  # a query over an empty shard answers
+
+
+def tamper(repo: Path, run_id: str) -> dict:
+    """Clone B's copy of a run measures differently: a higher peak, one extra measured key
+    and a newer timestamp (same ISO week) — each of which used to win the old winner rule.
+    Written into the tracked shard, as another build or a hand edit would leave it."""
+    from benchlab.catalog.shards import parse_lines, render_shard, shard_name
+
+    store = repo / STORE
+    [(name, path)] = [
+        (n, p)
+        for n, p in ((p.relative_to(store).as_posix(), p) for p in store.rglob("*.jsonl"))
+        if run_id.encode() in p.read_bytes()
+    ]
+    entries = parse_lines(path.read_bytes(), name)
+    [entry] = [e for e in entries if e["run_id"] == run_id]
+    entry["peak_tok_per_sec"] = round(entry["peak_tok_per_sec"] * 1.5, 2)
+    entry["n_batch"] = 2048
+    entry["timestamp"] = entry["timestamp"].replace("T10:", "T11:")
+    assert shard_name(entry) == name
+    path.write_bytes(render_shard(entries))
+    return entry
+
+
+def test_two_clones_measuring_one_run_differently_is_a_kept_reported_conflict(
+    tmp_path: Path, make_fleet: Callable[..., list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    origin = seed_origin(tmp_path, make_fleet, [0, 2])
+    alice, bob = clone(origin, "alice"), clone(origin, "bob")
+    for repo in (alice, bob):
+        [shared] = make_fleet(repo / STORE, 1, seed=1, first=3, step_s=STEP)
+        assert bench(repo, "catalog", "build") == 0
+    ours = next(e for e in load_runs(alice) if e["run_id"] == shared)
+    theirs = tamper(bob, shared)
+    commit(alice, "run 3")
+    commit(bob, "run 3, measured again")
+
+    merge_both_ways(alice, bob)
+    assert public_bytes(alice) == public_bytes(bob)
+    name = "catalog/anthony-laptop/2025-W02.anthony-laptop.jsonl"
+    [line] = [e for e in shard_lines(alice, name) if e["run_id"] == shared]
+    assert sorted(c["peak_tok_per_sec"] for c in line["conflict"]) == sorted(
+        [ours["peak_tok_per_sec"], theirs["peak_tok_per_sec"]]
+    )
+    capsys.readouterr()
+    assert bench(alice, "catalog", "validate") == 1
+    err = capsys.readouterr().err
+    [report] = [r for r in err.splitlines() if r.startswith("error: conflict:")]
+    assert shared in report and "peak_tok_per_sec" in report and "n_batch" in report
+    assert "timestamp" in report and str(theirs["peak_tok_per_sec"]) in report
+    assert f"bench catalog resolve {shared} --keep N" in report
+    # Queries use neither copy: the run is left out, with a warning.
+    assert shared not in run_ids(alice)
+    assert bench(alice, "list") in (0, 1)
+    assert shared in capsys.readouterr().err
+    # A build of alice's own (unchanged) run dir keeps bob's copy beside it.
+    assert bench(alice, "catalog", "build", "--full") == 0
+    assert [e for e in shard_lines(alice, name) if e["run_id"] == shared] == [line]
+
+    # Resolved on one clone, the choice travels: bob's copy is kept on both.
+    keep = 1 + [c["peak_tok_per_sec"] for c in line["conflict"]].index(theirs["peak_tok_per_sec"])
+    assert bench(alice, "catalog", "resolve", shared, "--keep", str(keep)) == 0
+    commit(alice, "resolve")
+    git(bob, "pull", "-q", "--no-rebase", str(alice), "main")
+    for repo in (alice, bob):
+        assert bench(repo, "catalog", "validate") == 0
+        [kept] = [e for e in load_runs(repo) if e["run_id"] == shared]
+        assert kept["peak_tok_per_sec"] == theirs["peak_tok_per_sec"]
+    # Alice's run dir still holds her numbers; a full build does not bring them back.
+    assert bench(alice, "catalog", "build", "--full") == 0
+    [kept] = [e for e in load_runs(alice) if e["run_id"] == shared]
+    assert kept["peak_tok_per_sec"] == theirs["peak_tok_per_sec"]
+
+
+def load_runs(repo: Path) -> list[dict]:
+    from benchlab.catalog.read import load_catalog
+
+    return load_catalog(repo / STORE / "catalog.json").runs

@@ -1,5 +1,7 @@
-"""Property tests: the catalog merge is commutative, associative and idempotent, and the
-fast serialiser writes exactly `layout.canonical_json`."""
+"""Property tests: the catalog merge (documents, heads and shards) is commutative, associative
+and idempotent, never loses a run that is not retracted, keeps copies that measure
+differently as a conflict (the same from either side) instead of letting a rule pick one,
+and the fast serialiser writes exactly `layout.canonical_json`."""
 
 from __future__ import annotations
 
@@ -9,7 +11,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlab.catalog.merge import finalize, merge_catalogs, merge_inventories
+from benchlab.catalog.merge import (
+    finalize,
+    head_document,
+    merge_catalogs,
+    merge_heads,
+    merge_inventories,
+)
+from benchlab.catalog.order import CONFLICT, REJECTED, copies, differences, measurement, settle
+from benchlab.catalog.shards import merge_shard_bytes, parse_lines, render_shard
 from benchlab.catalog.text import render, render_catalog
 from benchlab.layout import canonical_json
 
@@ -90,9 +100,12 @@ def test_merge_is_idempotent(a: dict, b: dict) -> None:
 @settings(max_examples=100, deadline=None)
 @given(catalogs(), catalogs())
 def test_merge_keeps_every_run_id(a: dict, b: dict) -> None:
+    """Every id is kept: in `runs` where the copies agree, in `conflicts` where they do not."""
     ids = {e["run_id"] for e in a["runs"]} | {e["run_id"] for e in b["runs"]}
     merged = merge_catalogs(a, b)
-    assert [e["run_id"] for e in merged["runs"]] == sorted(ids)
+    kept = [e["run_id"] for e in merged["runs"]]
+    held = [line["run_id"] for line in merged.get("conflicts", [])]
+    assert sorted(kept + held) == sorted(ids) and not set(kept) & set(held)
 
 
 inventory_items = st.fixed_dictionaries(
@@ -144,3 +157,127 @@ def test_render_catalog_is_canonical_json(doc: dict) -> None:
     text = render_catalog(doc)
     assert text == canonical_json(doc)
     assert json.loads(text) == json.loads(canonical_json(doc))
+
+
+# --- shard merges: conflicts kept, never decided by a rule ----------------------------------
+
+SHARD_IDS = [f"m0-model-q8-batch-abcdef01-2025010{d}T120000Z" for d in (6, 7, 8)]
+
+shard_entries = st.builds(
+    lambda run_id, minute, status, peak, extra, tags, gate, warnings: {
+        "run_id": run_id,
+        "machine_id": "m0",
+        "timestamp": f"2025-01-0{run_id[-9]}T12:0{minute}:00Z",
+        "model": "M",
+        "model_id": "m",
+        "precision": "q8",
+        "status": status,
+        "tags": tags,
+        "warnings": warnings,
+        **({"peak_tok_per_sec": peak} if peak is not None else {}),
+        **({"n_batch": 2048} if extra else {}),
+        **({"gate": {"status": gate}} if gate else {}),
+    },
+    st.sampled_from(SHARD_IDS),
+    st.sampled_from([0, 1]),  # a moved clock
+    st.sampled_from(["ok", "failed"]),
+    st.sampled_from([None, 10.0, 12.5]),  # other numbers
+    st.booleans(),  # one extra measured key
+    st.lists(st.sampled_from(["outlier", "nightly"]), unique=True).map(sorted),  # marks
+    st.sampled_from(["", "passed", "failed"]),  # a gate verdict
+    st.sampled_from([0, 1]),
+)
+
+
+@st.composite
+def shard_versions(draw: st.DrawFn) -> bytes:
+    """One clone's version of a shard: its own entries, possibly a past merge's conflicts."""
+    sides = draw(st.lists(st.lists(shard_entries, max_size=4), min_size=1, max_size=3))
+    return merge_shard_bytes(*(render_shard({e["run_id"]: e for e in s}.values()) for s in sides))
+
+
+def measured(raw: bytes) -> set[tuple[str, bytes]]:
+    """(run id, what it measured) of every copy a shard holds."""
+    return {
+        (copy["run_id"], measurement(copy))
+        for line in parse_lines(raw, "s")
+        for copy in copies(line)
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(shard_versions(), shard_versions(), shard_versions())
+def test_shard_merge_laws_with_conflicts(a: bytes, b: bytes, c: bytes) -> None:
+    assert merge_shard_bytes(a, b) == merge_shard_bytes(b, a)
+    left = merge_shard_bytes(merge_shard_bytes(a, b), c)
+    assert left == merge_shard_bytes(a, merge_shard_bytes(b, c))
+    assert merge_shard_bytes(a, a) == a
+    assert merge_shard_bytes(left, a) == left  # pulling again changes nothing
+
+
+@settings(max_examples=200, deadline=None)
+@given(shard_versions(), shard_versions())
+def test_shard_merge_never_loses_a_run_or_a_measurement(a: bytes, b: bytes) -> None:
+    merged = merge_shard_bytes(a, b)
+    assert measured(merged) == measured(a) | measured(b)
+    lines = parse_lines(merged, "s")
+    assert len({line["run_id"] for line in lines}) == len(lines)  # one line per run id
+    for line in lines:
+        # A conflict exactly where the copies measure differently, the same from both sides.
+        kinds = {key for run_id, key in measured(merged) if run_id == line["run_id"]}
+        assert (CONFLICT in line) == (len(kinds) > 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(shard_entries, shard_entries)
+def test_no_rule_decides_between_copies_that_measure_differently(a: dict, b: dict) -> None:
+    b = {**b, "run_id": a["run_id"], "timestamp": a["timestamp"][:10] + b["timestamp"][10:]}
+    ab, ba = settle((a, b)), settle((b, a))
+    assert ab == ba  # symmetric
+    if measurement(a) == measurement(b):
+        assert CONFLICT not in ab and ab in (a, b)  # marks and verdicts merge deterministically
+    else:
+        assert ab[CONFLICT] == sorted([a, b], key=measurement)  # both kept, neither wins
+        assert {name for name, _ in differences(ab)} <= set(a) | set(b)
+
+
+def test_an_extra_key_or_a_newer_clock_cannot_win() -> None:
+    base = {
+        "run_id": SHARD_IDS[0],
+        "machine_id": "m0",
+        "timestamp": "2025-01-06T12:00:00Z",
+        "model": "M",
+        "precision": "q8",
+        "peak_tok_per_sec": 10.0,
+    }
+    for other in (
+        {**base, "peak_tok_per_sec": 11.0, "n_batch": 2048},
+        {**base, "peak_tok_per_sec": 11.0, "timestamp": "2025-01-06T13:00:00Z"},
+        {**base, "n_batch": 2048},  # an extra measured key alone
+    ):
+        line = settle((base, other))
+        assert line[CONFLICT] == sorted([base, other], key=measurement)
+    marked = {**base, "tags": ["outlier"], "warnings": 1, "gate": {"status": "passed"}}
+    assert settle((base, marked)) == settle((marked, base)) in (base, marked)
+
+
+heads = st.builds(
+    lambda runs, retracted, rejected: head_document({}, retracted, runs, rejected),
+    st.lists(shard_entries, max_size=4).map(lambda es: list({e["run_id"]: e for e in es}.values())),
+    st.lists(st.sampled_from(SHARD_IDS), max_size=1),
+    st.lists(st.sampled_from([f"{SHARD_IDS[1]}@0123456789abcdef"]), max_size=1),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(heads, heads, heads)
+def test_head_merge_laws_and_no_run_lost_but_the_retracted(a: dict, b: dict, c: dict) -> None:
+    assert same(merge_heads(a, b), merge_heads(b, a))
+    assert same(merge_heads(merge_heads(a, b), c), merge_heads(a, merge_heads(b, c)))
+    assert same(merge_heads(a, a), merge_heads(a))
+    merged = merge_heads(a, b)
+    gone = set(merged.get("retracted", []))
+    ids = {e["run_id"] for doc in (a, b) for e in [*doc.get("runs", []), *doc.get("conflicts", [])]}
+    kept = {e["run_id"] for e in [*merged.get("runs", []), *merged.get("conflicts", [])]}
+    assert kept == ids - gone
+    assert set(merged.get(REJECTED, [])) == set(a.get(REJECTED, [])) | set(b.get(REJECTED, []))

@@ -232,3 +232,100 @@ def test_two_clones_merge_their_shards_through_the_driver(
     assert main(["--store", str(bob / STORE), "catalog", "validate"]) == 0
     before = shard_files(bob / STORE)
     assert build(bob / STORE) == 0 and shard_files(bob / STORE) == before
+
+
+# --- retraction keeps its shard; conflicts; one merge -------------------------------------
+
+
+def test_retracting_the_only_run_of_a_shard_keeps_the_shard_empty(
+    store: Path, make_fleet: Callable[..., list[str]], v3: None
+) -> None:
+    [run_id] = make_fleet(store, 1, seed=1, first=0, step_s=STEP)
+    [other] = make_fleet(store, 1, seed=1, first=2, step_s=STEP)
+    assert build(store) == 0
+    name = "catalog/k8s-cpu-pod-1/2025-W02.k8s-cpu-pod-1.jsonl"
+    assert main(["--store", str(store), "catalog", "retract", run_id]) == 0
+    assert (store / name).read_bytes() == b""
+    for args in ((), ("--full",)):
+        assert build(store, *args) == 0
+        assert (store / name).read_bytes() == b""
+        assert [e["run_id"] for e in load_catalog(store / "catalog.json").runs] == [other]
+        assert main(["--store", str(store), "catalog", "validate"]) == 0
+
+
+def record_of(store: Path, run_id: str) -> Path:
+    [path] = list((store / "runs" / "by-machine").glob(f"*/{run_id}/record.json"))
+    return path
+
+
+def test_this_clones_own_rebuilds_are_never_a_conflict(
+    store: Path, make_fleet: Callable[..., list[str]], v3: None
+) -> None:
+    """A mark (tags, a warning) or a run dir measured again on this clone: the build of its
+    own run dir replaces the copy it made before, in incremental and full builds."""
+    [run_id] = make_fleet(store, 1, seed=1, first=3, step_s=STEP)
+    assert build(store) == 0
+    assert main(["--store", str(store), "mark-outlier", run_id, "--reason", "noisy"]) == 0
+    assert build(store) == 0
+    [entry] = load_catalog(store / "catalog.json").runs
+    assert "outlier" in entry["tags"]
+    path = record_of(store, run_id)
+    record = json.loads(path.read_text())
+    record["metrics"]["peak_tok_per_sec"] = 1234.5
+    path.write_text(json.dumps(record))
+    for args in ((), ("--full",)):
+        assert build(store, *args) == 0
+        [entry] = load_catalog(store / "catalog.json").runs
+        assert entry["peak_tok_per_sec"] == 1234.5
+        assert main(["--store", str(store), "catalog", "validate"]) == 0
+    assert b'"conflict"' not in b"".join(shard_files(store).values())
+
+
+def test_a_pulled_copy_in_another_week_is_a_conflict_no_reader_uses(
+    store: Path,
+    make_fleet: Callable[..., list[str]],
+    v3: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Another clone's copy of run 3 says it ran a week later, with other numbers: it files
+    in another shard, so no shard merge meets both. Readers leave the run out (and say so),
+    validate reports it, and a full build of this clone's run dir keeps the other copy."""
+    [run_id] = make_fleet(store, 1, seed=1, first=3, step_s=STEP)
+    [other_run] = make_fleet(store, 1, seed=1, first=2, step_s=STEP)
+    assert build(store) == 0
+    [mine] = [e for e in load_catalog(store / "catalog.json").runs if e["run_id"] == run_id]
+    theirs = {**mine, "timestamp": "2025-01-16T10:32:50Z", "peak_tok_per_sec": 1.0}
+    name = shard_name(theirs)
+    assert name != shard_name(mine)
+    (store / name).write_bytes(render_shard([theirs]))  # as a pull would leave it
+    capsys.readouterr()
+    runs = load_catalog(store / "catalog.json").runs
+    assert [e["run_id"] for e in runs] == [other_run]
+    assert run_id in capsys.readouterr().err
+    assert main(["--store", str(store), "catalog", "validate"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: conflict: {run_id}: 2 copies" in err and "timestamp" in err
+    assert main(["--store", str(store), "catalog", "build", "--full"]) == 0
+    assert parse_lines((store / name).read_bytes(), name) == [theirs]
+    assert main(["--store", str(store), "catalog", "validate"]) == 1
+
+
+def test_the_driver_writes_merge_shard_bytes(tmp_path: Path) -> None:
+    """One shard merge: the driver's bytes are `merge_shard_bytes`' (conflicts included)."""
+    entry = {
+        "run_id": RUN_IDS[0],
+        "machine_id": "m0",
+        "timestamp": "2025-01-06T12:00:00Z",
+        "model": "M",
+        "precision": "q8",
+        "peak_tok_per_sec": 1.0,
+    }
+    ours = render_shard([entry])
+    theirs = render_shard([{**entry, "peak_tok_per_sec": 2.0}])
+    name = "catalog/m0/2025-W02.m0.jsonl"
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(ours)
+    b.write_bytes(theirs)
+    assert merge_files(tmp_path / "o", a, b, name) == "shard"
+    assert a.read_bytes() == merge_shard_bytes(ours, theirs)
+    assert b'"conflict":[' in a.read_bytes()

@@ -101,14 +101,24 @@ def test_v1_and_v3_clones_merge_through_the_driver(
     assert [e["run_id"] for e in catalog_doc(ours)["runs"]] == [e["run_id"] for e in merged]
 
 
-def test_the_v2_copy_of_a_run_wins_over_its_v1_copy(store: Path) -> None:
+def test_a_v1_copy_and_a_richer_v2_copy_of_a_run_are_a_conflict(store: Path) -> None:
+    """The upgrade's derived fields (series, precision family) are no difference; a copy
+    that says more of what was measured (threads) does not win by saying more: both are kept
+    under `conflicts`, the same from either side, and neither counts as the run."""
     v1 = v1_doc()
     v2 = merge_catalogs(v1)  # the same runs, upgraded
+    assert same_runs(merge_catalogs(v1, v2), v2)
     richer = dict(v2["runs"][0], threads=4)
     v2["runs"][0] = richer
-    for sides in ((v1, v2), (v2, v1)):
-        merged = merge_catalogs(*sides)
-        assert next(e for e in merged["runs"] if e["run_id"] == richer["run_id"]) == richer
+    merged = [merge_catalogs(*sides) for sides in ((v1, v2), (v2, v1))]
+    assert merged[0] == merged[1]
+    [line] = merged[0]["conflicts"]
+    assert line["run_id"] == richer["run_id"] and richer in line["conflict"]
+    assert richer["run_id"] not in {e["run_id"] for e in merged[0]["runs"]}
+
+
+def same_runs(a: dict, b: dict) -> bool:
+    return a["runs"] == b["runs"] and "conflicts" not in a
 
 
 def test_a_retracted_run_stays_gone_through_builds_and_merges(

@@ -121,8 +121,8 @@ def entries(draw: st.DrawFn) -> dict[str, Any]:
 @st.composite
 def catalogs(draw: st.DrawFn) -> dict[str, Any]:
     """Entries with unique run ids in shards; for v3 also some only in the head's `runs`,
-    some in the head and a shard, some in two shards (a merge: `order.winner` settles
-    which copy counts), some retracted."""
+    some in the head and a shard, some in two shards (a merge: `order.settle` keeps one
+    copy, or none where they measure differently), some retracted."""
     made = draw(st.lists(entries(), max_size=30))
     for i, entry in enumerate(made):
         entry["run_id"] = f"{entry['machine_id'].lower()}-run-{draw(st.integers(0, 99)):02d}-{i}"
@@ -147,7 +147,10 @@ def catalogs(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _other_copy(draw: st.DrawFn, entry: dict[str, Any]) -> dict[str, Any]:
-    """The same run as another clone may hold it: another time, value or status."""
+    """The same run as another clone may hold it: other marks only (one run, settled by
+    `order.settle`), or another time, value or status (a conflict: no copy answers)."""
+    if draw(st.booleans()):
+        return dict(entry, tags=draw(st.lists(st.sampled_from(TAGS), unique=True, max_size=3)))
     copy = dict(entry, timestamp=draw(st.sampled_from(STAMPS)))
     copy["peak_tok_per_sec"] = draw(st.sampled_from(VALUES))
     if draw(st.booleans()):
@@ -192,7 +195,9 @@ def test_columns_answer_as_the_python_verbs(catalog: dict[str, Any], asks: list[
         path = write_catalog(Path(tmp), catalog)
         loaded = load_catalog(path)
         columns = open_columns(path, min_bytes=0)
-        assert columns is not None
+        if columns is None:  # copies that measure differently: the Python path answers
+            assert any("copies measure differently" in p for p in loaded.problems)
+            return
         assert columns.n == len(loaded.runs)
         for ask in asks:
             assert machine_table(columns, ask) == machine_table(loaded, ask)

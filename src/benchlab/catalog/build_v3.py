@@ -76,7 +76,6 @@ from benchlab.catalog.document import (
     check_head,
     load_inventory,
     parse_catalog,
-    parse_shard_entries,
 )
 from benchlab.catalog.extract import (
     RUN_FILES,
@@ -85,8 +84,18 @@ from benchlab.catalog.extract import (
     read_run_dir,
 )
 from benchlab.catalog.gate import MAX_SHARD_BYTES, read_catalog, read_regular
-from benchlab.catalog.merge import _merge_static, _static_of, head_document
-from benchlab.catalog.order import winner
+from benchlab.catalog.merge import _merge_static, _static_of, check_lines, head_document
+from benchlab.catalog.order import (
+    CONFLICT,
+    REJECTED,
+    copies,
+    measurement,
+    merge_copies,
+    rejected_by_run,
+    settle,
+    winner,
+    without_rejected,
+)
 from benchlab.catalog.shards import (
     decode_entry,
     encode_line,
@@ -166,8 +175,54 @@ def _decode(line: bytes) -> dict[str, Any]:
 
 
 def point_of(entry: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """What the inventory's checklist needs of an entry: (model, precision, status)."""
+    """What the inventory's checklist needs of an entry: (model, precision, status); of a
+    conflict line, its first copy's."""
+    if CONFLICT in entry:
+        entry = copies(entry)[0]
     return (entry.get("model_id"), entry.get("precision"), entry.get("status", "ok"))
+
+
+def _views_of(entry: dict[str, Any]) -> list[str]:
+    """The view names of a line: none for a conflict line (no copy of it is the truth)."""
+    return [] if CONFLICT in entry else list(view_names(entry))
+
+
+def _alone(here: bytes | None, elsewhere: list[bytes]) -> bool:
+    """Does the catalog hold at most one copy of this run (a conflict line holds several)?"""
+    lines = [*([here] if here is not None else []), *elsewhere]
+    if len(lines) > 1:
+        return False
+    return not lines or b'"conflict":' not in lines[0] or CONFLICT not in _decode(lines[0])
+
+
+def _settled(held: list[bytes], line: bytes, mode: str) -> bytes:
+    """The line `ShardBook.place` keeps of the lines held for one run and an incoming one
+    (`mode`: "again" a second dir of this clone, "alone" a fresh copy where the catalog held
+    one copy, "own" a fresh copy beside a conflict, "" a pending one); a held line's own
+    bytes where it is the result (the same entry, spelled differently)."""
+    olds = [_decode(h) for h in held]
+    entry = _decode(line)
+    found = [copy for old in olds for copy in copies(old)]
+    if mode == "again" and len(found) == 1:
+        result = winner(found[0], entry)
+    elif mode == "alone":
+        result = entry
+    elif mode == "own":
+        key = measurement(entry)
+        others = [copy for copy in found if measurement(copy) != key]
+        result = settle([entry, *others]) if others else entry
+    else:
+        result = settle([*olds, entry])
+    for old, raw in zip(olds, held, strict=True):
+        if old == result:
+            return raw
+    return line if result == entry else encode_line(result)
+
+
+def _checked(name: str, entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A shard's lines validated as catalog entries (conflict lines too), by run id."""
+    check_lines(name, entries)
+    return {entry["run_id"]: entry for entry in entries}
 
 
 def _points(counts: dict[tuple[Any, Any, Any], int]) -> list[list[Any]]:
@@ -342,6 +397,8 @@ class ShardBook:
         self.touched: dict[str, dict[str, Any]] = {}  # run id -> entry whose views to write
         self.stale: set[str] = set()  # view names of replaced entries no entry has now
         self.removed: list[dict[str, Any]] = []  # entries dropped (retracted)
+        self.rejected: set[str] = set()  # the head's `rejected` copies (`resolve`)
+        self._rejected: dict[str, set[str]] = {}  # the same, by run id
         self.fresh_ids: set[str] = set()
         self.written: set[str] = set()  # names of the shards this build rewrote or removed
         self.views: ViewWriter | None = None  # full builds: views of the entries kept
@@ -469,7 +526,7 @@ class ShardBook:
             if raw and shard.canonical and stat == shard.stat:
                 shard.lines = {line_id(line): line for line in raw.split(b"\n") if line}
             elif raw:
-                entries = parse_shard_entries(shard.name, parse_lines(raw, shard.name))
+                entries = _checked(shard.name, parse_lines(raw, shard.name))
                 shard.lines = {k: encode_line(e) for k, e in entries.items()}
                 shard.counts = _count(entries.values())
             else:
@@ -515,55 +572,76 @@ class ShardBook:
         candidates: list[int] | None = None,
         views: tuple[str, str] | None = None,
     ) -> None:
-        """Put one entry's line in its shard, taking the run out of any other shard.
+        """Put one entry's line in its shard, taking copies of the run that measure the same
+        out of other shards.
 
-        A fresh entry (from a run dir on this clone) replaces what the catalog held; a
-        pending one (inline in catalog.json) is settled with `winner`, and so are two fresh
-        copies of one run (two dirs). `candidates`: `where([run_id])[0]`, if known; `views`:
+        A fresh entry (from a run dir on this clone) replaces the copies it measures the same
+        as, and the only copy the catalog held (this clone's run dirs are authoritative for
+        this clone's runs: a re-read after a policy or metric change is no conflict). Where
+        the catalog held other copies besides (a conflict a merge brought in), those that
+        measure differently stay: in this shard, in a conflict line with it; in another
+        shard (another week), where they are, for readers to meet. A pending entry (inline
+        in catalog.json, or moved out of a file the layout does not name) is united with
+        what is held (`order.settle`); two fresh copies of one run (two dirs of this clone)
+        are settled with `winner`. `candidates`: `where([run_id])[0]`, if known; `views`:
         the view names a reader already wrote for this line (else this process writes
         them)."""
+        digests = self._rejected.get(run_id)
+        if digests:
+            judged = without_rejected(_decode(line), digests)
+            if judged is None:
+                return  # a copy `bench catalog resolve` set aside
+            line, point = encode_line(judged), point_of(judged)
         sid = self.by_name.get(target)
         if sid is None:
             sid = self._add(target)
-        held: bytes | None = None
-        for other in candidates if candidates is not None else self.where([run_id])[0]:
-            if other != sid and self.shards[other] is not None and run_id in self.lines(other):
-                taken = self.remove(other, run_id)
-                held = held if held is not None else taken
         here = self.lines(sid).get(run_id)
-        if here is not None:
-            held = here
         again = fresh and run_id in self.fresh_ids
         if fresh:
             self.fresh_ids.add(run_id)
+        elsewhere = [
+            other
+            for other in (candidates if candidates is not None else self.where([run_id])[0])
+            if other != sid and self.shards[other] is not None and run_id in self.lines(other)
+        ]
+        alone = _alone(here, [self.lines(other)[run_id] for other in elsewhere])
+        taken: list[bytes] = []
+        take_all = again or (fresh and alone)
+        key = measurement(_decode(line)) if elsewhere and not take_all else b""
+        for other in elsewhere:
+            old = _decode(self.lines(other)[run_id])
+            if take_all or (CONFLICT not in old and measurement(old) == key):
+                line_out = self.remove(other, run_id)
+                if line_out is not None:
+                    taken.append(line_out)
+        held_lines = [*([here] if here is not None else []), *taken]
+        held = held_lines[0] if held_lines else None
         incoming = line
-        if held is not None and held != line:
-            old, entry = _decode(held), _decode(line)
-            if old == entry:
-                line = held  # the same entry, spelled differently: keep the bytes there
-            elif again or not fresh:
-                line = held if winner(old, entry) is old else line
-        if line is held:
+        if held_lines and held_lines != [line]:
+            mode = "again" if again else "alone" if fresh and alone else "own" if fresh else ""
+            line = _settled(held_lines, line, mode)
             point = point_of(_decode(line))
         self.put(sid, run_id, line, point)
+        kept = _decode(line) if line is not incoming else None
         if again and views is not None and held is not None and held != incoming:
             # Two readers wrote views of one run, in no known order: the winner's go back.
-            kept = _decode(line)
+            kept = kept if kept is not None else _decode(line)
             self.touched[run_id] = kept
-            self.stale.update(set(views) - set(view_names(kept)))
-        if held == line:
+            self.stale.update(set(views) - set(_views_of(kept)))
+        if held_lines == [line]:
             return
         if fresh and not again:
             if held is None:
                 self.result.new += 1
             else:
                 self.result.changed += 1
-        if views is None:
-            entry = _decode(line)
+        if views is None or (kept is not None and CONFLICT in kept):
+            entry = kept if kept is not None else _decode(line)
             self.touched[run_id] = entry
-            views = view_names(entry)
-        if held is not None:
-            self.stale.update(set(view_names(_decode(held))) - set(views))
+            self.stale.update(set(views or ()) - set(_views_of(entry)))
+            views = tuple(_views_of(entry))
+        for old in held_lines:
+            self.stale.update(set(_views_of(_decode(old))) - set(views))
 
     def relocate(self) -> None:
         """Entries of a shard file the layout would not name (`shards.LAYOUT` changed, or a
@@ -581,6 +659,25 @@ class ShardBook:
                 target = shard_name(entry)
                 if target != shard.name:
                     self.place(run_id, target, line, point_of(entry), False)
+
+    def reject(self, items: Iterable[str]) -> None:
+        """Copies `bench catalog resolve` set aside (the head's `rejected`, this one's or a
+        pulled one's) leave every shard, and are never placed again (`place`)."""
+        self.rejected.update(items)
+        self._rejected = rejected_by_run(self.rejected)
+        for run_id, digests in sorted(self._rejected.items()):
+            for sid in self.where([run_id])[0]:
+                line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
+                if line is None:
+                    continue
+                kept = without_rejected(_decode(line), digests)
+                if kept is None:
+                    self.removed.append(_decode(line))
+                    self.remove(sid, run_id)
+                elif kept != _decode(line):
+                    self.remove(sid, run_id)
+                    self.put(sid, run_id, encode_line(kept), point_of(kept))
+                    self.touched[run_id] = kept
 
     def drop(self, run_id: str) -> None:
         """A retracted run leaves every shard."""
@@ -615,6 +712,8 @@ class ShardBook:
             if run_id in self.fresh_ids and run_id not in self.touched:
                 continue  # a worker wrote its views (and reported its names)
             entry = _decode(line)
+            if CONFLICT in entry:
+                continue  # no copy of a conflict is the truth: no views
             names = view_names(entry)
             self.views.put(entry, names)
             if self.wanted is not None:
@@ -627,8 +726,7 @@ class ShardBook:
         now = _stat(path)
         if now != shard.loaded_stat and now is not None:
             # Someone (git) replaced the shard since this build read it: keep what they put.
-            theirs = {e["run_id"]: e for e in read_shard(path, shard.name)}
-            parse_shard_entries(shard.name, list(theirs.values()))
+            theirs = _checked(shard.name, read_shard(path, shard.name))
             for run_id, entry in theirs.items():
                 mine = lines.get(run_id)
                 if mine is None:
@@ -637,11 +735,14 @@ class ShardBook:
                     self.touched[run_id] = entry
                     self._recent[run_id] = sid
                 elif _decode(mine) != entry:
-                    best = winner(_decode(mine), entry)
+                    best = merge_copies(_decode(mine), entry)
                     lines[run_id] = encode_line(best)
                     self.touched[run_id] = best
             shard.counts = _count(_decode(line) for line in lines.values())
-        if not lines:
+        if not lines and not is_layout_name(shard.name):
+            # A file the layout does not name, emptied by `relocate`: it goes. A shard the
+            # layout names stays, empty (below): deleting it would make a pull that adds a
+            # run to it a modify/delete conflict, which git resolves without the driver.
             if now is not None:
                 remove_file(path)
                 self.result.catalog_written = True
@@ -712,7 +813,7 @@ def _check_shard(task: tuple[str, str]) -> tuple[Any, bool, dict[Any, int], list
     name, path = task
     stat = _stat(path)
     raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
-    entries = parse_shard_entries(name, parse_lines(raw, name))
+    entries = _checked(name, parse_lines(raw, name))
     canonical = raw == b"".join(encode_line(e) + b"\n" for _, e in sorted(entries.items()))
     canonical = canonical and all(shard_name(e) == name for e in entries.values())
     return stat, canonical, _count(entries.values()), list(entries)
@@ -1182,7 +1283,7 @@ def build_v3(
     path = store.catalog_path
     raw = read_catalog(path)
     head = _parse_head(path, raw)
-    pending = parse_catalog(path, head) if raw is not None else {}
+    pending = _inline(path, head) if raw is not None else {}
     retracted = set(head.get("retracted", []))
     old_inventory = load_inventory(store.inventory_path)
 
@@ -1194,6 +1295,7 @@ def build_v3(
         try:
             book = ShardBook(store, result)
             book.open(cache.index.get("shards", []) if usable else [], usable, workers)
+            book.reject(head.get(REJECTED, []))
             views_existed = store.by_model.is_dir() or store.by_date.is_dir()
             phases.mark("open")
             groups, scans = _scan(
@@ -1246,7 +1348,9 @@ def _write_catalog(
         for run_id in sorted(set(theirs.get("retracted", [])) - retracted):
             retracted.add(run_id)
             book.drop(run_id)
-        for run_id, entry in sorted(parse_catalog(path, theirs).items()):
+        if set(theirs.get(REJECTED, [])) - book.rejected:
+            book.reject(theirs.get(REJECTED, []))
+        for run_id, entry in sorted(_inline(path, theirs).items()):
             if run_id in retracted:
                 continue
             if not book.holds(run_id):
@@ -1260,7 +1364,7 @@ def _write_catalog(
     phases.mark("shards")
 
     static = _build.public_static(store, specs, static)  # no host-named machine
-    head_bytes = render(head_document(static, retracted)).encode("utf-8")
+    head_bytes = render(head_document(static, retracted, (), book.rejected)).encode("utf-8")
     late = read_catalog(path)
     if late != raw and late is not None:
         # Replaced once more while the shards were written: keep its static fields and
@@ -1269,9 +1373,11 @@ def _write_catalog(
         static = _merge_static(static, _static_of(theirs.get("machines", {})))
         static = _build.public_static(store, specs, static)
         retracted |= set(theirs.get("retracted", []))
-        extra = list(parse_catalog(path, theirs).values())
+        rejected = book.rejected | set(theirs.get(REJECTED, []))
+        extra = list(_inline(path, theirs).values())
         result.concurrent_merged += len(extra)
-        head_bytes = render(head_document(static, retracted, extra)).encode("utf-8")
+        doc = head_document(static, retracted, extra, rejected)
+        head_bytes = render(doc).encode("utf-8")
         raw = late
     if head_bytes != raw:
         atomic_write_bytes(path, head_bytes)
@@ -1391,6 +1497,23 @@ def _read(
         book.flush()
 
 
+def _inline(path: Path, head: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The entries catalog.json holds inline (a merge with a v2 clone put them there), its
+    conflict lines (`conflicts`) included, validated; the build moves them into shards."""
+    entries = parse_catalog(path, head)
+    lines = head.get("conflicts", [])
+    if not isinstance(lines, list) or not all(
+        isinstance(line, dict) and isinstance(line.get("run_id"), str) and CONFLICT in line
+        for line in lines
+    ):
+        raise SchemaError(f"{path}: $.conflicts: expected an array of conflict lines")
+    check_lines(str(path), lines)
+    for line in lines:
+        held = entries.get(line["run_id"])
+        entries[line["run_id"]] = line if held is None else merge_copies(held, line)
+    return entries
+
+
 def _parse_head(path: Path, raw: bytes | None) -> dict[str, Any]:
     if raw is None:
         return {}
@@ -1430,17 +1553,20 @@ def _reconcile_views(store: Store, book: ShardBook, result: BuildResult, *, swee
     written = writer.written
     stale = set(book.stale)
     for entry in book.touched.values():
+        if CONFLICT in entry:
+            continue
         names = view_names(entry)
         writer.put(entry, names)
         if book.wanted is not None:
             book.wanted.update(names)
     for entry in book.removed:
-        stale.update(view_names(entry))
+        stale.update(_views_of(entry))
     for name in sorted(book.pulled):
         target = store.root / name
         if target.exists():
             for entry in read_shard(target, name):
-                writer.put(entry)
+                if CONFLICT not in entry:
+                    writer.put(entry)
     if sweep and book.wanted is not None:
         stale |= existing_views(store) - book.wanted
     result.views_written += writer.written - written
@@ -1477,7 +1603,7 @@ def retract_v3(store: Store, run_ids: list[str]) -> int:
     dropped: list[dict[str, Any]] = []
     with write_set():  # shards and head: all replaced, or none
         _retract_shards(path, head, withdrawn, wanted, dropped)
-    stale = {name for entry in dropped for name in view_names(entry)}
+    stale = {name for entry in dropped for name in _views_of(entry)}
     if stale:
         remove_views(store, stale)
     return len(dropped)
@@ -1495,12 +1621,12 @@ def _retract_shards(
         kept = [e for e in entries if e["run_id"] not in wanted]
         if len(kept) != len(entries):
             dropped += [e for e in entries if e["run_id"] in wanted]
-            if kept:
-                atomic_write_bytes(shard_path, render_shard(kept))
-            else:
-                remove_file(shard_path)
+            # Kept even when empty: a deleted shard would make another clone's run added to
+            # it a modify/delete conflict at the next pull, which the merge driver never sees.
+            atomic_write_bytes(shard_path, render_shard(kept))
     static = _static_of(head.get("machines", {}))
-    pending = [e for e in head.get("runs", []) if e["run_id"] not in wanted]
-    dropped += [e for e in head.get("runs", []) if e["run_id"] in wanted]
-    doc = head_document(static, withdrawn, pending)
+    inline = [*head.get("runs", []), *head.get("conflicts", [])]
+    pending = [e for e in inline if e["run_id"] not in wanted]
+    dropped += [e for e in inline if e["run_id"] in wanted]
+    doc = head_document(static, withdrawn, pending, head.get(REJECTED, []))
     atomic_write_bytes(path, render(doc).encode("utf-8"))

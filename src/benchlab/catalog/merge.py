@@ -1,10 +1,11 @@
 """The union merge keyed by run id, and the derived state recomputed from its entries.
 
-Merge is commutative, associative and idempotent: when two entries share an id, a fixed
-rule picks the winner (ok over failed, then the newer timestamp, then the entry that says
-more, then the greater canonical JSON), so every clone and the git merge driver agree on the
-same bytes. "Says more" lets a v2 entry (full identity) win over the v1 copy of the same
-run. Retraction is a union too: a run id in any side's `retracted` list is gone from the
+Merge is commutative, associative and idempotent: when two entries share an id,
+`order.settle` keeps one copy where they measure the same (the greater canonical JSON) and
+every copy, as a conflict line, where they do not, so every clone and the git merge driver
+agree on the same bytes and no clone's numbers are replaced by a rule. A single-file (v2)
+catalog lists its conflict lines under `conflicts`, apart from `runs`. Retraction is a union
+too: a run id in any side's `retracted` list is gone from the
 result, so a merge can never bring a withdrawn run back. Derived state
 (invariant 6) is never merged: the index, the machine summaries and `last_updated` are
 recomputed from the entries every time.
@@ -16,11 +17,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-exported)
+    CONFLICT,
+    REJECTED,
     _entry_rank,
     _time_key,
+    copies,
     machine_activity,
+    settle,
     winner,
 )
+from benchlab.catalog.shards import union
 from benchlab.catalog.upgrade import CATALOG_SCHEMA, CATALOG_V3, upgrade
 from benchlab.ids import slug
 from benchlab.layout import (
@@ -33,15 +39,42 @@ SUMMARY_STATIC = ("os", "arch", "cpu_cores", "gpu")
 """Machine summary fields that come from specs (the rest is counted from the entries)."""
 
 
-def merge_entries(*sides: Iterable[dict]) -> dict[str, dict]:
-    """Union of entry lists keyed by run id, ties settled by `winner`."""
-    merged: dict[str, dict] = {}
-    for side in sides:
-        for entry in side:
-            run_id = entry["run_id"]
-            held = merged.get(run_id)
-            merged[run_id] = entry if held is None else winner(held, entry)
-    return merged
+def check_lines(where: str, lines: list[dict]) -> None:
+    """Validate lines of a shard or document as catalog entries (pydantic), conflict lines
+    included: each holds two or more copies of its own run, in the form `settle` writes.
+    Copies are checked in layers (each run's first copy, then its second, ...) so that one
+    run's copies are never mistaken for duplicate ids."""
+    from benchlab.catalog.document import parse_shard_entries
+    from benchlab.errors import SchemaError
+
+    layers: list[list[dict]] = [[]]
+    for line in lines:
+        if CONFLICT not in line:
+            layers[0].append(line)
+            continue
+        held = line[CONFLICT]
+        run_id = line["run_id"]
+        if (
+            set(line) != {"run_id", CONFLICT}
+            or type(held) is not list
+            or len(held) < 2
+            or not all(type(c) is dict and c.get("run_id") == run_id for c in held)
+        ):
+            raise SchemaError(
+                f"{where}: {run_id}: $.conflict: expected two or more copies of this run"
+            )
+        if settle((line,)) != line:
+            raise SchemaError(
+                f"{where}: {run_id}: $.conflict: copies not as a merge writes them "
+                "(equal measurements, or out of order); rebuild with `bench catalog build`"
+            )
+        for depth, copy in enumerate(held):
+            while len(layers) <= depth:
+                layers.append([])
+            layers[depth].append(copy)
+    for layer in layers:
+        if layer:
+            parse_shard_entries(where, layer)
 
 
 def _merge_value(a: Any, b: Any) -> Any:
@@ -79,11 +112,14 @@ def finalize(
     """The catalog document: entries sorted by run id, derived state recomputed from them.
 
     `static` holds what specs say about each machine (os, arch, cores, gpu); the counts and
-    last run come from the entries. A machine appears iff it has entries.
+    last run come from the entries. A machine appears iff it has entries. Conflict lines
+    are listed under `conflicts` and count for nothing (no copy of theirs is the truth).
     """
     withdrawn = sorted(set(retracted))
     gone = set(withdrawn)
-    runs = [entries[k] for k in sorted(entries) if k not in gone]
+    kept = [entries[k] for k in sorted(entries) if k not in gone]
+    runs = [entry for entry in kept if CONFLICT not in entry]
+    conflicts = [entry for entry in kept if CONFLICT in entry]
     by_model: dict[str, list[str]] = {}
     by_precision: dict[str, list[str]] = {}
     by_date: dict[str, list[str]] = {}
@@ -94,10 +130,13 @@ def finalize(
         by_precision.setdefault(entry["precision"], []).append(run_id)
         by_date.setdefault(_date_of(entry["timestamp"]), []).append(run_id)
     counts, last, newest = machine_activity(runs)
+    # A machine whose only runs are in conflict keeps its summary (and so its static
+    # fields, which a v2 document holds nowhere else), with no run counted.
+    held = set(counts) | {copies(line)[0]["machine_id"] for line in conflicts}
     machines = {}
-    for machine in sorted(counts):
+    for machine in sorted(held):
         summary = {k: v for k, v in static.get(machine, {}).items() if k in SUMMARY_STATIC}
-        summary.update(id=machine, runs=counts[machine], last_run=last[machine])
+        summary.update(id=machine, runs=counts.get(machine, 0), last_run=last.get(machine))
         machines[machine] = scrub_public({k: v for k, v in summary.items() if v is not None})
     doc: dict[str, Any] = {
         "$schema": CATALOG_SCHEMA,
@@ -108,6 +147,8 @@ def finalize(
     }
     if withdrawn:
         doc["retracted"] = withdrawn
+    if conflicts:
+        doc["conflicts"] = conflicts
     if newest is not None:
         doc["last_updated"] = newest
     return doc
@@ -124,16 +165,22 @@ def merge_catalogs(*docs: dict[str, Any]) -> dict[str, Any]:
     """The union of catalog documents (what the git merge driver writes); any v1 side is
     read as v2 first."""
     docs = tuple(upgrade(doc) for doc in docs)
-    entries = merge_entries(*(doc.get("runs", []) for doc in docs))
+    entries = union(*(_lines_of(doc) for doc in docs))
     static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
     retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
     return finalize(entries, static, retracted)
+
+
+def _lines_of(doc: dict[str, Any]) -> list[dict]:
+    """A document's runs and its conflict lines (kept apart from `runs` in the file)."""
+    return [*doc.get("runs", []), *doc.get("conflicts", [])]
 
 
 def head_document(
     static: dict[str, dict],
     retracted: Iterable[str] = (),
     pending: Iterable[dict] = (),
+    rejected: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The tracked v3 catalog.json: only what is not derived from the entries.
 
@@ -141,6 +188,7 @@ def head_document(
     ever described (a machine whose runs were all retracted keeps its description: static
     fields only grow, so the merge of two heads is a plain union). `pending` are entries a
     merge brought in from a v2 side, kept inline until the next build shards them.
+    `rejected`: copies `bench catalog resolve` set aside (`order.REJECTED`), a union too.
     """
     from benchlab.catalog.shards import LAYOUT
 
@@ -158,9 +206,16 @@ def head_document(
     }
     if withdrawn:
         doc["retracted"] = withdrawn
-    runs = sorted((e for e in pending if e["run_id"] not in gone), key=lambda e: e["run_id"])
+    judged = sorted(set(rejected))
+    if judged:
+        doc[REJECTED] = judged
+    kept = sorted((e for e in pending if e["run_id"] not in gone), key=lambda e: e["run_id"])
+    runs = [entry for entry in kept if CONFLICT not in entry]
+    conflicts = [entry for entry in kept if CONFLICT in entry]
     if runs:
         doc["runs"] = runs
+    if conflicts:
+        doc["conflicts"] = conflicts
     return doc
 
 
@@ -168,14 +223,15 @@ def merge_heads(*docs: dict[str, Any]) -> dict[str, Any]:
     """The union of catalog.json versions where at least one is v3 (the git merge driver).
 
     v3 with v3: static fields and `retracted` united. v3 with v1/v2: the single file's runs
-    are kept inline (`runs`, merged by `winner` with any already pending), so nothing is lost
-    and the next `bench catalog build` moves them into shards.
+    are kept inline (`runs`, united with any already pending; conflict lines under
+    `conflicts`), so nothing is lost and the next `bench catalog build` moves them into shards.
     """
     docs = tuple(upgrade(doc) for doc in docs)
     static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
     retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
-    pending = merge_entries(*(doc.get("runs", []) for doc in docs))
-    return head_document(static, retracted, pending.values())
+    pending = union(*(_lines_of(doc) for doc in docs))
+    rejected = {item for doc in docs for item in doc.get(REJECTED, [])}
+    return head_document(static, retracted, pending.values(), rejected)
 
 
 def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:

@@ -13,14 +13,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog.document import parse_catalog, parse_shard_entries
+from benchlab.catalog.document import parse_catalog
 from benchlab.catalog.merge import (
     INVENTORY_SCHEMA,
+    check_lines,
     merge_catalogs,
     merge_heads,
     merge_inventories,
 )
-from benchlab.catalog.shards import SHARD_DIR, SHARD_SUFFIX
+from benchlab.catalog.order import CONFLICT
+from benchlab.catalog.shards import SHARD_DIR, SHARD_SUFFIX, merge_shard_bytes
 from benchlab.catalog.text import render, render_catalog
 from benchlab.catalog.upgrade import CATALOG_SCHEMA, CATALOG_V3, KNOWN
 from benchlab.errors import SchemaError, StoreError
@@ -59,12 +61,12 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
     kinds = {side.get("$schema") for side in sides}
     if kinds <= set(KNOWN) and CATALOG_V3 in kinds:
         for data, side in zip(sides, ("ours", "theirs"), strict=True):
-            parse_catalog(f"{label} ({side})", data)
+            _check_catalog(f"{label} ({side})", data)
         atomic_write_text(ours, render(merge_heads(*sides)))
         return CATALOG_V3
     if kinds <= set(KNOWN):
         for data, side in zip(sides, ("ours", "theirs"), strict=True):
-            parse_catalog(f"{label} ({side})", data)
+            _check_catalog(f"{label} ({side})", data)
         merged = merge_catalogs(*sides)
     elif kinds == {INVENTORY_SCHEMA}:
         from benchlab.models import MachineInventory
@@ -81,22 +83,33 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
     return str(merged["$schema"])
 
 
-def _merge_shard(ours: Path, theirs: Path, label: str) -> str:
-    """A v3 shard: the union of both sides' lines keyed by run id (`winner` settles a shared
-    id). Retracted ids are not known here (they live in catalog.json, merged on its own):
-    every reader drops them, and the next build removes them from the shard."""
-    from benchlab.catalog.shards import parse_lines, render_shard, union
+def _check_catalog(label: str, data: dict[str, Any]) -> None:
+    """One side of catalog.json: its entries, and its conflict lines (`conflicts`)."""
+    parse_catalog(label, data)
+    lines = data.get("conflicts", [])
+    if not isinstance(lines, list) or not all(
+        isinstance(line, dict) and isinstance(line.get("run_id"), str) and CONFLICT in line
+        for line in lines
+    ):
+        raise SchemaError(f"{label}: $.conflicts: expected an array of conflict lines")
+    check_lines(label, lines)
 
-    sides = []
+
+def _merge_shard(ours: Path, theirs: Path, label: str) -> str:
+    """A v3 shard: `shards.merge_shard_bytes` of both sides, each checked as catalog entries
+    first. Copies of one run that measure differently stay side by side in a conflict line
+    (`order.settle`) for `bench catalog validate` to report. Retracted ids are not known here
+    (they live in catalog.json, merged on its own): every reader drops them, and the next
+    build removes them from the shard. An empty side (a shard whose runs were all retracted)
+    is a shard with no lines."""
+    raws = []
     for path, side in ((ours, "ours"), (theirs, "theirs")):
         try:
-            raw = path.read_bytes()
+            raws.append(path.read_bytes())
         except OSError as exc:
             raise StoreError(f"{label} ({side}): cannot read: {exc.strerror}") from None
-        entries = parse_lines(raw, f"{label} ({side})")
-        parse_shard_entries(f"{label} ({side})", list(union(entries).values()))
-        sides.append(entries)
-    atomic_write_bytes(ours, render_shard(union(*sides).values()))
+    merged = merge_shard_bytes(*raws, where=label, labels=("ours", "theirs"), check=check_lines)
+    atomic_write_bytes(ours, merged)
     return "shard"
 
 

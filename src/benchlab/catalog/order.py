@@ -1,16 +1,35 @@
-"""The fixed order of entries: which copy of a run every clone keeps, and time keys.
+"""Which copy of a run every clone keeps, when two copies of it are a conflict, and time keys.
 
 Apart from `merge` so that the readers (query, the shard merge) use the same rule without
 importing the redaction policy (and pydantic) at start-up.
+
+Two copies of one run id that agree on the measurement (every field but `ANNOTATIONS`) are
+one run: the greater canonical JSON is kept, so the merge is deterministic. Copies that
+measure differently are a conflict: no rule may pick one of them, or a copy that adds a field
+or moves its clock would silently replace the other clone's numbers. `settle` keeps every
+such copy, in one line `{"run_id": ..., "conflict": [copy, ...]}` (copies sorted by their
+measurement); readers use neither and `bench catalog validate` reports it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
+
+import orjson
+
+CONFLICT = "conflict"
+"""The key of a line that keeps two or more copies of one run that measure differently."""
+ANNOTATIONS = frozenset(
+    {"tags", "warnings", "gate", "path", "series", "precision_family", "speedup"}
+)
+"""Fields that say something about a run without changing what it measured: marks (tags, the
+warning a mark adds), a gate verdict, where its dir is, and what is derived from the other
+fields (an upgrade adds these). Copies that differ only here are one run, not a conflict."""
 
 _ISO_TIME = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\Z"
@@ -73,13 +92,123 @@ def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], int, str]:
 
 
 def winner(a: dict, b: dict) -> dict:
-    """The entry every clone keeps for one run id: ok over failed, then newer, then the
-    greater canonical JSON. A total order, so the choice is commutative and associative."""
+    """Of two of this clone's own run dirs of one run (a promoted copy and the original),
+    the one the build keeps: ok over failed, then newer, then the greater canonical JSON.
+    Never used between clones: there a difference in measurement is a conflict (`settle`)."""
     if a == b:
         return a
     return a if _entry_rank(a) >= _entry_rank(b) else b
 
 
+def measurement(entry: dict) -> bytes:
+    """What a copy measured: its fields but `ANNOTATIONS`, nulls left out (a field set to
+    null says no more than an absent one), as canonical bytes to compare and sort by."""
+    return orjson.dumps(
+        {k: v for k, v in entry.items() if k not in ANNOTATIONS and v is not None},
+        option=orjson.OPT_SORT_KEYS,
+    )
+
+
+def copies(entry: dict) -> list[dict]:
+    """The copies one line holds: itself, or those of a conflict line."""
+    held = entry.get(CONFLICT)
+    return held if type(held) is list else [entry]
+
+
+def settle(entries: Iterable[dict]) -> dict:
+    """The one line every clone keeps for these copies of one run id (conflict lines are
+    taken apart first): copies that measure the same collapse to the greater canonical
+    JSON; if more than one measurement is left, a conflict line holds them all, sorted by
+    measurement. A union of sets reduced per measurement by a total order, so it is
+    commutative, associative and idempotent, and it never drops a measurement."""
+    groups: dict[bytes, dict] = {}
+    for entry in entries:
+        for copy in copies(entry):
+            key = measurement(copy)
+            held = groups.get(key)
+            if held is None or (held != copy and _canonical(copy) > _canonical(held)):
+                groups[key] = copy
+    if len(groups) == 1:
+        return next(iter(groups.values()))
+    kept = [groups[key] for key in sorted(groups)]
+    return {"run_id": kept[0]["run_id"], CONFLICT: kept}
+
+
+def merge_copies(a: dict, b: dict) -> dict:
+    """`settle` of two lines of one run id (the same line comes back as it is)."""
+    return a if a == b else settle((a, b))
+
+
+def differences(line: dict) -> list[tuple[str, list[Any]]]:
+    """Of a conflict line: each measured field the copies disagree on, with every copy's
+    value (None where a copy lacks it), in the copies' order."""
+    held = copies(line)
+    fields = sorted({k for copy in held for k in copy} - ANNOTATIONS)
+    out = []
+    for name in fields:
+        values = [copy.get(name) for copy in held]
+        if any(value != values[0] for value in values[1:]):
+            out.append((name, values))
+    return out
+
+
 def _canonical(entry: dict) -> str:
     """As `layout.canonical_json` (the tie-break must be byte-for-byte the same rule)."""
     return json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _shown(value: Any) -> str:
+    """A value as JSON, cut to a readable length (a curve can be long)."""
+    text = "absent" if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def describe_conflict(line: dict) -> str:
+    """One line naming a conflict: the run, how many copies, each differing field with every
+    copy's value, and the command that settles it."""
+    held = copies(line)
+    fields = "; ".join(
+        f"{name}: {' vs '.join(_shown(v) for v in values)}" for name, values in differences(line)
+    )
+    return (
+        f"{line['run_id']}: {len(held)} copies measure differently ({fields}); keep one with "
+        f"`bench catalog resolve {line['run_id']} --keep N` (N: 1 to {len(held)}, in this "
+        f"order), or withdraw the run with `bench catalog retract {line['run_id']}`"
+    )
+
+
+def conflict_problems(lines: Iterable[dict]) -> list[str]:
+    """What readers warn of and leave out: one line per run in conflict."""
+    return [
+        f"{describe_conflict(line)} (left out of every answer)"
+        for line in lines
+        if CONFLICT in line
+    ]
+
+
+REJECTED = "rejected"
+"""The head's list of copies set aside by `bench catalog resolve`, as `<run id>@<digest>`:
+a union like `retracted`, so a merge never brings a rejected copy back, while a copy no one
+has judged yet (another clone's third measurement) is still a conflict."""
+
+
+def copy_digest(entry: dict) -> str:
+    """A short name for what one copy measured (`measurement`), stable on every clone."""
+    return hashlib.sha256(measurement(entry)).hexdigest()[:16]
+
+
+def rejected_by_run(rejected: Iterable[str]) -> dict[str, set[str]]:
+    """The head's `rejected` list as run id -> digests of its rejected copies."""
+    out: dict[str, set[str]] = {}
+    for item in rejected:
+        run_id, _, digest = item.rpartition("@")
+        out.setdefault(run_id, set()).add(digest)
+    return out
+
+
+def without_rejected(line: dict, digests: set[str]) -> dict | None:
+    """A line less its rejected copies (`settle` of those left); None when none is left."""
+    left = [copy for copy in copies(line) if copy_digest(copy) not in digests]
+    if not left:
+        return None
+    return line if len(left) == len(copies(line)) else settle(left)

@@ -21,7 +21,7 @@ with tools/perf/catalog.py; a two-file repro is in the closing note of issue 16)
 
 Everything derived (counts, `last_updated`, the index, machine run counts) is recomputed by
 readers (DESIGN.md invariant 6), so the git merge driver merges a shard as a plain union of
-lines keyed by run id (`merge.winner` settles a shared id) and never reconciles a count.
+lines keyed by run id (`order.settle` settles a shared id) and never reconciles a count.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from benchlab.catalog.order import _time_key, winner
+from benchlab.catalog.order import CONFLICT, _time_key, copies, merge_copies, settle
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 
@@ -57,7 +57,9 @@ def period_of(timestamp: Any) -> str:
 
 
 def shard_name(entry: dict[str, Any]) -> str:
-    """The shard of one entry, relative to the store root (posix)."""
+    """The shard of one entry, relative to the store root (posix); of a conflict line, its
+    first copy's (the copies of one shard's merge share the shard)."""
+    entry = copies(entry)[0]
     machine = check_id(entry["machine_id"], "machine id")
     return f"{SHARD_DIR}/{machine}/{period_of(entry.get('timestamp'))}.{machine}{SHARD_SUFFIX}"
 
@@ -117,24 +119,44 @@ def parse_lines(raw: bytes, where: str) -> list[dict[str, Any]]:
 
 
 def render_shard(entries: Iterable[dict[str, Any]]) -> bytes:
-    """A shard's bytes: one canonical line per entry (ids unique), sorted by run id."""
+    """A shard's bytes: one canonical line per run id (a conflict line holds every copy of
+    its run), sorted by run id. No entries: empty bytes, still a file (see `ShardBook`)."""
     ordered = sorted(entries, key=lambda e: e["run_id"])
     return b"".join(encode_line(e) + b"\n" for e in ordered)
 
 
 def union(*sides: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Entries of any number of shards (or shard versions) keyed by run id, ties by `winner`."""
+    """The one union of entries (shards, shard versions, catalog documents) keyed by run id:
+    a shared id is settled by `order.settle`, so copies that measure differently are all kept
+    in a conflict line, never decided by a rule. Commutative, associative, idempotent."""
     merged: dict[str, dict[str, Any]] = {}
     for side in sides:
         for entry in side:
-            held = merged.get(entry["run_id"])
-            merged[entry["run_id"]] = entry if held is None else winner(held, entry)
+            run_id = entry["run_id"]
+            held = merged.get(run_id)
+            merged[run_id] = entry if held is None else merge_copies(held, entry)
+    for run_id, entry in merged.items():
+        if CONFLICT in entry:
+            merged[run_id] = settle((entry,))  # one side's conflict line, as settle writes it
     return merged
 
 
-def merge_shard_bytes(*sides: bytes, where: str = "shard") -> bytes:
-    """The git merge of one shard: the union of its versions' lines, canonical."""
-    entries = [parse_lines(raw, f"{where} (side {i})") for i, raw in enumerate(sides)]
+def merge_shard_bytes(
+    *sides: bytes,
+    where: str = "shard",
+    labels: Iterable[str] | None = None,
+    check: Callable[[str, list[dict[str, Any]]], None] | None = None,
+) -> bytes:
+    """The git merge of one shard (what the merge driver writes): the union of its versions'
+    lines, canonical. `check(label, entries)` validates each side first (the driver's schema
+    check); `labels` name the sides in errors (default `side 0`, `side 1`, ...)."""
+    names = list(labels) if labels is not None else [f"side {i}" for i in range(len(sides))]
+    entries = []
+    for raw, label in zip(sides, names, strict=True):
+        side = parse_lines(raw, f"{where} ({label})")
+        if check is not None:
+            check(f"{where} ({label})", side)
+        entries.append(side)
     return render_shard(union(*entries).values())
 
 

@@ -52,6 +52,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     retract.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     retract.set_defaults(handler=run_retract)
 
+    resolve = verbs.add_parser(
+        "resolve",
+        help="settle a conflict: keep one copy of a run, set the others aside for good",
+        description="Copies of one run that measure differently (two clones' builds of it) "
+        "are a conflict: kept, reported by `validate`, used by no query. Keep copy N (in the "
+        "order `validate` lists them); the others are listed under `rejected`, so no merge "
+        "brings them back. Commit catalog.json and the shards afterwards.",
+    )
+    resolve.add_argument("run_id", metavar="RUN_ID")
+    resolve.add_argument("--keep", type=int, required=True, metavar="N", help="copy to keep")
+    resolve.set_defaults(handler=run_resolve)
+
     driver = verbs.add_parser(
         "merge-driver",
         help="git merge driver: union-merge %%A and %%B into %%A",
@@ -117,7 +129,25 @@ def run_validate(args: argparse.Namespace) -> int:
     hidden = len(report.warnings) - WARNINGS_SHOWN
     if hidden > 0:
         print(f"warning: ... and {hidden} more run dirs absent on this clone", file=sys.stderr)
+    for line in report.conflicts:
+        print(f"error: conflict: {line}", file=sys.stderr)
+    if report.conflicts:
+        print(f"catalog: {len(report.conflicts)} runs in conflict", file=sys.stderr)
+        return 1
     print(f"catalog: {report.runs} runs valid, {len(report.absent)} run dirs absent here")
+    return 0
+
+
+def run_resolve(args: argparse.Namespace) -> int:
+    from benchlab.catalog.build import catalog_lock
+    from benchlab.catalog.order import copy_digest
+    from benchlab.catalog.resolve import resolve_v3
+
+    store = _store()
+    store.require()
+    with catalog_lock(store):
+        kept = resolve_v3(store, args.run_id, args.keep)
+    print(f"catalog: {args.run_id}: kept copy {args.keep} ({copy_digest(kept)}), others rejected")
     return 0
 
 

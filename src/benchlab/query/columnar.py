@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from benchlab.catalog.order import REJECTED
 from benchlab.catalog.read import METRICS, _check_entries
 from benchlab.catalog.shards import decode_entry
 from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3
@@ -559,7 +560,7 @@ def _small_codes(codes: np.ndarray, size: int) -> np.ndarray:
 
 
 def _combine(
-    root: Path, segments: list[_Segment], retracted: list[str]
+    root: Path, segments: list[_Segment], retracted: list[str], rejected: Sequence[str] = ()
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The cache's header and arrays from the segments (shards in order, then at most one
     of inline rows): side by side, their codes into one set of tables, one row per run id.
@@ -594,7 +595,7 @@ def _combine(
     inline_stamps = inline[0].stamps if inline else np.zeros(0, dtype="S1")
     blob = _bytes(b"".join(s.blob for s in segments))
 
-    keep = _one_row_per_run(root, segments, merged, blob, retracted)
+    keep = _one_row_per_run(root, segments, merged, blob, retracted, rejected)
     if not keep.all():
         merged = {name: column[keep] for name, column in merged.items()}
     n = len(merged["file"])
@@ -633,11 +634,14 @@ def _one_row_per_run(
     merged: dict[str, np.ndarray],
     inline: np.ndarray,
     retracted: list[str],
+    rejected: Sequence[str] = (),
 ) -> np.ndarray:
-    """Which rows stay: a run in two shards (a merge) is settled by `order.winner` as the
-    Python reader settles it, and retracted ids go. Ids are compared by a 64-bit hash
-    first (a sort of a million integers), then in full where hashes meet."""
-    from benchlab.catalog.order import winner
+    """Which rows stay: copies `bench catalog resolve` set aside go; a run in two shards (a
+    merge) is one copy where they measure the same (`order.merge_copies`, as the Python
+    reader settles it), and where they do not the Python reader answers (it leaves the run
+    out and names it); retracted ids go. Ids are compared by a 64-bit hash first (a sort of
+    a million integers), then in full where hashes meet."""
+    from benchlab.catalog.order import CONFLICT, copy_digest, merge_copies, rejected_by_run
 
     hashes = np.concatenate([s.hashes for s in segments])
     starts = np.cumsum([0, *(s.n for s in segments)])
@@ -647,28 +651,38 @@ def _one_row_per_run(
         return bytes(segments[at].run_ids[row - starts[at]])
 
     keep = np.ones(len(hashes), dtype=bool)
-    ordered = np.sort(hashes)
-    shared = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
-    groups: dict[bytes, list[int]] = {}
-    for row in np.flatnonzero(np.isin(hashes, shared)).tolist():
-        groups.setdefault(run_id(row), []).append(row)
     files = [s.name for s in segments if s.name is not None]
     where = (merged["file"], merged["offset"], merged["length"])
-    for rows in groups.values():
-        if len(rows) < 2:
-            continue  # two ids with one hash
-        entries = _read_rows(root, files, where, inline, rows)
-        kept = entries[0]
-        for entry in entries[1:]:
-            kept = winner(kept, entry)
-        for row, entry in zip(rows, entries, strict=True):
-            keep[row] = entry is kept
     if retracted:
         gone = np.array([r.encode() for r in retracted], dtype=np.bytes_)
         wanted = set(gone.tolist())
         for row in np.flatnonzero(np.isin(hashes, _hashes(gone))).tolist():
             if run_id(row) in wanted:
                 keep[row] = False
+    judged = rejected_by_run(rejected)
+    if judged:
+        ids = np.array([r.encode() for r in judged], dtype=np.bytes_)
+        rows = np.flatnonzero(np.isin(hashes, _hashes(ids))).tolist()
+        rows = [row for row in rows if run_id(row).decode() in judged]
+        for row, entry in zip(rows, _read_rows(root, files, where, inline, rows), strict=True):
+            if copy_digest(entry) in judged[entry["run_id"]]:
+                keep[row] = False
+    ordered = np.sort(hashes)
+    shared = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    groups: dict[bytes, list[int]] = {}
+    for row in np.flatnonzero(np.isin(hashes, shared) & keep).tolist():
+        groups.setdefault(run_id(row), []).append(row)
+    for rows in groups.values():
+        if len(rows) < 2:
+            continue  # two ids with one hash
+        entries = _read_rows(root, files, where, inline, rows)
+        kept = entries[0]
+        for entry in entries[1:]:
+            kept = merge_copies(kept, entry)
+        if CONFLICT in kept:
+            raise Unanswerable(f"{kept['run_id']}: copies in two shards measure differently")
+        for row, entry in zip(rows, entries, strict=True):
+            keep[row] = entry is kept
     return keep
 
 
@@ -759,7 +773,7 @@ def _build(
         from benchlab.catalog.read import load_catalog
 
         segments.append(_inline_segment(load_catalog(catalog_path).runs))
-    header, arrays = _combine(catalog_path.parent, segments, retracted)
+    header, arrays = _combine(catalog_path.parent, segments, retracted, doc.get(REJECTED, []))
     header["key"] = key
     try:
         _write_container(cache_dir / CACHE_NAME, header, arrays)

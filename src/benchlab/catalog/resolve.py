@@ -1,0 +1,150 @@
+"""`bench catalog resolve RUN_ID --keep N`: settle a conflict by hand.
+
+Why a list in the head rather than deleting the other copies: the shard merge is a union, so
+a copy deleted here comes back with the next pull of a clone that still holds it. The copies
+set aside are named in catalog.json's `rejected` (`<run id>@<digest of what it measured>`),
+a union like `retracted`: every clone, reader and build drops them, and a copy no one has
+judged yet (a third clone's) is a conflict again rather than silently outvoted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchlab.catalog.merge import _static_of, check_lines, head_document
+from benchlab.catalog.order import (
+    CONFLICT,
+    REJECTED,
+    copies,
+    copy_digest,
+    describe_conflict,
+    rejected_by_run,
+    settle,
+    without_rejected,
+)
+from benchlab.catalog.shards import iter_shards, parse_lines, render_shard
+from benchlab.catalog.text import render
+from benchlab.catalog.views import ViewWriter, remove_views, view_names
+from benchlab.errors import QueryError, SchemaError
+from benchlab.layout import Store, atomic_write_bytes, loads_json
+
+
+def _holding(path: Path, run_id: str) -> list[tuple[Path, str, list[dict[str, Any]]]]:
+    """(path, name, lines) of every shard with a line of `run_id` (found by its bytes
+    first: only those shards are parsed)."""
+    needle = f'"run_id":"{run_id}"'.encode()
+    out = []
+    for name, shard_path in iter_shards(path):
+        raw = shard_path.read_bytes()
+        if needle in raw:
+            lines = parse_lines(raw, name)
+            if any(line["run_id"] == run_id for line in lines):
+                out.append((shard_path, name, lines))
+    return out
+
+
+def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
+    """Keep copy `keep` (1-based, in the order `bench catalog validate` lists them) of a run
+    in conflict; the others join the head's `rejected` and leave every shard. Returns the
+    copy kept. The caller holds the catalog lock."""
+    path = store.catalog_path
+    if not path.exists():
+        raise QueryError(f"{path}: no catalog; run `bench catalog build` first")
+    head = loads_json(path.read_bytes(), path)
+    if not isinstance(head, dict):
+        raise SchemaError(f"{path}: $: expected a JSON object")
+    judged = set(head.get(REJECTED, []))
+    digests = rejected_by_run(judged).get(run_id, set())
+    shards = _holding(path, run_id)
+    inline = [*head.get("runs", []), *head.get("conflicts", [])]
+    found = [line for _, _, lines in shards for line in lines if line["run_id"] == run_id]
+    found += [line for line in inline if line["run_id"] == run_id]
+    left = [c for line in found for c in copies(line) if copy_digest(c) not in digests]
+    if not left:
+        raise QueryError(f"{path}: no run {run_id!r} in the catalog")
+    line = settle(left)
+    if CONFLICT not in line:
+        raise QueryError(f"{run_id}: not in conflict (its copies measure the same)")
+    held = line[CONFLICT]
+    if not 1 <= keep <= len(held):
+        raise QueryError(f"--keep {keep}: {run_id} has copies 1 to {len(held)}")
+    kept = held[keep - 1]
+    rejected = [c for i, c in enumerate(held, start=1) if i != keep]
+    judged |= {f"{run_id}@{copy_digest(c)}" for c in rejected}
+    gone = rejected_by_run(judged)[run_id]
+    # Shards first, then the head: stopped in between, the copies set aside come back with
+    # the next pull as a conflict again (nothing is lost).
+    for shard_path, name, lines in shards:
+        out = _judged(lines, run_id, gone)
+        check_lines(name, out)
+        atomic_write_bytes(shard_path, render_shard(out))
+    pending = _judged(inline, run_id, gone)
+    static = _static_of(head.get("machines", {}))
+    doc = head_document(static, head.get("retracted", []), pending, judged)
+    atomic_write_bytes(path, render(doc).encode("utf-8"))
+    _views(store, kept, rejected)
+    return kept
+
+
+def _judged(lines: list[dict[str, Any]], run_id: str, gone: set[str]) -> list[dict[str, Any]]:
+    """`lines` with the rejected copies of `run_id` taken out (a line left empty goes)."""
+    out = []
+    for line in lines:
+        kept = without_rejected(line, gone) if line["run_id"] == run_id else line
+        if kept is not None:
+            out.append(kept)
+    return out
+
+
+def _views(store: Store, kept: dict[str, Any], rejected: list[dict[str, Any]]) -> None:
+    """The kept copy's views are written; names only a rejected copy had go."""
+    names = set(view_names(kept))
+    ViewWriter(store.runs_dir, compare=True).put(kept, view_names(kept))
+    stale = {n for c in rejected for n in view_names(c)} - names
+    if stale:
+        remove_views(store, stale)
+
+
+def find_conflicts(path: Path, head: dict[str, Any]) -> list[str]:
+    """Every run whose copies (in one conflict line, or in two shards, or inline in the head)
+    measure differently once the head's `rejected` copies are set aside, retracted runs left
+    out: one line each (`order.describe_conflict`), sorted by run id. Ids are counted in one
+    pass; only the shards that hold a run twice are read again."""
+    retracted = set(head.get("retracted", []))
+    inline = [*head.get("runs", []), *head.get("conflicts", [])]
+    first: dict[str, str] = {}
+    holders: dict[str, set[str]] = {}
+    for name, lines in _sources(path, inline):
+        for line in lines:
+            run_id = line["run_id"]
+            if CONFLICT in line or run_id in first:
+                holders.setdefault(run_id, {first.get(run_id, name)}).add(name)
+            first.setdefault(run_id, name)
+    if not holders:
+        return []
+    wanted = {name for names in holders.values() for name in names}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for _name, lines in _sources(path, inline, wanted):
+        for line in lines:
+            if line["run_id"] in holders:
+                found.setdefault(line["run_id"], []).append(line)
+    rejected = rejected_by_run(head.get(REJECTED, []))
+    out = []
+    for run_id in sorted(found.keys() - retracted):
+        line = without_rejected(settle(found[run_id]), rejected.get(run_id, set()))
+        if line is not None and CONFLICT in line:
+            out.append(describe_conflict(line))
+    return out
+
+
+def _sources(
+    path: Path, inline: list[dict[str, Any]], names: set[str] | None = None
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(name, lines) of the head's inline lines and of every shard (or those in `names`)."""
+    if names is None or path.name in names:
+        yield path.name, inline
+    for name, shard_path in iter_shards(path):
+        if names is None or name in names:
+            yield name, parse_lines(shard_path.read_bytes(), name)
