@@ -15,9 +15,11 @@ Issue 16: "a real two-clone merge at 1M runs through the driver completes and va
    differs in B; `bench catalog build`; commit.
 4. In A: `git fetch` B, then `git merge` B's branch, timed, with its peak RSS (git's and the
    drivers' it reaped, from os.wait4).
-5. Validation: the merge exits 0 with a clean tree and no conflict markers; `bench catalog
-   validate` passes; `load_catalog` (in a child, for its RSS) holds N + 2K + 1 unique runs,
-   every new id, and for the shared run the entry `order.winner` picks.
+5. Validation: the merge exits 0 with a clean tree and no conflict markers; the shared run,
+   measured differently by the two clones, is a conflict: `bench catalog validate` exits 1
+   naming it, and `load_catalog` (in a child, for its RSS) holds N + 2K unique runs, every
+   new id, and not the shared one. Then `bench catalog resolve` keeps B's copy (timed),
+   `validate` passes and the loader holds N + 2K + 1 runs, the shared one as B measured it.
 
 Clones are warm by default: their checked-out public files are hard links to the perf store's
 (same bytes as the seed commit, same inodes as its build cache knows) and runs/ gets a copy of
@@ -81,8 +83,8 @@ def git(repo: Path, *args: str, ok: tuple[int, ...] = (0,)) -> perf_catalog.Chil
     return child
 
 
-def bench(store: Path, *args: str) -> perf_catalog.Child:
-    return perf_catalog.bench(store, *args)
+def bench(store: Path, *args: str, check: bool = True) -> perf_catalog.Child:
+    return perf_catalog.bench(store, *args, check=check)
 
 
 def default_added(runs: int) -> int:
@@ -164,7 +166,7 @@ def add_runs(store: Path, indices: range, step: int) -> list[str]:
 
 def alter_run(store: Path, run_id: str) -> None:
     """Make this clone's copy of a shared run differ: its peak is 1 % higher (a re-measured
-    run). The two clones' entries then differ in a metric, and the merge keeps the winner."""
+    run). The two clones' entries then differ in a metric: a conflict the merge keeps."""
     [run_dir] = list((store / "runs" / "by-machine").glob(f"*/{run_id}"))
     record_path = run_dir / "record.json"
     record = json.loads(record_path.read_text())
@@ -185,16 +187,29 @@ def entry_of(repo: Path, run_id: str) -> dict[str, Any]:
     raise SystemExit(f"{repo}: {run_id} is in no shard the last commit changed")
 
 
+def resolve_theirs(
+    store: Path, run_id: str, ours: dict[str, Any], theirs: dict[str, Any]
+) -> perf_catalog.Child:
+    """`bench catalog resolve RUN --keep N` with N the place of B's copy (copies are listed
+    in the order of what they measured, `order.measurement`), committed."""
+    from benchlab.catalog.order import measurement
+
+    keep = 1 + sorted([ours, theirs], key=measurement).index(theirs)
+    child = bench(store, "catalog", "resolve", run_id, "--keep", str(keep))
+    git(store.parents[1], "commit", "-q", "-am", f"resolve {run_id}")
+    return child
+
+
 def _mb(size: int) -> str:
     return f"{size / perf_catalog.MB:.1f} MB"
 
 
 def check_merged(
-    store: Path, total: int, wanted: list[str], shared_id: str
+    store: Path, total: int, wanted: list[str], shared_id: str, conflicts: int = 0
 ) -> tuple[dict[str, Any], list[str]]:
     """Validate the merged clone: a clean tree without conflict markers (else exit), then
-    `bench catalog validate` and `load_catalog` in children. Returns what the loader saw
-    and the problems found."""
+    `bench catalog validate` (exit 1 naming `shared_id` where `conflicts`) and
+    `load_catalog` in children. Returns what the loader saw and the problems found."""
     repo = store.parents[1]
     status = git(repo, "status", "--porcelain", "--untracked-files=no").out
     if status:
@@ -203,9 +218,13 @@ def check_merged(
     markers = git(repo, "grep", "-n", "-E", pattern, "--", STORE.as_posix(), ok=(0, 1))
     if markers.code == 0:
         raise SystemExit(f"conflict markers in the merged catalog:\n{markers.out[:2000]}")
-    validate = bench(store, "catalog", "validate")
-    print(f"  validate: {validate.seconds:.2f} s, peak RSS {_mb(validate.rss)}: {validate.out}")
-    if f"{total} runs valid" not in validate.out:
+    validate = bench(store, "catalog", "validate", check=False)
+    said = validate.out or validate.err.splitlines()[-1]
+    print(f"  validate: {validate.seconds:.2f} s, peak RSS {_mb(validate.rss)}: {said}")
+    if conflicts:
+        if validate.code != 1 or f"error: conflict: {shared_id}: 2 copies" not in validate.err:
+            raise SystemExit(f"validate did not report the conflict: {validate.err[-2000:]}")
+    elif validate.code != 0 or f"{total} runs valid" not in validate.out:
         raise SystemExit(f"validate counted other than {total} runs: {validate.out}")
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(wanted, handle)
@@ -286,9 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ours, theirs = entry_of(alice, shared_id), entry_of(bob, shared_id)
     if ours == theirs:
         raise SystemExit(f"the shared run {shared_id} has the same entry in both clones")
-    from benchlab.catalog.order import winner
-
-    expected_shared = winner(ours, theirs)
+    expected_shared = theirs  # B's copy, kept by `resolve` below
 
     git(alice, "fetch", "-q", str(bob), f"{BRANCH}:refs/remotes/b/{BRANCH}")
     base = git(alice, "merge-base", "HEAD", f"b/{BRANCH}").out
@@ -306,9 +323,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  merge: {merge.seconds:.2f} s, peak RSS {_mb(merge.rss)}", flush=True)
 
     total = perf.runs + len(wanted)
-    loaded, problems = check_merged(alice / STORE, total, wanted, shared_id)
+    wanted_now = [run_id for run_id in wanted if run_id != shared_id]
+    loaded, problems = check_merged(alice / STORE, total - 1, wanted_now, shared_id, 1)
+    if loaded["shared"] is not None:
+        problems.append(f"the shared run {shared_id} in conflict is answered by one copy")
+    resolve = resolve_theirs(alice / STORE, shared_id, ours, theirs)
+    print(f"  resolve: {resolve.seconds:.2f} s, peak RSS {_mb(resolve.rss)}: {resolve.out}")
+    loaded, more = check_merged(alice / STORE, total, wanted, shared_id)
+    problems += more
     if loaded["shared"] != expected_shared:
-        problems.append(f"the shared run {shared_id} is not the winner of the two clones")
+        problems.append(f"the shared run {shared_id} is not B's copy after resolve")
     changed = [
         name
         for name, sig in guard.items()
@@ -323,14 +347,15 @@ def main(argv: list[str] | None = None) -> int:
         f"merge (git merge, {len(both)} files through the driver): {merge.seconds:.2f} s, "
         f"peak RSS {_mb(merge.rss)}"
     )
+    print(f"resolve (bench catalog resolve, one run): {resolve.seconds:.2f} s")
     print(f"merged catalog: {loaded['runs']} runs, expected {total} = N + {2 * added} + 1")
     if problems:
         for line in problems:
             print(f"FAILED: {line}")
         return 1
     print(
-        "validated: clean tree, no conflict markers, `bench catalog validate` passes, "
-        "every new run present once, the shared run is the winner"
+        "validated: clean tree, no conflict markers, the shared run a reported conflict "
+        "until resolved, then `bench catalog validate` passes, every new run present once"
     )
     return 0
 
