@@ -368,15 +368,11 @@ def value_shape_ok(
 
 
 def _structure_ok(field: str, value: Any) -> bool:
-    """Ids are checked (and refused) by check_public_field; the run's path and its batch
-    curve are built by the catalog from checked ids and numbers."""
+    """The run's path is built by the catalog from checked ids; the batch curve from the
+    batch file's numbers, which the entry's model (BatchCurvePoint) types as numbers."""
     if field == "path":
         return isinstance(value, str) and _PATTERNS["path"].fullmatch(value) is not None
-    if field == "batch_curve":
-        return isinstance(value, list) and all(
-            isinstance(p, dict) and all(_is_number(v) for v in p.values()) for p in value
-        )
-    return True
+    return field == "batch_curve" and isinstance(value, list)
 
 
 def param_shape_ok(
@@ -405,38 +401,81 @@ def withhold_unsafe(
     """Empty every field (and every param of `axes`) whose value is not of its declared
     shape; return the names withheld (`revision`, `axes.model_path`, ...), in order.
 
-    `passed`: (field, value) pairs already found safe under the same policy, shared by the
-    entries of one build (a fleet repeats the same commits and params a million times)."""
+    `passed`: (field, string) pairs already found safe under the same policy, shared by the
+    entries of one build (a fleet repeats the same commits and params a million times).
+    Numbers, booleans and the values unique to a run (its id, path, time) are checked in
+    place, never remembered, so the set grows with the fleet's distinct names only."""
     seen = passed if passed is not None else set()
     withheld: list[str] = []
     for field in list(entry):
         value = entry[field]
-        if field == "axes" and isinstance(value, dict):
-            kept = {}
-            for name, param in value.items():
-                key = ("axes." + name, repr(param))
-                if key in seen or param_shape_ok(name, param, policy, public_text):
-                    seen.add(key)
-                    kept[name] = param
-                else:
-                    withheld.append(f"axes.{name}")
-            entry[field] = kept or None
+        if value is None:
             continue
-        hashable = (
-            value if isinstance(value, (str, int, float, bool)) or value is None else _NOT_SEEN
-        )
-        if hashable is not _NOT_SEEN and (field, hashable) in seen:
+        kinds = PUBLIC_VALUE_SHAPES.get(field)
+        kind = type(value)
+        if kinds is not None and (
+            ((kind is int or kind is float) and NUMBER in kinds) or (kind is bool and BOOL in kinds)
+        ):
+            continue
+        if kinds is not None and kinds[0] == ID:
+            continue  # check_public_field's to refuse
+        if field == "axes" and kind is dict:
+            _withhold_params(entry, policy, public_text, seen, withheld)
+            continue
+        if field == "tests" and kind is list:
+            if not all(_test_ok(name, policy, seen) for name in value):
+                withheld.append(field)
+                entry[field] = []
+            continue
+        memo = kind is str and kinds is not None and kinds[0] not in _UNREMEMBERED
+        if memo and (field, value) in seen:
             continue
         if value_shape_ok(field, value, policy, public_text):
-            if hashable is not _NOT_SEEN:
-                seen.add((field, hashable))
+            if memo and len(seen) < _MEMO_LIMIT:
+                seen.add((field, value))
             continue
         withheld.append(field)
-        if field in PUBLIC_VALUE_SHAPES:
+        if kinds is not None:
             entry[field] = [] if field == "tests" else None
         else:
             del entry[field]
     return withheld
+
+
+def _test_ok(name: Any, policy: Policy, seen: set[tuple[str, Any]]) -> bool:
+    if not isinstance(name, str):
+        return False
+    if ("tests", name) in seen:
+        return True
+    if not _string_shape(TESTS, name, policy):
+        return False
+    if len(seen) < _MEMO_LIMIT:
+        seen.add(("tests", name))
+    return True
+
+
+_UNREMEMBERED = frozenset({ID, STRUCTURE, STAMP, HEX_COMMIT, DIGEST})
+"""Shapes checked by a pattern alone (no tell scan): cheaper to match than to remember."""
+_MEMO_LIMIT = 200_000
+
+
+def _withhold_params(
+    entry: dict[str, Any],
+    policy: Policy,
+    public_text: frozenset[str],
+    seen: set[tuple[str, Any]],
+    withheld: list[str],
+) -> None:
+    kept = {}
+    for name, param in entry["axes"].items():
+        key = ("axes." + name, repr(param))  # repr: 1, 1.0 and True stay apart
+        if key in seen or param_shape_ok(name, param, policy, public_text):
+            if len(seen) < _MEMO_LIMIT:
+                seen.add(key)
+            kept[name] = param
+        else:
+            withheld.append(f"axes.{name}")
+    entry["axes"] = kept or None
 
 
 WITHHELD = ": withheld "
