@@ -40,8 +40,12 @@ v3 head. Nothing is dropped.
 
 Concurrency: the catalog lock keeps builds apart, but git does not take it. Just before a
 shard is replaced its stat is checked again, and just before catalog.json is replaced it is
-read again; what another writer put there meanwhile is union-merged (`order.winner` settles
-a shared run id), not overwritten.
+read again; what another writer put there meanwhile is union-merged (`order.settle`: copies
+of a run that measure differently are kept as a conflict), not overwritten.
+
+A retraction empties a shard but never deletes it (a deleted shard that another clone added
+a run to is a modify/delete conflict at the next pull, which git settles without the merge
+driver); only a file the layout does not name goes once `relocate` has emptied it.
 """
 
 from __future__ import annotations

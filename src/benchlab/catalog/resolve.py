@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from benchlab.catalog.merge import _static_of, check_lines, head_document
 from benchlab.catalog.order import (
     CONFLICT,
@@ -116,10 +118,9 @@ def find_conflicts(path: Path, head: dict[str, Any]) -> list[str]:
     inline = [*head.get("runs", []), *head.get("conflicts", [])]
     first: dict[str, str] = {}
     holders: dict[str, set[str]] = {}
-    for name, lines in _sources(path, inline):
-        for line in lines:
-            run_id = line["run_id"]
-            if CONFLICT in line or run_id in first:
+    for name, ids in _ids(path, inline):
+        for run_id, conflict in ids:
+            if conflict or run_id in first:
                 holders.setdefault(run_id, {first.get(run_id, name)}).add(name)
             first.setdefault(run_id, name)
     if not holders:
@@ -137,6 +138,31 @@ def find_conflicts(path: Path, head: dict[str, Any]) -> list[str]:
         if line is not None and CONFLICT in line:
             out.append(describe_conflict(line))
     return out
+
+
+_CONFLICT_LINE = b'{"conflict":['
+_RUN_ID = b'"run_id":"'
+
+
+def _ids(path: Path, inline: list[dict[str, Any]]) -> Iterator[tuple[str, list[tuple[str, bool]]]]:
+    """(name, [(run id, conflict line?)]) of the head and every shard, without parsing the
+    lines (validate has checked them): a canonical line's keys are sorted, so a conflict
+    line starts with its key and an entry's run id is its one `"run_id":"...` (ids are never
+    escaped); any other line is parsed."""
+    yield path.name, [(line["run_id"], CONFLICT in line) for line in inline]
+    for name, shard_path in iter_shards(path):
+        out = []
+        for line in shard_path.read_bytes().split(b"\n"):
+            if not line:
+                continue
+            start = line.find(_RUN_ID)
+            end = line.find(b'"', start + len(_RUN_ID)) if start >= 0 else -1
+            if line.startswith(_CONFLICT_LINE) or end < 0 or line.find(_RUN_ID, end) >= 0:
+                data = orjson.loads(line)
+                out.append((data["run_id"], CONFLICT in data))
+            else:
+                out.append((line[start + len(_RUN_ID) : end].decode(), False))
+        yield name, out
 
 
 def _sources(
