@@ -405,3 +405,14 @@ def test_a_sweep_declares_public_text_params_by_name(tmp_path: Path) -> None:
         json.dumps({**sweep, "public_text": ["prompt"]})
     )
     assert load_policy(store).public_text == frozenset({"prompt"})
+
+
+@pytest.mark.parametrize("key", sorted(TELLS))
+def test_scan_finds_what_the_scrubber_replaces(key: str) -> None:
+    """Each tell alone, with a policy that knows no store names: the scanner finds it, and
+    the scrubbed text neither holds it nor scans dirty (the two share their detectors)."""
+    policy = build_policy(RedactionConfig())
+    value = TELLS[key]
+    assert find(policy, [value]), value
+    out = Redactor(policy).text(value)
+    assert key not in out and find(policy, [out]) == [], out

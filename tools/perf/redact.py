@@ -3,10 +3,13 @@
     python tools/perf/redact.py [--runs 10000] [--repeat 3] [--keep DIR]
 
 1. Scores the policy on tests/data/redact/corpus.json (tuned: the detectors were written
-   against it) and on corpus_holdout.json (held out: written after the detectors, never
-   tuned on), per class recall and false positives on the clean part, with the corpus
-   sizes. Target on the tuned corpus: recall >= 99%, 0 FP; the held-out figures are the
-   honest estimate of what the detectors do on text nobody fitted them to.
+   against it) and on corpus_holdout.json (held out: each batch of its cases was written
+   before the detectors of its issue, and is never tuned on), per class recall and false
+   positives on the clean part, with the corpus sizes. Each sample is scanned alone, as a
+   public value is. Target on the tuned corpus: recall >= 99%, 0 FP, at least 450 tells
+   and 450 clean strings (benign build tags, commits, model names, rates, versions,
+   public URLs, plain paths: what false positives are measured on); the held-out figures
+   are the honest estimate of what the detectors do on text nobody fitted them to.
 2. Writes a synthetic fleet of `--runs` run dirs (tools/perf/make_fleet.py) with tells
    injected into every tenth manifest, then times `scan_sources` over all of it (the work
    `bench scan runs/` does) and prints the median of `--repeat` passes, wall clock and CPU
@@ -29,6 +32,7 @@ import make_fleet
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "data" / "redact" / "corpus.json"
 HOLDOUT = REPO / "tests" / "data" / "redact" / "corpus_holdout.json"
+MIN_SIZE = 450
 INJECTED = "cwd /home/qzhang/bench on ip-10-0-0-7.ec2.internal (us-east-1a, p4d.24xlarge)"
 
 
@@ -42,6 +46,8 @@ def corpus_figures(path: Path = CORPUS, label: str = "corpus (tuned)") -> None:
     )
     for tell_class, (found, total) in sorted(score.per_class.items()):
         print(f"  {tell_class:<16} {found}/{total}")
+    if path == CORPUS and (score.tells < MIN_SIZE or score.clean < MIN_SIZE):
+        print(f"  corpus too small: at least {MIN_SIZE} tells and {MIN_SIZE} clean strings")
     print(f"recall: {score.recall:.2%} (target >= 99%)")
     print(f"false positives on clean: {len(score.false_positives)} (target 0)")
     for line in score.false_positives + [f"missed {c}: {t!r}" for c, t in score.missed]:
