@@ -308,6 +308,15 @@ def test_a_pulled_copy_in_another_week_is_a_conflict_no_reader_uses(
     assert main(["--store", str(store), "catalog", "build", "--full"]) == 0
     assert parse_lines((store / name).read_bytes(), name) == [theirs]
     assert main(["--store", str(store), "catalog", "validate"]) == 1
+    # Wrong asks are one line each; retracting the run settles it (both copies go).
+    capsys.readouterr()
+    for bad in ((other_run, "1"), (run_id, "3")):
+        assert main(["--store", str(store), "catalog", "resolve", bad[0], "--keep", bad[1]]) != 0
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert main(["--store", str(store), "catalog", "retract", run_id]) == 0
+    assert main(["--store", str(store), "catalog", "validate"]) == 0
+    assert [e["run_id"] for e in load_catalog(store / "catalog.json").runs] == [other_run]
 
 
 def test_the_driver_writes_merge_shard_bytes(tmp_path: Path) -> None:
