@@ -297,9 +297,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     BUILD_TAG: re.compile(r"b\d{1,7}"),
     HEX_COMMIT: re.compile(r"[0-9a-fA-F]{7,40}"),
     DIGEST: re.compile(r"(?:sha256:|sha1:|md5:)?[0-9a-f]{16,128}"),
-    STAMP: re.compile(
-        r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-    ),
+    STAMP: re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][0-9:.]{2,18}(?:Z|[+-]\d{2}:?\d{2})?)?"),
     TESTS: re.compile(r"[a-z]{2}\d{1,7}(?:[+@][a-z]{1,2}\d{1,7}){0,3}"),
     "path": re.compile(
         r"runs/(?:by-machine|public)/[A-Za-z0-9][A-Za-z0-9._+-]*/[A-Za-z0-9][A-Za-z0-9._+-]*/"
@@ -435,10 +433,12 @@ def withhold_unsafe(
                 seen.add((field, value))
             continue
         withheld.append(field)
-        if kinds is not None:
-            entry[field] = [] if field == "tests" else None
-        else:
+        if kinds is None:
             del entry[field]
+        elif field == "model":
+            entry[field] = entry.get("model_id")  # required: the checked slug stands in
+        else:
+            entry[field] = "" if field == "timestamp" else None
     return withheld
 
 
