@@ -372,8 +372,9 @@ def build(
     merged in rather than overwritten.
 
     `full` re-reads every run dir (the only way to see a manifest, kernel or batch file
-    corrected in place, with its dir left alone; a record.json is seen: see build_v3). `jobs`: worker processes that read run dirs when
-    there are many (a full build); default `build_v3.default_jobs`.
+    corrected in place, with its dir left alone; a record.json is seen: see build_v3).
+    `jobs`: worker processes that read run dirs when there are many (a full build); default
+    `build_v3.default_jobs`.
     """
     store.require()
     try:
