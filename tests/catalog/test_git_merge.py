@@ -6,6 +6,7 @@ clones create the same shard: without the driver that is an add/add conflict.)""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 from tests.kit.catalog import catalog_doc
 
+from benchlab.catalog import build_v3
+from benchlab.catalog.views import view_names
 from benchlab.cli import main
 
 pytestmark = pytest.mark.integration
@@ -266,7 +269,10 @@ def tamper(repo: Path, run_id: str) -> dict:
 
 
 def test_two_clones_measuring_one_run_differently_is_a_kept_reported_conflict(
-    tmp_path: Path, make_fleet: Callable[..., list[str]], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    make_fleet: Callable[..., list[str]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     origin = seed_origin(tmp_path, make_fleet, [0, 2])
     alice, bob = clone(origin, "alice"), clone(origin, "bob")
@@ -309,10 +315,25 @@ def test_two_clones_measuring_one_run_differently_is_a_kept_reported_conflict(
         assert bench(repo, "catalog", "validate") == 0
         [kept] = [e for e in load_runs(repo) if e["run_id"] == shared]
         assert kept["peak_tok_per_sec"] == theirs["peak_tok_per_sec"]
-    # Alice's run dir still holds her numbers; a full build does not bring them back.
+    # Alice's run dir still holds her numbers; a full build does not bring them back, in
+    # the catalog or in her views.
     assert bench(alice, "catalog", "build", "--full") == 0
     [kept] = [e for e in load_runs(alice) if e["run_id"] == shared]
     assert kept["peak_tok_per_sec"] == theirs["peak_tok_per_sec"]
+    for name in view_names(kept):
+        view = json.loads((alice / STORE / "runs" / name).read_text())
+        assert view["peak_tok_per_sec"] == theirs["peak_tok_per_sec"]
+    # Nor does an incremental build whose reader writes the views of the dirs it reads (as
+    # it does past POOL_MIN dirs): her run dir touched, so it is read again.
+    monkeypatch.setattr(build_v3, "POOL_MIN", 1)
+    monkeypatch.setenv("BENCHLAB_BUILD_JOBS", "1")
+    [run_dir] = list((alice / STORE / "runs" / "by-machine").glob(f"*/{shared}"))
+    (run_dir / "record.json").write_bytes((run_dir / "record.json").read_bytes())
+    os.utime(run_dir)
+    assert bench(alice, "catalog", "build") == 0
+    for name in view_names(kept):
+        view = json.loads((alice / STORE / "runs" / name).read_text())
+        assert view["peak_tok_per_sec"] == theirs["peak_tok_per_sec"]
 
 
 def load_runs(repo: Path) -> list[dict]:

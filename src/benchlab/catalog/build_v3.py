@@ -593,8 +593,10 @@ class ShardBook:
         digests = self._rejected.get(run_id)
         if digests:
             judged = without_rejected(_decode(line), digests)
-            if judged is None:
-                return  # a copy `bench catalog resolve` set aside
+            if judged is None:  # a copy `bench catalog resolve` set aside
+                if views is not None:
+                    self._views_back(run_id, views)
+                return
             line, point = encode_line(judged), point_of(judged)
         sid = self.by_name.get(target)
         if sid is None:
@@ -646,6 +648,17 @@ class ShardBook:
             views = tuple(_views_of(entry))
         for old in held_lines:
             self.stale.update(set(_views_of(_decode(old))) - set(views))
+
+    def _views_back(self, run_id: str, views: tuple[str, str]) -> None:
+        """A reader wrote views of a rejected copy: those of the copy kept go back (or, with
+        none kept, the names go)."""
+        for sid in self.where([run_id])[0]:
+            line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
+            if line is not None and CONFLICT not in (kept := _decode(line)):
+                self.touched[run_id] = kept
+                self.stale.update(set(views) - set(view_names(kept)))
+                return
+        self.stale.update(views)
 
     def relocate(self) -> None:
         """Entries of a shard file the layout would not name (`shards.LAYOUT` changed, or a
