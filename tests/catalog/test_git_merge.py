@@ -302,9 +302,11 @@ def test_two_clones_measuring_one_run_differently_is_a_kept_reported_conflict(
     assert shared not in run_ids(alice)
     assert bench(alice, "list") in (0, 1)
     assert shared in capsys.readouterr().err
-    # A build of alice's own (unchanged) run dir keeps bob's copy beside it.
+    # A build of alice's own (unchanged) run dir keeps bob's copy beside it, and no view
+    # of the run (neither copy is the truth).
     assert bench(alice, "catalog", "build", "--full") == 0
     assert [e for e in shard_lines(alice, name) if e["run_id"] == shared] == [line]
+    assert not list((alice / STORE / "runs").glob(f"by-*/*/*{shared}.json"))
 
     # Resolved on one clone, the choice travels: bob's copy is kept on both.
     keep = 1 + [c["peak_tok_per_sec"] for c in line["conflict"]].index(theirs["peak_tok_per_sec"])

@@ -635,6 +635,8 @@ class ShardBook:
             self.touched[run_id] = kept
             self.stale.update(set(views) - set(_views_of(kept)))
         if held_lines == [line]:
+            if views is not None and line.startswith(b'{"conflict":'):
+                self.stale.update(views)  # a reader wrote views of a copy in conflict
             return
         if fresh and not again:
             if held is None:
