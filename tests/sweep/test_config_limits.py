@@ -97,3 +97,16 @@ def test_the_largest_64_bit_integers_still_load(tmp_path: Path) -> None:
     for value in (2**63 - 1, -(2**63)):
         path = write_sweep(tmp_path / "edge.yaml", matrix={"params": {"n": value}})
         assert expand(load_sweep_config(path))[0].params == {"n": value}
+
+
+def test_the_cap_is_bench_runs_and_a_lifted_config_still_loads_elsewhere(
+    tmp_path: Path, env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bench run --max-points N --publish` reads the config again for its gates: that
+    read must not refuse what the run was allowed to do."""
+    path = write_sweep(tmp_path / "wide.yaml", matrix={"threads": list(range(1, MAX_POINTS + 2))})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert f"expands to {MAX_POINTS + 1:,} points" in one_error(capsys.readouterr().err)
+    assert main(["run", str(path), "--dry-run", "--max-points", str(MAX_POINTS + 1)]) == 0
+    assert f"{MAX_POINTS + 1} point(s)" in capsys.readouterr().out
+    assert count_points(load_sweep_config(path)) == MAX_POINTS + 1  # as gates load it

@@ -113,9 +113,11 @@ def load_yaml_bounded(text: str, where: str) -> Any:
         loader.dispose()
 
 
-def load_sweep_config(path: str | Path, *, max_points: int | None = MAX_POINTS) -> SweepConfig:
+def load_sweep_config(path: str | Path, *, max_points: int | None = None) -> SweepConfig:
     """Read, validate and cross-check one sweep config; raise ConfigError on any problem.
-    `max_points`: the most points it may expand to (None: no cap), counted first."""
+    `max_points`: the most points it may expand to, counted before expanding (None: no
+    cap). `bench run` passes MAX_POINTS unless --max-points says otherwise; the verbs that
+    read a config a sweep already ran under (gates, regression, inject) pass none."""
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -135,7 +137,7 @@ def load_sweep_config(path: str | Path, *, max_points: int | None = MAX_POINTS) 
 
 
 def parse_sweep_config(
-    data: Any, where: str = "sweep config", *, max_points: int | None = MAX_POINTS
+    data: Any, where: str = "sweep config", *, max_points: int | None = None
 ) -> SweepConfig:
     """Validate an already-parsed mapping (tests and tools build configs in memory)."""
     if not isinstance(data, dict):
@@ -205,7 +207,7 @@ def _check_number(value: float, where: str, key: str) -> None:
 
 
 def check_config(
-    config: SweepConfig, where: str = "sweep config", *, max_points: int | None = MAX_POINTS
+    config: SweepConfig, where: str = "sweep config", *, max_points: int | None = None
 ) -> None:
     """The cross-checks pydantic cannot do alone (they relate one part to another)."""
     _check_ids(config, where)
