@@ -21,7 +21,6 @@ from __future__ import annotations
 import gc
 import html
 import json
-import multiprocessing
 import os
 import re
 import shutil
@@ -46,6 +45,7 @@ from benchlab.ids import check_id, slug
 from benchlab.layout import atomic_write_text
 from benchlab.metrics import DEFAULT_METRIC
 from benchlab.models import HOLE_TAG
+from benchlab.pool import cpus, inherits, pool_map
 from benchlab.publish import hooks
 from benchlab.publish.charts import (
     Chart,
@@ -651,7 +651,8 @@ per CPU (the detector's permutation tests are most of a large site's work); belo
 in-process."""
 
 _DETECT_INPUT: dict[str, list[Entry]] = {}
-"""The histories the forked detector workers read (inherited, never pickled)."""
+"""The histories the detector workers read (inherited by forked ones, pickled once for
+spawned ones: `pool.pool_map`)."""
 
 DECODE = "decode_tok_per_sec"
 
@@ -674,38 +675,29 @@ def detect_per_series(
     yields at most one suspect per metric, so running it per series (in parallel), ordering
     the results as `detect` orders series and corroborating them together gives exactly
     `detect(all ok runs)`. `workers` defaults to one per CPU from `PARALLEL_RUNS` runs on."""
-    global _DETECT_INPUT
     if workers is None:
         workers = _workers(sum(len(runs) for runs in ok_of.values()))
     sids = sorted(ok_of, key=lambda sid: (-len(ok_of[sid]), sid))  # long ones first
-    _DETECT_INPUT = ok_of
     try:
-        if workers > 1 and len(sids) > 1:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                results = pool.map(_detect_series, sids, chunksize=1)
-        else:
-            results = [_detect_series(sid) for sid in sids]
+        results = pool_map(_detect_series, sids, workers, setup=_set_detect_input, shared=ok_of)
     finally:
-        _DETECT_INPUT = {}
+        _set_detect_input({})
     found = dict(zip(sids, results, strict=True))
     ordered = sorted((key, sid) for sid, (key, _, _) in found.items() if key is not None)
     steps = corroborate([step for _, sid in ordered for step in found[sid][1]])
     return steps, {sid: decode for sid, (_, _, decode) in found.items()}
 
 
+def _set_detect_input(ok_of: dict[str, list[Entry]]) -> None:
+    """Install the histories `_detect_series` reads (here, or in a spawned worker)."""
+    global _DETECT_INPUT
+    _DETECT_INPUT = ok_of
+
+
 def _workers(ok_runs: int) -> int:
     """Processes for the detector and the series pages: one per CPU from `PARALLEL_RUNS`
-    ok runs on, where fork is there to share the runs with them; else none."""
-    if ok_runs < PARALLEL_RUNS or "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    return _cpus()
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on macOS
-        return os.cpu_count() or 1
+    ok runs on (the pages stay in-process where fork is missing: `_Site.in_workers`)."""
+    return 1 if ok_runs < PARALLEL_RUNS else cpus()
 
 
 class _Site:
@@ -1284,8 +1276,10 @@ class _Site:
     def in_workers(self, method: str, sids: list[str]) -> None:
         """Call `method(sid)` for each series, in forked worker processes where the site is
         large (`self.workers`): each returns the files it rendered and the runs it linked,
-        merged here. Pages do not depend on one another, so the files are the same."""
-        if self.workers <= 1 or len(sids) < 2:
+        merged here. Pages do not depend on one another, so the files are the same. The
+        site (templates, lookups) is not pickled for spawned workers: without fork the
+        pages render here (`pool.pool_map`, picklable=False)."""
+        if self.workers <= 1 or len(sids) < 2 or not inherits():
             for sid in sids:
                 getattr(self, method)(sid)
             return
@@ -1293,8 +1287,7 @@ class _Site:
         _SITE_INPUT = (self, method)
         chunks = [sids[i :: self.workers * 4] for i in range(self.workers * 4)]
         try:
-            with multiprocessing.get_context("fork").Pool(self.workers) as pool:
-                results = pool.map(_site_chunk, [c for c in chunks if c], chunksize=1)
+            results = pool_map(_site_chunk, [c for c in chunks if c], self.workers, picklable=False)
         finally:
             _SITE_INPUT = None
         for files, linked in results:
