@@ -96,19 +96,22 @@ def remove_file(path: Path) -> None:
 
 class WriteSet:
     """Files replaced together, all or none: while a set is active, each file that
-    `atomic_write_bytes` replaces or `remove_file` removes keeps its old version under a
-    hidden name beside it (a hard link: no data is copied, and on a full disk it needs no
-    space), and each new file is noted. `commit` drops the old versions; `rollback` puts
-    them back and removes the new files and the dirs made for them, so a build that fails
-    part way (ENOSPC, EROFS, a bad file found late) leaves the tracked catalog as it was.
+    `atomic_write_bytes` replaces or `remove_file` removes keeps its old version in the
+    set's private `aside` dir (a hard link: no data is copied, and on a full disk it needs
+    no space; the bytes, where links cannot be made), and each new file is noted. `commit`
+    drops the old versions; `rollback` puts them back and removes the new files and the
+    dirs made for them, so a build that fails part way (ENOSPC, EROFS, a bad file found
+    late) leaves the tracked catalog as it was.
 
     Each file stays whole at every instant (every write is a rename); a process killed
-    between the first replacement and the commit is not rolled back (the hidden old
-    versions are left for the next set of that path to clear). Only the process that
-    opened the set records (forked workers inherit the module, not the set)."""
+    between the first replacement and the commit is not rolled back; the old versions it
+    left aside are cleared by the next set (the catalog lock keeps sets apart), and being
+    in a private dir they never reach git. Only the process that opened the set records
+    (forked workers inherit the module, not the set)."""
 
-    def __init__(self) -> None:
+    def __init__(self, aside: Path) -> None:
         self.pid = os.getpid()
+        self.aside = aside
         self.kept: list[tuple[Path, Path | bytes | None]] = []
         self.seen: set[Path] = set()
         self.made_dirs: list[Path] = []
@@ -122,8 +125,13 @@ class WriteSet:
             if move:
                 path.unlink()
             return
-        old = path.parent / f".{path.name}.{self.pid}.old"
+        old = self.aside / f"{len(self.kept)}.{path.name}"
+        if not path.exists():
+            self.seen.add(path)
+            self.kept.append((path, None))  # a new file
+            return
         try:
+            self.aside.mkdir(parents=True, exist_ok=True)
             if move:
                 os.replace(path, old)
             else:
@@ -131,9 +139,7 @@ class WriteSet:
                     old.unlink()
                 os.link(path, old)
             saved: Path | bytes | None = old
-        except FileNotFoundError:
-            saved = None  # a new file
-        except OSError:  # no hard links here: keep the bytes
+        except OSError:  # no hard links here, or another file system: keep the bytes
             saved = path.read_bytes()
             if move:
                 path.unlink()
@@ -171,14 +177,19 @@ _ACTIVE: WriteSet | None = None
 
 
 @contextlib.contextmanager
-def write_set() -> Iterator[WriteSet]:
+def write_set(aside: Path) -> Iterator[WriteSet]:
     """Every file written or removed inside is replaced all or none (`WriteSet`): on any
-    exception the old versions come back, then the exception goes on."""
+    exception the old versions come back, then the exception goes on. `aside`: a private
+    dir on the same file system for the old versions (what a killed set left there goes)."""
     global _ACTIVE
     if _ACTIVE is not None and _ACTIVE.owns():
         yield _ACTIVE  # nested: the outer set decides
         return
-    outer, _ACTIVE = _ACTIVE, WriteSet()
+    if aside.is_dir():
+        for stale in aside.iterdir():
+            with contextlib.suppress(OSError):
+                stale.unlink()
+    outer, _ACTIVE = _ACTIVE, WriteSet(aside)
     current = _ACTIVE
     try:
         yield current
@@ -371,6 +382,12 @@ class Store:
     @property
     def charts_dir(self) -> Path:
         return self.root / "charts"
+
+    @property
+    def write_aside(self) -> Path:
+        """Private: the old versions of the catalog files a build is replacing, until it
+        commits (`write_set`); under runs/, so never tracked."""
+        return self.runs_dir / ".catalog-aside"
 
     @property
     def query_cache(self) -> Path:

@@ -313,6 +313,8 @@ def test_a_full_disk_leaves_the_old_catalog_or_the_new_one(
     shutil.copytree(seed, reference, symlinks=True)
     build(Store(reference))
     new = tracked(reference)
+    Store(seed).write_aside.mkdir(parents=True, exist_ok=True)
+    (Store(seed).write_aside / "0.2025-W01.jsonl").write_text("left by a killed build\n")
     outcomes = set()
     pages = -(-len(new["catalog.json"]) // 4096) * 4096  # just room for the new head
     edges = {pages + step for step in (-4096, 0, 4096, 8192)}
@@ -326,7 +328,10 @@ def test_a_full_disk_leaves_the_old_catalog_or_the_new_one(
             code, _, err = bench("--store", str(root), "catalog", "build")
             (mount / "filler").unlink()
             now = tracked(root)
+            left = {p.name for p in Store(root).write_aside.glob("*")}
+            assert left <= {"0.2025-W01.jsonl"}  # nothing of this build is left aside
             if code == 0:
+                assert not left  # and what a killed build left there is gone
                 outcomes.add("built")
                 assert now == new and validate(Store(root)).runs == 36 - 6 * first
                 continue

@@ -417,7 +417,8 @@ def _build(
         from benchlab.catalog.build_v3 import build_v3
 
         return build_v3(store, full=full, progress=progress, jobs=jobs)
-    with write_set():  # catalog.json, inventory and public specs: all replaced, or none
+    # catalog.json, inventory and public specs: all replaced, or none
+    with write_set(store.write_aside):
         return _build_v2(store, full=full, progress=progress)
 
 

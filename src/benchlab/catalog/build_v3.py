@@ -1310,7 +1310,7 @@ def build_v3(
     usable = not full and cache.load()
     jobs = max(1, jobs if jobs is not None else default_jobs(not usable))
     workers = Workers(jobs, store, frozenset(retracted))
-    with write_set():
+    with write_set(store.write_aside):
         try:
             book = ShardBook(store, result)
             book.open(cache.index.get("shards", []) if usable else [], usable, workers)
@@ -1620,7 +1620,7 @@ def retract_v3(store: Store, run_ids: list[str]) -> int:
     withdrawn = set(head.get("retracted", [])) | set(run_ids)
     wanted = set(run_ids)
     dropped: list[dict[str, Any]] = []
-    with write_set():  # shards and head: all replaced, or none
+    with write_set(store.write_aside):  # shards and head: all replaced, or none
         _retract_shards(path, head, withdrawn, wanted, dropped)
     stale = {name for entry in dropped for name in _views_of(entry)}
     if stale:
