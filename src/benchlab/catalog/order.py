@@ -13,7 +13,6 @@ measurement); readers use neither and `bench catalog validate` reports it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable
@@ -193,7 +192,10 @@ has judged yet (another clone's third measurement) is still a conflict."""
 
 
 def copy_digest(entry: dict) -> str:
-    """A short name for what one copy measured (`measurement`), stable on every clone."""
+    """A short name for what one copy measured (`measurement`), stable on every clone.
+    (hashlib is imported here: the query path imports this module, and rarely digests.)"""
+    import hashlib
+
     return hashlib.sha256(measurement(entry)).hexdigest()[:16]
 
 
