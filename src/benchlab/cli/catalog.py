@@ -37,7 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate = verbs.add_parser(
         "validate",
         help="check catalog.json (schema, duplicate ids, index, machines)",
-        description="Errors exit 2. Run dirs absent on this clone are warnings (exit 0): "
+        description="Errors exit 2. Runs whose copies measure differently (a conflict "
+        "two clones' builds made) exit 1, each named with the fields that differ and the "
+        "command that settles it. Run dirs absent on this clone are warnings (exit 0): "
         "raw runs are private and other clones built them.",
     )
     validate.set_defaults(handler=run_validate)
