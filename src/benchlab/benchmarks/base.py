@@ -6,6 +6,7 @@ and raw output is always kept even when parsing breaks.
 
 from __future__ import annotations
 
+import signal
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,3 +46,11 @@ class Backend(ABC):
     @abstractmethod
     def parse(self, envelope: AgentEnvelope, spec: RunSpec, run_id: str) -> ParsedRun:
         """Turn raw output into results; raise ParseError when it cannot."""
+
+    def crash_hint(
+        self, spec: RunSpec, sig: signal.Signals, cpu_flags: frozenset[str] | None
+    ) -> str | None:
+        """The likely cause of the benchmark crashing with `sig`, and what to try, where the
+        backend knows one. `cpu_flags` are the device's CPU flags when the device is this
+        machine, else None (not known)."""
+        return None

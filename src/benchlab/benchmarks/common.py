@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+from pathlib import Path
 from typing import Any
 
 from benchlab.devices.base import Transport
@@ -59,7 +61,52 @@ def check_finished(envelope: AgentEnvelope, spec: RunSpec, run_id: str, backend:
         raise MeasurementError(f"{where}: timed out on device {spec.device!r}")
     if envelope.exit_code != 0:
         reason = tail(envelope.stderr) or tail(envelope.stdout) or "no output"
-        raise MeasurementError(f"{where}: exited {envelope.exit_code} on {spec.device!r}: {reason}")
+        code = envelope.exit_code
+        how = exit_text(code) if exit_signal(code) else f"exited {code}"
+        raise MeasurementError(f"{where}: {how} on {spec.device!r}: {reason}")
+
+
+CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE})
+"""Signals a program gets for its own bug or a CPU it was not built for: a crash, not a
+kill from outside (SIGKILL, SIGTERM), so the backend may know the likely cause."""
+
+
+def exit_signal(code: int | None) -> signal.Signals | None:
+    """The signal that ended the benchmark: a negative status (the agent's child), or
+    128 + N (a shell between the agent and the program reports a crashed child so)."""
+    if code is None or code == 0:
+        return None
+    number = -code if code < 0 else code - 128 if 128 < code < 128 + 65 else 0
+    try:
+        return signal.Signals(number) if number else None
+    except ValueError:
+        return None
+
+
+def exit_text(code: int | None) -> str:
+    """How the benchmark ended, by name: "crashed with SIGSEGV (signal 11)" rather than
+    "status -11", which few readers decode."""
+    sig = exit_signal(code)
+    if sig is None:
+        return f"exited with status {code}"
+    verb = "crashed with" if sig in CRASH_SIGNALS else "was killed by"
+    if code is not None and code > 0:
+        return f"exited with status {code} (128 + {sig.value}: {verb} {sig.name}, by a shell)"
+    return f"{verb} {sig.name} (signal {sig.value})"
+
+
+def local_cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """This machine's CPU feature flags (`flags` of /proc/cpuinfo; none where it has no
+    such file, as on macOS). Read only when a local benchmark crashed: never per run."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
 
 
 def param(spec: RunSpec, key: str, default: Any) -> Any:

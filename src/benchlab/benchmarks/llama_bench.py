@@ -13,7 +13,8 @@ kept as `combined`; llama-bench has no batched decode, so batch.json holds the o
 point the decode test measured.
 
 spec.params: model_path (required), binary ("llama-bench"), reps (-r), batch (-b),
-ubatch (-ub), n_gpu_layers (-ngl), depth (-d), type_k (-ctk), type_v (-ctv), flash_attn (-fa),
+ubatch (-ub), n_gpu_layers (-ngl), depth (-d), repack (--repack: 0 keeps the weights as the
+file has them; builds since late 2025), type_k (-ctk), type_v (-ctv), flash_attn (-fa),
 extra_args (list), timeout_s (3600).
 
 What the rows say about the run (n_threads, n_batch, n_ubatch, n_gpu_layers, flash_attn,
@@ -24,6 +25,7 @@ as identity facts: the number was measured under them, whatever the spec asked.
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 from benchlab.benchmarks.base import Backend, ParsedRun
@@ -45,6 +47,7 @@ FLAGS = (
     ("ubatch", "-ub"),
     ("n_gpu_layers", "-ngl"),
     ("depth", "-d"),
+    ("repack", "--repack"),
 )
 STRING_FLAGS = (("type_k", "-ctk"), ("type_v", "-ctv"))
 FACT_FIELDS = (
@@ -179,6 +182,28 @@ class LlamaBenchBackend(Backend):
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ConfigError(f"{where}: params.timeout_s: expected seconds > 0, got {timeout!r}")
         return AgentTask(argv=argv + extra, env=thread_env(spec.threads), timeout_s=float(timeout))
+
+    def crash_hint(
+        self, spec: RunSpec, sig: signal.Signals, cpu_flags: frozenset[str] | None
+    ) -> str | None:
+        """llama.cpp repacks quantized weights for the CPU's fastest kernels by default, and
+        builds of the repacking and AMX kernels have crashed on AMX CPUs (Sapphire Rapids
+        and later) where `--repack 0` runs the same model."""
+        if sig not in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL):
+            return None
+        if spec.params.get("repack") in (0, False):
+            return None
+        if cpu_flags is not None and "amx_tile" not in cpu_flags:
+            return None
+        which = (
+            "and this one has AMX (amx_tile in /proc/cpuinfo)"
+            if cpu_flags
+            else "(amx_tile in the device's /proc/cpuinfo)"
+        )
+        return (
+            f"llama-bench's weight repacking crashes some builds on AMX CPUs {which}: "
+            "try `repack: 0` in the sweep's params, a llama-bench axis like any other"
+        )
 
     def parse(self, envelope: AgentEnvelope, spec: RunSpec, run_id: str) -> ParsedRun:
         check_finished(envelope, spec, run_id, self.name)

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from benchlab import __version__
 from benchlab.benchmarks.base import Backend, ParsedRun
+from benchlab.benchmarks.common import exit_signal, exit_text, local_cpu_flags
 from benchlab.devices.base import Transport
 from benchlab.errors import (
     BenchlabError,
@@ -132,6 +133,17 @@ def _one_line(text: str, limit: int = 500) -> str:
 def _tail(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return _one_line(lines[-1]) if lines else ""
+
+
+def _crash_hint(backend: Backend, spec: RunSpec, code: int | None, local: bool) -> str:
+    """The error's "; likely cause: ..." where the benchmark crashed and its backend knows
+    why: a bare signal name tells what happened, not what to change. This machine's CPU
+    flags are read only for a local device (a remote one's are not known here)."""
+    sig = exit_signal(code)
+    if sig is None:
+        return ""
+    hint = backend.crash_hint(spec, sig, local_cpu_flags() if local else None)
+    return f"; likely cause: {hint}" if hint else ""
 
 
 def derive_metrics(parsed: ParsedRun, spec: RunSpec) -> tuple[dict[str, float], list[str]]:
@@ -244,6 +256,11 @@ class Runner:
         write_model(run_dir / RECORD, record)
         return AttemptOutcome(record=record, failure_kind=result.kind)
 
+    def _local(self, spec: RunSpec) -> bool:
+        """Whether the point ran on this machine (its device's transport is local)."""
+        device = self.config.devices.get(spec.device)
+        return device is not None and device.transport == "local"
+
     def _run(self, spec: RunSpec, run_id: str, transport: Transport, worker: str | None) -> _Result:
         result = _Result()
         stage = "build"
@@ -275,7 +292,8 @@ class Runner:
                 detail = envelope.model_extra.get("error") if envelope.model_extra else None
                 detail = detail or _tail(envelope.stderr) or _tail(envelope.stdout) or "no output"
                 raise MeasurementError(
-                    f"benchmark exited with status {envelope.exit_code}: {_one_line(detail)}"
+                    f"benchmark {exit_text(envelope.exit_code)}: {_one_line(detail)}"
+                    + _crash_hint(backend, concrete, envelope.exit_code, self._local(spec))
                 )
             stage = "parse"
             parsed = backend.parse(envelope, concrete, run_id)
