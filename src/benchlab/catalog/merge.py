@@ -5,10 +5,11 @@ Merge is commutative, associative and idempotent: when two entries share an id,
 every copy, as a conflict line, where they do not, so every clone and the git merge driver
 agree on the same bytes and no clone's numbers are replaced by a rule. A single-file (v2)
 catalog lists its conflict lines under `conflicts`, apart from `runs`. Retraction is a union
-too: a run id in any side's `retracted` list is gone from the
-result, so a merge can never bring a withdrawn run back. Derived state
-(invariant 6) is never merged: the index, the machine summaries and `last_updated` are
-recomputed from the entries every time.
+too: a run id in any side's `retracted` list is gone from the result, so a merge can never
+bring a withdrawn run back; so is `rejected` (copies `bench catalog resolve` set aside).
+Derived state (invariant 6) is never merged: the index, the machine summaries and
+`last_updated` are recomputed from the entries every time. (`winner`, re-exported here, only
+settles two of one clone's own run dirs of a run; see `order`.)
 """
 
 from __future__ import annotations
