@@ -4,6 +4,15 @@ The benchmark's own failure is a result, not an agent failure: a non-zero exit, 
 a command that cannot start all come back inside the envelope with exit status 0 of the
 agent itself. Only a malformed task makes the agent fail (and the controller see a
 DeviceError). The task runs in its own process group so a timeout kills its children too.
+
+Besides telemetry the envelope carries `resources` (the task's peak resident set, its peak
+GPU memory, its energy) and `system` (the machine's state at the start: governor, boost,
+load, swap; and whether it throttled during the run). The peak resident set is the one
+the kernel reports for this very child when it is reaped (wait4): RUSAGE_CHILDREN would be
+the max over every child the agent ever reaped (nvidia-smi included). A (v)forked child
+counts its parent's pages until it execs, so a wait4 figure no larger than the agent's own
+peak says only "at most the agent's size": there the VmHWM the sampler read from
+/proc/<pid>/status while the task ran (the exec'd program's own) stands in.
 """
 
 from __future__ import annotations
@@ -11,10 +20,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from typing import Any
 
-from benchlab.agent.telemetry import Sampler
+from benchlab.agent import sysstate
+from benchlab.agent.telemetry import Sampler, vm_hwm_mb
 
 CANNOT_START_EXIT = 127
 
@@ -43,6 +54,61 @@ def _validate(task: dict[str, Any]) -> None:
             raise TaskError(f"run: task.{key} must be a positive number")
 
 
+class _Popen(subprocess.Popen):  # type: ignore[type-arg]
+    """A Popen that reaps its child with wait4, keeping the child's own rusage.
+
+    `_try_wait` is the one place Popen.wait reaps on POSIX (3.3 to 3.13); where it is
+    absent or never reached, `rusage` stays None and the sampled VmHWM is used instead."""
+
+    rusage: Any = None
+
+    def _try_wait(self, wait_flags: int) -> tuple[int, int]:
+        if not hasattr(os, "wait4"):
+            return super()._try_wait(wait_flags)  # type: ignore[misc,no-any-return]
+        try:
+            pid, status, usage = os.wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            return self.pid, 0
+        if pid == self.pid:
+            self.rusage = usage
+        return pid, status
+
+
+def peak_rss_mb(
+    rusage: Any, sampled_mb: float | None, own_mb: float | None = None
+) -> tuple[float | None, str | None]:
+    """(MiB, source) of the child's peak resident set; ru_maxrss is KiB on Linux and
+    bytes on macOS. `own_mb`: the agent's own peak when it started the child; a wait4
+    figure not above it may be the agent's pages, so the sampled VmHWM is used instead.
+    (None, None) where neither could say."""
+    maxrss = getattr(rusage, "ru_maxrss", None)
+    if isinstance(maxrss, int) and maxrss > 0:
+        scale = 2**20 if sys.platform == "darwin" else 2**10
+        exact = round(maxrss / scale, 1)
+        if own_mb is None or exact > own_mb or sampled_mb is None:
+            return exact, "wait4"
+    if sampled_mb is not None:
+        return sampled_mb, "VmHWM"
+    return None, None
+
+
+def resources(
+    telemetry: dict[str, Any], rusage: Any, sampled_mb: float | None, own_mb: float | None
+) -> dict[str, Any]:
+    """What the task used: absent keys are not measured (never 0)."""
+    out: dict[str, Any] = {}
+    peak, source = peak_rss_mb(rusage, sampled_mb, own_mb)
+    if peak is not None:
+        out.update(peak_rss_mb=peak, peak_rss_source=source)
+    gpu = telemetry.get("gpu_mem_mb")
+    if isinstance(gpu, dict) and gpu.get("max") is not None:
+        out.update(gpu_mem_peak_mb=gpu["max"], gpu_mem_start_mb=gpu.get("min"))
+    spent = telemetry.get("energy")
+    if isinstance(spent, dict) and spent.get("total_j") is not None:
+        out.update(energy_j=spent["total_j"], energy_sources=spent.get("sources"))
+    return out
+
+
 def _kill_group(process: subprocess.Popen[str]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -62,6 +128,7 @@ def run_task(task: dict[str, Any], *, python: str, agent: str) -> dict[str, Any]
     timeout = float(task.get("timeout_s") or 3600.0)
     stdin_text = task.get("stdin")
     sampler = Sampler(float(task.get("sample_interval_s") or 0.5))
+    state = sysstate.snapshot()
     envelope: dict[str, Any] = {
         "argv": argv,
         "exit_code": None,
@@ -69,11 +136,13 @@ def run_task(task: dict[str, Any], *, python: str, agent: str) -> dict[str, Any]
         "stdout": "",
         "stderr": "",
     }
+    process: _Popen | None = None
     sampler.start()
+    own_mb = vm_hwm_mb(os.getpid())
     started_at = time.time()
     try:
         try:
-            process = subprocess.Popen(
+            process = _Popen(
                 argv,
                 stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -89,6 +158,7 @@ def run_task(task: dict[str, Any], *, python: str, agent: str) -> dict[str, Any]
             envelope["error"] = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
             envelope["stderr"] = envelope["error"] + "\n"
         else:
+            sampler.watch(process.pid)
             try:
                 out, err = process.communicate(stdin_text, timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -102,5 +172,15 @@ def run_task(task: dict[str, Any], *, python: str, agent: str) -> dict[str, Any]
     finally:
         finished_at = time.time()
         telemetry = sampler.stop()
-    envelope.update(started_at=started_at, finished_at=finished_at, telemetry=telemetry)
+    rusage = process.rusage if process is not None else None
+    after = sysstate.pi_throttled() if state.get("pi_throttled") is not None else None
+    before = int(state["pi_throttled"], 16) if state.get("pi_throttled") else None
+    state["during_run"] = sysstate.throttling(telemetry.get("samples") or [], before, after)
+    envelope.update(
+        started_at=started_at,
+        finished_at=finished_at,
+        telemetry=telemetry,
+        resources=resources(telemetry, rusage, sampler.hwm_mb, own_mb),
+        system=state,
+    )
     return envelope

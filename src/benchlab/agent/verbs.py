@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-VERBS = ("sysinfo", "clock", "exists", "run", "reference")
+VERBS = ("sysinfo", "clock", "exists", "run", "reference", "system")
 
 
 class AgentFailure(Exception):
@@ -88,6 +88,11 @@ def _dispatch(verb: str, args: list[str], stdin: Any, started_at: float) -> dict
         return collect()
     if verb == "exists":
         return exists(_read_payload(stdin))
+    if verb == "system":
+        from benchlab.agent.sysstate import advice, snapshot
+
+        state = snapshot()
+        return {"state": state, "advice": advice(state)}
     if verb == "run":
         from benchlab.agent.runner import TaskError, run_task
 
