@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchlab.catalog.build import FORMAT_ENV
+from benchlab.catalog.merge import merge_catalogs
 from benchlab.catalog.merge_driver import merge_files
 from benchlab.catalog.read import load_catalog
 from benchlab.catalog.shards import (
@@ -25,6 +26,7 @@ from benchlab.catalog.shards import (
     render_shard,
     shard_name,
 )
+from benchlab.catalog.text import render_catalog
 from benchlab.cli import main
 
 STEP = 86400
@@ -338,3 +340,26 @@ def test_the_driver_writes_merge_shard_bytes(tmp_path: Path) -> None:
     assert merge_files(tmp_path / "o", a, b, name) == "shard"
     assert a.read_bytes() == merge_shard_bytes(ours, theirs)
     assert b'"conflict":[' in a.read_bytes()
+
+
+def test_a_single_file_catalog_keeps_its_conflicts_through_builds(
+    store: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A v2 catalog a merge left with a conflict (`conflicts`): a v2 build of this clone's
+    run dir replaces only its own copy, and the v3 migration shards the conflict line."""
+    monkeypatch.setenv(FORMAT_ENV, "v2")
+    [run_id] = make_fleet(store, 1, seed=1, first=3, step_s=STEP)
+    assert build(store) == 0
+    doc = json.loads((store / "catalog.json").read_text())
+    theirs = dict(doc["runs"][0], peak_tok_per_sec=1.0)
+    merged = merge_catalogs(doc, dict(doc, runs=[theirs]))
+    [line] = merged["conflicts"]
+    (store / "catalog.json").write_text(render_catalog(merged))
+    assert build(store, "--full") == 0
+    assert json.loads((store / "catalog.json").read_text())["conflicts"] == [line]
+    assert load_catalog(store / "catalog.json").runs == []
+    monkeypatch.delenv(FORMAT_ENV)
+    assert build(store) == 0
+    [(name, raw)] = shard_files(store).items()
+    assert parse_lines(raw, name) == [line] and line["run_id"] == run_id
+    assert main(["--store", str(store), "catalog", "validate"]) == 1

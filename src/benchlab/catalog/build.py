@@ -22,7 +22,15 @@ from typing import Any
 
 from benchlab.catalog.document import load_document, load_inventory
 from benchlab.catalog.extract import RUN_FILES, check_public_entry, extract_entry
-from benchlab.catalog.merge import INVENTORY_SCHEMA, _static_of, finalize, merge_catalogs, winner
+from benchlab.catalog.merge import (
+    INVENTORY_SCHEMA,
+    _static_of,
+    check_conflicts,
+    finalize,
+    merge_catalogs,
+    winner,
+)
+from benchlab.catalog.order import CONFLICT, copies, measurement, settle
 from benchlab.catalog.text import _decode, _digest, render, render_catalog, reusable_items
 from benchlab.catalog.upgrade import CATALOG_SCHEMA
 from benchlab.catalog.views import rebuild_views, refresh_views
@@ -438,11 +446,17 @@ def _build_v2(store: Store, *, full: bool, progress: Progress | None) -> BuildRe
     scanned, new_cache = scan(store, cached_dirs, old_entries, result, progress)
 
     merged = dict(old_entries)
+    for line in check_conflicts(str(store.catalog_path), old_doc):  # kept by a merge
+        merged[line["run_id"]] = line
     touched: set[str] = set()
     for run_id, entry in scanned.items():
         if run_id in retracted:
             continue
         held = old_entries.get(run_id)
+        if CONFLICT in merged.get(run_id, {}):  # this clone's copy replaces its own only
+            held = merged[run_id]
+            key = measurement(entry)
+            entry = settle([entry, *(c for c in copies(held) if measurement(c) != key)])
         if held != entry:
             merged[run_id] = entry
             touched.add(run_id)
@@ -475,15 +489,17 @@ def _build_v2(store: Store, *, full: bool, progress: Progress | None) -> BuildRe
     if data != raw:
         atomic_write_bytes(store.catalog_path, data)
         result.catalog_written = True
-    inventory = render(build_inventory(old_inventory, specs, merged, store)).encode("utf-8")
+    runs = {k: v for k, v in merged.items() if CONFLICT not in v}  # no view of a conflict
+    touched &= runs.keys()
+    inventory = render(build_inventory(old_inventory, specs, runs, store)).encode("utf-8")
     if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
         atomic_write_bytes(store.inventory_path, inventory)
     result.specs_published = publish_specs(store, specs)
 
     if trusted and not full and store.by_model.is_dir() and store.by_date.is_dir():
-        written, removed = refresh_views(store, {k: merged[k] for k in touched}, old_entries)
+        written, removed = refresh_views(store, {k: runs[k] for k in touched}, old_entries)
     else:
-        written, removed = rebuild_views(store, merged, touched, rewrite_all=full)
+        written, removed = rebuild_views(store, runs, touched, rewrite_all=full)
     result.views_written, result.views_removed = written, removed
     cache_doc = {"version": CACHE_VERSION, "catalog": _digest(data), "dirs": new_cache}
     atomic_write_text(cache_path, json.dumps(cache_doc, sort_keys=True, separators=(",", ":")))

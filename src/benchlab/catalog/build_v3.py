@@ -88,7 +88,13 @@ from benchlab.catalog.extract import (
     read_run_dir,
 )
 from benchlab.catalog.gate import MAX_SHARD_BYTES, read_catalog, read_regular
-from benchlab.catalog.merge import _merge_static, _static_of, check_lines, head_document
+from benchlab.catalog.merge import (
+    _merge_static,
+    _static_of,
+    check_conflicts,
+    check_lines,
+    head_document,
+)
 from benchlab.catalog.order import (
     CONFLICT,
     REJECTED,
@@ -1520,14 +1526,7 @@ def _inline(path: Path, head: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The entries catalog.json holds inline (a merge with a v2 clone put them there), its
     conflict lines (`conflicts`) included, validated; the build moves them into shards."""
     entries = parse_catalog(path, head)
-    lines = head.get("conflicts", [])
-    if not isinstance(lines, list) or not all(
-        isinstance(line, dict) and isinstance(line.get("run_id"), str) and CONFLICT in line
-        for line in lines
-    ):
-        raise SchemaError(f"{path}: $.conflicts: expected an array of conflict lines")
-    check_lines(str(path), lines)
-    for line in lines:
+    for line in check_conflicts(str(path), head):
         held = entries.get(line["run_id"])
         entries[line["run_id"]] = line if held is None else merge_copies(held, line)
     return entries

@@ -78,6 +78,21 @@ def check_lines(where: str, lines: list[dict]) -> None:
             parse_shard_entries(where, layer)
 
 
+def check_conflicts(where: str, doc: dict[str, Any]) -> list[dict]:
+    """A document's `conflicts` (a v2 catalog's, or a v3 head's from a merge with a v2
+    side): an array of conflict lines, each checked (`check_lines`). Returns them."""
+    from benchlab.errors import SchemaError
+
+    lines = doc.get("conflicts", [])
+    if not isinstance(lines, list) or not all(
+        isinstance(line, dict) and isinstance(line.get("run_id"), str) and CONFLICT in line
+        for line in lines
+    ):
+        raise SchemaError(f"{where}: $.conflicts: expected an array of conflict lines")
+    check_lines(where, lines)
+    return lines
+
+
 def _merge_value(a: Any, b: Any) -> Any:
     """Field-wise union of static descriptions (machine summaries, inventory entries)."""
     if a is None or a == b:

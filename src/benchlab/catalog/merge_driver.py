@@ -16,12 +16,12 @@ from typing import Any
 from benchlab.catalog.document import parse_catalog
 from benchlab.catalog.merge import (
     INVENTORY_SCHEMA,
+    check_conflicts,
     check_lines,
     merge_catalogs,
     merge_heads,
     merge_inventories,
 )
-from benchlab.catalog.order import CONFLICT
 from benchlab.catalog.shards import SHARD_DIR, SHARD_SUFFIX, merge_shard_bytes
 from benchlab.catalog.text import render, render_catalog
 from benchlab.catalog.upgrade import CATALOG_SCHEMA, CATALOG_V3, KNOWN
@@ -86,13 +86,7 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
 def _check_catalog(label: str, data: dict[str, Any]) -> None:
     """One side of catalog.json: its entries, and its conflict lines (`conflicts`)."""
     parse_catalog(label, data)
-    lines = data.get("conflicts", [])
-    if not isinstance(lines, list) or not all(
-        isinstance(line, dict) and isinstance(line.get("run_id"), str) and CONFLICT in line
-        for line in lines
-    ):
-        raise SchemaError(f"{label}: $.conflicts: expected an array of conflict lines")
-    check_lines(label, lines)
+    check_conflicts(label, data)
 
 
 def _merge_shard(ours: Path, theirs: Path, label: str) -> str:
