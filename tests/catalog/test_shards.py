@@ -358,6 +358,7 @@ def test_a_single_file_catalog_keeps_its_conflicts_through_builds(
     assert build(store, "--full") == 0
     assert json.loads((store / "catalog.json").read_text())["conflicts"] == [line]
     assert load_catalog(store / "catalog.json").runs == []
+    assert main(["--store", str(store), "catalog", "validate"]) == 1
     monkeypatch.delenv(FORMAT_ENV)
     assert build(store) == 0
     [(name, raw)] = shard_files(store).items()

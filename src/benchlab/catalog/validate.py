@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlab.catalog.document import load_document, load_inventory
-from benchlab.catalog.merge import _static_of, finalize
+from benchlab.catalog.merge import _static_of, check_conflicts, finalize
+from benchlab.catalog.order import describe_conflict
 from benchlab.errors import SchemaError, StoreError
 from benchlab.layout import (
     Store,
@@ -42,7 +43,9 @@ def validate(store: Store) -> ValidationReport:
     if stored_format(path) == "v3":
         return _validate_v3(store)
     data, entries = load_document(path)
-    expected = finalize(entries, _static_of(data.get("machines", {})), data.get("retracted", []))
+    lines = {line["run_id"]: line for line in check_conflicts(str(path), data)}
+    retracted = data.get("retracted", [])
+    expected = finalize({**entries, **lines}, _static_of(data.get("machines", {})), retracted)
     if [e["run_id"] for e in data.get("runs", [])] != sorted(entries):
         raise SchemaError(f"{path}: $.runs: not sorted by run_id; rebuild the catalog")
     index = data.get("index", {})
@@ -79,7 +82,8 @@ def validate(store: Store) -> ValidationReport:
         if e.get("path") and not (store.root / e["path"]).is_dir()
     ]
     warnings = [f"{run_id}: run dir absent on this clone" for run_id in sorted(absent)]
-    return ValidationReport(runs=len(entries), absent=sorted(absent), warnings=warnings)
+    conflicts = [describe_conflict(lines[k]) for k in sorted(lines.keys() - set(retracted))]
+    return ValidationReport(len(entries), sorted(absent), warnings, conflicts)
 
 
 BUILD_FIXES = "run `bench catalog build` (it re-files and sorts shard lines, run dirs or not)"
