@@ -8,6 +8,8 @@ bench chart --model smollm2-135m --format png --output docs/throughput.png
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 KINDS = ("throughput", "decode", "scaling", "threads", "prefill-decode", "cost", "trend")
@@ -55,9 +57,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dash.set_defaults(handler=run_dashboard)
 
 
+STATIC = ("png", "svg")
+"""Formats kaleido draws in a headless Chrome: the only part of `bench chart` (and of the
+pipeline) that needs a browser."""
+
+NO_BROWSER = (
+    "kaleido needs Chrome or Chromium; get one with `plotly_get_chrome` (after "
+    "pip install 'benchlab[site]') or your package manager, or use --format html"
+)
+
+
+def _browser() -> str | None:
+    """The browser kaleido would start, where it is an executable file; None where there is
+    none (or no kaleido): then a static export is skipped with one line, not a traceback."""
+    try:
+        from choreographer.browsers.chromium import Chromium
+
+        path = Chromium.find_browser(skip_local=False)
+    except Exception:  # kaleido (and its choreographer) not installed, or a broken install
+        return None
+    return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
 def run(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
-    from benchlab.publish.charts import write_charts
+    from benchlab.publish.charts import FORMATS, write_charts
     from benchlab.publish.data import load_public
     from benchlab.query.filters import Filters
 
@@ -67,6 +91,12 @@ def run(args: argparse.Namespace) -> int:
         model=args.model, precision=args.precision, machines=machines, run_type=args.run_type
     )
     output = args.output or store.charts_dir
+    suffix = output.suffix.lower().lstrip(".")
+    fmt = args.format or suffix
+    agrees = suffix == fmt or suffix not in FORMATS  # else write_charts names the mismatch
+    if fmt in STATIC and agrees and _browser() is None:
+        print(f"bench: note: {fmt} export skipped: {NO_BROWSER}", file=sys.stderr)
+        return 0
     for path in write_charts(load_public(store), filters, output, args.format, args.chart):
         print(path)
     return 0
