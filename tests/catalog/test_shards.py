@@ -28,6 +28,7 @@ from benchlab.catalog.shards import (
 )
 from benchlab.catalog.text import render_catalog
 from benchlab.cli import main
+from benchlab.query.columns import open_columns
 
 STEP = 86400
 
@@ -363,4 +364,31 @@ def test_a_single_file_catalog_keeps_its_conflicts_through_builds(
     assert build(store) == 0
     [(name, raw)] = shard_files(store).items()
     assert parse_lines(raw, name) == [line] and line["run_id"] == run_id
+    assert main(["--store", str(store), "catalog", "validate"]) == 1
+
+
+def test_conflict_lines_a_v2_side_brings_into_the_head_are_read_as_conflicts(
+    tmp_path: Path,
+    store: Path,
+    make_fleet: Callable[..., list[str]],
+    v3: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    [run_id] = make_fleet(store, 1, seed=1, first=3, step_s=STEP)
+    assert build(store) == 0
+    [entry] = load_catalog(store / "catalog.json").runs
+    other = tmp_path / "v2.json"
+    v2 = merge_catalogs({"$schema": "benchmark/catalog.v2", "runs": [entry]})
+    lines = merge_catalogs(v2, dict(v2, runs=[dict(entry, peak_tok_per_sec=1.0)]))
+    other.write_text(render_catalog(lines))
+    merge_files(store / "catalog.json", store / "catalog.json", other)
+    assert json.loads((store / "catalog.json").read_text())["conflicts"] == lines["conflicts"]
+    capsys.readouterr()
+    assert load_catalog(store / "catalog.json").runs == []
+    assert run_id in capsys.readouterr().err
+    assert open_columns(store / "catalog.json", min_bytes=0) is None  # the Python path answers
+    assert main(["--store", str(store), "catalog", "validate"]) == 1
+    assert build(store) == 0  # the conflict line moves into its shard
+    assert "conflicts" not in json.loads((store / "catalog.json").read_text())
+    assert load_catalog(store / "catalog.json").runs == []
     assert main(["--store", str(store), "catalog", "validate"]) == 1

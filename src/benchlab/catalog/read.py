@@ -419,6 +419,9 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     for entry in pending:
         merged[entry["run_id"]] = entry
     problems: list[str] = []
+    for line in _head_conflicts(path, doc, problems):  # a merge with a v2 side kept them
+        held = merged.get(line["run_id"])
+        merged[line["run_id"]] = line if held is None else merge_copies(held, line)
     for name, shard in iter_shards(path):
         entries, bad = read_shard_gated(shard, name)
         problems += bad
@@ -439,6 +442,27 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     counts, last, newest = machine_activity(runs)
     summaries = machine_summaries(machines, counts, last)
     return LoadedCatalog(path, runs, summaries, newest, tuple(problems))
+
+
+def _head_conflicts(path: Path, doc: dict[str, Any], problems: list[str]) -> list[dict]:
+    """The head's conflict lines (`conflicts`), each through the gate; one that fails is
+    named in `problems` and set aside."""
+    from benchlab.catalog.gate import CONFLICT, line_problem
+
+    lines = doc.get("conflicts", [])
+    if type(lines) is not list:
+        problems.append(f"{path}: $.conflicts: expected an array of conflict lines")
+        return []
+    out = []
+    for i, line in enumerate(lines):
+        problem = line_problem(line)
+        if problem is None and CONFLICT not in line:
+            problem = "expected a conflict line"
+        if problem is not None:
+            problems.append(f"{path}: $.conflicts[{i}]: {problem}")
+        else:
+            out.append(line)
+    return out
 
 
 def machine_summaries(

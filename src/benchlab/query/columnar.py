@@ -766,6 +766,8 @@ def _build(
 
         if head_problem(doc) is not None:
             raise Unanswerable("catalog.json head does not pass the gate")
+        if doc.get("conflicts"):
+            raise Unanswerable("catalog.json holds conflict lines (the next build shards them)")
         _check_entries(catalog_path, pending)
         segments = _shard_segments(catalog_path.parent, cache_dir, shards)
         segments.append(_inline_segment(pending))
