@@ -9,9 +9,24 @@ import pytest
 from tests.kit.cli import run_cli
 
 
+@pytest.fixture(scope="session")
+def _quiet_machine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A /proc + /sys tree of an idle machine: sweeps warn about a busy one before they
+    start, and a test must not depend on how busy the box running it is."""
+    root = tmp_path_factory.mktemp("quiet-machine")
+    (root / "proc").mkdir()
+    (root / "proc" / "loadavg").write_text("0.00 0.00 0.00 1/100 1\n")
+    (root / "proc" / "meminfo").write_text("SwapTotal: 0 kB\nSwapFree: 0 kB\n")
+    return root
+
+
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No test reads the developer's ~/.ssh/config, store or git identity."""
+def _isolated_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, _quiet_machine: Path
+) -> None:
+    """No test reads the developer's ~/.ssh/config, store, git identity or machine state
+    (BENCHLAB_SYSFS_ROOT: the agent reads /proc and /sys under it)."""
+    monkeypatch.setenv("BENCHLAB_SYSFS_ROOT", str(_quiet_machine))
     monkeypatch.delenv("BENCHLAB_STORE", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()

@@ -38,7 +38,28 @@ HEADLINE = (
 SPREAD = ("prefill_stddev", "decode_stddev")
 """Standard deviations (tok/s) of the headline prefill and decode numbers, where measured."""
 
+RESOURCES = ("peak_rss_mb", "gpu_mem_peak_mb", "energy_j", "joules_per_token")
+"""What a run used, where the device measured it: peak resident set of the benchmark
+process (MiB), peak GPU memory in use on the device (MiB, every process on the GPU), energy
+over the run (J, every counter the device has) and joules per generated token. Absent where
+not measured, never 0."""
+
+LOWER_IS_BETTER = frozenset({*RESOURCES, "decode_ms_per_token"})
+"""Metrics where the smaller value is the better run; every other metric is higher-is-better."""
+
+DEFAULT_MAX_CV = 0.10
+"""The coefficient of variation (stddev / mean) over which a run's repeats are unstable."""
+
+UNSTABLE_TAG = "unstable"
+"""The tag an unstable run's record carries; `bench catalog build` copies record tags into
+the catalog, so `bench list` marks it and `--tag unstable` finds it."""
+
 DEFAULT_METRIC = "peak_tok_per_sec"
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether `best` should pick the smallest value of `metric`."""
+    return metric in LOWER_IS_BETTER
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -118,3 +139,55 @@ def derive(
         if not math.isfinite(value):
             raise ParseError(f"metric {key!r} is not finite: {value!r}")
     return kept, tests
+
+
+def resource_metrics(
+    resources: Mapping[str, Any] | None,
+    duration_s: float | None,
+    decode_tok_per_sec: float | None,
+) -> dict[str, float]:
+    """The RESOURCES metrics of a run from the agent's `resources` (absent: not measured).
+
+    joules_per_token is the run's mean power (energy over its duration) divided by its
+    decode rate: the energy of one generated token at the measured speed. The run's energy
+    also covers loading and prefill; the mean power is what stands for decode's.
+    """
+    out: dict[str, float] = {}
+    for key in ("peak_rss_mb", "gpu_mem_peak_mb", "energy_j"):
+        value = _number(_get(resources, key))
+        if value is not None and math.isfinite(value) and value >= 0:
+            out[key] = value
+    energy = out.get("energy_j")
+    if energy is not None and duration_s and duration_s > 0 and decode_tok_per_sec:
+        out["joules_per_token"] = round(energy / duration_s / decode_tok_per_sec, 6)
+    return out
+
+
+def spread_cv(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """{rate: stddev / mean} for each headline rate whose spread over repeats was measured."""
+    out: dict[str, float] = {}
+    for rate, stddev in (
+        ("prefill_tok_per_sec", "prefill_stddev"),
+        ("decode_tok_per_sec", "decode_stddev"),
+    ):
+        mean, spread = _number(metrics.get(rate)), _number(metrics.get(stddev))
+        if mean and spread is not None and mean > 0:
+            out[rate] = spread / mean
+    return out
+
+
+def instability(
+    metrics: Mapping[str, Any], max_cv: float = DEFAULT_MAX_CV
+) -> tuple[bool | None, list[str]]:
+    """(unstable, warnings): True with one warning per rate whose repeats vary more than
+    `max_cv`; None where no spread was measured (stability unknown, not "stable")."""
+    cvs = spread_cv(metrics)
+    if not cvs:
+        return None, []
+    warnings = [
+        f"unstable: {rate} varies {cv:.0%} between repeats (coefficient of variation over "
+        f"{max_cv:.0%}); the machine was busy or throttling, re-run on a quiet machine"
+        for rate, cv in sorted(cvs.items())
+        if cv > max_cv
+    ]
+    return bool(warnings), warnings

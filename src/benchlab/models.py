@@ -385,6 +385,16 @@ class RunRecord(_Document):
         default=None, description="The measurement identity (benchlab.identity.IDENTITY_FIELDS)."
     )
     telemetry: dict[str, Any] | None = None
+    system: dict[str, Any] | None = Field(
+        default=None,
+        description="The device's state at the start (governor, boost, load, swap) and "
+        "whether it throttled during the run (`during_run`), as the agent saw it.",
+    )
+    unstable: bool | None = Field(
+        default=None,
+        description="True when the run's repeats vary more than policies.max_cv (a warning "
+        "says which metric and by how much); None where the run measured no spread.",
+    )
     spec: RunSpec | None = Field(
         default=None, description="The point this record measures (labels, resume, failover)."
     )
@@ -578,6 +588,12 @@ class Policies(_Closed):
         description="Run every point this many times, each repeat its own run (same series). "
         "`repeats` in the matrix says the same.",
     )
+    max_cv: float = Field(
+        default=0.10,
+        gt=0,
+        description="A run whose repeats vary more than this coefficient of variation "
+        "(stddev / mean of a headline rate) is marked unstable (default 0.10, i.e. 10%).",
+    )
     max_in_flight: int | None = Field(
         default=None,
         ge=1,
@@ -710,6 +726,11 @@ class AgentEnvelope(_Open):
     stdout: str = ""
     stderr: str = ""
     telemetry: dict[str, Any] = Field(default_factory=dict)
+    resources: dict[str, Any] = Field(
+        default_factory=dict,
+        description="peak_rss_mb, gpu_mem_peak_mb, energy_j where the device measured them.",
+    )
+    system: dict[str, Any] | None = None
 
 
 DOCUMENTS: tuple[type[_Document], ...] = (

@@ -33,6 +33,7 @@ VERB_MODULES = (
     "stop",
     "inject",
     "outlier",
+    "system",
 )
 """Modules under benchlab.cli, each registering one verb or a group of verbs."""
 

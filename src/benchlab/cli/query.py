@@ -183,9 +183,19 @@ def _display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
                 "shape": shape(row) or ", ".join(row.get("tests") or ()) or None,
                 "attempt": f"{attempt}/{attempts}" if attempt and attempts else attempt,
                 "version": build_label(row),
+                **_unstable_mark(row),
             }
         )
     return out
+
+
+def _unstable_mark(row: dict[str, Any]) -> dict[str, Any]:
+    """`status` reads "ok unstable" for a run whose repeats varied past policies.max_cv."""
+    from benchlab.metrics import UNSTABLE_TAG
+
+    if UNSTABLE_TAG in (row.get("tags") or ()) and row.get("status"):
+        return {"status": f"{row['status']} {UNSTABLE_TAG}"}
+    return {}
 
 
 # --- list ---------------------------------------------------------------------------------

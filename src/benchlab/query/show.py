@@ -220,9 +220,57 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
         ("peak_batch", peak.get("batch")),
         ("speedup", peak.get("speedup_vs_baseline")),
         ("duration_s", (record.get("timings") or {}).get("duration_s") if record else None),
+        *(_resource_facts(record) if _measured_by_agent(record) else []),
+        *(_system_facts(record.get("system")) if record else []),
         ("path", details.path),
     ]
     return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
+
+
+NOT_MEASURED = "not measured"
+"""What a resource reads where the device has no counter for it: never 0."""
+
+
+def _measured_by_agent(record: dict[str, Any] | None) -> bool:
+    """An ok run whose agent reported the machine's state also looked for memory and
+    energy counters; an older or imported record never did, and says nothing of them."""
+    return bool(record) and record.get("status") == "ok" and record.get("system") is not None
+
+
+def _resource_facts(record: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Memory, energy and stability of an ok run; absent values say "not measured"."""
+    from benchlab.metrics import RESOURCES
+
+    metrics = record.get("metrics") or {}
+    facts: list[tuple[str, Any]] = [
+        (name, metrics[name] if metrics.get(name) is not None else NOT_MEASURED)
+        for name in RESOURCES
+    ]
+    unstable = record.get("unstable")
+    stability = {True: "UNSTABLE (see warnings)", False: "stable"}.get(unstable, NOT_MEASURED)
+    facts.append(("stability", stability))
+    return facts
+
+
+def _system_facts(system: Any) -> list[tuple[str, Any]]:
+    """The device's state at the start of the run, and throttling during it."""
+    if not isinstance(system, dict):
+        return []
+    load = system.get("load")
+    during = system.get("during_run") or {}
+    throttled = during.get("throttled")
+    return [
+        ("governor", ", ".join(system.get("governors") or []) or None),
+        ("boost", {True: "on", False: "off"}.get(system.get("boost"))),
+        ("load_at_start", f"{load[0]:g} on {system.get('cores')} cores" if load else None),
+        ("swap_used_mb", system.get("swap_used_mb")),
+        (
+            "throttled",
+            None
+            if throttled is None
+            else ("; ".join(during.get("reasons") or []) if throttled else "no"),
+        ),
+    ]
 
 
 def _fact(value: Any) -> Any:

@@ -57,6 +57,7 @@ from benchlab.layout import (
     read_json,
     write_model,
 )
+from benchlab.metrics import UNSTABLE_TAG
 from benchlab.models import (
     HOLE_ERROR_PREFIX,
     AgentEnvelope,
@@ -192,6 +193,29 @@ def summarise_telemetry(telemetry: dict[str, Any]) -> dict[str, Any] | None:
     return summary
 
 
+def used_metrics(envelope: AgentEnvelope, metrics: dict[str, float]) -> dict[str, float]:
+    """Memory and energy the device measured (`benchlab.metrics.resource_metrics`)."""
+    from benchlab.metrics import resource_metrics
+
+    duration = envelope.finished_at - envelope.started_at
+    return resource_metrics(envelope.resources, duration, metrics.get("decode_tok_per_sec"))
+
+
+def state_warnings(
+    metrics: dict[str, float], system: dict[str, Any] | None, max_cv: float
+) -> tuple[bool | None, list[str]]:
+    """(unstable, warnings) of a measured run: repeats that vary more than `max_cv`, and a
+    device that throttled while it ran."""
+    from benchlab.metrics import instability
+
+    unstable, warnings = instability(metrics, max_cv) if metrics else (None, [])
+    during = (system or {}).get("during_run") or {}
+    if during.get("throttled"):
+        reasons = "; ".join(str(r) for r in during.get("reasons") or [])
+        warnings.append(f"the device throttled during the run: {reasons}")
+    return unstable, warnings
+
+
 class Runner:
     """Runs points of one sweep. One instance may serve many workers (it holds no per-point
     state); `_backend` and `_clock` are seams for tests."""
@@ -300,6 +324,7 @@ class Runner:
             metrics, tests = derive_metrics(parsed, spec)
             if not metrics:
                 raise ParseError("the run reported success but yielded no metrics")
+            metrics = {**used_metrics(envelope, metrics), **metrics}
             result.parsed, result.metrics, result.tests = parsed, metrics, tests
         except DeviceError as exc:
             result.kind, result.error = "transport", _one_line(str(exc))
@@ -503,6 +528,8 @@ class Runner:
         duration = finished - started
         if envelope is not None and envelope.finished_at >= envelope.started_at:
             duration = envelope.finished_at - envelope.started_at
+        system = envelope.system if envelope is not None else None
+        unstable, more = state_warnings(result.metrics or {}, system, self.config.policies.max_cv)
         return RunRecord(
             run_id=run_id,
             spec_id=spec.spec_id,
@@ -512,10 +539,10 @@ class Runner:
             status="ok" if result.kind is None else "failed",
             failure_kind=result.kind,
             error=result.error,
-            warnings=warnings,
+            warnings=[*warnings, *more],
             attempt=attempt,
             attempts=attempts,
-            tags=_tags(spec),
+            tags=[*_tags(spec), *([UNSTABLE_TAG] if unstable else [])],
             timings=Timings(
                 started_at=_iso(started),
                 finished_at=_iso(finished),
@@ -528,6 +555,8 @@ class Runner:
                 spec, result.parsed, self.config.revision, device_settings(self.config, spec.device)
             ),
             telemetry=summarise_telemetry(envelope.telemetry) if envelope else None,
+            system=system,
+            unstable=unstable,
             spec=spec,
         )
 

@@ -5,6 +5,11 @@ written), not a column of identical config failures. Each (device, backend, mode
 precision) is checked once through the backend's own availability check. A device that
 cannot be asked (DeviceError) is not an answer: it is noted and the sweep goes ahead, where
 its points fail as transport and are retried (DESIGN invariant 3).
+
+Each reachable device is also asked for its state (`agent system`): a busy machine, swap
+in use, a powersave governor or a throttling board make numbers swing between runs, so the
+sweep says so, one line each, before it starts (it still runs: the operator decides). A
+device whose agent cannot say (an older agent) adds no line.
 """
 
 from __future__ import annotations
@@ -62,6 +67,9 @@ def preflight(
                     f"{where}: matrix.backend: {spec.backend} cannot run {spec.model} "
                     f"{spec.precision} on device {spec.device!r}: {exc}"
                 ) from None
+        for device, transport in sorted(transports.items()):
+            if device not in unreachable:
+                notes.extend(system_notes(device, transport))
     finally:
         for transport in transports.values():
             try:
@@ -69,3 +77,20 @@ def preflight(
             except Exception:  # a broken connection's close must not hide the answer
                 pass
     return notes
+
+
+SYSTEM_TIMEOUT_S = 30.0
+
+
+def system_notes(device: str, transport: Transport) -> list[str]:
+    """One line per thing that makes `device` a poor place to measure right now."""
+    try:
+        answer = transport.call("system", None, timeout=SYSTEM_TIMEOUT_S)
+    except DeviceError:
+        return []
+    advice = answer.get("advice") if isinstance(answer, dict) else None
+    return [
+        f"device {device!r} is not quiet: {item['message']}"
+        for item in advice or []
+        if isinstance(item, dict) and item.get("level") == "warn" and item.get("message")
+    ]
