@@ -153,3 +153,31 @@ def test_max_cv_is_configurable(tmp_path: Path, env: Path, bench, monkeypatch) -
     monkeypatch.setenv("BENCHLAB_SYSFS_ROOT", str(fake_machine(tmp_path / "root")))
     assert bench("run", str(llama_config(tmp_path, "21528,1699", max_cv=2.0)))[0] == 0
     assert only_record(env).unstable is False
+
+
+def test_the_reference_benchmark_reports_its_spread_so_stability_is_judged(
+    tmp_path: Path, env: Path, bench
+) -> None:
+    """The default sweep's backend: its reps' spread reaches the record, so a swing
+    between them is seen (unstable is True or False here, never unknown)."""
+    path = write_sweep(
+        tmp_path / "ref.yaml",
+        experiment="ref",
+        policies=ONE_ATTEMPT,
+        matrix={
+            "backend": "reference",
+            "model": "tiny",
+            "precision": "q8",
+            "threads": 1,
+            "prompt_tokens": 16,
+            "gen_tokens": 4,
+            "batch_sizes": [1],
+            "params": {"prefill_sizes": [16], "reps": 3, "batch_steps": 2},
+        },
+    )
+    assert bench("run", str(path))[0] == 0
+    record = only_record(env)
+    assert record.status == "ok", record.error
+    assert record.metrics["prefill_stddev"] >= 0 and record.metrics["decode_stddev"] >= 0
+    assert record.unstable in (True, False)
+    assert (record.unstable is True) == ("unstable" in record.tags)

@@ -80,6 +80,15 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
+def _stddev(values: list[float]) -> float | None:
+    """The sample standard deviation of per-rep rates (as llama-bench's stddev_ts), so a
+    run whose reps swing is seen as unstable; None with fewer than two reps."""
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+
 def _build(np: Any) -> dict[str, Any]:
     """The numpy-dependent classes, built once numpy is imported (kept out of module scope)."""
 
@@ -343,18 +352,24 @@ def main(argv: list[str]) -> dict[str, Any]:
                 "median_ms": seconds * 1e3,
                 "tok_per_sec": size / seconds,
                 "reps": args.reps,
+                "stddev_ts": _stddev([size / t for t in times]),
             }
         )
 
     # 3. Decode: one token at a time after a prompt, per-token median over reps.
     prompt = rng.integers(0, shape["vocab"], (1, args.prompt_tokens))
     step_times = []
+    rep_rates = []
     for _ in range(args.reps):
         token = model.forward(prompt, cache, 0)
+        rep_start = len(step_times)
         for step in range(args.decode_steps):
             t0 = time.perf_counter()
             token = model.forward(token.reshape(1, 1), cache, args.prompt_tokens + step)
             step_times.append(time.perf_counter() - t0)
+        rep_seconds = sum(step_times[rep_start:])
+        if rep_seconds > 0:
+            rep_rates.append((len(step_times) - rep_start) / rep_seconds)
     per_token = _median(step_times)
     bound = breakdown[args.precision]
     decode = {
@@ -364,6 +379,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         "per_token_median_ms": per_token * 1e3,
         "per_token_min_ms": min(step_times) * 1e3,
         "tok_per_sec": 1.0 / per_token,
+        "stddev_ts": _stddev(rep_rates),
         "weight_bytes_per_token": bound["bytes"],
         "effective_gbs": bound["bytes"] / per_token / 1e9,
         "bandwidth_bound_ms": bound["ms"],

@@ -124,6 +124,7 @@ class ReferenceBackend(Backend):
                 "median_ms": float(p["median_ms"]),
                 "tok_per_sec": float(p["tok_per_sec"]),
                 "reps": p.get("reps"),
+                "stddev_ts": p.get("stddev_ts"),
             }
             for p in data["prefill"]
         ]
@@ -145,6 +146,7 @@ class ReferenceBackend(Backend):
                         "reps": int(decode["reps"]),
                         "per_token_median_ms": float(decode["per_token_median_ms"]),
                         "tok_per_sec": float(decode["tok_per_sec"]),
+                        "stddev_ts": decode.get("stddev_ts"),
                         "effective_gbs": decode.get("effective_gbs"),
                         "weight_bytes_per_token": decode.get("weight_bytes_per_token"),
                         "bandwidth_bound_ms": decode.get("bandwidth_bound_ms"),
