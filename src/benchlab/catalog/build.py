@@ -122,9 +122,9 @@ def host_named_machines(
     from benchlab.redact.policy import read_config
     from benchlab.redact.shapes import refuse_hostname_as_id
 
-    hosts = set(collect_store_names(store.root).hosts)
-    hosts.update(read_config(store.redaction_path).known.hosts)
-    allowed = {v.lower() for v in read_config(store.redaction_path).allow.values}
+    config = read_config(store.redaction_path)
+    hosts = {*collect_store_names(store.root).hosts, *config.known.hosts}
+    allowed = {v.lower() for v in config.allow.values}
     refused: set[str] = set()
     for machine in {*specs, *others}:
         parsed = specs.get(machine)
