@@ -711,6 +711,15 @@ def builtin_detectors() -> tuple[Detector, ...]:
             numbered=False,
             gate=_gate(r"SHA256:|[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:"),
         ),
+        *_infrastructure_detectors(),
+        *_context_free_detectors(),
+    )
+
+
+def _infrastructure_detectors() -> tuple[Detector, ...]:
+    """Hardware ids, cluster and cloud names, hosts, zones, machine types, topology,
+    addresses, home and site paths, user@host."""
+    return (
         Detector(
             "gpu-uuid", HARDWARE_ID, _GPU_UUID, "gpu", gate=_gate(r"[Gg][Pp][Uu]-|[Mm][Ii][Gg]-")
         ),
@@ -809,6 +818,13 @@ def builtin_detectors() -> tuple[Detector, ...]:
             ),
         ),
         Detector("user-at", USER, _USER_AT, "user", group=1, check=_not_generic_user),
+    )
+
+
+def _context_free_detectors() -> tuple[Detector, ...]:
+    """Tells that keep no key context: new token kinds, shares, one-label hosts in URLs,
+    ssh's own messages, Windows SIDs, bare pods, serials and account ids."""
+    return (
         Detector("jwt", SECRET, _JWT, "<secret>", numbered=False, gate=_gate(r"eyJ")),
         Detector(
             "keyed-secret",
