@@ -44,6 +44,10 @@ process (MiB), peak GPU memory in use on the device (MiB, every process on the G
 over the run (J, every counter the device has) and joules per generated token. Absent where
 not measured, never 0."""
 
+CATALOG_RESOURCES = ("peak_rss_mb", "gpu_mem_peak_mb", "joules_per_token")
+"""The RESOURCES a catalog entry carries (energy_j stays in the record: it grows with the
+run's length, so it compares nothing across runs)."""
+
 LOWER_IS_BETTER = frozenset({*RESOURCES, "decode_ms_per_token"})
 """Metrics where the smaller value is the better run; every other metric is higher-is-better."""
 

@@ -476,6 +476,15 @@ class CatalogEntry(_Open):
     decode_tok_per_sec: float | None = None
     prefill_stddev: float | None = None
     decode_stddev: float | None = None
+    peak_rss_mb: float | None = Field(
+        default=None, description="Peak resident set of the benchmark process (MiB); lower wins."
+    )
+    gpu_mem_peak_mb: float | None = Field(
+        default=None, description="Peak GPU memory in use on the device (MiB); lower wins."
+    )
+    joules_per_token: float | None = Field(
+        default=None, description="Energy per generated token (J) where measured; lower wins."
+    )
     path: str | None = Field(default=None, description="Run dir relative to the store root.")
     batch_curve: list[BatchCurvePoint] | None = Field(
         default=None,

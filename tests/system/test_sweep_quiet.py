@@ -137,6 +137,11 @@ def test_a_12x_swing_between_repeats_is_unstable(
     assert bench("catalog", "build")[0] == 0
     code, out, _ = bench("list")
     assert code == 0 and "ok unstable" in out
+    code, out, _ = bench("list", "--format", "json")
+    (entry,) = json.loads(out)
+    assert entry["peak_rss_mb"] == record.metrics["peak_rss_mb"]
+    assert "unstable" in entry["tags"]
+    assert entry["joules_per_token"] is None and entry["gpu_mem_peak_mb"] is None  # not 0
 
 
 def test_steady_repeats_are_stable_and_the_threshold_is_a_policy(

@@ -78,18 +78,23 @@ ENTRY_FIELDS: dict[str, str] = {
     "decode_tok_per_sec": "num",
     "prefill_stddev": "spread",
     "decode_stddev": "spread",
+    "peak_rss_mb": "num",
+    "gpu_mem_peak_mb": "num",
+    "joules_per_token": "num",
     "path": "str?",
     "batch_curve": "curve",
 }
 """`models.CatalogEntry` as kinds: str (required), str? (optional string), int?, bool?,
 ints? (null or a list of integers), obj? (null or an object), num (an optional metric,
-higher is better), spread (an optional standard deviation), strs (a list of strings),
-status, failure_kind, curve (null or a list of {batch: int, agg_tok_per_sec: number}).
+higher is better unless `benchlab.metrics.LOWER_IS_BETTER` names it), spread (an optional
+standard deviation), strs (a list of strings), status, failure_kind, curve (null or a list
+of {batch: int, agg_tok_per_sec: number}).
 tests/query keeps it equal to the model."""
 
 REQUIRED_FIELDS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str")
 METRICS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "num")
-"""The numeric entry fields `best --metric` and `compare` know; higher is better for each."""
+"""The numeric entry fields `best --metric` and `compare` know; higher is better for each
+but those in `benchlab.metrics.LOWER_IS_BETTER` (memory, energy)."""
 DEFAULT_METRIC = "peak_tok_per_sec"
 
 _OPTIONAL_STR = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str?")

@@ -29,6 +29,7 @@ from benchlab.catalog.shards import decode_entry
 from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3
 from benchlab.errors import BenchlabError
 from benchlab.identity import series_of
+from benchlab.metrics import LOWER_IS_BETTER
 from benchlab.query.columns import CACHE_NAME, FORMAT, SEGMENT_DIR, Unanswerable
 from benchlab.query.filters import Filters, select
 from benchlab.query.verbs import TABLE_METRICS
@@ -462,7 +463,8 @@ class Columns:
         for metric in metrics:
             if len(rows) <= 1:
                 break
-            values = _filled(self.array(f"metric:{metric}")[rows])
+            column = self.array(f"metric:{metric}")[rows]
+            values = _filled(-column if metric in LOWER_IS_BETTER else column)
             top = np.full(count, -np.inf)
             np.maximum.at(top, groups, values)
             keep = values == top[groups]

@@ -12,6 +12,7 @@ from benchlab.catalog.read import METRICS
 from benchlab.errors import QueryError
 from benchlab.identity import precision_family, series_of
 from benchlab.ids import slug
+from benchlab.metrics import LOWER_IS_BETTER
 
 # --- filters ------------------------------------------------------------------------------
 
@@ -178,11 +179,15 @@ def chronological(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def ranked(entries: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
-    """Highest `metric` first; ties go to the newer run, then the smaller run id.
+    """Best `metric` first (highest; lowest for LOWER_IS_BETTER, memory and energy); ties
+    go to the newer run, then the smaller run id.
 
     Entries without a value for the metric come last.
     """
+    sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
     rows = sorted(entries, key=lambda e: e["run_id"])
     rows.sort(key=lambda e: e["timestamp"], reverse=True)
-    rows.sort(key=lambda e: (e.get(metric) is not None, e.get(metric) or 0.0), reverse=True)
+    rows.sort(
+        key=lambda e: (e.get(metric) is not None, sign * (e.get(metric) or 0.0)), reverse=True
+    )
     return rows

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
 from benchlab.identity import SERIES_FIELDS, build_label, identity_key, series_of
+from benchlab.metrics import LOWER_IS_BETTER
 from benchlab.query.filters import Filters, check_metric, chronological, model_key, ranked, select
 from benchlab.query.show import resolve_run_id
 from benchlab.stats import OUTLIER_TAG
@@ -75,7 +76,7 @@ def best_runs(
     if by is None:
         if not candidates:
             return []
-        top = max(e[metric] for e in candidates)
+        top = (min if metric in LOWER_IS_BETTER else max)(e[metric] for e in candidates)
         return ranked([e for e in candidates if e[metric] == top], metric)[:1]
     group = (lambda e: e["machine_id"]) if by == "machine" else series_of
     return ranked(_best_per(candidates, group, (metric,)), metric)
@@ -98,7 +99,13 @@ def _best_per(
     best: dict[Any, tuple[tuple[Any, ...], dict[str, Any]]] = {}
     for row in rows:
         values = [row.get(m) for m in metrics]
-        key = (*(_MISSING if v is None else v for v in values), row["timestamp"])
+        key = (
+            *(
+                _MISSING if v is None else (-v if m in LOWER_IS_BETTER else v)
+                for m, v in zip(metrics, values, strict=True)
+            ),
+            row["timestamp"],
+        )
         name = group(row)
         held = best.get(name)
         if held is None or key > held[0] or (key == held[0] and row["run_id"] < held[1]["run_id"]):
@@ -157,6 +164,8 @@ def compare_runs(catalog: LoadedCatalog, run_ids: Sequence[str]) -> Comparison:
     metrics = []
     for metric in METRICS:
         values = [run.get(metric) for run in runs]
+        if metric in LOWER_IS_BETTER and all(value is None for value in values):
+            continue  # memory and energy only where a compared run measured them
         first = values[0]
         ratios = [
             None if value is None or not first else value / first

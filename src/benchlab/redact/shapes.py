@@ -283,6 +283,9 @@ PUBLIC_VALUE_SHAPES: dict[str, tuple[str, ...]] = {
     "decode_tok_per_sec": (NUMBER,),
     "prefill_stddev": (NUMBER,),
     "decode_stddev": (NUMBER,),
+    "peak_rss_mb": (NUMBER,),
+    "gpu_mem_peak_mb": (NUMBER,),
+    "joules_per_token": (NUMBER,),
     "path": (STRUCTURE,),
     "batch_curve": (STRUCTURE,),
 }

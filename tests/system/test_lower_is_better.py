@@ -1,0 +1,74 @@
+"""Memory and energy are catalog metrics where smaller wins: `bench best` picks the smallest,
+through the loaded catalog and through the columnar cache alike."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from tests.kit.entries import make_entry
+
+from benchlab.catalog.shards import LAYOUT, render_shard, shard_name
+from benchlab.catalog.upgrade import CATALOG_V3
+from benchlab.layout import Store
+from benchlab.metrics import LOWER_IS_BETTER, lower_is_better
+from benchlab.query.columns import CACHE_NAME, MODE_ENV
+
+RUNS = (
+    # run id, machine, peak tok/s, peak RSS MiB, J/token
+    ("run-a", "laptop", 900.0, 300.0, 0.5),
+    ("run-b", "laptop", 700.0, 120.0, 0.9),
+    ("run-c", "pi5", 100.0, 200.0, 0.2),
+    ("run-d", "pi5", 120.0, None, None),  # not measured: never the best, never 0
+)
+
+
+def write_catalog(root: Path) -> None:
+    by_shard: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for i, (run_id, machine, peak, rss, jpt) in enumerate(RUNS):
+        entry = make_entry(run_id, machine, f"2025-01-0{i + 1}T12:00:00Z", peak_tok_per_sec=peak)
+        entry.update({k: v for k, v in (("peak_rss_mb", rss), ("joules_per_token", jpt)) if v})
+        by_shard[shard_name(entry)].append(entry)
+    for name, shard in by_shard.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(render_shard(shard))
+    head = {
+        "$schema": CATALOG_V3,
+        "machines": {},
+        "retracted": [],
+        "runs": [],
+        "shards": LAYOUT,
+        "version": "3.0",
+    }
+    Store(root).catalog_path.write_bytes(orjson.dumps(head))
+
+
+def best(bench, *args: str) -> list[str]:
+    code, out, err = bench("best", *args, "--format", "json")
+    assert code == 0, err
+    return [row["run_id"] for row in json.loads(out)]
+
+
+def test_memory_and_energy_are_lower_is_better():
+    assert {"peak_rss_mb", "gpu_mem_peak_mb", "joules_per_token"} <= LOWER_IS_BETTER
+    assert lower_is_better("peak_rss_mb") and not lower_is_better("peak_tok_per_sec")
+
+
+@pytest.mark.parametrize("mode", ["never", "always"])
+def test_best_picks_the_smallest_memory_and_energy(
+    store: Path, bench, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    write_catalog(store)
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    monkeypatch.setenv(MODE_ENV, mode)
+    assert best(bench, "--metric", "peak_rss_mb") == ["run-b"]
+    assert best(bench, "--metric", "joules_per_token") == ["run-c"]
+    assert best(bench, "--metric", "peak_rss_mb", "--by", "machine") == ["run-b", "run-c"]
+    assert best(bench, "--metric", "peak_tok_per_sec") == ["run-a"]  # higher still wins
+    cache = Store(store).query_cache.parent / CACHE_NAME
+    assert cache.is_file() == (mode == "always")  # the columnar path answered, or not
