@@ -7,7 +7,9 @@ test, and a build that took minutes must survive the session.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -30,3 +32,14 @@ def tool(name: str) -> ModuleType:
 build_tool = tool("build")
 models_tool = tool("models")
 CACHE = build_tool.default_cache_dir().expanduser().resolve()
+
+
+@functools.cache
+def portable_args(binary: Path) -> tuple[str, ...]:
+    """llama-bench settings that run one code path on every CPU, for tests (benchmarks keep
+    the defaults): `--repack 0` where the build has the option. Repacking rearranges
+    quantized weights for the CPU's widest kernels, and the pinned build crashes doing so
+    on AMX CPUs (q8_0 and q4_0 models segfault on Sapphire Rapids); without it, the same
+    model runs through the plain kernels."""
+    done = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60)
+    return ("--repack", "0") if "--repack" in done.stdout + done.stderr else ()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_tools import CACHE, build_tool, models_tool, tool
+from llama_tools import CACHE, build_tool, models_tool, portable_args, tool
 
 from benchlab.cli import main
 
@@ -25,12 +25,15 @@ ROW_FIELDS = ("build_commit", "build_number", "n_threads", "avg_ts", "stddev_ts"
 
 
 def bench_rows(binary: Path, model: Path, *args: str) -> list[dict[str, Any]]:
-    """llama-bench's JSON rows for `model`; the command's stderr on failure."""
-    argv = [str(binary), "-m", str(model), "-o", "json", *args]
+    """llama-bench's JSON rows for `model` with the settings that run on any CPU
+    (`portable_args`); the command's stderr on failure."""
+    argv = [str(binary), "-m", str(model), "-o", "json", *portable_args(binary), *args]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{argv}: {done.stderr[-2000:]}"
     rows = json.loads(done.stdout)
     assert isinstance(rows, list) and rows
+    if portable_args(binary):  # the build took the setting: no CPU-specific repacking
+        assert all(row.get("repack") is False for row in rows), [r.get("repack") for r in rows]
     return rows
 
 
@@ -120,3 +123,47 @@ def test_older_build_differs(llama_build: Any, tiny_model: Path) -> None:
     assert row["build_commit"] == other.commit == "4227c9b"
     assert row["build_number"] == other.build_number == 20250814
     assert row["build_number"] != llama_build.build_number
+
+
+def test_the_pinned_build_runs_quantized_models_without_repacking(llama_build: Any) -> None:
+    """Tests pass `--repack 0` (portable_args): a pin moved to a build without the option
+    must say so here, not leave the quantized tests on the CPU-specific path."""
+    assert portable_args(llama_build.llama_bench) == ("--repack", "0")
+
+
+def test_repack_is_a_sweep_param_of_the_backend(
+    llama_build: Any, store: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """`repack: 0` in a sweep's params reaches llama-bench (`--repack 0`), which reports
+    it in its rows: what a crash's hint on an AMX CPU tells the user to try."""
+    cache = tmp_path / "cache"
+    q8 = models_tool.ensure_model(
+        "tiny", "q8_0", cache_dir=cache, quantize_bin=llama_build.llama_quantize
+    )
+    point = {"binary": str(llama_build.llama_bench), "model_path": str(q8), "reps": 1}
+    config = tmp_path / "repack.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "experiment": "repack",
+                "devices": {"local": {"transport": "local"}},
+                "matrix": {
+                    "backend": "llama-bench",
+                    "model": "tiny",
+                    "precision": "q8_0",
+                    "threads": 1,
+                    "prompt_tokens": 16,
+                    "gen_tokens": 4,
+                    "params": {**point, "repack": 0},
+                },
+            }
+        )
+    )
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    assert main(["run", str(config)]) == 0
+    (run_dir,) = [p for p in (store / "runs" / "by-machine" / "local").iterdir() if p.is_dir()]
+    assert json.loads((run_dir / "record.json").read_text())["status"] == "ok"
+    argv = json.loads((run_dir / "raw" / "task.json").read_text())["argv"]
+    assert argv[argv.index("--repack") + 1] == "0"
+    rows = json.loads((run_dir / "raw" / "stdout.txt").read_text())
+    assert {row["repack"] for row in rows} == {False}
