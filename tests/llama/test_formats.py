@@ -104,6 +104,10 @@ def test_every_format_imports_to_the_live_measurement(
     for kind, live_id, imported in imports:
         live, name = entries[live_id], f"{live_id}.{kind}"
         assert imported["status"] == "ok" and imported["tests"] == live["tests"] == ["pp64", "tg16"]
+        # The live sweep sets a device workdir, so its identity carries a settings digest; a
+        # file imported from elsewhere cannot know the device's settings and carries none.
+        assert live["settings"] and imported.get("settings") is None, name
+        imported = {**imported, "settings": live["settings"]}
         differs = {f for f in IDENTITY_FIELDS if imported.get(f) != live.get(f)}
         if kind == "md":
             assert differs <= MD_LOST, f"{name}: {differs - MD_LOST} differ"
