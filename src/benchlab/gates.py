@@ -4,7 +4,7 @@ A sweep declares gates (`gates:` in its YAML, models.GateConfig): a metric, boun
 and/or a minimum speedup over a baseline (a run id, or `previous`: the newest earlier ok run
 of the same series). `evaluate` is the one pure rule. `GateBook` finds each run's gates and
 baseline in the store and writes the verdict into the run's `manifest.json` (`gate`) and
-`gate.json` (seed 002's optional run file).
+`gate.json` (an optional run file: ARCHITECTURE.md, The run files).
 
 Why here and not in the attempt: the manifest is written by sweep/attempt.py when a point
 finishes, and a baseline of `previous` needs the series' history, which the attempt does not

@@ -1,4 +1,4 @@
-"""Slugs, config hashes, spec ids and run ids (DESIGN.md, "The store").
+"""Slugs, config hashes, spec ids and run ids (ARCHITECTURE.md, The store).
 
 `spec_id = <machine>-<model>-<precision>-<mode>-<hash of the spec>` (16 hex chars for sweep
 points, 8 for imports and older stores) and

@@ -1,7 +1,7 @@
 """Every path and file name of the store, and the one way files are written: atomically.
 
-Invariant 8 (crash-safe): a file is written to a temp file in the same directory, fsynced,
-then renamed over the target, so a sweep killed at any instant leaves either the old file
+ARCHITECTURE.md, invariant 8 (crash-safe): a file is written to a temp file in the same directory,
+fsynced, then renamed over the target, so a sweep killed at any instant leaves either the old file
 or the new one, never half of either.
 """
 
@@ -424,7 +424,7 @@ class Store:
         return path.relative_to(self.root).as_posix() + ("/" if path.is_dir() else "")
 
 
-# File names inside a run dir (seed 002).
+# File names inside a run dir (ARCHITECTURE.md, The run files).
 MANIFEST = "manifest.json"
 KERNEL = "kernel.json"
 BATCH = "batch.json"

@@ -1,19 +1,19 @@
 """The pydantic models: the one source of truth for every file format benchlab reads or writes.
 
 `schemas/*.json` are generated from these models (`bench schemas --write`) and a test keeps
-them in sync. Field names follow seed 002 exactly; additions are optional so that files
-written by other tools (imports, hand-made runs) still load.
+them in sync. Field names of the v1 formats are kept exactly (ARCHITECTURE.md, The run files);
+additions are optional so that files written by other tools (imports, hand-made runs) still load.
 
 Format history:
-- v1: machine-specs, run-manifest, kernel-results, batch-results, catalog (seed 002);
+- v1: machine-specs, run-manifest, kernel-results, batch-results, catalog (the starting design's);
   machine-inventory, run-record, sweep-state, agent-task, agent-envelope (benchlab).
 - catalog v2: entries carry the full measurement identity, `series`, `tests`, attempt,
   warnings, samples and stddevs; `retracted` lists run ids withdrawn from the record. A v1
   catalog still loads (`benchlab.catalog.upgrade`) and is rewritten as v2 by the next build.
 - run-record (additive): `identity`, `tests`.
 
-Run artifacts (manifest, kernel, batch, specs) allow extra keys: the seed promises that new
-metrics are additive. What users write by hand to steer benchlab (sweep configs) forbids
+Run artifacts (manifest, kernel, batch, specs) allow extra keys: new metrics are additive
+(ARCHITECTURE.md, The run files). What users write by hand to steer benchlab (sweep configs) forbids
 them, so that a typo is an error rather than a silently ignored key.
 """
 
@@ -348,7 +348,8 @@ class Timings(_Open):
 
 
 HOLE_ERROR_PREFIX = "not attempted"
-"""How a hole's record error begins: the point was never measured (seed 000)."""
+"""How a hole's record error begins: the point was never measured (ARCHITECTURE.md, The
+scheduler)."""
 HOLE_TAG = "hole"
 """The tag a hole's catalog entry carries (the catalog keeps no error text)."""
 

@@ -452,8 +452,8 @@ def corroborate(steps: Sequence[Step]) -> list[Step]:
 def window_start(entries: Iterable[Entry], days: float) -> str | None:
     """The start of the "what changed" window: the newest run's timestamp less `days`.
 
-    Derived from the data, never the wall clock (invariant 7): two builds of one catalog
-    agree, and the window is "the last `days` of measurements", which is what a reader who
+    Derived from the data, never the wall clock (ARCHITECTURE.md, invariant 7): two builds of one
+    catalog agree, and the window is "the last `days` of measurements", which is what a reader who
     last looked one publish ago wants when runs arrive in bursts."""
     from datetime import datetime, timedelta, timezone
 

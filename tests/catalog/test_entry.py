@@ -19,7 +19,8 @@ SEED002 = Path(__file__).resolve().parents[1] / "data" / "seed002"
 
 
 def seed_run(root: Path, *, record: dict[str, Any] | None = None) -> Path:
-    """The seed 002 example run (manifest, kernel, batch: golden files, copied as they are),
+    """The example run of tests/data/seed002/ (manifest, kernel, batch: golden files, copied as
+    they are),
     optionally with a record."""
     run_dir = root / "runs" / "by-machine" / "anthony-laptop" / SEED_RUN_ID
     shutil.copytree(SEED002, run_dir, ignore=shutil.ignore_patterns("README.md"))

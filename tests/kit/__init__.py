@@ -4,9 +4,9 @@ Import a piece by its module (`from tests.kit.runs import write_run`): pytest's 
 mode makes `tests` a namespace package wherever it is started from, so no `sys.path` setup
 is needed.
 
-- `tests.kit.runs`: `write_run`, a run dir in the seed format (manifest, kernel, batch) with
+- `tests.kit.runs`: `write_run`, a run dir in the run-file format (manifest, kernel, batch) with
   an optional record.json filled the way the runner fills it (`benchlab.metrics.derive`,
-  `benchlab.identity.derive`); `SEED_RUN_ID`, the seed example's run id.
+  `benchlab.identity.derive`); `SEED_RUN_ID`, the example run's id.
 - `tests.kit.entries`: `make_entry`, a v2 catalog entry dict with every identity field and
   its `series` (`benchlab.identity.series_id`).
 - `tests.kit.configs`: `sweep_dict`, `sweep_yaml`, `write_sweep`, `parse_sweep`: one sweep

@@ -1,6 +1,7 @@
-"""One run dir in the seed format, written the way a sweep writes it.
+"""One run dir in the run-file format (ARCHITECTURE.md, The run files), written the way a sweep
+writes it.
 
-`write_run(store)` writes the seed example run (`SEED_RUN_ID`: SmolLM2-135M q8 on
+`write_run(store)` writes the example run (`SEED_RUN_ID`: SmolLM2-135M q8 on
 anthony-laptop) as manifest.json, kernel.json and batch.json, plus a record.json whose
 metrics, tests and identity come from `benchlab.metrics.derive` and
 `benchlab.identity.derive`, the two derivations the runner calls. A kit run therefore reads
@@ -34,16 +35,16 @@ from benchlab.models import (
 from benchlab.sweep.attempt import run_identity
 
 SEED_RUN_ID = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
-"""The seed example run (seed 002): what `write_run` writes when told nothing else."""
+"""The example run of tests/data/seed002/: what `write_run` writes when told nothing else."""
 
 SEED_PREFILL: tuple[tuple[int, float, float], ...] = ((16, 8.2, 1951.2), (64, 28.5, 2245.6))
-"""Prefill points of the seed run: (prompt tokens, median ms, tok/s)."""
+"""Prefill points of the example run: (prompt tokens, median ms, tok/s)."""
 
 SEED_BATCH: tuple[tuple[int, float, float, float], ...] = (
     (1, 14.16, 70.6, 1.0),
     (64, 74.23, 862.2, 12.21),
 )
-"""Batch curve of the seed run: (batch, per-user ms/tok, aggregate tok/s, speedup)."""
+"""Batch curve of the example run: (batch, per-user ms/tok, aggregate tok/s, speedup)."""
 
 
 def _iso_after(timestamp: str, seconds: float) -> str:
@@ -89,8 +90,8 @@ def write_run(
 
     An ok run gets kernel.json and batch.json; a failed one (failure_kind defaults to
     `measurement`) only its manifest and record, as the runner leaves it. `baseline`
-    overrides the batch-1 rate batch.json states (the seed 002 file disagrees with its own
-    curve); `manifest_extra` adds top-level manifest fields (config, notes, provenance);
+    overrides the batch-1 rate batch.json states (the tests/data/seed002/ file disagrees with
+    its own curve); `manifest_extra` adds top-level manifest fields (config, notes, provenance);
     `raw` adds files under raw/.
     """
     run_dir = Store(store).run_dir(machine_id, run_id)

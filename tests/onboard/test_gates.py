@@ -44,7 +44,7 @@ def test_could_not_check_is_not_failed() -> None:
     no_metric = evaluate(GateConfig(metric="speedup", min_speedup=2), {}, None)
     assert no_metric.status == UNKNOWN and no_metric.detail == "the run has no speedup"
     as_speedup = evaluate(GateConfig(metric="speedup", min_speedup=45), {"speedup": 44.92}, None)
-    assert as_speedup.status == FAILED and as_speedup.actual_speedup == 44.92  # seed 002's
+    assert as_speedup.status == FAILED and as_speedup.actual_speedup == 44.92  # the example run's
 
 
 def test_a_gate_needs_a_condition() -> None:

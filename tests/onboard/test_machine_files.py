@@ -1,5 +1,5 @@
-"""Seed 002's machine files: .bench-machine-id, machines/<id>/history/, the smoke run's
-README.md; and the first-run template that needs no --machine-id after onboarding."""
+"""The machine files (ARCHITECTURE.md, Machines): .bench-machine-id, machines/<id>/history/, the
+smoke run's README.md; and the first-run template that needs no --machine-id after onboarding."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_onboarding_writes_the_machine_files_and_first_runs_use_the_id(
     assert len(list(history[0].parent.glob("*.json"))) == 1
     capsys.readouterr()
 
-    # Seed 002's first-run template, minus --machine-id.
+    # The first-run template (ARCHITECTURE.md, The run files), minus --machine-id.
     assert main(["run", "--model", "tiny", "--precision", "f32", "-q"]) == 0
     assert list(layout.by_machine.glob("box1/box1-tiny-f32-batch-*/record.json"))
     assert (layout.sweep_dir("first-run-box1") / "state.json").is_file()

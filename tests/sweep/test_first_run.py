@@ -1,5 +1,5 @@
-"""Seed 002's first-run template: `tools/bench_run.py --machine-id ID --model M --precision P
---config batch` runs one reference point without a sweep config."""
+"""The first-run template (ARCHITECTURE.md, The run files): `tools/bench_run.py --machine-id ID
+--model M --precision P --config batch` runs one reference point without a sweep config."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Progress lines in the seed's exact style, and the closing line."""
+"""Progress lines in their exact style, and the closing line."""
 
 from __future__ import annotations
 

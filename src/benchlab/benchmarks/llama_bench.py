@@ -7,10 +7,10 @@ output appeared (2023: `cuda`/`metal`/`f16_kv` flags; 2025: `backends`, `n_depth
 the rate, taking `avg_ts` when present, else the samples (`samples_ts`, `samples_ns`), else
 `avg_ns`. It also accepts JSON lines (`-o jsonl`) and banner lines printed before the array.
 
-Mapping onto seed 002: prompt tests (n_prompt > 0, n_gen = 0) are kernel.json prefill
-points, a generation test (n_gen > 0, n_prompt = 0) is the decode result, pp+tg tests are
-kept as `combined`; llama-bench has no batched decode, so batch.json holds the one batch-1
-point the decode test measured.
+Mapping onto the run files (ARCHITECTURE.md, The run files): prompt tests (n_prompt > 0, n_gen = 0)
+are kernel.json prefill points, a generation test (n_gen > 0, n_prompt = 0) is the decode result,
+pp+tg tests are kept as `combined`; llama-bench has no batched decode, so batch.json holds the one
+batch-1 point the decode test measured.
 
 spec.params: model_path (required), binary ("llama-bench"), reps (-r), batch (-b),
 ubatch (-ub), n_gpu_layers (-ngl), depth (-d), repack (--repack: 0 keeps the weights as the
@@ -231,7 +231,7 @@ def results_from_rows(
     depth: int | None = None,
     where: str = "llama-bench",
 ) -> ParsedRun:
-    """One configuration's test rows as seed 002's kernel.json and batch.json, plus metrics.
+    """One configuration's test rows as kernel.json and batch.json, plus metrics.
 
     Live runs and imported files (`bench migrate`) share this mapping, so a number means
     the same thing whichever way it arrived.

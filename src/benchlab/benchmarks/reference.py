@@ -2,10 +2,10 @@
 
 The task runs `{python} {agent} reference ...` on the device, so it needs nothing but numpy
 for the agent's interpreter (checked through `exists`). The parser maps the benchmark's JSON
-onto seed 002's kernel.json and batch.json and reports how close decode gets to the
-device's own matvec bandwidth bound (`bandwidth_bound_fraction`: the time one pass over
-the weights takes in isolation divided by the measured per-token decode time; 1.0 means
-decode is purely bandwidth bound, lower means overhead on top of streaming the weights).
+onto kernel.json and batch.json (ARCHITECTURE.md, The run files) and reports how close decode gets
+to the device's own matvec bandwidth bound (`bandwidth_bound_fraction`: the time one pass over the
+weights takes in isolation divided by the measured per-token decode time; 1.0 means decode is purely
+bandwidth bound, lower means overhead on top of streaming the weights).
 
 spec.params (all optional): prefill_sizes (list, default [16, 64] plus prompt_tokens),
 reps (3), batch_steps (8), batch_prompt_tokens (16), seed (0), timeout_s (1800).

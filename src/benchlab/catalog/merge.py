@@ -7,7 +7,7 @@ agree on the same bytes and no clone's numbers are replaced by a rule. A single-
 catalog lists its conflict lines under `conflicts`, apart from `runs`. Retraction is a union
 too: a run id in any side's `retracted` list is gone from the result, so a merge can never
 bring a withdrawn run back; so is `rejected` (copies `bench catalog resolve` set aside).
-Derived state (invariant 6) is never merged: the index, the machine summaries and
+Derived state (ARCHITECTURE.md, invariant 6) is never merged: the index, the machine summaries and
 `last_updated` are recomputed from the entries every time. (`winner`, re-exported here, only
 settles two of one clone's own run dirs of a run; see `order`.)
 """

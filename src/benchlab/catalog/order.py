@@ -64,8 +64,9 @@ def _time_key(timestamp: Any) -> tuple[int, str]:
 def machine_activity(
     runs: Iterable[dict[str, Any]],
 ) -> tuple[dict[str, int], dict[str, str], str | None]:
-    """Derived from the entries alone (invariant 6): each machine's run count and newest
-    run's timestamp, and the newest timestamp of all (`last_updated`), by the time key."""
+    """Derived from the entries alone (ARCHITECTURE.md, invariant 6): each machine's run
+    count and newest run's timestamp, and the newest timestamp of all (`last_updated`), by
+    the time key."""
     counts: dict[str, int] = {}
     last: dict[str, tuple[tuple[int, str], str]] = {}
     newest: tuple[tuple[int, str], str] | None = None

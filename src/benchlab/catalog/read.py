@@ -396,7 +396,7 @@ _NUMBER_TYPES = (float, int)
 def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     """A v3 catalog: the entries of every shard (plus any still inline in catalog.json),
     retracted ids dropped, sorted by run id; the machine summaries and `last_updated` are
-    derived here, as `merge.finalize` derives them for v2 (invariant 6).
+    derived here, as `merge.finalize` derives them for v2 (ARCHITECTURE.md, invariant 6).
 
     The head is checked whole by the gate (one error naming the field: it is one small
     file). Each shard line passes the gate too; a bad line, or a shard that is no regular

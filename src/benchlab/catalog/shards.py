@@ -20,7 +20,7 @@ whole: 1.8 MB for 1,000 runs at a million, against ~0.2 MB once the names differ
 with tools/perf/catalog.py; a two-file repro is in the closing note of issue 16).
 
 Everything derived (counts, `last_updated`, the index, machine run counts) is recomputed by
-readers (DESIGN.md invariant 6), so the git merge driver merges a shard as a plain union of
+readers (ARCHITECTURE.md, invariant 6), so the git merge driver merges a shard as a plain union of
 lines keyed by run id (`order.settle` settles a shared id) and never reconciles a count.
 """
 

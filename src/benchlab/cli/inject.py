@@ -1,4 +1,4 @@
-"""`bench inject CONFIG AXIS=VALUE ...`: add points to a sweep's pending queue (seed 003).
+"""`bench inject CONFIG AXIS=VALUE ...`: add points to a sweep's pending queue.
 
 The points are the config's matrix with the given axes fixed (a list value is still an
 axis), appended to `runs/sweeps/<experiment>/pending.jsonl` with an optional not-before

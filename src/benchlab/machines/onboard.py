@@ -1,10 +1,10 @@
-"""Onboarding a machine: its specs, a smoke benchmark, and seed 002's validation checklist.
+"""Onboarding a machine: its specs, a smoke benchmark, and its validation checklist.
 
 The specs come from the device's own agent (`sysinfo`), locally or over the device's
 transport, so a board reached over ssh is described by what it reports. The full specs stay
 private (they carry the hostname); the public copy goes through the redaction policy.
 
-Seed 002's machine files, written here:
+The machine files (ARCHITECTURE.md, Machines), written here:
 
 - `.bench-machine-id` at the repository root (the store's grandparent, `experiments/benchmark`
   being the store): this clone's machine, so `bench run --model M` and a re-onboarding need no
@@ -45,7 +45,8 @@ CHECKLIST = (
     ("catalog", "Catalog includes the machine"),
     ("comparison", "At least one comparison exists (vs another machine or baseline)"),
 )
-"""Seed 002's checklist, in its order: a machine is production-ready when all pass."""
+"""The checklist (ARCHITECTURE.md, Machines), in its order: a machine is production-ready when all
+pass."""
 
 MACHINE_ID_FILE = ".bench-machine-id"
 HISTORY_DIR = "history"
@@ -120,7 +121,8 @@ def record_specs_history(store: Store, machine_id: str, *, stamp: str | None = N
 
 
 def write_run_readme(store: Store, record: RunRecord, checks: list[Check]) -> Path:
-    """The smoke run's README.md (seed 002's optional run file): what ran, how, and why."""
+    """The smoke run's README.md (an optional run file: ARCHITECTURE.md, The run files): what ran,
+    how, and why."""
     run_dir = store.run_dir(record.machine_id, record.run_id)
     metrics = ", ".join(
         f"{name} {value:g}" for name, value in sorted(record.metrics.items()) if value is not None
@@ -270,7 +272,8 @@ def _specs_checks(store: Store, machine_id: str) -> list[Check]:
 
 
 def checklist(store: Store, machine_id: str) -> list[Check]:
-    """Seed 002's checklist for one machine, from its specs and the public catalog."""
+    """The checklist (ARCHITECTURE.md, Machines) for one machine, from its specs and the public
+    catalog."""
     from benchlab.catalog.read import load_catalog
 
     checks = _specs_checks(store, machine_id)

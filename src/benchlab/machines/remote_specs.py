@@ -38,7 +38,7 @@ def specs_from_sysinfo(
     tags: list[str] | None = None,
     cost_per_hour: float | None = None,
 ) -> MachineSpecs:
-    """Map the agent's `sysinfo` answer onto seed 002's machine-specs format."""
+    """Map the agent's `sysinfo` answer onto the machine-specs format (`models.MachineSpecs`)."""
     cpu = info.get("cpu") or {}
     memory = info.get("memory") or {}
     os_info = info.get("os") or {}

@@ -1,16 +1,15 @@
 """Prometheus metrics of a sweep, read from disk at scrape time.
 
-Invariant 10: observers are never in the write path. Every number here was written to disk by
-the scheduler or the runner first, so a scrape that never happens costs a graph, not a
+ARCHITECTURE.md, invariant 10: observers are never in the write path. Every number here was written
+to disk by the scheduler or the runner first, so a scrape that never happens costs a graph, not a
 measurement, and a finished sweep directory serves the same metrics as a live one.
 
-Labels are bounded and complete: machine, device, backend, model, quantisation, mode,
-threads and token shape. Run ids, timestamps and repeat indexes are never labels (a time
-budget adds a round per point without end); leaving out a swept axis would silently
-collapse different measurements onto one series. Every series appears once per scrape:
-repeats and budget rounds of a point are combined into one value (`POINT_METRICS`), and
-device series are keyed by machine and device, since every machine may name its device
-`local`.
+Labels are bounded and complete (ARCHITECTURE.md, Observers): machine, device, backend, model,
+quantisation, mode, threads and token shape. Run ids, timestamps and repeat indexes are never labels
+(a time budget adds a round per point without end); leaving out a swept axis would silently collapse
+different measurements onto one series. Every series appears once per scrape: repeats and budget
+rounds of a point are combined into one value (`POINT_METRICS`), and device series are keyed by
+machine and device, since every machine may name its device `local`.
 
 The HTTP server is bounded (`MetricsServer`, benchlab.observe.server): a connection costs a
 thread only once its whole request head is in, and that head must arrive within

@@ -1,7 +1,7 @@
 """The Prometheus text exposition format (version 0.0.4), written by hand.
 
-Seed 000: "No new dependency. The text exposition format is about fifty lines of code", and
-the measurement core has to run on a 2 GB board, so prometheus_client is not worth its place.
+No new dependency (ARCHITECTURE.md, Observers): the text exposition format is about fifty
+lines of code, so prometheus_client is not worth its place.
 """
 
 from __future__ import annotations

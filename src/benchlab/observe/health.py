@@ -1,4 +1,5 @@
-"""Error analysis of one sweep, per device (seed 004: fitness, longevity, saved logs).
+"""Error analysis of one sweep, per device (fitness, longevity, saved logs: ARCHITECTURE.md, The
+scheduler).
 
 Everything comes from what the sweep wrote down: schedule.json (breaker trips, attempts, of
 this session and every earlier one it keeps under `sessions`),

@@ -44,7 +44,7 @@ class Filters:
     or one of its tags) are what `bench chart --machines --run-type` and the site's pages ask
     for; they filter the same rows the same way as every other verb.
 
-    Identity filters (DESIGN.md, "Measurement identity"): a precision that is a family
+    Identity filters (ARCHITECTURE.md, Measurement identity): a precision that is a family
     (`q4`) matches every quant type of it (`q4_k_m`, `q4_0`) while an exact type
     (`q4_k_m`) matches only itself; `threads` is exact; `backend` is the backend's name
     (`llama-bench`, `reference`); `build` matches the version axis: a backend_version

@@ -4,7 +4,7 @@ Every verb is a plain function over a loaded catalog that returns rows (dicts); 
 picks the columns and renders them. Rows are the catalog's own entry dicts (or small
 dicts built from them), so `--format json` shows exactly what the catalog holds.
 
-Every verb is identity-aware (DESIGN.md, "Measurement identity"): two runs that differ in
+Every verb is identity-aware (ARCHITECTURE.md, Measurement identity): two runs that differ in
 threads, shape or any other identity field are different measurements, so `table` and
 `best --by series` keep one row per series (`entry["series"]`), and `compare --by build`
 pairs runs of the same series across two values of the version axis.

@@ -1,6 +1,6 @@
 """Redaction: the one policy every public artifact passes through.
 
-Raw run dirs are private by default (DESIGN.md invariant 5); what is published is built
+Raw run dirs are private by default (ARCHITECTURE.md, invariant 5); what is published is built
 through this package: `scrub_public` for the catalog, machine inventory, charts and site,
 `Redactor` for promoted run copies, and the scanner (`bench scan`) that checks the result.
 

@@ -1,11 +1,11 @@
 """`bench promote`: publish one private run dir as a redacted, scanned, force-added copy.
 
-Seed 002's promotion path ("redact it first, then promote it deliberately with
-`git add -f`") done by a machine instead of a reviewer's eyes: the run dir under
-`runs/by-machine/<machine>/<run-id>/` is copied through one `Redactor` (one mapping for
+The promotion path ("redact it first, then promote it deliberately with `git add -f`":
+ARCHITECTURE.md, Publishing and redaction) done by a machine instead of a reviewer's eyes: the run
+dir under `runs/by-machine/<machine>/<run-id>/` is copied through one `Redactor` (one mapping for
 the whole run, so `<host:1>` means the same host in every file) into
-`runs/public/<machine>/<run-id>/`, the copy is scanned with the same policy, and only a
-clean copy is force-added with GitPython. Refusals say why and leave nothing behind.
+`runs/public/<machine>/<run-id>/`, the copy is scanned with the same policy, and only a clean copy
+is force-added with GitPython. Refusals say why and leave nothing behind.
 
 What counts as a private run dir (a `git add -f` of the wrong thing is a leak that history
 keeps, so the source is confined before anything is read):

@@ -168,8 +168,8 @@ def _short(host: str) -> str:
 def refuse_hostname_as_id(machine_id: str, hostnames: Iterable[str], allow_public: bool) -> None:
     """Raise `ConfigError` when `machine_id` is one of `hostnames`, unless `allow_public`.
 
-    A machine id is in every public run id; a host name is private (DESIGN.md invariant
-    5). Onboarding defaults to the host name, so the two meet by accident. Names compare
+    A machine id is in every public run id; a host name is private (ARCHITECTURE.md,
+    invariant 5). Onboarding defaults to the host name, so the two meet by accident. Names compare
     case-insensitively and by short name, so `GPU-Box-7` is refused for the host
     `gpu-box-7.lab.example` and `pi5.example` for the host `pi5`; an id that holds the host
     name as a part (`vm-a100` on the host `vm`) is refused too. Addresses and `localhost`

@@ -1,6 +1,6 @@
 """The tell classes: named detectors for what must never reach a public file.
 
-Seed 002 ("Visibility") lists the infrastructure tells a raw run dir carries: cloud
+A raw run dir carries infrastructure tells (ARCHITECTURE.md, Publishing and redaction): cloud
 instance names and zones, credential file paths, VM hostnames, accelerator SKUs, private
 multi-GPU topology, local box paths. Each is a `Detector` here: a name, the class it
 belongs to, a regular expression and, where a regex alone over-matches, a check.

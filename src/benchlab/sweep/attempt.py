@@ -1,7 +1,7 @@
 """One attempt at one point: run it on its device, classify the outcome, write the run dir.
 
 `Runner.attempt` never raises for a point that went wrong; it returns a record and a failure
-kind (DESIGN.md, "Failure classes"):
+kind (ARCHITECTURE.md, Failure classes):
 
 | kind        | raised as                                   | retried |
 |-------------|---------------------------------------------|---------|

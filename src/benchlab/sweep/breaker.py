@@ -1,4 +1,4 @@
-"""The per-device circuit breaker (DESIGN.md, "Circuit breaker"): a pure state machine.
+"""The per-device circuit breaker (ARCHITECTURE.md, The scheduler): a pure state machine.
 
     closed ──(failure_threshold consecutive transport failures)──> open
     open ──(recovery_after_s elapsed)──> half-open: exactly one probe

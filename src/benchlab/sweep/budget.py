@@ -1,4 +1,5 @@
-"""Time budgets (seed 004: "run for N hours"): rounds of the matrix until a deadline.
+"""Time budgets ("run for N hours", ARCHITECTURE.md, The scheduler): rounds of the matrix until a
+deadline.
 
 `bench run CONFIG --for 3h` keeps the devices busy by running the matrix again and again:
 round k is every point once as repeat k (repeats are an axis, expand.py), so each round adds

@@ -7,7 +7,8 @@ Every problem is one line that names the file, the key path and the reason, rais
 
 Decisions the checks encode:
 - a `resource_group` named by a device but not declared under `resource_groups` is declared
-  implicitly with no extra limit (the seed's own example never declares one); a group that is
+  implicitly with no extra limit (ARCHITECTURE.md, The scheduler: many configs never declare
+  one); a group that is
   declared but that no device names is an error, because it is almost always a typo;
 - the matrix must name its device(s) unless the config declares exactly one device;
 - a device may not fail over to itself, to an unknown device, or round a cycle;

@@ -1,11 +1,12 @@
-"""Choosing a failover target by fitness (seed 004), never by "whoever is free".
+"""Choosing a failover target by fitness, never by "whoever is free" (ARCHITECTURE.md, The
+scheduler).
 
 Fitness of a device = (points in flight + ok outcomes) / (points in flight + all outcomes),
 over a forgetting window of its most recent outcomes, so that a device that misbehaved an
-hour ago is judged on what it does now. A device with no outcomes yet has fitness 1 (the
-seed's "discovery"). Among several targets one is drawn with probability proportional to
+hour ago is judged on what it does now. A device with no outcomes yet has fitness 1
+("discovery"). Among several targets one is drawn with probability proportional to
 fitness from a seeded RNG; with probability `exploration` the draw ignores fitness and is
-uniform (the seed's "generic grid slot"), so a device at fitness 0 can rehabilitate itself
+uniform (a "generic grid slot"), so a device at fitness 0 can rehabilitate itself
 instead of waiting to be forgotten. Every draw is recorded with the fitness it saw.
 
 Fitness lasts: a session seeds each device's window from its own lines of

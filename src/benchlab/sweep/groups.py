@@ -2,7 +2,7 @@
 
 A host and the pods scheduled onto it are three device ids and one CPU; running them at once
 measures contention, not the devices. So the members of a group hold `limit` jobs between
-them, where (our reading of seed 000, "the tightest limit any member declares wins"):
+them, where the tightest limit any member declares wins (ARCHITECTURE.md, The scheduler):
 
     limit = min(group_max_concurrency (default 1),
                 max_concurrency of every member that declares one explicitly)

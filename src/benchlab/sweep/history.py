@@ -1,4 +1,4 @@
-"""Device history that outlives a sweep (seed 004: fitness that lasts).
+"""Device history that outlives a sweep (fitness that lasts: ARCHITECTURE.md, The scheduler).
 
 `runs/devices/<machine>/history.jsonl` (private, beside the machine's lock): one line per
 outcome of a point on that machine, from every experiment and session, appended and fsynced

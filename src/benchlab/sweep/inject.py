@@ -1,7 +1,8 @@
-"""Injecting points into a sweep, and the watermark its scheduler reads them by (seed 003).
+"""Injecting points into a sweep, and the watermark its scheduler reads them by (ARCHITECTURE.md,
+The scheduler).
 
-Seed 003 separates *what* to run from *when* it runs: pending trials live in storage, new
-ones can be injected by hand (repeats, a point someone wants now), each may carry a future
+*What* to run is separate from *when* it runs: pending trials live in storage, new ones can be
+injected by hand (repeats, a point someone wants now), each may carry a future
 timestamp, and the scheduler retrieves them by a watermark. Here:
 
 - `bench inject CONFIG AXIS=VALUE ... [--after 10m | --at ISO]` expands the config's matrix

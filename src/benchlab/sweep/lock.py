@@ -1,22 +1,22 @@
 """One sweep per experiment at a time, and a kill switch that works from any machine.
 
 `runs/sweeps/<experiment>/lock` holds the pid and host of the sweep that owns the experiment
-(seed 004: "only one instance per workspace"). It is created complete and exclusively (written
+(ARCHITECTURE.md, The scheduler: one instance). It is created complete and exclusively (written
 to a temp file, then hard-linked into place, which fails if a lock exists), so no reader ever
 sees a half-written lock. A lock left by a dead process on this same host is taken over with a
 warning; a lock from another host cannot be checked and is respected.
 
 `runs/devices/<machine-id>.lock` is the same kind of lock for one machine, shared by every
 experiment of the workspace: two sweeps measuring one machine at once measure each other
-(seed 000: a Pi given two heavy jobs hung), and they file their run dirs under the same
+(a Pi given two heavy jobs hung), and they file their run dirs under the same
 machine. A second sweep that needs a held machine is refused, naming the holder, rather than
-left waiting: seed 004 keeps one instance per workspace by refusing the second, and a refused
+left waiting: one instance per workspace means refusing the second, and a refused
 `dvc repro` says at once why, where a waiting one would sit behind a sweep of unknown length.
 
 `runs/sweeps/<experiment>/stop` is the stop request (`bench stop EXPERIMENT`): the scheduler
 checks it at least every second, lets in-flight points finish and leaves the rest pending.
 Because it is a file in the shared workspace it works where it is unclear which computer the
-sweep runs on (seed 004's "simple kill mechanism").
+sweep runs on (a simple kill mechanism).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The order in which a device's workers take its pending points: pluggable (seed 003).
+"""The order in which a device's workers take its pending points: pluggable (ARCHITECTURE.md,
+The scheduler).
 
 An order policy is a function `policy(specs, *, seed, device) -> list[RunSpec]` that returns
 a permutation of one device's points. Three are built in, and are plug-ins of that same

@@ -1,9 +1,9 @@
 """`${worker_instance_id}`, `${device}` and `${experiment}` in commands, paths and env.
 
 Parallel trials on one device must not collide on a VM name, a scratch dir or a port, so a
-config may template them per worker (seed 003). Substitution happens at run time, per worker,
-never at load time: a spec's id is computed over the template, so ids do not depend on which
-worker ran the point.
+config may template them per worker (ARCHITECTURE.md, The scheduler). Substitution happens at run
+time, per worker, never at load time: a spec's id is computed over the template, so ids do not
+depend on which worker ran the point.
 
 In device settings (command prefix, workdir, python, env) an unknown `${name}` is an error,
 because nothing else would ever expand it. In matrix params it is left alone: a backend's

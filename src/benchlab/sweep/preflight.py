@@ -4,7 +4,7 @@ A backend whose binary or module is missing on a device is bad input (exit 2, no
 written), not a column of identical config failures. Each (device, backend, model,
 precision) is checked once through the backend's own availability check. A device that
 cannot be asked (DeviceError) is not an answer: it is noted and the sweep goes ahead, where
-its points fail as transport and are retried (DESIGN invariant 3).
+its points fail as transport and are retried (ARCHITECTURE.md, invariants 3 and 4).
 
 Each reachable device is also asked for its state (`agent system`): a busy machine, swap
 in use, a powersave governor or a throttling board make numbers swing between runs, so the

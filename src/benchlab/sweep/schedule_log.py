@@ -1,4 +1,4 @@
-"""What a concurrent sweep writes down besides its records (invariant 2: nothing is silent).
+"""What a concurrent sweep writes down besides its records (ARCHITECTURE.md, invariant 2).
 
 - `runs/sweeps/<experiment>/retries.jsonl`: one line per transport failure and per failover
   (and per hole), appended, flushed and fsynced line by line, so a sweep killed at any

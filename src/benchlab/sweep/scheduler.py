@@ -21,8 +21,8 @@ run id with a `failover-from:<device>` tag. Around that:
 - the lock, the stamp, resume and the logs are the session's (session.py, shared with the
   sequential runner), and a stop request is honoured within a second: points in flight
   finish, the rest stay pending for resume;
-- `policies.max_in_flight` caps the points running at once across every device (seed 003's
-  global slot count), on top of each device's own max_concurrency;
+- `policies.max_in_flight` caps the points running at once across every device (a global
+  slot count: ARCHITECTURE.md, The scheduler), on top of each device's own max_concurrency;
 - under a time budget (budget.py) each device moves on to its next round as soon as its
   queue runs dry, so no device waits for the slowest one, and nothing starts after the
   deadline or when its past duration cannot fit the grace;

@@ -9,7 +9,8 @@ retries.jsonl each in their own way; they now open one `SweepSession` and only s
 
 On entry, in this order (each step relies on the one before):
 
-1. the experiment's lock (`runs/sweeps/<experiment>/lock`; seed 004: one instance);
+1. the experiment's lock (`runs/sweeps/<experiment>/lock`; one instance: ARCHITECTURE.md,
+   The scheduler);
 2. a stale stop request is cleared;
 3. the machines the pending points (and their failover targets) need are locked
    (`runs/devices/<machine>.lock`, shared by every experiment of the workspace), before any
