@@ -177,8 +177,8 @@ class ModelInfo(_Open):
 class GateInfo(_Open):
     """A gate's verdict on one run (`manifest.json` `gate`, and `gate.json` in the run dir).
 
-    Written by benchlab.gates when a sweep declares gates (`bench run --publish`,
-    `bench regression --gates`). The seed's four fields come first; the rest say what was
+    Written by benchlab.sweep.gates when a sweep declares gates (`bench run --publish`,
+    `bench regression --gates`). The v1 format's four fields come first; the rest say what was
     compared with what, so a failed gate can be read without re-running anything.
     """
 
@@ -667,7 +667,7 @@ class SweepConfig(_Closed):
     )
     gates: list[GateConfig] = Field(
         default_factory=list,
-        description="Gates each ok point is checked against (benchlab.gates); the verdict "
+        description="Gates each ok point is checked against (benchlab.sweep.gates); the verdict "
         "goes into the run's manifest by `bench run --publish` or `bench regression --gates`.",
     )
 

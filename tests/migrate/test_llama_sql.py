@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.benchmarks.llama_rows import read_rows
 from benchlab.cli import main
 from benchlab.errors import ParseError
 from benchlab.layout import read_model
-from benchlab.machines.llama_rows import read_rows
 from benchlab.models import RunRecord
 
 NEW = """CREATE TABLE IF NOT EXISTS llama_bench (

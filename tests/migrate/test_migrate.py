@@ -10,9 +10,9 @@ import pytest
 from tests.kit.backend import envelope
 from tests.kit.catalog import catalog_doc
 
+from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
 from benchlab.cli import main
 from benchlab.layout import read_model
-from benchlab.machines.llama_rows import model_of, precision_of, read_rows
 from benchlab.models import BatchResults, KernelResults, RunManifest, RunRecord
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "migrate"

@@ -13,10 +13,10 @@ from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
 from benchlab.errors import ConfigError
-from benchlab.gates import FAILED, PASSED, UNKNOWN, evaluate
 from benchlab.layout import Store, read_json
 from benchlab.models import GateConfig
 from benchlab.sweep.config import parse_sweep_config
+from benchlab.sweep.gates import FAILED, PASSED, UNKNOWN, evaluate
 
 
 def test_bounds() -> None:

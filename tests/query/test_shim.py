@@ -1,4 +1,5 @@
-"""The seed's exact spelling works through the tools/bench_cli.py shim, as a real process."""
+"""The exact spelling of the starting design works through the tools/bench_cli.py shim, as
+a real process."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def test_same_clock_slow_agent_agrees() -> None:
 
 
 def test_finish_stamp_bias_does_not_happen() -> None:
-    # The seed's bug: offset from the finish stamp alone = 102.1 - 101.1 = 1.0 s of nonsense.
+    # The old bug: offset from the finish stamp alone = 102.1 - 101.1 = 1.0 s of nonsense.
     reading = estimate(sent=100.0, received=102.2, started=100.1, finished=102.1)
     finish_only = 102.1 - (100.0 + 102.2) / 2
     assert finish_only == pytest.approx(1.0)

@@ -87,10 +87,10 @@ def run_gates(args: argparse.Namespace) -> int:
     decides the exit code."""
     import sys
 
-    from benchlab.gates import PASSED, GateBook, latest_per_series, shown
     from benchlab.layout import Store, find_store
     from benchlab.query.render import Column, Section, emit
     from benchlab.sweep.config import load_sweep_config
+    from benchlab.sweep.gates import PASSED, GateBook, latest_per_series, shown
 
     configs = {c.experiment: c for c in (load_sweep_config(path) for path in args.config)}
     book = GateBook(Store(find_store()), machine_id=args.machine, configs=configs)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.benchmarks.llama_bench import results_from_rows
+from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
 from benchlab.errors import BenchlabError, ConfigError, SchemaError
 from benchlab.identity import derive as derive_identity
 from benchlab.ids import check_id, slug, spec_id, sweep_stamp, utc_iso
@@ -34,7 +35,6 @@ from benchlab.layout import (
     read_json,
     write_model,
 )
-from benchlab.machines.llama_rows import model_of, precision_of, read_rows
 from benchlab.metrics import derive as derive_metrics
 from benchlab.models import (
     BatchBaseline,

@@ -328,7 +328,7 @@ def checklist(store: Store, machine_id: str) -> list[Check]:
 def _gated_runs(
     store: Store, machine_id: str, full: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], str]:
-    """The full runs whose gates pass, checked now from the run dirs (benchlab.gates).
+    """The full runs whose gates pass, checked now from the run dirs (benchlab.sweep.gates).
 
     A run is judged by the gates its sweep declares, or, when it declares none, by
     gates.DEFAULT_GATE (its headline metric is there and at least half of the previous run of
@@ -336,7 +336,7 @@ def _gated_runs(
     declared after the run still counts. A catalog entry whose run dir is absent on this
     clone passes only if the entry carries a passed gate: no gate was seen passing here.
     """
-    from benchlab.gates import DEFAULT_GATE, PASSED, GateBook
+    from benchlab.sweep.gates import DEFAULT_GATE, PASSED, GateBook
 
     book = GateBook(store, machine_id=machine_id, default=DEFAULT_GATE)
     passed, failing = [], []
