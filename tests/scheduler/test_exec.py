@@ -122,9 +122,10 @@ def flaky_device(tmp_path: Path, name: str, failures: int) -> tuple[dict, Path]:
 def test_real_concurrent_sweep_survives_injected_transport_failures(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # box1: its first two calls fail (the clock question, then the first attempt).
+    # box1: its first three calls fail (the state question before the sweep, the clock
+    # question, then the first attempt).
     # box2: down (flag file) for the whole first sweep: breaker trips, its points drain.
-    box1, _ = flaky_device(tmp_path, "box1", failures=2)
+    box1, _ = flaky_device(tmp_path, "box1", failures=3)
     box2, flag = flaky_device(tmp_path, "box2", failures=0)
     flag.touch()
     policies = {
