@@ -83,10 +83,13 @@ def test_rapl_energy_adds_intervals_across_a_counter_wrap(tmp_path: Path):
     max_uj = 262_143_328_850
     package = rapl_zone(tmp_path, "intel-rapl:0", max_uj - 1_000_000, max_uj)
     rapl_zone(tmp_path, "intel-rapl:0:0", 5, max_uj)  # a subzone: inside the package already
+    psys = rapl_zone(tmp_path, "intel-rapl:1", 7, max_uj)  # the platform: holds the package
+    (psys.parent / "name").write_text("psys\n")
     probes = Probes(str(tmp_path), path="")
     assert probes.sources()["power"] == "rapl"
     assert probes.power(10.0) is None  # a rate needs two readings
     package.write_text("2000000\n")  # wrapped: 1 J to the top, 2 J after
+    psys.write_text("9000007\n")  # would add 9 J if it were counted
     assert probes.power(11.0) == 3.0
     package.write_text("2500000\n")
     assert probes.power(12.0) == 0.5

@@ -109,10 +109,14 @@ class Probes:
         self.thermal = under("sys/class/thermal/thermal_zone*/temp")
         self.hwmon = under("sys/class/hwmon/hwmon*/temp*_input")
         self.cpufreq = under("sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq")
+        # Top-level zones only (a subzone is inside its package), and never `psys`: the
+        # platform zone of some laptops already counts the packages it holds.
         self.rapl = [
             p
             for p in under("sys/class/powercap/intel-rapl:[0-9]*/energy_uj")
-            if os.path.basename(os.path.dirname(p)).count(":") == 1 and _read(p) is not None
+            if os.path.basename(os.path.dirname(p)).count(":") == 1
+            and (_read(os.path.join(os.path.dirname(p), "name")) or "").strip() != "psys"
+            and _read(p) is not None
         ]
         self.rapl_range = [
             _number(_read(os.path.join(os.path.dirname(p), "max_energy_range_uj"))) or 0.0
