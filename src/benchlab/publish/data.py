@@ -243,19 +243,16 @@ def _light_entries(columns: Columns) -> tuple[list[Entry], list[int]]:
         for i in np.flatnonzero(columns.array(f"int:{metric}")[order]).tolist():
             column[i] = int(column[i])
         metrics.append(column)
-    assert METRICS == (
-        "peak_tok_per_sec", "baseline_tok_per_sec", "speedup", "prefill_tok_per_sec",
-        "decode_tok_per_sec",
-    )  # fmt: skip
-    entries = [
-        {**bases[c], "run_id": rid.decode(), "timestamp": ts.decode(),
-         "peak_tok_per_sec": peak, "baseline_tok_per_sec": baseline, "speedup": speedup,
-         "prefill_tok_per_sec": prefill, "decode_tok_per_sec": decode}
-        for c, rid, ts, peak, baseline, speedup, prefill, decode in zip(
-            inverse.reshape(-1)[order].tolist(), ids[order].tolist(), stamps[order].tolist(),
-            *metrics, strict=True,
-        )
-    ]  # fmt: skip
+    # Every metric the catalog knows (`catalog.read.METRICS`), so a light entry holds what
+    # the full one does whichever metrics are added; as fast as naming them one by one.
+    entries = []
+    for c, rid, ts, *values in zip(
+        inverse.reshape(-1)[order].tolist(), ids[order].tolist(), stamps[order].tolist(),
+        *metrics, strict=True,
+    ):  # fmt: skip
+        entry = {**bases[c], "run_id": rid.decode(), "timestamp": ts.decode()}
+        entry.update(zip(METRICS, values, strict=True))
+        entries.append(entry)
     return entries, order.tolist()
 
 
