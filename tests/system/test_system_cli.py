@@ -59,3 +59,26 @@ def test_a_root_that_is_not_a_directory_is_one_line(tmp_path: Path, bench) -> No
     assert err.strip().splitlines() == [
         f"bench: error: --root {tmp_path / 'nowhere'}: not a directory"
     ]
+
+
+def test_a_device_of_a_config_is_asked_through_its_agent(
+    tmp_path: Path, bench, monkeypatch
+) -> None:
+    from tests.kit.configs import write_sweep
+
+    root = fake_machine(tmp_path / "root", governor="powersave", load="3.00 2.00 1.00 1/1 1")
+    config = write_sweep(
+        tmp_path / "box.yaml",
+        experiment="box",
+        devices={"box": {"transport": "local", "env": {"BENCHLAB_SYSFS_ROOT": str(root)}}},
+    )
+    code, out, err = bench("system", "--config", str(config), "--device", "box")
+    assert code == 0, err
+    assert "CPU governor                 powersave" in out
+    assert "WARNING: load 3 on 2 cores: the machine is busy" in out
+    code, _, err = bench("system", "--config", str(config), "--device", "nope")
+    assert code == 2 and err.strip() == (
+        f"bench: error: {config}: devices: no device 'nope' (known: box)"
+    )
+    code, _, err = bench("system", "--device", "box")
+    assert code == 2 and "--device and --config go together" in err

@@ -37,6 +37,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="read /proc and /sys under DIR (default: $BENCHLAB_SYSFS_ROOT, else /)",
     )
+    parser.add_argument(
+        "--device",
+        metavar="NAME",
+        help="ask this device of --config (through its agent, as a sweep does) instead of "
+        "this machine",
+    )
+    parser.add_argument("--config", metavar="FILE", help="the sweep config naming --device")
     parser.set_defaults(handler=run)
 
 
@@ -50,6 +57,30 @@ def _value(value: Any) -> str:
     return str(value)
 
 
+def _ask_device(config_path: str, device: str) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """The state and advice a device's own agent reports (DeviceError where it cannot)."""
+    from benchlab.devices import open_transport
+    from benchlab.errors import ConfigError, DeviceError
+    from benchlab.sweep.config import load_sweep_config
+    from benchlab.sweep.placeholders import resolve_device, worker_instance_id
+
+    config = load_sweep_config(config_path)
+    if device not in config.devices:
+        known = ", ".join(sorted(config.devices))
+        raise ConfigError(f"{config_path}: devices: no device {device!r} (known: {known})")
+    resolved = resolve_device(
+        config.devices[device],
+        device=device,
+        experiment=config.experiment,
+        worker=worker_instance_id(device, 0),
+    )
+    with open_transport(device, resolved) as transport:
+        answer = transport.call("system", None, timeout=60.0)
+    if not isinstance(answer, dict) or not isinstance(answer.get("state"), dict):
+        raise DeviceError(f"device {device!r}: the agent's system answer is malformed", device)
+    return answer["state"], list(answer.get("advice") or [])
+
+
 def run(args: argparse.Namespace) -> int:
     import os
 
@@ -58,8 +89,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.root is not None and not os.path.isdir(args.root):
         raise ConfigError(f"--root {args.root}: not a directory")
-    state = snapshot(args.root)
-    items = advice(state)
+    if (args.device is None) != (args.config is None):
+        raise ConfigError("--device and --config go together (a device of a sweep config)")
+    if args.device is not None:
+        state, items = _ask_device(args.config, args.device)
+    else:
+        state = snapshot(args.root)
+        items = advice(state)
     if args.format == "json":
         print(json.dumps({"state": state, "advice": items}, indent=2, sort_keys=True))
         return 0
