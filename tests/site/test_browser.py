@@ -24,8 +24,9 @@ from urllib.parse import urlparse
 import pytest
 from site_factory import FLEET_MACHINES, XSS_MODEL, fleet_runs, write_fleet, write_store
 
+from benchlab.publish.build import build_site, tree_digest
+from benchlab.publish.dashboard import build_dashboard
 from benchlab.publish.data import load_public
-from benchlab.publish.site import build_dashboard, build_site, tree_digest
 
 pytestmark = pytest.mark.integration
 

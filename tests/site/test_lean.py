@@ -1,6 +1,6 @@
 """The site's lean paths give the pages of the plain one: light entries from the columnar
 cache (`publish.data.load_site`) and the step detector run per series in worker processes
-(`publish.site.detect_per_series`)."""
+(`publish.detection.detect_per_series`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from benchlab.identity import series_of
 from benchlab.layout import Store
 from benchlab.publish.charts import shown
 from benchlab.publish.data import PublicData, load_public, load_site
-from benchlab.publish.site import DECODE, detect_per_series, render_pages
+from benchlab.publish.detection import DECODE, detect_per_series
+from benchlab.publish.site import render_pages
 from benchlab.regress import detect
 
 
@@ -72,17 +73,17 @@ def test_trends_thinned_once_per_series_are_the_plain_trend_chart(fleet_store, m
     """Thinning to 8 points (most fleet histories are longer), with one series whose older
     runs carry another spelling of the model's name: its machine's chart is drawn the
     plain way, its two model pages each from their own runs."""
-    import benchlab.publish.site as site_module
+    import benchlab.publish.context as context_module
     from benchlab.publish.charts import trend_chart
 
-    monkeypatch.setattr(site_module, "TREND_POINTS", 8)
+    monkeypatch.setattr(context_module, "TREND_POINTS", 8)
     data = load_public(Store(fleet_store))
     runs = [dict(r) for r in data.runs]
     mixed = series_of(runs[0])
     members = sorted((r for r in runs if series_of(r) == mixed), key=lambda r: r["timestamp"])
     for run in members[: len(members) // 2]:
         run["model"] = run["model"].upper()
-    site = site_module._Site(PublicData(replace(data.catalog, runs=runs)), workers=1)
+    site = context_module.SiteContext(PublicData(replace(data.catalog, runs=runs)), workers=1)
     assert site.groups.mixed == {mixed}
     sids_of: dict[str, list[str]] = {}
     for sid, run in site.latest.items():

@@ -14,8 +14,10 @@ from site_factory import XSS_MODEL
 
 from benchlab.cli import main
 from benchlab.layout import Store
+from benchlab.publish.build import expand
 from benchlab.publish.data import load_public
-from benchlab.publish.site import expand, md_escape, render_pages
+from benchlab.publish.site import render_pages
+from benchlab.publish.templating import md_escape
 
 
 @settings(max_examples=300, deadline=None)

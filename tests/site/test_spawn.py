@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import benchlab.pool as pool
+import benchlab.publish.detection as detection_module
 import benchlab.publish.site as site_module
 from benchlab.cli import main
 from benchlab.errors import ConfigError
@@ -51,7 +52,7 @@ def test_bench_site_build_with_spawn_only(
 ) -> None:
     """A whole `bench site build` (mkdocs too) whose workers are spawned, as on macOS."""
     assert main(["--store", str(fleet_store), "catalog", "build"]) == 0
-    monkeypatch.setattr(site_module, "PARALLEL_RUNS", 1)  # a small site in workers
+    monkeypatch.setattr(detection_module, "PARALLEL_RUNS", 1)  # a small site in workers
     forked, spawned = tmp_path / "forked", tmp_path / "spawned"
     assert main(["--store", str(fleet_store), "site", "build", "--output", str(forked)]) == 0
     assert started == ["fork", "fork", "fork"]  # detector, series pages, run files
@@ -69,14 +70,14 @@ def test_pool_map_passes_shared_input_to_spawned_workers(
     histories = {"a": [{"run_id": "r1"}], "b": [{"run_id": "r2"}, {"run_id": "r3"}]}
     try:
         got = pool.pool_map(
-            site_module._detect_series,
+            detection_module._detect_series,
             ["a", "b"],
             2,
-            setup=site_module._set_detect_input,
+            setup=detection_module._set_detect_input,
             shared=histories,
         )
     finally:
-        site_module._set_detect_input({})
+        detection_module._set_detect_input({})
     assert started == ["spawn"]
     assert got == [(None, [], []), (None, [], [])]  # runs without metrics: no steps
 

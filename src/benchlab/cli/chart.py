@@ -104,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_dashboard(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
+    from benchlab.publish.dashboard import build_dashboard
     from benchlab.publish.data import load_public
-    from benchlab.publish.site import build_dashboard
 
     store = Store(find_store()).require()
     output = args.output or store.root / "dashboard" / "index.html"

@@ -33,8 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
+    from benchlab.publish.build import build_site, default_source
     from benchlab.publish.data import load_site
-    from benchlab.publish.site import build_site, default_source
 
     store = Store(find_store()).require()
     data = load_site(store)  # light entries from the columns cache on a large catalog

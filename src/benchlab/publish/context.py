@@ -1,0 +1,266 @@
+"""The site context: one render's runs grouped once, the detector's steps, the run
+links the pages make, the files they write, and the helpers every page uses (links to
+machine, model and series pages, the runs table, the thinned trend charts)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+
+from benchlab.identity import series_of, version_label
+from benchlab.metrics import DEFAULT_METRIC
+from benchlab.publish.charts import (
+    Chart,
+    Regression,
+    Styles,
+    downsample,
+    label,
+    latest_by_series,
+    trend_chart,
+)
+from benchlab.publish.data import PublicData
+from benchlab.publish.detection import detect_per_series, workers_for
+from benchlab.publish.hooks import SLOTS_DIR
+from benchlab.publish.links import Links, page_names, series_page_names
+from benchlab.publish.tables import Table, cell, cell_num, fmt_time, is_hole, link, status_badge
+from benchlab.publish.templating import chart_script, environment
+from benchlab.query.filters import chronological
+from benchlab.regress import Step, window_start
+
+Entry = dict[str, Any]
+
+HISTORY_RUNS = 50
+WINDOW_DAYS = 14
+"""The home page's "what changed" window, counted back from the newest run (not today)."""
+STEPS_LIMIT = 200
+TREND_POINTS = 60
+"""Points per series on the overview trend charts; a series' own page draws up to 300."""
+
+
+@dataclass
+class Groups:
+    """The runs grouped once, each group oldest first (`shown`'s order): at a million runs
+    every pass over all of them costs about a second, so pages read these groups."""
+
+    ok_of: dict[str, list[Entry]]
+    """Series id -> its ok runs (a series' history)."""
+    all_of: dict[str, list[Entry]]
+    by_machine: dict[str, list[Entry]]
+    by_model: dict[str, list[Entry]]
+    ok_of_model: dict[tuple[str, str], list[Entry]]
+    """(model name, series id) -> its ok runs: a model's page and the home page's fastest
+    table group runs by the model's name, which the series key does not hold."""
+    mixed: set[str]
+    """Series whose runs carry more than one model name: drawn without thinning."""
+
+    @classmethod
+    def of(cls, runs: Iterable[Entry]) -> Groups:
+        ok_of: dict[str, list[Entry]] = {}
+        all_of: dict[str, list[Entry]] = {}
+        by_machine: dict[str, list[Entry]] = {}
+        by_model: dict[str, list[Entry]] = {}
+        ok_of_model: dict[tuple[str, str], list[Entry]] = {}
+        for run in chronological(runs):
+            sid = series_of(run)
+            all_of.setdefault(sid, []).append(run)
+            by_machine.setdefault(run["machine_id"], []).append(run)
+            by_model.setdefault(run["model"], []).append(run)
+            if run.get("status", "ok") == "ok":
+                ok_of.setdefault(sid, []).append(run)
+                ok_of_model.setdefault((run["model"], sid), []).append(run)
+        names = Counter(sid for _, sid in ok_of_model)
+        mixed = {sid for sid, count in names.items() if count > 1}
+        return cls(ok_of, all_of, by_machine, by_model, ok_of_model, mixed)
+
+
+NO_OUTCOMES = {"ok": 0, "failed": 0, "holes": 0}
+
+
+def outcomes(by_machine: Mapping[str, Sequence[Entry]]) -> dict[str, dict[str, int]]:
+    """Ok runs, failures and holes (a hole is not a failure) per machine."""
+    out = {}
+    for machine_id, runs in by_machine.items():
+        statuses = Counter(r.get("status", "ok") for r in runs)
+        holes = sum(is_hole(r) for r in runs if r.get("status") == "failed")
+        out[machine_id] = {"ok": statuses["ok"], "failed": statuses["failed"] - holes,
+                           "holes": holes}  # fmt: skip
+    return out
+
+
+def best_per_machine(runs: Sequence[Entry], metric: str) -> list[Entry]:
+    """Each machine's best newest-run-of-a-series for `metric`, fastest first."""
+    best: dict[str, Entry] = {}
+    for run in latest_by_series(runs).values():
+        value = run.get(metric)
+        if value is None:
+            continue
+        held = best.get(run["machine_id"])
+        if held is None or (value, run["run_id"]) > (held[metric], held["run_id"]):
+            best[run["machine_id"]] = run
+    return sorted(best.values(), key=lambda r: (-r[metric], r["machine_id"]))
+
+
+class SiteContext:
+    """One render: the pages, the run links they make, and the lookups they share."""
+
+    def __init__(self, data: PublicData, workers: int | None = None) -> None:
+        self.data = data
+        self.env = environment()
+        self.pages = page_names(data)
+        self.files: dict[str, str] = {}
+        self.runs = data.runs
+        self.groups = Groups.of(self.runs)
+        self.by_id = {r["run_id"]: r for r in self.runs}
+        self.links = Links()
+        total = sum(len(runs) for runs in self.groups.ok_of.values())
+        self.workers = workers if workers is not None else workers_for(total)
+        self.steps, self.decode_steps = detect_per_series(self.groups.ok_of, self.workers)
+        self.latest = {sid: runs[-1] for sid, runs in self.groups.ok_of.items()}
+        """The newest ok run of each series: what `latest_by_series` keeps of any runs."""
+        self.since = window_start(self.latest.values(), WINDOW_DAYS)
+        self.regressions = [
+            Regression(self.by_id[st.first_bad_run], self.by_id[st.first_bad_run][st.metric],
+                       st.before, st.after, st)
+            for st in self.steps
+            if st.kind == "regression" and st.status == "confirmed"
+            and st.first_bad_run in self.by_id
+        ]  # fmt: skip
+        self.outcomes = outcomes(self.groups.by_machine)
+        self.flagged = {g.run["run_id"] for g in self.regressions}
+        self._thinned: dict[tuple[str | None, str], list[Entry]] = {}
+        self.series_pages = series_page_names(self.latest.values())
+        self.steps_by_series: dict[str, list[Step]] = {}
+        """Each series' steps, for its page (`pages.series`)."""
+        self.run_links: dict[str, list[str]] = {}
+        """Each series' linked runs once every page is rendered, for its run file."""
+
+    def add_charts(self, charts: Iterable[Chart]) -> None:
+        for chart in charts:
+            self.links.from_chart(chart)
+            if not chart.empty:
+                self.files[f"bl/charts/{chart.slug}.js"] = chart_script(chart)
+
+    def page(self, path: str, template: str, **context: Any) -> None:
+        """Render a page; its tables go to its slots file (`publish.hooks`)."""
+        slots: list[str] = []
+
+        def slot(table_html: str) -> Markup:
+            slots.append(str(table_html))
+            return Markup(f"<!--bl-slot {len(slots) - 1}-->")
+
+        self.files[path] = self.env.get_template(template).render(slot=slot, **context)
+        if slots:
+            self.files[f"{SLOTS_DIR}/{path}.json"] = json.dumps(slots, ensure_ascii=False) + "\n"
+
+    def series_link(self, run: Entry, root: str, text: str | None = None) -> Markup:
+        sid = series_of(run)
+        shown_text = text if text is not None else label(run)
+        if sid in self.series_pages:
+            return link(f"{root}series/{sid}.html", shown_text)
+        return Markup("{}").format(shown_text)
+
+    def machine_link(self, machine_id: str, root: str) -> Markup:
+        return link(f"{root}machines/{self.pages.machine(machine_id)[:-3]}.html", machine_id)
+
+    def model_link(self, model: str, root: str, anchor: str = "") -> Markup:
+        return link(f"{root}models/{self.pages.model(model)[:-3]}.html{anchor}", model)
+
+    def trend(self, sids: Iterable[str], slug: str, model: str | None = None) -> Chart:
+        """`trend_chart(self.ok_runs_of(sids, model), slug, self.regressions,
+        max_points=TREND_POINTS)`, from each series' history thinned once for every chart
+        that draws it: the runs `downsample` keeps, and the regressions. Exact where every
+        history drawn holds one model name (always on a model's page): then the first run
+        of a thinned history names its series as the first of the whole one does, and the
+        styles come from the whole histories' models, machines and precisions."""
+        sids = sorted(sids)
+        keys = [(model, sid) for sid in sids]
+        if model is None and any(sid in self.groups.mixed for sid in sids):
+            return trend_chart(self.ok_runs_of(sids), slug, self.regressions,
+                               max_points=TREND_POINTS)  # fmt: skip
+        runs: list[Entry] = []
+        kinds: set[tuple[str, str, str]] = set()
+        for key in keys:
+            thinned = self._thinned.get(key)
+            if thinned is None:
+                whole = self.ok_runs_of([key[1]], key[0])
+                drawn = [r for r in whole if r.get(DEFAULT_METRIC) is not None]
+                keep = {r["run_id"] for r in downsample(drawn, TREND_POINTS, DEFAULT_METRIC)}
+                thinned = [r for r in drawn if r["run_id"] in keep or r["run_id"] in self.flagged]
+                self._thinned[key] = thinned
+            if thinned:
+                kinds.add(
+                    (thinned[-1]["model"], thinned[-1]["machine_id"], thinned[-1]["precision"])
+                )
+            runs.extend(thinned)
+        styles = Styles.of(
+            {"model": m, "machine_id": machine, "precision": p} for m, machine, p in sorted(kinds)
+        )
+        return trend_chart(runs, slug, self.regressions, max_points=None, styles=styles)
+
+    def runs_table(
+        self,
+        rows_in: Sequence[Entry],
+        root: str,
+        limit: int,
+        machine: bool = True,
+        total: int | None = None,
+    ) -> Table:
+        """The first `limit` of `rows_in` (of `total` runs, when only those are given)."""
+        self.data.upgrade(rows_in[:limit])
+        columns = [("Time (UTC)", "text")]
+        if machine:
+            columns.append(("Machine", "text"))
+        columns += [
+            ("Model", "text"),
+            ("Precision", "text"),
+            ("Threads", "num"),
+            ("Status", "text"),
+            ("Peak tok/s", "num"),
+            ("Decode tok/s", "num"),
+            ("Build", "text"),
+            ("Attempt", "text"),
+            ("Series", "text"),
+        ]
+        rows = []
+        for run in rows_in[:limit]:
+            row = [
+                cell(link(self.links.run(run, root), fmt_time(run["timestamp"])), run["timestamp"])
+            ]
+            if machine:
+                row.append(cell(self.machine_link(run["machine_id"], root), run["machine_id"]))
+            attempt, attempts = run.get("attempt"), run.get("attempts")
+            row += [
+                cell(self.model_link(run["model"], root), run["model"]),
+                cell(run["precision"]),
+                cell_num(run.get("threads"), 0),
+                cell(status_badge(run), run.get("status", "ok")),
+                cell_num(run.get("peak_tok_per_sec")),
+                cell_num(run.get("decode_tok_per_sec")),
+                cell(version_label(run) or "–"),
+                cell(f"{attempt}/{attempts}" if attempt and attempts else "–"),
+                cell(self.series_link(run, root, "series")),
+            ]
+            rows.append(row)
+        total = len(rows_in) if total is None else total
+        return Table(columns, rows, sort="0:desc", hidden=max(0, total - limit))
+
+    def ok_runs_of(self, sids: Iterable[str], model: str | None = None) -> list[Entry]:
+        """The ok runs of these series (of `model` only, if given), each series oldest first:
+        what the charts group by series, as they would `shown(...)` of the same runs."""
+        if model is None:
+            return [r for sid in sids for r in self.groups.ok_of[sid]]
+        return [r for sid in sids for r in self.groups.ok_of_model.get((model, sid), ())]
+
+    def latest_of(self, model: str | None = None) -> dict[str, Entry]:
+        """The newest ok run of each series (of `model`'s runs only, if given): all that
+        `latest_by_series` keeps of any set of runs holding every run of those series."""
+        if model is None:
+            return self.latest
+        return {
+            sid: runs[-1] for (name, sid), runs in self.groups.ok_of_model.items() if name == model
+        }

@@ -1,0 +1,83 @@
+"""The fleet health page: each machine's runs by outcome."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchlab.publish.charts import Chart, base_layout
+from benchlab.publish.context import SiteContext
+from benchlab.publish.data import PublicData
+from benchlab.publish.links import Pages
+from benchlab.publish.tables import fmt_time, is_hole
+
+Entry = dict[str, Any]
+
+
+def health_rows_and_chart(
+    data: PublicData, pages: Pages, by_machine: Mapping[str, Sequence[Entry]]
+) -> tuple[list[dict[str, Any]], Chart]:
+    """A row per machine and the outcomes chart, from each machine's runs (`Groups`)."""
+    rows = []
+    for machine_id in data.machine_ids():
+        runs = by_machine.get(machine_id, [])
+        holes, failed, ok = 0, [], []
+        for r in runs:  # one pass: a million runs cost a second a pass
+            if is_hole(r):
+                holes += 1
+            elif r.get("status") == "failed":
+                failed.append(r)
+            if r.get("status", "ok") == "ok":
+                ok.append(r)
+        data.upgrade(failed)  # their failure kinds
+        kinds = Counter(r.get("failure_kind") or "unknown" for r in failed)
+        rows.append(
+            {
+                "id": machine_id,
+                "page": pages.machine(machine_id),
+                "runs": len(runs),
+                "ok": len(ok),
+                "failed": len(failed),
+                "holes": holes,
+                "kinds": ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "–",
+                "rate": f"{100 * len(ok) / len(runs):.0f} %" if runs else "–",
+                "last_run": fmt_time(max((r["timestamp"] for r in runs), default=None)),
+                "last_ok": fmt_time(max((r["timestamp"] for r in ok), default=None)),
+            }
+        )
+    traces = []
+    for name, key, color in (
+        ("ok", "ok", "#3a9d5d"),
+        ("failed", "failed", "#c8423c"),
+        ("hole", "holes", "#b8913a"),
+    ):
+        traces.append(
+            {
+                "type": "bar",
+                "name": name,
+                "x": [r["id"] for r in rows],
+                "y": [r[key] for r in rows],
+                "marker": {"color": color},
+                "customdata": [[r["id"], "", "", "", "", r["runs"]] for r in rows],
+                "hovertemplate": "<b>%{x}</b><br>" + name + ": %{y} of %{customdata[5]} runs"
+                "<extra></extra>",
+            }
+        )
+    layout = base_layout("Runs by outcome", "", "Runs", barmode="stack")
+    chart = Chart(
+        "health-outcomes",
+        "Runs by outcome",
+        {"data": traces, "layout": layout},
+        rows,
+        ("id", "runs", "ok", "failed", "holes"),
+        note="No runs yet.",
+    )
+    return rows, chart
+
+
+def health_page(site: SiteContext) -> None:
+    """Each machine's runs by outcome, and their chart."""
+    rows, chart = health_rows_and_chart(site.data, site.pages, site.groups.by_machine)
+    site.add_charts([chart])
+    site.page("health.md", "health.md.j2", root="", rows=rows, chart=chart)

@@ -1,0 +1,193 @@
+"""A page per machine: its redacted specs, its series' newest runs, its history."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchlab.identity import series_of, version_label
+from benchlab.publish.charts import label, latest_by_series, throughput_chart
+from benchlab.publish.context import HISTORY_RUNS, NO_OUTCOMES, SiteContext
+from benchlab.publish.data import PublicData
+from benchlab.publish.links import Pages
+from benchlab.publish.tables import Table, cell, cell_num, fmt_time, link
+from benchlab.redact import scrub_public
+
+Entry = dict[str, Any]
+
+SERIES_LIMIT = 200
+
+
+def specs_rows(data: PublicData, machine_id: str) -> list[tuple[str, str]]:
+    """The redacted specs a machine page shows, most telling first."""
+    rows: list[tuple[str, str]] = []
+    inv = data.inventory.machines.get(machine_id)
+    spec = data.specs.get(machine_id)
+    summary = data.catalog.machines.get(machine_id)
+    if spec is not None:
+        public = scrub_public(spec.model_dump(mode="json", exclude_none=True))
+        hw = public.get("hardware", {})
+        cpu = hw.get("cpu", {})
+        cores = "/".join(
+            str(cpu[k]) for k in ("cores_physical", "cores_logical") if cpu.get(k) is not None
+        )
+        rows.append(
+            ("CPU", " ".join(x for x in (cpu.get("model", ""), cores and f"({cores} cores)") if x))
+        )
+        if cpu.get("architecture"):
+            rows.append(("Architecture", cpu["architecture"]))
+        for gpu in hw.get("gpu", []):
+            mem = f" ({gpu['memory_gb']:g} GB)" if gpu.get("memory_gb") is not None else ""
+            rows.append(("GPU", f"{gpu.get('model', '')}{mem}"))
+        if hw.get("ram_gb") is not None:
+            rows.append(("RAM", f"{hw['ram_gb']:g} GB"))
+        storage = hw.get("storage") or {}
+        if storage:
+            size = f"{storage['size_gb']:g} GB " if storage.get("size_gb") is not None else ""
+            rows.append(("Storage", f"{size}{storage.get('type') or ''}".strip()))
+        os_ = public.get("os", {})
+        rows.append(("OS", " ".join(str(os_[k]) for k in ("name", "version") if os_.get(k))))
+        if os_.get("kernel"):
+            rows.append(("Kernel", os_["kernel"]))
+        for key, value in sorted(public.get("runtime", {}).items()):
+            if value:
+                rows.append((key, str(value)))
+        if public.get("tags"):
+            rows.append(("Tags", ", ".join(public["tags"])))
+        rows.append(("Registered", fmt_time(public.get("registered_at"))))
+    elif inv is not None:
+        public = scrub_public(inv.model_dump(mode="json", exclude_none=True))
+        for name, key in (
+            ("CPU", "cpu_model"),
+            ("Cores", "cpu_cores"),
+            ("Architecture", "arch"),
+            ("GPU", "gpu"),
+            ("RAM (GB)", "ram_gb"),
+            ("OS", "os"),
+        ):
+            if public.get(key) is not None:
+                rows.append((name, str(public[key])))
+        if public.get("tags"):
+            rows.append(("Tags", ", ".join(public["tags"])))
+    elif summary is not None:
+        for name, key in (("OS", "os"), ("Architecture", "arch"), ("GPU", "gpu")):
+            value = summary.get(key)
+            if value:
+                rows.append((name, str(value)))
+    price = data.cost_per_hour(machine_id)
+    rows.append(("Cost", "–" if price is None else f"${price:,.2f} per hour"))
+    return [(k, v if v else "–") for k, v in rows]
+
+
+def machine_rows(
+    data: PublicData, pages: Pages, by_machine: Mapping[str, Sequence[Entry]] | None = None
+) -> list[dict[str, Any]]:
+    """A row per machine; `by_machine` (each machine's runs, oldest first) saves two
+    passes over every run."""
+    if by_machine is None:
+        runs_by_machine = Counter(r["machine_id"] for r in data.runs)
+        last: dict[str, str] = {}
+        for run in data.runs:
+            if run["timestamp"] > last.get(run["machine_id"], ""):
+                last[run["machine_id"]] = run["timestamp"]
+    else:
+        runs_by_machine = Counter({m: len(runs) for m, runs in by_machine.items()})
+        last = {m: runs[-1]["timestamp"] for m, runs in by_machine.items() if runs}
+    rows = []
+    for machine_id in data.machine_ids():
+        inv = data.inventory.machines.get(machine_id)
+        summary = data.catalog.machines.get(machine_id) or {}
+        spec = data.specs.get(machine_id)
+        price = data.cost_per_hour(machine_id)
+        gpu = (inv and inv.gpu) or summary.get("gpu")
+        if not gpu and spec is not None and spec.hardware.gpu:
+            gpu = ", ".join(g.model for g in spec.hardware.gpu)
+        ram = (inv and inv.ram_gb) or (spec and spec.hardware.ram_gb)
+        rows.append(
+            {
+                "id": machine_id,
+                "page": pages.machine(machine_id),
+                "os": (inv and inv.os) or summary.get("os") or (spec and spec.os.name) or "–",
+                "arch": (inv and inv.arch)
+                or summary.get("arch")
+                or (spec and spec.hardware.cpu.architecture)
+                or "–",
+                "cpu": (inv and inv.cpu_model) or (spec and spec.hardware.cpu.model) or "–",
+                "gpu": gpu or "–",
+                "ram": "–" if not ram else f"{ram:g} GB",
+                "cost": "–" if price is None else f"${price:,.2f}/h",
+                "runs": runs_by_machine.get(machine_id, 0),
+                "last_run": fmt_time(last.get(machine_id)),
+            }
+        )
+    return rows
+
+
+def machine_pages(site: SiteContext) -> list[Any]:
+    nav = []
+    sids_of: dict[str, list[str]] = {}
+    for sid, run in site.latest.items():
+        sids_of.setdefault(run["machine_id"], []).append(sid)
+    counts = site.outcomes
+    for machine_id in site.data.machine_ids():
+        mine = site.groups.by_machine.get(machine_id, [])
+        sids = sids_of.get(machine_id, [])
+        latest = [site.latest[sid] for sid in sids]
+        prefix = f"machine-{machine_id}-"
+        charts = [
+            throughput_chart(latest, prefix + "throughput"),
+            throughput_chart(latest, prefix + "decode", "decode_tok_per_sec"),
+            site.trend(sids, prefix + "trend"),
+        ]  # fmt: skip
+        site.add_charts(charts)
+        series_rows = []
+        for run in latest_by_series(latest).values():
+            series_rows.append(
+                [
+                    cell(site.series_link(run, "../", label(run, machine=False)), label(run)),
+                    cell_num(run.get("peak_tok_per_sec")),
+                    cell_num(run.get("decode_tok_per_sec")),
+                    cell(version_label(run) or "–"),
+                    cell_num(len(site.groups.ok_of[series_of(run)]), 0),
+                    cell(
+                        link(site.links.run(run, "../"), fmt_time(run["timestamp"])),
+                        run["timestamp"],
+                    ),
+                ]
+            )
+        series_rows.sort(key=lambda row: -float(row[1][1] or 0))
+        newest_runs = mine[::-1]
+        outcome = counts.get(machine_id, NO_OUTCOMES)
+        site.page(
+            f"machines/{site.pages.machine(machine_id)}",
+            "machine.md.j2",
+            root="../",
+            machine_id=machine_id,
+            summary={
+                "runs": len(mine),
+                "ok": outcome["ok"],
+                "failed": outcome["failed"],
+                "holes": outcome["holes"],
+                "last_run": fmt_time(newest_runs[0]["timestamp"] if newest_runs else None),
+            },
+            specs=specs_rows(site.data, machine_id),
+            charts=charts,
+            series=Table(
+                [
+                    ("Series", "text"),
+                    ("Peak tok/s", "num"),
+                    ("Decode tok/s", "num"),
+                    ("Build", "text"),
+                    ("Runs", "num"),
+                    ("Newest run (UTC)", "text"),
+                ],
+                series_rows[:SERIES_LIMIT],
+                sort="1:desc",
+                hidden=max(0, len(series_rows) - SERIES_LIMIT),
+            ),
+            history=site.runs_table(newest_runs, "../", HISTORY_RUNS, machine=False),
+        )
+        nav.append({html.escape(machine_id): f"machines/{site.pages.machine(machine_id)}"})
+    return nav

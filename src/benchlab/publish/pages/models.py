@@ -1,0 +1,95 @@
+"""A page per model: the fastest machines per precision, then its charts."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from benchlab.identity import shape, version_label
+from benchlab.ids import slug
+from benchlab.publish.charts import scaling_chart, threads_chart, throughput_chart
+from benchlab.publish.context import SiteContext, best_per_machine
+from benchlab.publish.tables import Table, cell, cell_num, fmt_time, link
+
+Entry = dict[str, Any]
+
+
+def model_pages(site: SiteContext) -> list[Any]:
+    """The fastest machines per precision (sorted tables), then the charts: peak and
+    decode by machine, batch scaling per thread count, decode by threads, history."""
+    nav = []
+    for model, name in site.pages.models.items():
+        mine = site.groups.by_model.get(model, [])
+        latest_map = site.latest_of(model)
+        latest = list(latest_map.values())
+        site.data.upgrade(latest)  # the scaling chart reads their batch curves
+        prefix = f"model-{name.removesuffix('.md')}-"
+        charts = [
+            throughput_chart(latest, prefix + "throughput"),
+            throughput_chart(latest, prefix + "decode", "decode_tok_per_sec"),
+            scaling_chart(latest, site.data.store_root, prefix + "scaling"),
+            threads_chart(latest, prefix + "threads"),
+            site.trend(latest_map, prefix + "trend", model),
+        ]  # fmt: skip
+        site.add_charts(charts)
+        sections = []
+        for precision in sorted({r["precision"] for r in latest}):
+            best = best_per_machine(
+                [r for r in latest if r["precision"] == precision], "peak_tok_per_sec"
+            )
+            rows = [
+                [
+                    cell(site.machine_link(r["machine_id"], "../"), r["machine_id"]),
+                    cell_num(r.get("peak_tok_per_sec")),
+                    cell_num(r.get("decode_tok_per_sec")),
+                    cell_num(r.get("prefill_tok_per_sec")),
+                    cell_num(r.get("threads"), 0),
+                    cell(shape(r) or "–"),
+                    cell(r.get("backend") or "–"),
+                    cell(version_label(r) or "–"),
+                    cell(site.series_link(r, "../", "history")),
+                    cell(link(site.links.run(r, "../"), fmt_time(r["timestamp"])),
+                          r["timestamp"]),
+                ]
+                for r in best
+            ]  # fmt: skip
+            sections.append(
+                {
+                    "precision": precision,
+                    "anchor": f"precision-{slug(precision)}",
+                    "table": Table(
+                        [
+                            ("Machine", "text"),
+                            ("Peak tok/s", "num"),
+                            ("Decode tok/s", "num"),
+                            ("Prefill tok/s", "num"),
+                            ("Threads", "num"),
+                            ("Shape", "text"),
+                            ("Backend", "text"),
+                            ("Build", "text"),
+                            ("Series", "text"),
+                            ("Run (UTC)", "text"),
+                        ],
+                        rows,
+                        sort="1:desc",
+                        ident=f"fastest-{slug(precision)}",
+                    ),
+                }
+            )
+        site.page(
+            f"models/{name}",
+            "model.md.j2",
+            root="../",
+            model=model,
+            summary={
+                "ok": sum(len(runs) for runs in
+                          (site.groups.ok_of_model[(model, sid)] for sid in latest_map)),
+                "failed": sum(r.get("status") == "failed" for r in mine),
+                "machines": len({r["machine_id"] for r in mine}),
+                "precisions": ", ".join(sorted({r["precision"] for r in mine})) or "–",
+            },
+            charts=charts,
+            sections=sections,
+        )  # fmt: skip
+        nav.append({html.escape(model): f"models/{name}"})
+    return nav

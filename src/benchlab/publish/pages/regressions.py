@@ -1,0 +1,30 @@
+"""The regressions page: every step the detector finds, newest first."""
+
+from __future__ import annotations
+
+from benchlab.publish.context import STEPS_LIMIT, SiteContext
+from benchlab.publish.tables import neg, steps_table
+
+REGRESSIONS_METHOD = (
+    "step detection of benchlab.regress: a rank scan with a permutation test and an effect "
+    "size gate, plus a tail check for steps too recent to confirm"
+)
+
+
+def regressions_page(site: SiteContext) -> None:
+    everything = sorted(site.steps, key=lambda st: (neg(st.first_bad_timestamp), st.series))
+    table = steps_table(everything, site.by_id, site.series_pages, site.links, "", STEPS_LIMIT)
+    flagged = {g.step.series for g in site.regressions}
+    chart = site.trend(flagged, "regressions-trend")
+    site.add_charts([chart])
+    site.page(
+        "regressions.md",
+        "regressions.md.j2",
+        root="",
+        empty=not site.runs,
+        series_count=len(site.series_pages),
+        method=REGRESSIONS_METHOD,
+        chart=chart,
+        table=table,
+        total=len(everything),
+    )

@@ -1,0 +1,52 @@
+"""The run page (one, client-rendered) and the run files it reads: a file per
+series holding the details of the runs some page links, and only those."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlab.identity import shape, version_label
+from benchlab.publish.charts import label
+from benchlab.publish.context import SiteContext
+from benchlab.publish.links import series_file
+from benchlab.publish.templating import json_script
+from benchlab.publish.workers import in_workers
+
+Entry = dict[str, Any]
+
+_DETAIL_SKIP = frozenset({"path", "series"})
+
+
+def run_details(run: Entry) -> dict[str, Any]:
+    """What a run page shows: the entry less its store path, plus the labels the site uses
+    (series, version, shape)."""
+    detail = {k: v for k, v in run.items() if k not in _DETAIL_SKIP and v not in (None, [], {})}
+    detail["label"] = label(run)
+    detail["version"] = version_label(run)
+    detail["shape"] = shape(run) or None
+    detail["tests"] = list(run.get("tests") or ())
+    return detail
+
+
+def run_data(site: SiteContext) -> None:
+    """The run page (one, client-rendered) and a details file per series it reads."""
+    site.page("run.md", "run.md.j2", root="")
+    site.run_links = {
+        sid: sorted(rid for rid in run_ids if rid in site.by_id)
+        for sid, run_ids in site.links.linked.items()
+    }
+    in_workers(site, run_file, sorted(site.run_links))
+
+
+def run_file(site: SiteContext, sid: str) -> None:
+    """`bl/runs/<sid>.js`: the details of the series' runs some page links."""
+    members = {
+        run["run_id"]: run_details(run)
+        for run in site.data.full(site.by_id[rid] for rid in site.run_links[sid])
+    }
+    payload = {
+        "series_page": f"series/{sid}.html" if sid in site.series_pages else None,
+        "runs": members,
+    }
+    name = series_file(sid, ".js")
+    site.files[f"bl/runs/{name}"] = json_script("BENCHLAB_RUNS", sid, payload)

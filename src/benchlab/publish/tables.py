@@ -1,0 +1,148 @@
+"""Table cells and the sortable tables pages show: each cell is its text and the key
+the page script sorts it by (`Cell`), so a column of numbers sorts by value, not as text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+
+from benchlab.models import HOLE_TAG
+from benchlab.publish.links import Links
+from benchlab.regress import Step
+
+Entry = dict[str, Any]
+
+
+def fmt_num(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def fmt_time(stamp: str | None) -> str:
+    return "–" if not stamp else stamp.replace("T", " ").rstrip("Z")
+
+
+def is_hole(run: Entry) -> bool:
+    return run.get("status", "ok") == "failed" and HOLE_TAG in run.get("tags", ())
+
+
+Cell = tuple[Markup, Any]
+
+
+def link(href: str, text: Any) -> Markup:
+    return Markup('<a href="{}">{}</a>').format(href, text)
+
+
+def cell_num(value: float | None, digits: int = 1, suffix: str = "") -> Cell:
+    """A number cell: shown formatted, sorted by its value (blank sorts last)."""
+    if value is None:
+        return (Markup("–"), "")
+    return (Markup("{}{}").format(f"{value:,.{digits}f}", suffix), f"{value:.6g}")
+
+
+def cell(text: Any, key: Any = None) -> Cell:
+    return (text if isinstance(text, Markup) else Markup("{}").format(text), key)
+
+
+@dataclass
+class Table:
+    """An HTML table the page script can sort (`sort` names the column and the direction
+    the rows already come in); `hidden` rows were left out to keep pages small."""
+
+    columns: list[tuple[str, str]]
+    rows: list[list[Cell]]
+    sort: str = ""
+    hidden: int = 0
+    ident: str = ""
+
+
+def status_badge(run: Entry) -> Markup:
+    if is_hole(run):
+        return Markup('<span class="bl-badge bl-badge--hole">hole</span>')
+    if run.get("status", "ok") == "ok":
+        return Markup('<span class="bl-badge bl-badge--ok">ok</span>')
+    kind = run.get("failure_kind")
+    return Markup('<span class="bl-badge bl-badge--bad">failed{}</span>').format(
+        f" · {kind}" if kind else ""
+    )
+
+
+def neg(stamp: str) -> tuple[int, ...]:
+    """A key that sorts stamps newest first inside an otherwise ascending sort."""
+    return tuple(-ord(c) for c in stamp)
+
+
+def _step_status(step: Step) -> Markup:
+    kind = "bad" if step.kind == "regression" else "ok"
+    text = step.kind if step.status == "confirmed" else f"suspect {step.kind}"
+    css = "suspect" if step.status == "suspect" else kind
+    return Markup('<span class="bl-badge bl-badge--{}">{}</span>').format(css, text)
+
+
+def _confidence(step: Step) -> Cell:
+    text = f"{step.confidence:.3f}" if step.confidence < 0.999 else "≥ 0.999"
+    if step.corroborated_by:
+        text += f" ({step.corroborated_by} more series on this machine agree)"
+    return (Markup("{}").format(text), f"{step.confidence:.6f}")
+
+
+def _versions(step: Step) -> Markup:
+    before = step.version_before or "not recorded"
+    after = step.version_after or "not recorded"
+    if step.version_changed:
+        return Markup("{} → <strong>{}</strong>").format(before, after)
+    return Markup("same: {}").format(after)
+
+
+def steps_table(
+    steps: Sequence[Step],
+    by_id: dict[str, Entry],
+    series_pages: dict[str, str],
+    links: Links,
+    root: str,
+    limit: int,
+    show_series: bool = True,
+) -> Table:
+    """The detector's steps as rows: kind and status, size, series, first bad run (a link
+    to its run page), the build or revision either side, confidence, runs after it."""
+    columns = [("Status", "text"), ("Change", "num")]
+    if show_series:
+        columns.append(("Series", "text"))
+    columns += [
+        ("First bad run (UTC)", "text"),
+        ("Build before → after", "text"),
+        ("Before tok/s", "num"),
+        ("After tok/s", "num"),
+        ("Confidence", "num"),
+        ("Runs after", "num"),
+    ]
+    rows = []
+    for step in steps[:limit]:
+        bad = by_id.get(step.first_bad_run)
+        run_cell = (
+            link(links.run(bad, root), fmt_time(step.first_bad_timestamp))
+            if bad is not None
+            else Markup("{}").format(fmt_time(step.first_bad_timestamp))
+        )
+        row = [
+            (_step_status(step), f"{step.status} {step.kind}"),
+            cell_num(100 * step.change, 1, " %"),
+        ]
+        if show_series:
+            page_name = series_pages.get(step.series)
+            text = step.label
+            row.append(
+                cell(link(f"{root}series/{page_name[:-3]}.html", text) if page_name else text, text)
+            )
+        row += [
+            cell(run_cell, step.first_bad_timestamp),
+            cell(_versions(step)),
+            cell_num(step.before, 2),
+            cell_num(step.after, 2),
+            _confidence(step),
+            cell_num(step.runs_after, 0),
+        ]
+        rows.append(row)
+    return Table(columns, rows, hidden=max(0, len(steps) - limit))
