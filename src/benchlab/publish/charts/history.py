@@ -1,0 +1,405 @@
+"""Charts over time: the trend of many series, one series' own history with its steps and
+bands (asv's per-benchmark graph), and a series across backend builds."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from itertools import pairwise
+from statistics import median
+from typing import Any
+
+from benchlab.identity import series_of, version_label
+from benchlab.metrics import DEFAULT_METRIC
+from benchlab.publish.charts.base import (
+    EXTRA,
+    HOVER_RUN,
+    Chart,
+    Regression,
+    Styles,
+    csv_columns,
+    csv_row,
+    esc,
+    find_regressions,
+    point_data,
+    step_versions,
+)
+from benchlab.publish.charts.layout import METRIC_TITLES, base_layout, log_y_if_wide, top
+from benchlab.regress import Step, sort_key
+
+Entry = dict[str, Any]
+
+
+def trend_chart(
+    runs: Sequence[Entry],
+    slug: str = "trend",
+    regressions: Sequence[Regression] | None = None,
+    metric: str = "peak_tok_per_sec",
+    max_points: int | None = None,
+    styles: Styles | None = None,
+) -> Chart:
+    """Throughput over time, a line per series (the detector's); regressions marked in red.
+
+    `regressions` found over a larger set of whole series (the site finds them once for
+    every page) are kept where their run is among `runs`. `styles` may come from a caller
+    that passes runs it has already thinned as `max_points` would (the site at scale):
+    `Styles.of` the unthinned runs, whose set of models, machines and precisions a thinned
+    history may not hold.
+    """
+    series: dict[str, list[Entry]] = defaultdict(list)
+    for run in runs:
+        if run.get(metric) is not None:
+            series[series_of(run)].append(run)
+    if styles is None:
+        styles = Styles.of(r for members in series.values() for r in members)
+    lines = sorted(series.values(), key=lambda members: sort_key(members[0]))
+    if regressions is None:
+        regressions = find_regressions(runs)
+    else:
+        present = {r["run_id"] for members in lines for r in members}
+        regressions = [g for g in regressions if g.run["run_id"] in present]
+    flagged = {g.run["run_id"] for g in regressions}
+    traces = []
+    rows = []
+    for index, members in enumerate(lines):
+        members.sort(key=lambda r: (r["timestamp"], r["run_id"]))
+        if max_points is not None:
+            keep = {r["run_id"] for r in downsample(members, max_points, metric)}
+            members = [r for r in members if r["run_id"] in keep or r["run_id"] in flagged]
+            lines[index] = members
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": esc(styles.name(members[0])),
+                "x": [r["timestamp"] for r in members],
+                "y": [r[metric] for r in members],
+                "customdata": [point_data(r) for r in members],
+                **styles.line(members[0]),
+                "hovertemplate": HOVER_RUN + "<br><b>%{y:,.1f} tok/s</b><extra></extra>",
+            }
+        )
+        rows.extend(
+            csv_row(
+                r,
+                timestamp=r["timestamp"],
+                tok_per_sec=r[metric],
+                regression=r["run_id"] in flagged,
+            )
+            for r in members
+        )
+    layout = base_layout("Throughput over time", "Run time (UTC)", METRIC_TITLES[metric])
+    log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
+    layout["xaxis"]["type"] = "date"
+    # The series drawn first: those with a regression, then the fastest (newest value).
+    stepped = {series_of(g.run) for g in regressions}
+    top(
+        traces,
+        layout,
+        [(1e12 if series_of(m[0]) in stepped else 0) + (m[-1][metric] or 0) for m in lines],
+    )
+    kept = {point[7] for trace in traces for point in trace["customdata"][:1]}
+    regressions = [g for g in regressions if series_of(g.run) in kept]
+    if regressions:
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "regression",
+                "x": [g.run["timestamp"] for g in regressions],
+                "y": [g.value for g in regressions],
+                "customdata": [
+                    point_data(g.run, round(100 * g.drop, 1), esc(step_versions(g.step)))
+                    for g in regressions
+                ],
+                "marker": {
+                    "symbol": "x-thin-open",
+                    "size": 14,
+                    "color": "#c8423c",
+                    "line": {"width": 3, "color": "#c8423c"},
+                },
+                "hovertemplate": HOVER_RUN
+                + f"<br><b>regression: -%{{customdata[{EXTRA}]}}%</b> vs the runs before"
+                + f"<br>%{{customdata[{EXTRA + 1}]}}<extra></extra>",
+            }
+        )
+    return Chart(
+        slug,
+        "Throughput over time",
+        {"data": traces, "layout": layout},
+        rows,
+        csv_columns("timestamp", "tok_per_sec", "regression"),
+        note="" if rows else "No successful runs in this selection yet.",
+    )
+
+
+MAX_POINTS = 300
+"""A history longer than this is drawn downsampled (`downsample`): a page stays light at any
+catalog size."""
+
+
+def downsample(
+    runs: Sequence[Entry], limit: int = MAX_POINTS, metric: str = DEFAULT_METRIC
+) -> list[Entry]:
+    """At most `limit` runs of one history, oldest first: the newest half as they are, the
+    older runs in equal buckets, each drawn as its median run (a real run, so its point
+    still opens its run page). Step runs the caller must keep are added back by it."""
+    runs = list(runs)
+    if len(runs) <= limit:
+        return runs
+    keep_new = limit // 2
+    older, newer = runs[:-keep_new], runs[-keep_new:]
+    buckets = limit - keep_new
+    size = -(-len(older) // buckets)
+    picked = []
+    for start in range(0, len(older), size):
+        bucket = sorted(
+            older[start : start + size], key=lambda r: (r.get(metric) or 0, r["run_id"])
+        )
+        picked.append(bucket[len(bucket) // 2])
+    return sorted(picked, key=lambda r: (r["timestamp"], r["run_id"])) + newer
+
+
+_STEP_COLORS = {"regression": "#c8423c", "improvement": "#3a9d5d", "suspect": "#d97706"}
+
+
+def series_chart(
+    runs: Sequence[Entry],
+    steps: Sequence[Step],
+    slug: str,
+    metric: str = "peak_tok_per_sec",
+    threshold: float = 0.05,
+) -> Chart:
+    """One series over time (asv's per-benchmark graph): its points (each opens its run
+    page), a +-stddev band where runs measured one, a threshold band of +-`threshold`
+    around each segment's median between the detector's steps (bencher's bands), and the
+    steps themselves marked, with the version before and after in the hover."""
+    history = [r for r in runs if r.get(metric) is not None]
+    total = len(history)
+    drawn = downsample(history)
+    wanted = {s.first_bad_run for s in steps}
+    present = {r["run_id"] for r in drawn}
+    drawn += [r for r in history if r["run_id"] in wanted and r["run_id"] not in present]
+    drawn.sort(key=lambda r: (r["timestamp"], r["run_id"]))
+    y = [r[metric] for r in drawn]
+    traces = _stddev_band(drawn, metric)
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "runs",
+            "x": [r["timestamp"] for r in drawn],
+            "y": y,
+            "customdata": [point_data(r) for r in drawn],
+            "line": {"color": "#3b6fd4", "width": 1.5},
+            "marker": {"size": 6, "color": "#3b6fd4"},
+            "hovertemplate": HOVER_RUN + "<br><b>%{y:,.2f} tok/s</b><br>click: run page"
+            "<extra></extra>",
+        }
+    )
+    by_id = {r["run_id"]: r for r in history}
+    marked = [s for s in steps if s.first_bad_run in by_id]
+    if marked:
+        traces.append(_steps_trace(marked, by_id, metric))
+    shapes = _threshold_bands(history, marked, by_id, metric, threshold)
+    shapes += [_step_line(s) for s in marked]
+    title = f"{METRIC_TITLES[metric].replace(' tokens/s', '')} over time"
+    if len(drawn) < total:
+        title += f" ({len(drawn)} of {total} runs drawn; older runs as bucket medians)"
+    layout = base_layout(title, "Run time (UTC)", METRIC_TITLES[metric])
+    layout["xaxis"]["type"] = "date"
+    layout["shapes"] = shapes
+    log_y_if_wide(layout, y)
+    layout["annotations"] = [
+        {
+            "text": f"band: ±{100 * threshold:g}% of each segment's median",
+            "xref": "paper",
+            "yref": "paper",
+            "x": 1,
+            "y": 1.02,
+            "xanchor": "right",
+            "yanchor": "bottom",
+            "showarrow": False,
+            "font": {"size": 11, "color": "#6b7280"},
+        }
+    ]
+    rows = [csv_row(r, timestamp=r["timestamp"], tok_per_sec=r[metric]) for r in drawn]
+    return Chart(
+        slug,
+        title,
+        {"data": traces, "layout": layout},
+        rows,
+        csv_columns("timestamp", "tok_per_sec"),
+        note="" if rows else f"No run of this series reports {METRIC_TITLES[metric].lower()}.",
+    )
+
+
+_SPREAD_FIELDS = {"decode_tok_per_sec": "decode_stddev", "prefill_tok_per_sec": "prefill_stddev"}
+"""The stddev of its repeats a run reports per metric (peak aggregate has none)."""
+
+
+def _stddev_band(drawn: Sequence[Entry], metric: str) -> list[dict[str, Any]]:
+    """A filled +-stddev band under the points, where the drawn runs measured one: two
+    traces, the upper edge (no legend) and the lower filled up to it."""
+    spread = _SPREAD_FIELDS.get(metric)
+    if not spread or all(r.get(spread) is None for r in drawn):
+        return []
+    banded = [r for r in drawn if r.get(spread) is not None]
+    return [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "+1 stddev",
+            "x": [r["timestamp"] for r in banded],
+            "y": [r[metric] + r[spread] for r in banded],
+            "line": {"width": 0},
+            "hoverinfo": "skip",
+            "showlegend": False,
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "± stddev",
+            "x": [r["timestamp"] for r in banded],
+            "y": [max(r[metric] - r[spread], 0) for r in banded],
+            "fill": "tonexty",
+            "fillcolor": "rgba(59,111,212,0.18)",
+            "line": {"width": 0},
+            "hoverinfo": "skip",
+        },
+    ]
+
+
+def _step_color(step: Step) -> str:
+    return _STEP_COLORS["suspect" if step.status == "suspect" else step.kind]
+
+
+def _steps_trace(marked: Sequence[Step], by_id: dict[str, Entry], metric: str) -> dict[str, Any]:
+    """The detector's steps as markers on their first bad runs; the hover says the change,
+    the confidence and the version either side."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "detected step",
+        "x": [s.first_bad_timestamp for s in marked],
+        "y": [by_id[s.first_bad_run][metric] for s in marked],
+        "customdata": [
+            point_data(
+                by_id[s.first_bad_run],
+                f"{s.status} {s.kind} {100 * s.change:+.1f}%",
+                esc(step_versions(s)),
+                f"{s.confidence:.3f}",
+            )
+            for s in marked
+        ],
+        "marker": {
+            "symbol": "x-thin-open",
+            "size": 16,
+            "line": {"width": 3},
+            "color": [_step_color(s) for s in marked],
+        },
+        "hovertemplate": HOVER_RUN
+        + f"<br><b>%{{customdata[{EXTRA}]}}</b>"
+        + f" (confidence %{{customdata[{EXTRA + 2}]}})"
+        + f"<br>%{{customdata[{EXTRA + 1}]}}<extra></extra>",
+    }
+
+
+def _threshold_bands(
+    history: Sequence[Entry],
+    marked: Sequence[Step],
+    by_id: dict[str, Entry],
+    metric: str,
+    threshold: float,
+) -> list[dict[str, Any]]:
+    """+-threshold around each segment's median, the history split at its confirmed steps."""
+    shapes: list[dict[str, Any]] = []
+    cut_ids = sorted(
+        (by_id[s.first_bad_run]["timestamp"], s.first_bad_run)
+        for s in marked
+        if s.status == "confirmed"
+    )
+    index = {r["run_id"]: i for i, r in enumerate(history)}
+    bounds = [0, *sorted(index[run_id] for _, run_id in cut_ids), len(history)]
+    for lo, hi in pairwise(bounds):
+        segment = [r[metric] for r in history[lo:hi]]
+        if not segment:
+            continue
+        centre = median(segment)
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y",
+                "x0": history[lo]["timestamp"],
+                "x1": history[hi - 1]["timestamp"],
+                "y0": centre * (1 - threshold),
+                "y1": centre * (1 + threshold),
+                "fillcolor": "rgba(58,157,93,0.12)",
+                "line": {"width": 1, "color": "rgba(58,157,93,0.5)", "dash": "dot"},
+                "layer": "below",
+            }
+        )
+    return shapes
+
+
+def _step_line(step: Step) -> dict[str, Any]:
+    """A dashed vertical line at a step's first bad run."""
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": step.first_bad_timestamp,
+        "x1": step.first_bad_timestamp,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": _step_color(step), "width": 1, "dash": "dash"},
+    }
+
+
+def builds_chart(runs: Sequence[Entry], slug: str, metric: str = "peak_tok_per_sec") -> Chart:
+    """The series across backend builds and revisions: a point per version (in the order
+    each first appeared), its median with the range of its runs as error bars."""
+    by_version: dict[str, list[Entry]] = defaultdict(list)
+    for run in runs:
+        if run.get(metric) is not None:
+            by_version[version_label(run) or "not recorded"].append(run)
+    order = sorted(by_version, key=lambda v: (min(r["timestamp"] for r in by_version[v]), v))
+    medians = [median(r[metric] for r in by_version[v]) for v in order]
+    highs = [max(r[metric] for r in by_version[v]) for v in order]
+    lows = [min(r[metric] for r in by_version[v]) for v in order]
+    newest = [max(by_version[v], key=lambda r: (r["timestamp"], r["run_id"])) for v in order]
+    trace = {
+        "type": "scatter",
+        "mode": "lines+markers",
+        "name": "median per version",
+        "x": [esc(v) for v in order],
+        "y": medians,
+        "error_y": {
+            "type": "data",
+            "symmetric": False,
+            "array": [h - m for h, m in zip(highs, medians, strict=True)],
+            "arrayminus": [m - lo for m, lo in zip(medians, lows, strict=True)],
+        },
+        "customdata": [
+            point_data(r, len(by_version[v])) for r, v in zip(newest, order, strict=True)
+        ],
+        "marker": {"size": 8, "color": "#8a5cc2"},
+        "line": {"color": "#8a5cc2"},
+        "hovertemplate": "<b>%{x}</b><br>median <b>%{y:,.2f} tok/s</b> over "
+        f"%{{customdata[{EXTRA}]}} run(s)<br>newest run %{{customdata[3]}}<extra></extra>",
+    }
+    layout = base_layout("Across backend builds and revisions", "Version", METRIC_TITLES[metric])
+    layout["xaxis"]["type"] = "category"
+    rows = [
+        {"version": v, "runs": len(by_version[v]), "median": m}
+        for v, m in zip(order, medians, strict=True)
+    ]
+    return Chart(
+        slug,
+        "Across backend builds and revisions",
+        {"data": [trace] if order else [], "layout": layout},
+        rows,
+        ("version", "runs", "median"),
+        note="" if rows else "No runs with this metric.",
+    )
