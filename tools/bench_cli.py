@@ -2,4 +2,5 @@
 
 from benchlab.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # a spawned worker (macOS) imports this file again: no re-run
+    raise SystemExit(main())
