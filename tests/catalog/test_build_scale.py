@@ -58,6 +58,7 @@ def fleet(store: Path, make_fleet: Callable[..., list[str]]) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_workers_and_one_process_write_the_same_bytes(
     fleet: Path, tmp_path: Path, workers: None
 ) -> None:

@@ -57,6 +57,7 @@ pieces = st.one_of(
 strings = st.lists(st.lists(pieces, min_size=1, max_size=3).map("".join), max_size=10)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(strings, min_size=1, max_size=6), st.sampled_from(["corpus", "custom"]))
 def test_memoised_find_equals_the_plain_scan(batches: list[list[str]], which: str) -> None:
@@ -81,6 +82,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(json_values, min_size=1, max_size=5))
 def test_memoised_scrub_equals_scrub(values: list[Any]) -> None:

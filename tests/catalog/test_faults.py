@@ -286,6 +286,7 @@ def fill(root: Path, leave: int) -> None:
     os.truncate(filler, max(0, size - leave))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("first", "v2"),
     [(True, False), (False, False), (False, True)],

@@ -107,6 +107,7 @@ def served(sweep_dir: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
             process.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_idle_connections_hold_no_threads_and_a_scrape_still_answers(
     served: tuple[subprocess.Popen[str], int],
 ) -> None:
@@ -132,6 +133,7 @@ def test_idle_connections_hold_no_threads_and_a_scrape_still_answers(
     assert process.poll() is None
 
 
+@pytest.mark.slow
 def test_a_stalled_half_request_is_cut_off_and_frees_its_worker(
     served: tuple[subprocess.Popen[str], int],
 ) -> None:
@@ -146,6 +148,7 @@ def test_a_stalled_half_request_is_cut_off_and_frees_its_worker(
     assert "benchlab_device_up" in scrape(port)
 
 
+@pytest.mark.slow
 def test_connections_past_the_cap_are_closed_on_accept(sweep_dir: Path) -> None:
     server = serve_in_background(sweep_dir, 0, max_connections=10, idle_timeout_s=5.0, workers=2)
     before = threading.active_count()
@@ -197,6 +200,7 @@ class Trickler(threading.Thread):
                 self.held.append(time.monotonic() - opened)
 
 
+@pytest.mark.slow
 def test_trickling_clients_are_cut_off_and_scrapes_still_answer(
     served: tuple[subprocess.Popen[str], int],
 ) -> None:

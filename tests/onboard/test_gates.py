@@ -94,6 +94,7 @@ NO_SLOWER = {
 }
 
 
+@pytest.mark.slow
 def test_publish_records_verdicts_and_regression_gates_fails_ci(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

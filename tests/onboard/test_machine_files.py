@@ -11,6 +11,7 @@ from benchlab.cli import main
 from benchlab.layout import Store, atomic_write_json, read_json
 
 
+@pytest.mark.slow
 def test_onboarding_writes_the_machine_files_and_first_runs_use_the_id(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

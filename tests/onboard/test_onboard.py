@@ -99,6 +99,7 @@ def test_onboarding_writes_private_and_redacted_specs_and_smoke_runs(onboarded: 
     assert "box1" in read_json(layout.inventory_path)["machines"]
 
 
+@pytest.mark.slow
 def test_checklist_lines_and_machines_listing(
     onboarded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -110,6 +111,7 @@ def test_checklist_lines_and_machines_listing(
     assert not row["full_run"] and not row["comparison"] and not row["ready"]
 
 
+@pytest.mark.slow
 def test_a_gpu_probe_that_failed_fails_the_fields_check(onboarded: Path) -> None:
     from benchlab.machines.onboard import checklist
 
@@ -121,6 +123,7 @@ def test_a_gpu_probe_that_failed_fails_the_fields_check(onboarded: Path) -> None
     assert not fields.passed and "GPU" in fields.detail
 
 
+@pytest.mark.slow
 def test_interactive_onboarding_reads_answers(store: Path) -> None:
     env = {**os.environ, "BENCHLAB_STORE": str(store)}
     done = subprocess.run(

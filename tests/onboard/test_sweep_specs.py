@@ -18,6 +18,7 @@ DEVICES = {
 MATRIX = {"device": "box", "batch_sizes": [1], "params": {"reps": 1, "batch_steps": 2}}
 
 
+@pytest.mark.slow
 def test_specs_recorded_once_and_unreachable_devices_noted(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -125,6 +125,7 @@ def test_staged_in_a_repo_without_commits(
     assert code == 1 and out["findings"][0]["tell_class"] == "ip"
 
 
+@pytest.mark.slow
 def test_this_repository_scans_clean(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CI gate: every tracked file of benchlab itself passes `bench scan --tracked`."""
     from .conftest import REPO

@@ -41,6 +41,7 @@ def swept(store: Path) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_report_per_device(swept: Path) -> None:
     health = report(Store(swept), "exp")
     devices = {d.device: d for d in health.devices}
@@ -57,6 +58,7 @@ def test_report_per_device(swept: Path) -> None:
     assert not any(a.error.startswith("not attempted") for a in health.failed_attempts)
 
 
+@pytest.mark.slow
 def test_cli_report_json_and_logs(swept: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--store", str(swept), "devices", "report", "exp", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)

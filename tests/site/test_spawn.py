@@ -35,6 +35,7 @@ def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_spawned_workers_render_the_pages_of_one_process(
     fleet_store: Path, monkeypatch: pytest.MonkeyPatch, started: list[str]
 ) -> None:
@@ -47,6 +48,7 @@ def test_spawned_workers_render_the_pages_of_one_process(
     assert started == ["spawn"]  # the detector; the pages (not picklable) ran here
 
 
+@pytest.mark.slow
 def test_bench_site_build_with_spawn_only(
     fleet_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[str]
 ) -> None:

@@ -86,6 +86,7 @@ def test_repeats_are_own_runs_in_one_series(tmp_path: Path, env: Path, capsys) -
     assert len(catalog["runs"]) == 3 and len({e["series"] for e in catalog["runs"]}) == 1
 
 
+@pytest.mark.slow
 def test_for_runs_rounds_until_the_deadline_then_dry_run_estimates(
     tmp_path: Path, env: Path, capsys
 ) -> None:
@@ -110,6 +111,7 @@ def test_for_runs_rounds_until_the_deadline_then_dry_run_estimates(
     assert main(["run", str(path), "--for", "3 hours"]) == 2
 
 
+@pytest.mark.slow
 def test_a_point_that_cannot_finish_before_the_grace_is_left_pending(
     tmp_path: Path, env: Path, capsys
 ) -> None:
@@ -129,6 +131,7 @@ STAMPED = (
 comparable across the points' processes) to SPANS: the test's measure of overlap."""
 
 
+@pytest.mark.slow
 def test_concurrent_budget_with_a_global_slot_limit(tmp_path: Path, env: Path, capsys) -> None:
     devices = {
         "a": {"transport": "local", "max_concurrency": 2},
@@ -181,6 +184,7 @@ def test_injected_points_watermark_and_not_before(tmp_path: Path, env: Path) -> 
     assert [s.spec_id for s in queue.poll()] == [q8.spec_id] and queue.waiting() == 0
 
 
+@pytest.mark.slow
 def test_bench_inject_reaches_a_running_sweep(tmp_path: Path, env: Path, capsys) -> None:
     path = write(tmp_path, matrix={"precision": "f32", "threads": 1}, sleep=1.5)
     proc = subprocess.Popen(

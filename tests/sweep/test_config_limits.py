@@ -99,6 +99,7 @@ def test_the_largest_64_bit_integers_still_load(tmp_path: Path) -> None:
         assert expand(load_sweep_config(path))[0].params == {"n": value}
 
 
+@pytest.mark.slow
 def test_the_cap_is_bench_runs_and_a_lifted_config_still_loads_elsewhere(
     tmp_path: Path, env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,6 +16,7 @@ from benchlab.cli import main
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_seed_spelling_runs_one_point(store: Path) -> None:
     env = {**os.environ, "BENCHLAB_STORE": str(store)}
     done = subprocess.run(
