@@ -28,7 +28,7 @@ from benchlab.catalog.shards import (
 )
 from benchlab.catalog.text import render_catalog
 from benchlab.cli import main
-from benchlab.query.columns import open_columns
+from benchlab.query.colcache import open_columns
 
 STEP = 86400
 

@@ -1,4 +1,4 @@
-"""The columnar query cache (query.columns) answers `best` and `table` exactly as the Python
+"""The columnar query cache (query.colcache) answers `best` and `table` exactly as the Python
 verbs over the loaded catalog do, is rebuilt when a shard changes (re-reading only that
 shard), and `bench best`/`bench table` print the same through it."""
 
@@ -23,8 +23,8 @@ from benchlab.catalog.read import METRICS, load_catalog
 from benchlab.catalog.shards import LAYOUT, render_shard, shard_name
 from benchlab.catalog.upgrade import CATALOG_V2, CATALOG_V3
 from benchlab.layout import Store
-from benchlab.query import columnar
-from benchlab.query.columns import CACHE_NAME, MODE_ENV, SEGMENT_DIR, open_columns, refresh
+from benchlab.query.colcache import CACHE_NAME, MODE_ENV, SEGMENT_DIR, open_columns, refresh
+from benchlab.query.colcache import arrays as columnar
 from benchlab.query.filters import Filters
 from benchlab.query.verbs import best_runs, machine_table, unknown_model_hint
 

@@ -16,7 +16,7 @@ from benchlab.catalog.shards import LAYOUT, render_shard, shard_name
 from benchlab.catalog.upgrade import CATALOG_V3
 from benchlab.layout import Store
 from benchlab.metrics import LOWER_IS_BETTER, lower_is_better
-from benchlab.query.columns import CACHE_NAME, MODE_ENV
+from benchlab.query.colcache import CACHE_NAME, MODE_ENV
 
 RUNS = (
     # run id, machine, peak tok/s, peak RSS MiB, J/token

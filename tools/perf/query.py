@@ -10,8 +10,8 @@ RSS <= 2 GB, at 100,000 and 1,000,000 runs (issues 2 and 16); `bench list --limi
 <= 1.0 s at 100,000. `list --format json` prints every matching entry in full (a quarter
 of the catalog here), which is bounded by the output, not by the query.
 
-`best` and `table` on a catalog of `query.columns.MIN_BYTES` or more are answered by the
-columnar query cache (query/columns.py); `--python-path` also times every command with
+`best` and `table` on a catalog of `query.colcache.MIN_BYTES` or more are answered by the
+columnar query cache (query/colcache/); `--python-path` also times every command with
 BENCHLAB_QUERY_COLUMNS=never (the loaded catalog, as before the cache). Printed too: the
 cold build of the columns cache (`bench best` right after the cache is deleted) and the
 rebuild after two shards changed (as after an incremental `bench catalog build`).
@@ -238,7 +238,7 @@ def time_commands(
 
 def _drop_columns_cache(store: Path) -> None:
     from benchlab.layout import Store
-    from benchlab.query.columns import CACHE_NAME, SEGMENT_DIR
+    from benchlab.query.colcache import CACHE_NAME, SEGMENT_DIR
 
     cache = Store(store).query_cache.parent
     (cache / CACHE_NAME).unlink(missing_ok=True)

@@ -294,7 +294,7 @@ def report_site(store: Path, out: Path, repeat: int, limit_s: float) -> tuple[bo
 
 def measure_store(store: Path, repeat: int) -> bool:
     from benchlab.catalog.read import load_catalog
-    from benchlab.query.columns import open_columns
+    from benchlab.query.colcache import open_columns
 
     started = time.perf_counter()
     columns = open_columns(store, min_bytes=0)  # the site reads it too: warm it first

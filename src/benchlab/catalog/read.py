@@ -216,6 +216,35 @@ def _parse_catalog(path: Path) -> LoadedCatalog:
     return check_catalog(path, doc)
 
 
+def read_head(path: Path) -> dict[str, Any]:
+    """catalog.json alone, parsed: for readers that keep their own view of the entries (the
+    columnar query cache, the site's light entries) and need only the head, not every
+    shard that `load_catalog` reads. A v3 head passes the pulled-data gate whole (its
+    machines, retracted ids and pending runs); a v1 or v2 file comes back as it is, its
+    entries for `load_catalog` to check. Any fault is one StoreError or SchemaError naming
+    the file (and the field): no link followed, no FIFO waited on."""
+    from benchlab.catalog.gate import check_head, read_catalog
+
+    data = read_catalog(path)
+    if data is None:
+        raise StoreError(missing_catalog_message(path))
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if type(doc) is not dict:
+        raise _fail(path, "$", "an object", doc)
+    schema = doc.get("$schema", CATALOG_V1)
+    if schema not in KNOWN:
+        raise SchemaError(
+            f"{path}: $.$schema: expected one of {', '.join(KNOWN)}, got {schema!r}; "
+            "a newer benchlab wrote it: upgrade benchlab"
+        )
+    if schema == CATALOG_V3:
+        check_head(path, doc)
+    return doc
+
+
 CACHE_FORMAT = "benchlab-query-cache/2 python{}.{} {}".format(
     *sys.version_info[:2], ",".join(f"{k}:{v}" for k, v in ENTRY_FIELDS.items())
 )

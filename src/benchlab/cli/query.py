@@ -125,8 +125,8 @@ def _catalog() -> Any:
 
 def _answer(verb: Any, *args: Any) -> tuple[Any, list[dict[str, Any]]]:
     """(catalog, rows) of `verb(catalog, *args)`, asked of the columnar query cache where it
-    answers (a big catalog, see query.columns), else of the loaded catalog: the same rows."""
-    from benchlab.query.columns import Unanswerable, open_columns
+    answers (a big catalog, see query.colcache), else of the loaded catalog: the same rows."""
+    from benchlab.query.colcache import Unanswerable, open_columns
 
     columns = open_columns(_store_root())
     if columns is not None:

@@ -31,7 +31,7 @@ from benchlab.layout import Store, read_model
 from benchlab.models import MachineInventory, MachineSpecs
 
 if TYPE_CHECKING:
-    from benchlab.query.columnar import Columns
+    from benchlab.query.colcache import Columns
 
 logger = logging.getLogger(__name__)
 
@@ -107,9 +107,11 @@ def load_public(store: Store) -> PublicData:
 def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
     """The public data the site reads: light entries from the columnar query cache where it
     answers a v3 catalog (see the module docstring), else `load_public`. `min_bytes` as in
-    `query.columns.open_columns` (default: $BENCHLAB_QUERY_COLUMNS and its threshold)."""
+    `query.colcache.open_columns` (default: $BENCHLAB_QUERY_COLUMNS and its threshold)."""
+    from benchlab.catalog.read import read_head
     from benchlab.catalog.upgrade import CATALOG_V3
-    from benchlab.query.columns import Unanswerable, open_columns
+    from benchlab.errors import BenchlabError
+    from benchlab.query.colcache import Unanswerable, open_columns
 
     if not store.catalog_path.is_file():
         return load_public(store)
@@ -119,13 +121,11 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
     was_enabled = gc.isenabled()
     gc.disable()  # as read.load_catalog: a million new dicts, no cycles among them
     try:
-        import orjson
-
-        head = orjson.loads(store.catalog_path.read_bytes())
-        if type(head) is not dict or head.get("$schema") != CATALOG_V3:
+        head = read_head(store.catalog_path)  # any fault: load_public names it
+        if head.get("$schema") != CATALOG_V3:
             return load_public(store)
         runs, where = _light_entries(columns)
-    except (OSError, ValueError, Unanswerable):
+    except (BenchlabError, OSError, ValueError, Unanswerable):
         logger.debug("site: columns not usable for %s", store.catalog_path, exc_info=True)
         return load_public(store)
     finally:

@@ -178,6 +178,12 @@ def chronological(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: (e["timestamp"], e["run_id"]))
 
 
+TABLE_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
+"""What `table` ranks by, in turn: a llama-bench kernel run has no batch peak, and its
+best run is then the one that decodes fastest. Here, below the verbs and the columnar
+query cache, because both rank by it."""
+
+
 def ranked(entries: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
     """Best `metric` first (highest; lowest for LOWER_IS_BETTER, memory and energy); ties
     go to the newer run, then the smaller run id.

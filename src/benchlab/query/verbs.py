@@ -22,16 +22,24 @@ from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
 from benchlab.identity import SERIES_FIELDS, build_label, identity_key, series_of
 from benchlab.metrics import LOWER_IS_BETTER
-from benchlab.query.filters import Filters, check_metric, chronological, model_key, ranked, select
+from benchlab.query.filters import (
+    TABLE_METRICS,
+    Filters,
+    check_metric,
+    chronological,
+    model_key,
+    ranked,
+    select,
+)
 from benchlab.query.show import resolve_run_id
 from benchlab.stats import OUTLIER_TAG
 
 if TYPE_CHECKING:
-    from benchlab.query.columnar import Columns
+    from benchlab.query.colcache import Columns
 
 Runs: TypeAlias = "LoadedCatalog | Columns"
 """What `best_runs`, `machine_table` and `unknown_model_hint` answer from: the loaded
-catalog, or the columnar query cache (`query.columns`), which gives the same answers on
+catalog, or the columnar query cache (`query.colcache`), which gives the same answers on
 catalogs too big to load."""
 
 GROUPS = ("machine", "model", "precision", "date")
@@ -111,11 +119,6 @@ def _best_per(
         if held is None or key > held[0] or (key == held[0] and row["run_id"] < held[1]["run_id"]):
             best[name] = (key, row)
     return [row for _, row in best.values()]
-
-
-TABLE_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
-"""What `table` ranks by, in turn: a llama-bench kernel run has no batch peak, and its
-best run is then the one that decodes fastest."""
 
 
 def machine_table(catalog: Runs, filters: Filters) -> list[dict[str, Any]]:

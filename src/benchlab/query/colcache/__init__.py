@@ -21,10 +21,12 @@ What it holds (private and derived, in the store's runs/.cache/, never tracked):
   reads. Run ids and timestamps stay in the segments; only tied rows need them.
 
 It is valid while catalog.json and every shard keep (name, size, mtime_ns, inode), the key
-`read.load_catalog`'s cache uses. The first query that finds it stale rebuilds it: the
-changed shards are parsed (one at a time per process; a cold build of a million runs uses
-a process per CPU) and the segments recombined (no sort of every run: about a second at a
-million runs). `refresh` lets a build warm it.
+`read.load_catalog`'s cache uses. Who refreshes it: the first reader that finds it stale
+(`bench best`, `bench table`, the site's `publish.data.load_site`), never `bench catalog
+build`. That reader rebuilds it: the changed shards are parsed (one at a time per process;
+a cold build of a million runs uses a process per CPU) and the segments recombined (no
+sort of every run: about a second at a million runs). `refresh` does the same on demand,
+for a caller that wants the next query fast.
 
 How a query runs: each filter is evaluated on the distinct values, `mask = ok[codes]`;
 then per group (none, machine or series) one pass per metric keeps the rows at the group's
@@ -48,41 +50,59 @@ runs (best, best --by series, table). DuckDB 1.1.3 over the same columns in a .d
 61 MB installed), a second spelling of the filters in SQL, and a load step that needs
 pandas or pyarrow. Arrow brings the same dependency weight for what numpy's arrays already
 hold.
+
+Parts, imported in one direction (this module, then `build`, `answer`, `combine`,
+`arrays`, `key`; none of them imports the verbs, nor this module): `key` (names, the key,
+`Unanswerable`), `arrays` (the container format, one shard's segment), `combine` (the
+segments side by side, one row per run), `answer` (`Columns`: filters and winners),
+`build` (open the cache, or rebuild what is stale).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from benchlab.catalog.read import METRICS, _shards_key, cache_key
 from benchlab.layout import Store
-from benchlab.query.verbs import TABLE_METRICS
+from benchlab.query.colcache.key import (
+    CACHE_NAME,
+    FORMAT,
+    SEGMENT_DIR,
+    Unanswerable,
+    catalog_key,
+)
 
 if TYPE_CHECKING:
-    from benchlab.query.columnar import Columns
+    from benchlab.query.colcache.answer import Columns
 
-logger = logging.getLogger(__name__)
-
-CACHE_NAME = "catalog-columns.bin"
-SEGMENT_DIR = "catalog-columns.d"
-FORMAT = "benchlab-columns/2 " + ",".join(METRICS) + " table:" + ",".join(TABLE_METRICS)
-"""Part of the key: another metric list or table ranking misses the cache."""
+__all__ = [
+    "CACHE_NAME",
+    "FORMAT",
+    "MIN_BYTES",
+    "MODE_ENV",
+    "SEGMENT_DIR",
+    "Columns",
+    "Unanswerable",
+    "open_columns",
+    "refresh",
+]
 
 MODE_ENV = "BENCHLAB_QUERY_COLUMNS"
 """`auto` (default): the cache answers catalogs of `MIN_BYTES` or more; `always`; `never`."""
 MIN_BYTES = 16_000_000
 """Below ~20,000 runs the Python path answers as fast (tools/perf/query.py), and a small
-store keeps no second cache (nor pays numpy's import: query.columnar is imported past this
-gate only)."""
+store keeps no second cache (nor pays numpy's import: the parts that use numpy are imported
+past this gate only)."""
 
 
-class Unanswerable(Exception):
-    """The cache cannot promise the Python verbs' answer: take the Python path."""
+def __getattr__(name: str) -> Any:
+    """`Columns` on first use: importing the package must not import numpy (see MIN_BYTES)."""
+    if name == "Columns":
+        from benchlab.query.colcache.answer import Columns
+
+        return Columns
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_columns(where: Store | Path, *, min_bytes: int | None = -1) -> Columns | None:
@@ -95,31 +115,22 @@ def open_columns(where: Store | Path, *, min_bytes: int | None = -1) -> Columns 
         return None
     catalog_path, cache_dir = _paths(where)
     try:
-        key, shards, total = _key(catalog_path)
+        key, shards, total = catalog_key(catalog_path)
     except OSError:
         return None
     if total < min_bytes:
         return None
-    from benchlab.query.columnar import open_current
+    from benchlab.query.colcache.build import open_current
 
     return open_current(catalog_path, cache_dir, key, shards)
 
 
 def refresh(where: Store | Path, *, force: bool = False) -> bool:
-    """Bring the columns cache up to date, so the next query is fast: `bench catalog build`
-    calls this. Only catalogs big enough for the cache to answer are cached unless `force`;
-    unchanged shards are not read again. True when the cache is current and answers."""
+    """Bring the columns cache up to date now, so the next query is fast (no command calls
+    it: the first query that finds the cache stale rebuilds it). Only catalogs big enough
+    for the cache to answer are cached unless `force`; unchanged shards are not read again.
+    True when the cache is current and answers."""
     return open_columns(where, min_bytes=0 if force else MIN_BYTES) is not None
-
-
-def _key(catalog_path: Path) -> tuple[list[Any], list[tuple[str, int, int, int]], int]:
-    """(cache key, shard stats, total bytes) of the catalog as it is on disk now: the key
-    `read.load_catalog`'s cache uses (catalog.json's and every shard's name, size,
-    mtime_ns and inode) with this cache's FORMAT, as JSON would give it back."""
-    stat = catalog_path.stat()
-    shards = list(_shards_key(catalog_path))
-    key = orjson.loads(orjson.dumps([FORMAT, *cache_key(stat), *shards]))
-    return key, shards, stat.st_size + sum(size for _, size, _, _ in shards)
 
 
 def _paths(where: Store | Path) -> tuple[Path, Path]:

@@ -1,0 +1,218 @@
+"""How the columnar query cache answers: filters evaluated on the distinct values, the
+winners of `best` and `table` picked per group, and their lines read back in full (see
+`query.colcache`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchlab.catalog.read import METRICS
+from benchlab.metrics import LOWER_IS_BETTER
+from benchlab.query.colcache.arrays import (
+    _INLINE,
+    _load_segment,
+    _read_rows,
+    _restore,
+    _Segment,
+    _segment_path,
+)
+from benchlab.query.colcache.key import Unanswerable
+from benchlab.query.filters import TABLE_METRICS, Filters, select
+
+_STAND_INS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    # One entry per distinct value, carrying only the fields the filters of that column read.
+    "model": lambda v: {"model": v[0], "model_id": v[1]},
+    "machine": lambda v: {"machine_id": v},
+    "precision": lambda v: {"precision": v[0], "precision_family": v[1]},
+    "date": lambda v: {"timestamp": v},
+    "tags": lambda v: {"tags": list(v)},
+    "status": lambda v: {"status": v},
+    "mode": lambda v: {"mode": v},
+    "threads": lambda v: {"threads": v},
+    "backend": lambda v: {"backend": v},
+    "version": lambda v: {"backend_version": v[0], "backend_build": v[1], "backend_commit": v[2]},
+    "series": lambda v: {"series": v},
+    "revision": lambda v: {"revision": v},
+}
+
+FILTER_COLUMNS: dict[str, tuple[str, ...]] = {
+    # The columns each Filters field reads; with two, a run passes if either passes
+    # (run_type is "the mode, or one of the tags").
+    "model": ("model",),
+    "machine": ("machine",),
+    "precision": ("precision",),
+    "since": ("date",),
+    "until": ("date",),
+    "tags": ("tags",),
+    "status": ("status",),
+    "machines": ("machine",),
+    "run_type": ("mode", "tags"),
+    "threads": ("threads",),
+    "backend": ("backend",),
+    "build": ("version",),
+    "series": ("series",),
+}
+
+
+class Columns:
+    """The runs of one catalog as columns: what `best` and `table` need of each run, and
+    where to read a winner back in full."""
+
+    def __init__(
+        self,
+        root: Path,
+        cache_dir: Path,
+        header: dict[str, Any],
+        array: Callable[[str], np.ndarray],
+        *,
+        keep: Any = None,
+        segments: list[_Segment] | None = None,
+    ) -> None:
+        self.root = root
+        self.cache_dir = cache_dir
+        self.n: int = header["n"]
+        self.exact: bool = header["exact"]
+        self.files: list[str] = header["files"]
+        self.stats: list[list[int]] = header["stats"]
+        self.tables = {k: _restore(k, v) for k, v in header["tables"].items()}
+        self._array = array
+        self._keep = keep  # the memory map the arrays view
+        self._segments: dict[int, Any] = dict(enumerate(segments or ()))
+
+    def array(self, name: str) -> np.ndarray:
+        return self._array(name)
+
+    def stand_ins(self, column: str) -> list[dict[str, Any]]:
+        """One entry per distinct value of `column` (each is present in some run)."""
+        make = _STAND_INS[column]
+        return [make(value) for value in self.tables[column]]
+
+    def _passing(self, column: str, name: str, value: Any) -> np.ndarray:
+        """Which distinct values of `column` pass the one filter `name=value`, by `select`."""
+        rows = self.stand_ins(column)
+        passed = {id(row) for row in select(rows, Filters(**{name: value}))}
+        return np.fromiter((id(row) in passed for row in rows), dtype=bool, count=len(rows))
+
+    def mask(self, filters: Filters) -> np.ndarray | None:
+        """The runs passing every filter (None: all of them)."""
+        mask: np.ndarray | None = None
+        for spec in dataclasses.fields(Filters):
+            value = getattr(filters, spec.name)
+            if value == spec.default:
+                continue
+            columns = FILTER_COLUMNS.get(spec.name)
+            if columns is None:
+                raise Unanswerable(f"no column for the filter {spec.name!r}")
+            passing: np.ndarray | None = None
+            for column in columns:
+                ok = self._passing(column, spec.name, value)
+                if ok.all():
+                    part = np.ones(self.n, dtype=bool)
+                else:
+                    part = ok[self.array(f"code:{column}")]
+                passing = part if passing is None else passing | part
+            assert passing is not None
+            mask = passing if mask is None else mask & passing
+        return mask
+
+    def best(self, filters: Filters, metric: str, by: str | None) -> list[dict[str, Any]]:
+        """`best_runs`' winners (unsorted): the run with the highest `metric` among those
+        having one, or that of each machine (`by="machine"`) or series (`by="series"`)."""
+        if metric not in METRICS:
+            raise Unanswerable(f"no column for the metric {metric!r}")
+        group = {None: None, "machine": "machine", "series": "series"}.get(by, "?")
+        if group == "?":
+            raise Unanswerable(f"no grouping {by!r}")
+        having = ~np.isnan(self.array(f"metric:{metric}"))
+        mask = self.mask(filters)
+        rows = np.flatnonzero(having if mask is None else having & mask)
+        return self.entries(self._winners(rows, (metric,), group))
+
+    def table(self, filters: Filters) -> list[dict[str, Any]]:
+        """`machine_table`'s rows (unsorted): the best run of each series by TABLE_METRICS
+        in turn, a missing value lowest."""
+        mask = self.mask(filters)
+        rows = np.arange(self.n) if mask is None else np.flatnonzero(mask)
+        return self.entries(self._winners(rows, TABLE_METRICS, "series"))
+
+    def _winners(self, rows: np.ndarray, metrics: Sequence[str], group: str | None) -> list[int]:
+        """The best of `rows` (of each `group`): the highest value of each metric in turn (a
+        missing one lowest), then the newer timestamp, then the smaller run id, as
+        `verbs._best_per` and `filters.ranked` order them.
+
+        No sort of every run: one pass per metric keeps the rows at their group's top, and
+        only the rows still tied are ordered by timestamp and run id.
+        """
+        if group is None:
+            groups = np.zeros(len(rows), dtype=np.intp)
+            count = 1
+        else:
+            groups = self.array(f"code:{group}")[rows].astype(np.intp)
+            count = len(self.tables[group])
+        for metric in metrics:
+            if len(rows) <= 1:
+                break
+            column = self.array(f"metric:{metric}")[rows]
+            values = _filled(-column if metric in LOWER_IS_BETTER else column)
+            top = np.full(count, -np.inf)
+            np.maximum.at(top, groups, values)
+            keep = values == top[groups]
+            rows, groups = rows[keep], groups[keep]
+        tied = np.bincount(groups, minlength=count)[groups] > 1
+        if tied.any():  # the newer timestamp wins, then the smaller run id
+            alone, rows, groups = rows[~tied], rows[tied], groups[tied]
+            stamps = np.unique(self.strings("stamps", rows), return_inverse=True)[1].reshape(-1)
+            order = np.lexsort((self.strings("run_ids", rows), -stamps, groups))
+            rows, groups = rows[order], groups[order]
+            first = np.ones(len(rows), dtype=bool)
+            first[1:] = groups[1:] != groups[:-1]
+            rows = np.concatenate([alone, rows[first]])
+        return [int(row) for row in rows]
+
+    def strings(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """The `run_ids` or `stamps` of `rows` (UTF-8 bytes), from their shards' segments:
+        only rows still tied need them, so the combined cache does not carry them."""
+        files = self.array("file")[rows]
+        local = self.array("local")[rows]
+        pieces = []
+        for index in np.unique(files).tolist():
+            picked = files == index
+            pieces.append((picked, self._segment(index, name)[local[picked]]))
+        width = max((piece.dtype.itemsize for _, piece in pieces), default=1)
+        out = np.zeros(len(rows), dtype=f"S{width}")
+        for picked, piece in pieces:
+            out[picked] = piece
+        return out
+
+    def _segment(self, index: int, name: str) -> np.ndarray:
+        if index == _INLINE:
+            return self.array(f"inline_{name}")
+        segment = self._segments.get(index)
+        if segment is None:
+            path = _segment_path(self.cache_dir, self.files[index])
+            segment = _load_segment(path, self.files[index], self.stats[index])
+            if segment is None:  # rebuilt under us for a newer shard
+                raise Unanswerable(f"{path}: not the segment of this cache")
+            self._segments[index] = segment
+        strings: np.ndarray = getattr(segment, name)
+        return strings
+
+    def entries(self, rows: Iterable[int]) -> list[dict[str, Any]]:
+        """The full entries of `rows`, read back from their lines."""
+        return _read_rows(
+            self.root,
+            self.files,
+            (self.array("file"), self.array("offset"), self.array("length")),
+            self.array("inline"),
+            rows,
+        )
+
+
+def _filled(values: np.ndarray) -> np.ndarray:
+    """A metric with missing values as -inf: lowest, as `_best_per` ranks them."""
+    return np.where(np.isnan(values), -np.inf, values)

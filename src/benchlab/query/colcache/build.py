@@ -1,0 +1,87 @@
+"""The columnar query cache kept current: opened while its key holds, else rebuilt from
+the shards whose segments are stale and the head (see `query.colcache`)."""
+
+from __future__ import annotations
+
+import gc
+import logging
+from pathlib import Path
+from typing import Any
+
+from benchlab.catalog.order import REJECTED
+from benchlab.catalog.read import _check_entries, load_catalog, read_head
+from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3
+from benchlab.errors import BenchlabError
+from benchlab.query.colcache.answer import Columns
+from benchlab.query.colcache.arrays import (
+    _Container,
+    _inline_segment,
+    _Segment,
+    _shard_segments,
+    _write_container,
+)
+from benchlab.query.colcache.combine import _combine
+from benchlab.query.colcache.key import CACHE_NAME, Unanswerable
+
+logger = logging.getLogger(__name__)
+
+
+def open_current(
+    catalog_path: Path, cache_dir: Path, key: list[Any], shards: list[tuple[str, int, int, int]]
+) -> Columns | None:
+    """The cache in `cache_dir` if its key is `key`, else rebuilt; None where it does not
+    answer (a catalog that fails a check, or one it cannot answer exactly)."""
+    columns = _open_saved(catalog_path, cache_dir / CACHE_NAME, key)
+    if columns is None:
+        # As in read.load_catalog: parsed entries hold no cycles, and collecting the
+        # millions of objects a big catalog makes costs more than reading it.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            columns = _build(catalog_path, cache_dir, key, shards)
+        except (BenchlabError, OSError, ValueError, Unanswerable):
+            logger.debug("columns cache not built for %s", catalog_path, exc_info=True)
+            return None
+        finally:
+            if was_enabled:
+                gc.enable()
+    return columns if columns.exact else None
+
+
+def _open_saved(catalog_path: Path, path: Path, key: list[Any]) -> Columns | None:
+    try:
+        box = _Container(path)
+    except (OSError, ValueError):
+        return None
+    if box.header.get("key") != key:
+        return None
+    try:
+        return Columns(catalog_path.parent, path.parent, box.header, box.array, keep=box)
+    except (KeyError, TypeError, ValueError):  # another layout: rebuilt
+        return None
+
+
+def _build(
+    catalog_path: Path, cache_dir: Path, key: list[Any], shards: list[tuple[str, int, int, int]]
+) -> Columns:
+    """Read what changed (every shard whose segment is stale, the head) and recombine."""
+    doc = read_head(catalog_path)  # a v3 head has passed the gate; any fault: the Python path
+    segments: list[_Segment] = []
+    retracted: list[str] = []
+    if doc.get("$schema", CATALOG_V1) == CATALOG_V3:
+        retracted = doc.get("retracted", [])
+        pending = doc.get("runs", [])
+        if doc.get("conflicts"):
+            raise Unanswerable("catalog.json holds conflict lines (the next build shards them)")
+        _check_entries(catalog_path, pending)
+        segments = _shard_segments(catalog_path.parent, cache_dir, shards)
+        segments.append(_inline_segment(pending))
+    else:
+        segments.append(_inline_segment(load_catalog(catalog_path).runs))
+    header, arrays = _combine(catalog_path.parent, segments, retracted, doc.get(REJECTED, []))
+    header["key"] = key
+    try:
+        _write_container(cache_dir / CACHE_NAME, header, arrays)
+    except OSError:
+        logger.debug("columns cache %s not written", cache_dir, exc_info=True)
+    return Columns(catalog_path.parent, cache_dir, header, arrays.__getitem__, segments=segments)
