@@ -10,6 +10,8 @@ Rules, in one place:
 - prefill: the kernel prefill point at the spec's prompt size; else the largest prompt
   measured (the test name says which: `pp64`);
 - decode: the kernel's decode result; `decode_ms_per_token` its per-token median;
+- ttft_ms: time to the first token at the spec's prompt size, prompt tokens over the
+  prefill rate (the chosen point's tokens when the spec names no prompt size);
 - peak / baseline / speedup: batch.json's peak and batch-1 baseline, speedup = peak/baseline
   when batch.json does not state it;
 - stddev and samples: where the backend measured them (llama-bench's `stddev_ts`, reps).
@@ -21,10 +23,67 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from benchlab.errors import ParseError
 from benchlab.identity import test_names
+
+Better = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric, declared once: every verb (best, compare, detect, gates, exporter,
+    charts) asks it which way is better instead of keeping its own list."""
+
+    name: str
+    unit: str
+    better: Better
+    help: str
+    kind: Literal["num", "spread", "record"] = "num"
+    """num: a catalog entry field verbs rank; spread: a catalog entry field that qualifies
+    another (never ranked); record: kept in record.json and kernel results only."""
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.better == "lower"
+
+
+def _declare(*metrics: Metric) -> dict[str, Metric]:
+    table: dict[str, Metric] = {}
+    for metric in metrics:
+        if metric.name in table:  # pragma: no cover - a programming error, caught at import
+            raise ValueError(f"metric {metric.name!r} declared twice")
+        table[metric.name] = metric
+    return table
+
+
+REGISTRY: dict[str, Metric] = _declare(
+    Metric("peak_tok_per_sec", "tok/s", "higher", "Peak aggregate throughput over batch sizes."),
+    Metric("baseline_tok_per_sec", "tok/s", "higher", "Batch-1 throughput."),
+    Metric("speedup", "x", "higher", "Peak throughput over the batch-1 baseline."),
+    Metric("prefill_tok_per_sec", "tok/s", "higher", "Prompt processing rate."),
+    Metric("decode_tok_per_sec", "tok/s", "higher", "Token generation rate."),
+    Metric("prefill_stddev", "tok/s", "lower", "Spread of the prefill rate.", "spread"),
+    Metric("decode_stddev", "tok/s", "lower", "Spread of the decode rate.", "spread"),
+    Metric("peak_rss_mb", "MiB", "lower", "Peak resident set of the benchmark process."),
+    Metric("gpu_mem_peak_mb", "MiB", "lower", "Peak GPU memory in use on the device."),
+    Metric("joules_per_token", "J", "lower", "Energy per generated token."),
+    Metric("decode_ms_per_token", "ms", "lower", "Time per output token (decode median)."),
+    Metric("ttft_ms", "ms", "lower", "Time to first token at the spec's prompt size."),
+    Metric("energy_j", "J", "lower", "Energy over the whole run.", "record"),
+    Metric("median_ms", "ms", "lower", "A kernel point's median time.", "record"),
+    Metric("per_token_median_ms", "ms", "lower", "Kernel decode time per token.", "record"),
+)
+"""Every metric benchlab knows, with its unit and direction. The catalog's metric fields
+(`catalog.read.METRICS`), `LOWER_IS_BETTER` and the exporter's units come from here."""
+
+CATALOG_METRICS = tuple(m.name for m in REGISTRY.values() if m.kind == "num")
+"""The metrics a catalog entry carries and the verbs rank, in catalog order."""
+
+CATALOG_FIELDS = tuple(m.name for m in REGISTRY.values() if m.kind in ("num", "spread"))
+"""Every metric-valued catalog entry field: CATALOG_METRICS and their spreads."""
 
 HEADLINE = (
     "peak_tok_per_sec",
@@ -33,10 +92,13 @@ HEADLINE = (
     "prefill_tok_per_sec",
     "decode_tok_per_sec",
 )
-"""The metrics a catalog entry carries; higher is better for each."""
+"""The throughput metrics every run has; higher is better for each."""
 
-SPREAD = ("prefill_stddev", "decode_stddev")
+SPREAD = tuple(m.name for m in REGISTRY.values() if m.kind == "spread")
 """Standard deviations (tok/s) of the headline prefill and decode numbers, where measured."""
+
+LATENCY = ("decode_ms_per_token", "ttft_ms")
+"""Time per output token and time to first token (ms); lower is better."""
 
 RESOURCES = ("peak_rss_mb", "gpu_mem_peak_mb", "energy_j", "joules_per_token")
 """What a run used, where the device measured it: peak resident set of the benchmark
@@ -48,7 +110,7 @@ CATALOG_RESOURCES = ("peak_rss_mb", "gpu_mem_peak_mb", "joules_per_token")
 """The RESOURCES a catalog entry carries (energy_j stays in the record: it grows with the
 run's length, so it compares nothing across runs)."""
 
-LOWER_IS_BETTER = frozenset({*RESOURCES, "decode_ms_per_token"})
+LOWER_IS_BETTER = frozenset(m.name for m in REGISTRY.values() if m.lower_is_better)
 """Metrics where the smaller value is the better run; every other metric is higher-is-better."""
 
 DEFAULT_MAX_CV = 0.10
@@ -64,6 +126,17 @@ DEFAULT_METRIC = "peak_tok_per_sec"
 def lower_is_better(metric: str) -> bool:
     """Whether `best` should pick the smallest value of `metric`."""
     return metric in LOWER_IS_BETTER
+
+
+def unit_of(metric: str) -> str | None:
+    """The declared unit of `metric`, None for one the registry does not know."""
+    known = REGISTRY.get(metric)
+    return known.unit if known is not None else None
+
+
+def better_word(metric: str) -> str:
+    """'lower is better' or 'higher is better': what a chart axis or a report says."""
+    return "lower is better" if lower_is_better(metric) else "higher is better"
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -92,6 +165,15 @@ def chosen_prefill(kernel: Any, prompt_tokens: int | None) -> Any:
     return exact[0] if exact else max(points, key=lambda p: _get(p, "tokens") or 0)
 
 
+def _ttft_ms(prefill: Any, prompt_tokens: int | None) -> float | None:
+    """Milliseconds to read `prompt_tokens` at the chosen point's prefill rate."""
+    rate = _number(_get(prefill, "tok_per_sec"))
+    tokens = prompt_tokens or _get(prefill, "tokens")
+    if not rate or rate <= 0 or not isinstance(tokens, int) or tokens <= 0:
+        return None
+    return round(tokens / rate * 1000.0, 6)
+
+
 def derive(
     kernel: Any,
     batch: Any,
@@ -110,6 +192,7 @@ def derive(
     if prefill is not None:
         metrics["prefill_tok_per_sec"] = _number(_get(prefill, "tok_per_sec"))
         metrics["prefill_stddev"] = _number(_get(prefill, "stddev_ts"))
+        metrics["ttft_ms"] = _ttft_ms(prefill, prompt_tokens)
     if decode is not None:
         metrics["decode_tok_per_sec"] = _number(_get(decode, "tok_per_sec"))
         metrics["decode_ms_per_token"] = _number(_get(decode, "per_token_median_ms"))

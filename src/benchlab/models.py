@@ -486,6 +486,12 @@ class CatalogEntry(_Open):
     joules_per_token: float | None = Field(
         default=None, description="Energy per generated token (J) where measured; lower wins."
     )
+    decode_ms_per_token: float | None = Field(
+        default=None, description="Time per output token (ms, decode median); lower wins."
+    )
+    ttft_ms: float | None = Field(
+        default=None, description="Time to first token at the prompt size (ms); lower wins."
+    )
     path: str | None = Field(default=None, description="Run dir relative to the store root.")
     batch_curve: list[BatchCurvePoint] | None = Field(
         default=None,

@@ -37,9 +37,8 @@ from typing import Any, Literal
 
 from benchlab.errors import QueryError
 from benchlab.identity import series_label, series_of, version_label
-from benchlab.metrics import DEFAULT_METRIC
+from benchlab.metrics import DEFAULT_METRIC, lower_is_better
 
-LOWER_IS_BETTER = frozenset({"per_token_median_ms", "median_ms", "decode_ms_per_token"})
 REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads")
 """The identity fields a report row repeats as columns; `series` and `label` name the rest."""
 
@@ -278,7 +277,9 @@ class Step:
 
 
 def _kind(metric: str, change: float) -> Literal["regression", "improvement"]:
-    worse = change > 0 if metric in LOWER_IS_BETTER else change < 0
+    """A step is a regression when it moves against the metric's declared direction: a
+    throughput going down, a latency, memory or energy figure going up."""
+    worse = change > 0 if lower_is_better(metric) else change < 0
     return "regression" if worse else "improvement"
 
 
@@ -561,7 +562,7 @@ def compare_latest(
         else:
             continue
         change = (latest_value - base_value) / base_value if base_value else 0.0
-        worse = change > threshold if metric in LOWER_IS_BETTER else change < -threshold
+        worse = change > threshold if lower_is_better(metric) else change < -threshold
         fields = _series_fields(latest_entry)
         results.append(
             Comparison(

@@ -76,6 +76,7 @@ def test_seed_run_becomes_the_seed_entry(tmp_path: Path) -> None:
         "prefill_tok_per_sec": 1756.0,  # the largest prompt measured, as the test name says
         "tests": ["pp256"],
         "decode_tok_per_sec": 128.2,
+        "ttft_ms": 145.785877,  # 256 prompt tokens at 1756 tok/s
         "batch_curve": [
             {"batch": 1, "agg_tok_per_sec": 11.99},
             {"batch": 512, "agg_tok_per_sec": 862.19},

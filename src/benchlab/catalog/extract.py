@@ -26,7 +26,7 @@ from benchlab.layout import (
     loads_json,
     parse_model,
 )
-from benchlab.metrics import CATALOG_RESOURCES, HEADLINE, SPREAD
+from benchlab.metrics import CATALOG_FIELDS
 from benchlab.metrics import derive as derive_metrics
 from benchlab.models import HOLE_ERROR_PREFIX, HOLE_TAG
 from benchlab.redact import Policy, ScanMemo, scrub_public
@@ -437,7 +437,7 @@ def entry_from_docs(
         metrics, tests = derive_metrics(kernel, batch, prompt_tokens=prompt_tokens)
     else:
         metrics, tests = {}, []
-    for name in (*HEADLINE, *SPREAD, *CATALOG_RESOURCES):
+    for name in CATALOG_FIELDS:
         entry[name] = metrics.get(name)
     if metrics.get("samples") is not None:
         entry["samples"] = int(metrics["samples"])

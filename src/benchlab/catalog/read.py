@@ -26,6 +26,7 @@ import orjson
 
 from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3, KNOWN, upgrade
 from benchlab.errors import QueryError, SchemaError, StoreError
+from benchlab.metrics import CATALOG_METRICS, REGISTRY
 
 logger = logging.getLogger(__name__)
 
@@ -71,30 +72,21 @@ ENTRY_FIELDS: dict[str, str] = {
     "attempts": "int?",
     "warnings": "int?",
     "samples": "int?",
-    "peak_tok_per_sec": "num",
-    "baseline_tok_per_sec": "num",
-    "speedup": "num",
-    "prefill_tok_per_sec": "num",
-    "decode_tok_per_sec": "num",
-    "prefill_stddev": "spread",
-    "decode_stddev": "spread",
-    "peak_rss_mb": "num",
-    "gpu_mem_peak_mb": "num",
-    "joules_per_token": "num",
+    **{m.name: m.kind for m in REGISTRY.values() if m.kind in ("num", "spread")},
     "path": "str?",
     "batch_curve": "curve",
 }
 """`models.CatalogEntry` as kinds: str (required), str? (optional string), int?, bool?,
 ints? (null or a list of integers), obj? (null or an object), num (an optional metric,
-higher is better unless `benchlab.metrics.LOWER_IS_BETTER` names it), spread (an optional
+declared with its direction in `benchlab.metrics.REGISTRY`), spread (an optional
 standard deviation), strs (a list of strings), status, failure_kind, curve (null or a list
 of {batch: int, agg_tok_per_sec: number}).
 tests/query keeps it equal to the model."""
 
 REQUIRED_FIELDS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str")
-METRICS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "num")
-"""The numeric entry fields `best --metric` and `compare` know; higher is better for each
-but those in `benchlab.metrics.LOWER_IS_BETTER` (memory, energy)."""
+METRICS = CATALOG_METRICS
+"""The numeric entry fields `best --metric` and `compare` know: `benchlab.metrics.REGISTRY`
+declares each once with its unit and direction."""
 DEFAULT_METRIC = "peak_tok_per_sec"
 
 _OPTIONAL_STR = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str?")

@@ -378,6 +378,8 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
     metric_rows = []
     for metric in result.metrics:
         row: dict[str, Any] = {"metric": metric["metric"]}
+        if metric.get("better") == "lower":  # say so where the smaller number wins
+            row["metric"] += f" ({metric['unit']}, lower is better)"
         for i, label in enumerate(labels):
             row[label] = metric["values"][i]
             if i:

@@ -283,6 +283,19 @@ POINT_METRICS: tuple[tuple[str, str, str, str], ...] = (
         "median",
     ),
     (
+        "benchlab_point_decode_seconds_per_token",
+        "Time per output token of a point (seconds; lower is better): the median over its ok runs.",
+        "decode_ms_per_token",
+        "median_ms",
+    ),
+    (
+        "benchlab_point_time_to_first_token_seconds",
+        "Time to first token at the point's prompt size (seconds; lower is better): the median "
+        "over its ok runs.",
+        "ttft_ms",
+        "median_ms",
+    ),
+    (
         "benchlab_point_power_watts",
         "Median power sampled on the device during the point (median over its ok runs).",
         "telemetry:power_w:median",
@@ -299,7 +312,8 @@ POINT_METRICS: tuple[tuple[str, str, str, str], ...] = (
 of one point with one label set, and a scrape may hold a series once: they are combined
 here rather than told apart by a `repeat` label, which a time budget would grow without
 bound (up to 10,000 rounds per point). `benchlab_point_runs` says how many runs each
-value combines; the spread between them is the catalog's to show."""
+value combines; the spread between them is the catalog's to show. `median_ms` is the median
+of a millisecond metric given in seconds, Prometheus' base unit, as the family name says."""
 
 
 def _point_value(record: dict[str, Any], where: str) -> float | None:
@@ -339,8 +353,17 @@ def _point_families(
         for family, (_, _, where, how) in zip(families, POINT_METRICS, strict=True):
             values = [v for v in (_point_value(r, where) for r in group) if v is not None]
             if values:
-                family.add(labels, statistics.median(values) if how == "median" else max(values))
+                family.add(labels, _combine(values, how))
     return [finished, runs, *families]
+
+
+def _combine(values: list[float], how: str) -> float:
+    """One point's runs as one sample: their median, their maximum, or their median of a
+    millisecond metric in seconds."""
+    if how == "max":
+        return max(values)
+    middle = statistics.median(values)
+    return middle / 1000.0 if how == "median_ms" else middle
 
 
 def collect(view: SweepView) -> list[MetricFamily]:

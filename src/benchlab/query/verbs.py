@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
 from benchlab.identity import SERIES_FIELDS, build_label, identity_key, series_of
-from benchlab.metrics import LOWER_IS_BETTER
+from benchlab.metrics import LOWER_IS_BETTER, lower_is_better, unit_of
 from benchlab.query.filters import (
     TABLE_METRICS,
     Filters,
@@ -174,8 +174,27 @@ def compare_runs(catalog: LoadedCatalog, run_ids: Sequence[str]) -> Comparison:
             None if value is None or not first else value / first
             for value in values  # the first run's own ratio is 1.0 (or None)
         ]
-        metrics.append({"metric": metric, "values": values, "ratios": ratios})
+        metrics.append(
+            {
+                "metric": metric,
+                "unit": unit_of(metric),
+                "better": "lower" if lower_is_better(metric) else "higher",
+                "values": values,
+                "ratios": ratios,
+                "verdicts": [_verdict(metric, first, value) for value in values],
+            }
+        )
     return Comparison(runs, metrics)
+
+
+def _verdict(metric: str, first: float | None, value: float | None) -> str | None:
+    """'better', 'worse' or 'same' than the reference run, in the metric's own direction: a
+    latency that went up is worse, a throughput that went up is better."""
+    if first is None or value is None:
+        return None
+    if value == first:
+        return "same"
+    return "better" if (value < first) == lower_is_better(metric) else "worse"
 
 
 # --- compare along an axis ----------------------------------------------------------------
@@ -459,7 +478,7 @@ def _test_rows(
                 "metric": metric,
                 "a": value_a,
                 "b": value_b,
-                "speedup": value_b / value_a if value_a and value_b is not None else None,
+                "speedup": _axis_speedup(metric, value_a, value_b),
                 "stats_a": side_a,
                 "stats_b": side_b,
                 "pm_a": _half_width(side_a),
@@ -467,6 +486,15 @@ def _test_rows(
             }
         )
     return rows
+
+
+def _axis_speedup(metric: str, a: float | None, b: float | None) -> float | None:
+    """How many times better B is than A: B/A for a throughput, A/B for a latency."""
+    if not a or b is None:
+        return None
+    if lower_is_better(metric):
+        return a / b if b else None
+    return b / a
 
 
 def _half_width(side: dict[str, Any] | None) -> float | None:

@@ -286,6 +286,8 @@ PUBLIC_VALUE_SHAPES: dict[str, tuple[str, ...]] = {
     "peak_rss_mb": (NUMBER,),
     "gpu_mem_peak_mb": (NUMBER,),
     "joules_per_token": (NUMBER,),
+    "decode_ms_per_token": (NUMBER,),
+    "ttft_ms": (NUMBER,),
     "path": (STRUCTURE,),
     "batch_curve": (STRUCTURE,),
 }

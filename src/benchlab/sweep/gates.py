@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab.errors import BenchlabError
 from benchlab.identity import series_key
 from benchlab.layout import MANIFEST, RECORD, SWEEP_STATE, read_json, read_model, write_model
+from benchlab.metrics import lower_is_better
 from benchlab.models import GateConfig, GateInfo, RunManifest, SweepConfig
 
 if TYPE_CHECKING:
@@ -52,6 +53,15 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def _speedup(metric: str, value: float, base_value: float) -> float:
+    """How many times better than its baseline a run is, in the metric's direction: a
+    throughput's ratio, a latency's (or memory's, energy's) inverse ratio, so a latency that
+    doubled is a 0.5x speedup and fails `min_speedup: 0.95` as a halved throughput does."""
+    if not lower_is_better(metric):
+        return value / base_value
+    return base_value / value if value > 0 else math.inf
 
 
 def evaluate(
@@ -114,7 +124,7 @@ def evaluate(
                         "detail": f"baseline run {baseline_run} has no positive {gate.metric}",
                     }
                 )
-            speedup = value / base_value
+            speedup = _speedup(gate.metric, value, base_value)
         if speedup is not None and speedup < gate.min_speedup:
             problems.append(f"speedup {speedup:.3g} < min_speedup {gate.min_speedup:g}")
     return info.model_copy(
