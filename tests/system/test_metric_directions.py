@@ -169,3 +169,11 @@ def test_the_exporter_gives_latencies_in_seconds_and_says_lower_is_better() -> N
     )
     assert "# HELP benchlab_point_time_to_first_token_seconds Time to first token" in text
     assert "seconds; lower is better" in text
+
+
+def test_a_chart_axis_of_a_lower_is_better_metric_says_so() -> None:
+    from benchlab.publish.charts.layout import METRIC_TITLES
+
+    assert {"decode_ms_per_token", "ttft_ms"} <= set(METRIC_TITLES)
+    for metric, title in METRIC_TITLES.items():
+        assert ("lower is better" in title) == lower_is_better(metric), metric

@@ -32,8 +32,11 @@ METRIC_TITLES = {
     "peak_tok_per_sec": "Peak aggregate tokens/s",
     "decode_tok_per_sec": "Decode tokens/s",
     "prefill_tok_per_sec": "Prefill tokens/s",
+    "decode_ms_per_token": "Time per output token, ms (lower is better)",
+    "ttft_ms": "Time to first token, ms (lower is better)",
 }
-"""The metrics a chart may draw, with their axis titles: one metric per axis."""
+"""The metrics a chart may draw, with their axis titles: one metric per axis. A metric
+`benchlab.metrics.REGISTRY` declares lower-is-better says so on its axis."""
 
 
 def base_layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
