@@ -5,7 +5,7 @@ invariant 11): a machine id passes `ids.check_id`, a series id must be `s` + 12 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +74,7 @@ class Links:
                     self.linked.setdefault(point[7], set()).add(point[3])
 
 
-def series_page_names(ok_runs: Sequence[Entry]) -> dict[str, str]:
+def series_page_names(ok_runs: Iterable[Entry]) -> dict[str, str]:
     """A page per series that has data (an ok run): `series/<series id>.md`."""
     return {sid: series_file(sid, ".md") for sid in sorted({series_of(r) for r in ok_runs})}
 

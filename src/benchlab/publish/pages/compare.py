@@ -69,20 +69,7 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
     from benchlab.errors import QueryError
     from benchlab.query.verbs import axis_values, compare_axis
 
-    # compare_axis averages each side's repeats (the ok runs of one exact identity).
-    # A page must stay bounded at any catalog size, so each identity brings only its
-    # newest COMPARE_REPEATS runs: the tables are compare_axis's own over those.
-    by_identity: dict[tuple[Any, ...], list[Entry]] = {}
-    for sid, history in site.groups.ok_of.items():
-        for run in history:
-            key = (sid, *map(run.get, VERSION_FIELDS))  # scalars: the reader checks
-            by_identity.setdefault(key, []).append(run)
-    ok_runs = site.data.full(
-        sorted(
-            (run for runs in by_identity.values() for run in runs[-COMPARE_REPEATS:]),
-            key=lambda r: (r["timestamp"], r["run_id"]),
-        )
-    )
+    ok_runs = _newest_repeats(site)
     by_id = {r["run_id"]: r for r in ok_runs}
     catalog = LoadedCatalog(path=site.data.catalog.path, runs=ok_runs)
     index: dict[str, Any] = {"axes": []}
@@ -104,32 +91,9 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
                     continue
                 if not result.rows:
                     continue
-                key = f"{axis}-{i}-{j}"
-                rows = []
-                for row in result.rows[:COMPARE_ROWS]:
-                    run_a, run_b = by_id.get(row["run_a"]), by_id.get(row["run_b"])
-                    rows.append(
-                        {
-                            **{k: row.get(k) for k in COMPARE_FIELDS},
-                            "n_a": (row.get("stats_a") or {}).get("n"),
-                            "n_b": (row.get("stats_b") or {}).get("n"),
-                            "link_a": site.links.run(run_a, "") if run_a else None,
-                            "link_b": site.links.run(run_b, "") if run_b else None,
-                        }
-                    )
-                site.files[f"bl/compare/{key}.js"] = json_script(
-                    "BENCHLAB_COMPARE",
-                    key,
-                    {
-                        "a": result.a,
-                        "b": result.b,
-                        "rows": rows,
-                        "hidden": max(0, len(result.rows) - COMPARE_ROWS),
-                        "only_a": result.only_a,
-                        "only_b": result.only_b,
-                    },
-                )
-                pairs.append(key)
+                pair = f"{axis}-{i}-{j}"
+                _pair_file(site, pair, result, by_id)
+                pairs.append(pair)
         if pairs:
             # compare_axis's own default for builds and revisions: the newest two.
             default = pairs[-1] if axis != "machine" else pairs[0]
@@ -137,3 +101,50 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
                 {"axis": axis, "values": chosen, "pairs": pairs, "default": default}
             )
     return index
+
+
+def _newest_repeats(site: SiteContext) -> list[Entry]:
+    """The ok runs the compare page reads, in full, oldest first. compare_axis averages each
+    side's repeats (the ok runs of one exact identity); a page must stay bounded at any
+    catalog size, so each identity brings only its newest COMPARE_REPEATS runs: the tables
+    are compare_axis's own over those."""
+    by_identity: dict[tuple[Any, ...], list[Entry]] = {}
+    for sid, history in site.groups.ok_of.items():
+        for run in history:
+            key = (sid, *map(run.get, VERSION_FIELDS))  # scalars: the reader checks
+            by_identity.setdefault(key, []).append(run)
+    return site.data.full(
+        sorted(
+            (run for runs in by_identity.values() for run in runs[-COMPARE_REPEATS:]),
+            key=lambda r: (r["timestamp"], r["run_id"]),
+        )
+    )
+
+
+def _pair_file(site: SiteContext, pair: str, result: Any, by_id: dict[str, Entry]) -> None:
+    """`bl/compare/<pair>.js`: one pair's `compare_axis` result (its first COMPARE_ROWS
+    rows, each linking the run pages of both sides)."""
+    rows = []
+    for row in result.rows[:COMPARE_ROWS]:
+        run_a, run_b = by_id.get(row["run_a"]), by_id.get(row["run_b"])
+        rows.append(
+            {
+                **{k: row.get(k) for k in COMPARE_FIELDS},
+                "n_a": (row.get("stats_a") or {}).get("n"),
+                "n_b": (row.get("stats_b") or {}).get("n"),
+                "link_a": site.links.run(run_a, "") if run_a else None,
+                "link_b": site.links.run(run_b, "") if run_b else None,
+            }
+        )
+    site.files[f"bl/compare/{pair}.js"] = json_script(
+        "BENCHLAB_COMPARE",
+        pair,
+        {
+            "a": result.a,
+            "b": result.b,
+            "rows": rows,
+            "hidden": max(0, len(result.rows) - COMPARE_ROWS),
+            "only_a": result.only_a,
+            "only_b": result.only_b,
+        },
+    )
