@@ -110,7 +110,8 @@ def test_run_id_that_escapes_the_store(built: Path, bench: Bench) -> None:
 
 
 def test_catalog_with_duplicate_ids(built: Path, bench: Bench) -> None:
-    """A v2 catalog.json (as an old clone or a hand edit leaves it) with a repeated id."""
+    """A v2 catalog.json (as an old clone or a hand edit leaves it) with a repeated id: the
+    upgrade names it; build and validate name the upgrade."""
     path = built / "catalog.json"
     doc = catalog_doc(path)
     doc.update({"$schema": "benchmark/catalog.v2", "version": "2.0"})
@@ -120,10 +121,13 @@ def test_catalog_with_duplicate_ids(built: Path, bench: Bench) -> None:
     for verb in ("build", "validate"):
         code, _, err = bench("--store", str(built), "catalog", verb)
         assert code == 2
-        line = one_error_line(err)
-        assert f"{path}: $.runs[2].run_id: duplicate id" in line
-        assert "(also at $.runs[0])" in line
-        assert snapshot(built) == before
+        assert one_error_line(err).endswith(f"{path} is catalog v2: run `bench catalog upgrade`")
+    code, _, err = bench("--store", str(built), "catalog", "upgrade")
+    assert code == 2
+    line = one_error_line(err)
+    assert f"{path}: $.runs[2].run_id: duplicate id" in line
+    assert "(also at $.runs[0])" in line
+    assert snapshot(built) == before
 
 
 def test_shard_with_duplicate_ids(built: Path, bench: Bench) -> None:
@@ -146,7 +150,7 @@ def test_schema_violating_catalog(built: Path, bench: Bench) -> None:
     doc["runs"][1]["peak_tok_per_sec"] = "fast"
     path.write_text(canonical_json(doc))
     before = snapshot(built)
-    code, _, err = bench("--store", str(built), "catalog", "build")
+    code, _, err = bench("--store", str(built), "catalog", "upgrade")
     assert code == 2
     assert f"{path}: $.runs[1].peak_tok_per_sec: " in one_error_line(err)
     assert snapshot(built) == before

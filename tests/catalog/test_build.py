@@ -1,5 +1,4 @@
-"""`bench catalog build` and `validate` on a small synthetic fleet (the sharded v3 catalog;
-the single-file v2 catalog where a test is about it)."""
+"""`bench catalog build` and `validate` on a small synthetic fleet (the sharded v3 catalog)."""
 
 from __future__ import annotations
 
@@ -11,12 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.catalog.build import FORMAT_ENV, build
+from benchlab.catalog.build import build
 from benchlab.catalog.merge_driver import merge_files
 from benchlab.catalog.read import LoadedCatalog, load_catalog
 from benchlab.catalog.shards import iter_shards, parse_lines, render_shard
-from benchlab.catalog.text import reusable_items
-from benchlab.catalog.validate import validate
 from benchlab.errors import SchemaError
 from benchlab.layout import Store, canonical_json
 
@@ -27,11 +24,6 @@ Bench = Callable[..., tuple[int, str, str]]
 def fleet(store: Path, make_fleet: Callable[..., list[str]]) -> Path:
     make_fleet(store, 40, seed=7)
     return store
-
-
-@pytest.fixture
-def v2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FORMAT_ENV, "v2")
 
 
 def views(root: Path) -> list[str]:
@@ -234,54 +226,3 @@ def test_an_empty_store_builds_an_empty_catalog(store: Path, bench: Bench) -> No
     assert catalog(store).runs == [] and catalog(store).last_updated is None
     assert not list(iter_shards(store / "catalog.json"))
     assert bench("--store", str(store), "catalog", "validate")[0] == 0
-
-
-# --- the single-file v2 catalog ($BENCHLAB_CATALOG_FORMAT=v2) --------------------------------
-
-
-def test_v2_reusable_items_split_exactly(fleet: Path, v2: None) -> None:
-    build(Store(fleet))
-    text = (fleet / "catalog.json").read_text()
-    runs = json.loads(text)["runs"]
-    items = reusable_items(text, runs)
-    assert list(items) == [e["run_id"] for e in runs]
-    for entry in runs:
-        assert json.loads(items[entry["run_id"]]) == entry
-
-
-def test_v2_validate_rejects_an_index_that_disagrees(fleet: Path, bench: Bench, v2: None) -> None:
-    build(Store(fleet))
-    path = fleet / "catalog.json"
-    doc = json.loads(path.read_text())
-    model = sorted(doc["index"]["by_model"])[0]
-    doc["index"]["by_model"][model].pop()
-    path.write_text(canonical_json(doc))
-    code, _, err = bench("--store", str(fleet), "catalog", "validate")
-    assert code == 2
-    assert err.strip().endswith("rebuild with `bench catalog build`")
-    assert f"$.index.by_model.{model}" in err
-    assert len(err.strip().splitlines()) == 1
-
-
-def test_v2_validate_rejects_machine_counts_that_disagree(fleet: Path, v2: None) -> None:
-    build(Store(fleet))
-    path = fleet / "catalog.json"
-    doc = json.loads(path.read_text())
-    machine = sorted(doc["machines"])[0]
-    doc["machines"][machine]["runs"] += 1
-    path.write_text(canonical_json(doc))
-    with pytest.raises(SchemaError, match=rf"\$\.machines\.{re.escape(machine)}\.runs"):
-        validate(Store(fleet))
-
-
-def test_v2_incremental_and_full_builds_agree(
-    fleet: Path, make_fleet: Callable[..., list[str]], v2: None
-) -> None:
-    assert build(Store(fleet)).dirs_read == 40
-    make_fleet(fleet, 5, seed=7, first=40, step_s=388800)
-    second = build(Store(fleet))
-    assert (second.new, second.dirs_read, second.dirs_unchanged) == (5, 5, 40)
-    incremental = (fleet / "catalog.json").read_bytes()
-    build(Store(fleet), full=True)
-    assert (fleet / "catalog.json").read_bytes() == incremental
-    assert len(json.loads(incremental)["runs"]) == 45

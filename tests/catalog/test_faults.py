@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.kit.catalog import catalog_doc
 from tests.kit.fleet import load_make_fleet
 
 from benchlab.catalog import build as build_module
 from benchlab.catalog import build_v3
-from benchlab.catalog.build import FORMAT_ENV, LOCK_NAME, build
+from benchlab.catalog.build import LOCK_NAME, build
 from benchlab.catalog.merge import merge_heads
 from benchlab.catalog.read import load_catalog
 from benchlab.catalog.shards import merge_shard_bytes, parse_lines, shard_name
@@ -52,15 +53,12 @@ def replace_by_rename(path: Path, data: bytes) -> None:
 def test_a_catalog_replaced_during_a_build_loses_nothing(
     fleet: Path, make_fleet: Callable[..., list[str]], tmp_path: Path, monkeypatch
 ) -> None:
-    """A `git pull` merges a v2 clone's catalog.json into ours (the driver keeps its runs
-    inline in the v3 head) while this clone builds: the build shards them instead of
-    writing over them."""
+    """A `git pull` brings a head holding runs inline into ours while this clone builds:
+    the build shards them instead of writing over them."""
     other = tmp_path / "other" / "experiments" / "benchmark"
     make_fleet(other, 4, seed=10, first=500)
-    with monkeypatch.context() as patch:
-        patch.setenv(FORMAT_ENV, "v2")
-        build(Store(other))
-    pulled = json.loads((other / "catalog.json").read_text())
+    build(Store(other))
+    pulled = catalog_doc(other / "catalog.json")  # the head, its runs inline
     theirs = {e["run_id"] for e in pulled["runs"]}
     build(Store(fleet))
     make_fleet(fleet, 3, seed=9, first=20)  # new local runs for the next build to read
@@ -288,9 +286,9 @@ def fill(root: Path, leave: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("first", "v2"),
-    [(True, False), (False, False), (False, True)],
-    ids=["first-build", "incremental", "v2-incremental"],
+    "first",
+    [True, False],
+    ids=["first-build", "incremental"],
 )
 def test_a_full_disk_leaves_the_old_catalog_or_the_new_one(
     tmp_path: Path,
@@ -298,13 +296,10 @@ def test_a_full_disk_leaves_the_old_catalog_or_the_new_one(
     bench: Bench,
     monkeypatch: pytest.MonkeyPatch,
     first: bool,
-    v2: bool,
 ) -> None:
     """A real small tmpfs, filled to leave 0 to 1 MiB free: each build either ends with
     the whole new catalog, or stops with one line and leaves the old one byte for byte
     (before, a full disk left shards without their head, and a traceback)."""
-    if v2:
-        monkeypatch.setenv(FORMAT_ENV, "v2")
     seed = tmp_path / "seed"
     make_fleet(seed, 30, seed=4)
     if not first:

@@ -122,7 +122,7 @@ def test_a_malformed_side_is_reported_as_a_conflict(
 ) -> None:
     alice, _ = clone_and_build(origin, "alice", 2, make_fleet, driver=True)
     bob, _ = clone_and_build(origin, "bob", 3, make_fleet, driver=True)
-    (alice / STORE / "catalog.json").write_text('{"$schema": "benchmark/catalog.v1", "runs": 3}\n')
+    (alice / STORE / "catalog.json").write_text('{"$schema": "benchmark/catalog.v3", "runs": 3}\n')
     git(alice, "commit", "-q", "-am", "broken catalog")
     git(alice, "push", "-q", "origin", "main")
     git(bob, "fetch", "-q", "origin")

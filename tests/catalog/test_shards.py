@@ -1,6 +1,6 @@
-"""Catalog v3: entries in shards. The same runs read the same as v2; adding a run touches one
-line of one shard; v2 migrates with nothing lost; shards merge as a union (properties, and a
-real two-clone `git merge` through the driver); retraction works on shards."""
+"""Catalog v3: entries in shards. Adding a run touches one line of one shard; shards merge as
+a union (properties, and a real two-clone `git merge` through the driver); retraction works
+on shards. (Old catalogs and their upgrade: test_upgrade.py.)"""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlab.catalog.build import FORMAT_ENV
-from benchlab.catalog.merge import merge_catalogs
+from benchlab.catalog.merge import head_document
 from benchlab.catalog.merge_driver import merge_files
+from benchlab.catalog.order import settle
 from benchlab.catalog.read import load_catalog
 from benchlab.catalog.shards import (
     encode_line,
@@ -26,7 +26,7 @@ from benchlab.catalog.shards import (
     render_shard,
     shard_name,
 )
-from benchlab.catalog.text import render_catalog
+from benchlab.catalog.text import render
 from benchlab.cli import main
 from benchlab.query.colcache import open_columns
 
@@ -41,32 +41,8 @@ def shard_files(store: Path) -> dict[str, bytes]:
     return {name: path.read_bytes() for name, path in iter_shards(store / "catalog.json")}
 
 
-@pytest.fixture
-def v3(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FORMAT_ENV, "v3")
-
-
-def test_v3_reads_exactly_as_v2(
-    tmp_path: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    one, two = tmp_path / "a" / "store", tmp_path / "b" / "store"
-    for root in (one, two):
-        make_fleet(root, 40, seed=3, step_s=STEP)
-    assert build(one) == 0
-    monkeypatch.setenv(FORMAT_ENV, "v3")
-    assert build(two) == 0
-    old = load_catalog(one / "catalog.json")
-    new = load_catalog(two / "catalog.json")
-    assert json.loads((two / "catalog.json").read_text())["$schema"] == "benchmark/catalog.v3"
-    assert "runs" not in json.loads((two / "catalog.json").read_text())
-    assert new.runs == old.runs and len(new.runs) == 40
-    assert new.machines == old.machines
-    assert new.last_updated == old.last_updated
-    assert main(["--store", str(two), "catalog", "validate"]) == 0
-
-
 def test_one_new_run_is_one_line_of_one_shard(
-    store: Path, make_fleet: Callable[..., list[str]], v3: None
+    store: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
     make_fleet(store, 30, seed=4, step_s=STEP)
     assert build(store) == 0
@@ -86,29 +62,8 @@ def test_one_new_run_is_one_line_of_one_shard(
     assert build(store) == 0 and shard_files(store) == after  # quiet when nothing changed
 
 
-def test_a_v2_catalog_migrates_with_nothing_lost(
-    store: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    make_fleet(store, 20, seed=6, step_s=STEP)
-    monkeypatch.setenv(FORMAT_ENV, "v2")
-    assert build(store) == 0
-    assert json.loads((store / "catalog.json").read_text())["$schema"] == "benchmark/catalog.v2"
-    v2 = load_catalog(store / "catalog.json")
-    # Runs only another clone had: their dirs are absent here, the entries must survive.
-    for run_dir in sorted((store / "runs" / "by-machine").glob("*/*Z"))[:5]:
-        for item in run_dir.iterdir():
-            item.unlink()
-        run_dir.rmdir()
-    monkeypatch.delenv(FORMAT_ENV)
-    assert build(store) == 0
-    assert load_catalog(store / "catalog.json").runs == v2.runs
-    monkeypatch.setenv(FORMAT_ENV, "v2")
-    assert build(store) == 0  # a v3 catalog stays v3 even where v2 is asked for
-    assert json.loads((store / "catalog.json").read_text())["$schema"] == "benchmark/catalog.v3"
-
-
 def test_retract_removes_the_line_and_keeps_it_out(
-    store: Path, make_fleet: Callable[..., list[str]], v3: None
+    store: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
     ids = make_fleet(store, 10, seed=7, step_s=STEP)
     assert build(store) == 0
@@ -167,18 +122,18 @@ def test_a_line_round_trips_and_the_curve_is_compact(entry: dict[str, Any]) -> N
     assert shard_name(entry).startswith("catalog/m0/2025-W0")
 
 
-def test_the_driver_merges_a_v2_side_into_a_v3_head(
-    tmp_path: Path, store: Path, make_fleet: Callable[..., list[str]], v3: None
+def test_the_driver_merges_a_head_holding_runs_inline(
+    tmp_path: Path, store: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
     make_fleet(store, 4, seed=8, step_s=STEP)
     assert build(store) == 0
     other = tmp_path / "other" / "store"
     make_fleet(other, 3, seed=9, step_s=STEP)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(FORMAT_ENV, "v2")
-        assert build(other) == 0
+    assert build(other) == 0
     theirs = load_catalog(other / "catalog.json").runs
-    merge_files(store / "catalog.json", store / "catalog.json", other / "catalog.json")
+    inline = tmp_path / "inline.json"  # a head holding its runs inline, as a merge leaves it
+    inline.write_text(render(head_document({}, (), theirs)))
+    merge_files(store / "catalog.json", store / "catalog.json", inline)
     head = json.loads((store / "catalog.json").read_text())
     assert head["$schema"] == "benchmark/catalog.v3" and len(head["runs"]) == 3
     ids = {e["run_id"] for e in load_catalog(store / "catalog.json").runs}
@@ -201,7 +156,7 @@ def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 @pytest.mark.integration
 def test_two_clones_merge_their_shards_through_the_driver(
-    tmp_path: Path, make_fleet: Callable[..., list[str]], v3: None
+    tmp_path: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
     work = tmp_path / "seed"
     work.mkdir()
@@ -241,7 +196,7 @@ def test_two_clones_merge_their_shards_through_the_driver(
 
 
 def test_retracting_the_only_run_of_a_shard_keeps_the_shard_empty(
-    store: Path, make_fleet: Callable[..., list[str]], v3: None
+    store: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
     [run_id] = make_fleet(store, 1, seed=1, first=0, step_s=STEP)
     [other] = make_fleet(store, 1, seed=1, first=2, step_s=STEP)
@@ -262,7 +217,7 @@ def record_of(store: Path, run_id: str) -> Path:
 
 
 def test_this_clones_own_rebuilds_are_never_a_conflict(
-    store: Path, make_fleet: Callable[..., list[str]], v3: None
+    store: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
     """A mark (tags, a warning) or a run dir measured again on this clone: the build of its
     own run dir replaces the copy it made before, in incremental and full builds."""
@@ -287,7 +242,6 @@ def test_this_clones_own_rebuilds_are_never_a_conflict(
 def test_a_pulled_copy_in_another_week_is_a_conflict_no_reader_uses(
     store: Path,
     make_fleet: Callable[..., list[str]],
-    v3: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Another clone's copy of run 3 says it ran a week later, with other numbers: it files
@@ -343,44 +297,18 @@ def test_the_driver_writes_merge_shard_bytes(tmp_path: Path) -> None:
     assert b'"conflict":[' in a.read_bytes()
 
 
-def test_a_single_file_catalog_keeps_its_conflicts_through_builds(
-    store: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A v2 catalog a merge left with a conflict (`conflicts`): a v2 build of this clone's
-    run dir replaces only its own copy, and the v3 migration shards the conflict line."""
-    monkeypatch.setenv(FORMAT_ENV, "v2")
-    [run_id] = make_fleet(store, 1, seed=1, first=3, step_s=STEP)
-    assert build(store) == 0
-    doc = json.loads((store / "catalog.json").read_text())
-    theirs = dict(doc["runs"][0], peak_tok_per_sec=1.0)
-    merged = merge_catalogs(doc, dict(doc, runs=[theirs]))
-    [line] = merged["conflicts"]
-    (store / "catalog.json").write_text(render_catalog(merged))
-    assert build(store, "--full") == 0
-    assert json.loads((store / "catalog.json").read_text())["conflicts"] == [line]
-    assert load_catalog(store / "catalog.json").runs == []
-    assert main(["--store", str(store), "catalog", "validate"]) == 1
-    monkeypatch.delenv(FORMAT_ENV)
-    assert build(store) == 0
-    [(name, raw)] = shard_files(store).items()
-    assert parse_lines(raw, name) == [line] and line["run_id"] == run_id
-    assert main(["--store", str(store), "catalog", "validate"]) == 1
-
-
-def test_conflict_lines_a_v2_side_brings_into_the_head_are_read_as_conflicts(
+def test_conflict_lines_a_head_brings_inline_are_read_as_conflicts(
     tmp_path: Path,
     store: Path,
     make_fleet: Callable[..., list[str]],
-    v3: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     [run_id] = make_fleet(store, 1, seed=1, first=3, step_s=STEP)
     assert build(store) == 0
     [entry] = load_catalog(store / "catalog.json").runs
-    other = tmp_path / "v2.json"
-    v2 = merge_catalogs({"$schema": "benchmark/catalog.v2", "runs": [entry]})
-    lines = merge_catalogs(v2, dict(v2, runs=[dict(entry, peak_tok_per_sec=1.0)]))
-    other.write_text(render_catalog(lines))
+    other = tmp_path / "other.json"
+    lines = {"conflicts": [settle([entry, dict(entry, peak_tok_per_sec=1.0)])]}
+    other.write_text(render(head_document({}, (), lines["conflicts"])))
     merge_files(store / "catalog.json", store / "catalog.json", other)
     assert json.loads((store / "catalog.json").read_text())["conflicts"] == lines["conflicts"]
     capsys.readouterr()

@@ -12,7 +12,6 @@ runs to 100,000 reads 1,000 dirs. `--full` ignores the cache.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from collections.abc import Callable, Container, Iterable, Iterator
@@ -20,41 +19,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog.document import load_document, load_inventory
-from benchlab.catalog.extract import RUN_FILES, check_public_entry, extract_entry
 from benchlab.catalog.merge import (
     INVENTORY_SCHEMA,
-    _static_of,
-    check_conflicts,
-    finalize,
-    merge_catalogs,
-    winner,
 )
-from benchlab.catalog.order import CONFLICT, copies, measurement, settle
-from benchlab.catalog.text import _decode, _digest, render, render_catalog, reusable_items
-from benchlab.catalog.upgrade import CATALOG_SCHEMA
-from benchlab.catalog.views import rebuild_views, refresh_views
+from benchlab.catalog.text import render
 from benchlab.errors import BenchlabError, SchemaError
 from benchlab.ids import check_id
 from benchlab.layout import (
-    RECORD,
-    REQUIRED_RUN_FILES,
     Store,
-    atomic_write_bytes,
     atomic_write_text,
     parse_model,
     read_json,
     write_error,
-    write_set,
 )
 from benchlab.locks import ExclusiveFile
-from benchlab.redact import ScanMemo, default_policy, scrub_public
+from benchlab.redact import scrub_public
 from benchlab.redact.policy import collect_store_names
 
 log = logging.getLogger("benchlab.catalog")
 
-CACHE_NAME = ".catalog-cache.json"
-CACHE_VERSION = 2
 LOCK_NAME = ".catalog.lock"
 LOCK_WAIT_S = 120.0
 
@@ -208,48 +191,6 @@ def build_inventory(
 # --- scanning -----------------------------------------------------------------------------
 
 
-def iter_run_dirs(store: Store) -> Iterator[tuple[str, os.DirEntry]]:
-    """(path relative to the store, dir entry) of every candidate run dir, in sorted order."""
-    for base in (store.by_machine, store.public_runs):
-        if not base.is_dir():
-            continue
-        for machine in sorted(os.scandir(base), key=lambda d: d.name):
-            if machine.name.startswith(".") or not machine.is_dir():
-                continue
-            prefix = f"{store.runs_dir.name}/{base.name}/{machine.name}/"
-            for run in sorted(os.scandir(machine.path), key=lambda d: d.name):
-                if not run.name.startswith(".") and run.is_dir():
-                    yield prefix + run.name, run
-
-
-def _load_cache(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-        return {}
-    if not isinstance(data.get("dirs"), dict):
-        return {}
-    return data
-
-
-def _signature(run: os.DirEntry) -> tuple[set[str], list[int]]:
-    """(run files present, their identity): size, mtime_ns and inode of each, in order.
-
-    A run file corrected in place (no rename, so the dir's mtime stays) still changes its
-    size or mtime; a file replaced by rename changes its inode.
-    """
-    names: set[str] = set()
-    ident: list[int] = []
-    for item in sorted(os.scandir(run.path), key=lambda d: d.name):
-        if item.name in RUN_FILES:
-            stat = item.stat(follow_symlinks=False)
-            names.add(item.name)
-            ident += [RUN_FILES.index(item.name), stat.st_size, stat.st_mtime_ns, stat.st_ino]
-    return names, ident
-
-
 @dataclass
 class BuildResult:
     """What a build did, for the one-line summary and `--format json`."""
@@ -307,61 +248,6 @@ def catalog_lock(store: Store, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
         lock.release()
 
 
-def scan(
-    store: Store,
-    cached_dirs: dict[str, list[Any]],
-    known: Container[str],
-    result: BuildResult,
-    progress: Progress | None = None,
-) -> tuple[dict[str, dict], dict[str, list[Any]]]:
-    """Read the run dirs that changed since the cache was written (every dir without one).
-
-    A dir whose files are unchanged and whose run id is `known` (still in the catalog) is
-    not read. Returns (fresh entries by run id, the new dir cache). (The v2 build's scan;
-    the v3 build has its own, see build_v3.)
-    """
-    hosts = collect_store_names(store.root).hosts
-    policy = default_policy()
-    memo = ScanMemo(policy)
-    passed: set[tuple[str, str]] = set()
-    new_cache: dict[str, list[Any]] = {}
-    scanned: dict[str, dict] = {}
-    for seen, (rel, run) in enumerate(iter_run_dirs(store), start=1):
-        if progress is not None and seen % 1000 == 0:
-            progress(seen)
-        if run.is_symlink():  # may point outside the store: set aside, as v3 does
-            result.skipped += 1
-            result.warnings.append(
-                f"skipped: {run.path}: a symlink; run dirs must be real dirs inside the store"
-            )
-            continue
-        names, ident = _signature(run)
-        cached = cached_dirs.get(rel)
-        if cached is not None and cached[1:] == ident and cached[0] in known:
-            new_cache[rel] = cached
-            result.dirs_unchanged += 1
-            continue
-        if not names:
-            continue
-        run_dir = Path(run.path)
-        if RECORD not in names and any(name not in names for name in REQUIRED_RUN_FILES):
-            result.warnings.append(f"{run_dir}: incomplete run dir skipped")
-            continue
-        try:
-            entry = extract_entry(store.root, run_dir, names, policy, memo)
-            result.warnings.extend(check_public_entry(entry, hosts, policy, passed))
-        except BenchlabError as exc:
-            result.skipped += 1
-            result.warnings.append(f"skipped: {exc}")
-            continue
-        result.dirs_read += 1
-        held = scanned.get(entry["run_id"])
-        scanned[entry["run_id"]] = entry if held is None else winner(held, entry)
-        new_cache[rel] = [entry["run_id"], *ident]
-
-    return scanned, new_cache
-
-
 def build(
     store: Store,
     *,
@@ -392,120 +278,12 @@ def build(
         raise write_error(exc) from None
 
 
-FORMAT_ENV = "BENCHLAB_CATALOG_FORMAT"
-"""`v2` makes a build write the single-file catalog (for comparisons and old readers); the
-default is the sharded v3 catalog (catalog.shards), and a v1 or v2 catalog.json is migrated
-to it by the next build."""
-
-
-def catalog_format(path: Path) -> str:
-    """What a build writes: v3, unless $BENCHLAB_CATALOG_FORMAT asks for `v2` and
-    catalog.json is not already v3 (going back would rewrite every shard into one file)."""
-    if os.environ.get(FORMAT_ENV, "").strip().lower() != "v2":
-        return "v3"
-    return stored_format(path)
-
-
-def stored_format(path: Path) -> str:
-    """`v3` where catalog.json is a v3 head, else `v2` (v1, v2 or no file yet)."""
-    from benchlab.catalog.upgrade import CATALOG_V3
-
-    try:
-        with path.open("rb") as handle:
-            start = handle.read(256)
-    except OSError:
-        return "v2"
-    return "v3" if f'"$schema": "{CATALOG_V3}"'.encode() in start else "v2"
-
-
 def _build(
     store: Store, *, full: bool, progress: Progress | None, jobs: int | None = None
 ) -> BuildResult:
-    if catalog_format(store.catalog_path) == "v3":
-        from benchlab.catalog.build_v3 import build_v3
+    from benchlab.catalog.build_v3 import build_v3
 
-        return build_v3(store, full=full, progress=progress, jobs=jobs)
-    # catalog.json, inventory and public specs: all replaced, or none
-    with write_set(store.write_aside):
-        return _build_v2(store, full=full, progress=progress)
-
-
-def _build_v2(store: Store, *, full: bool, progress: Progress | None) -> BuildResult:
-    result = BuildResult()
-    cache_path = store.runs_dir / CACHE_NAME
-    cache = {} if full else _load_cache(cache_path)
-    cached_dirs: dict[str, list[Any]] = cache.get("dirs", {})
-    raw = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
-    trusted = raw is not None and cache.get("catalog") == _digest(raw)
-    text = _decode(store.catalog_path, raw) if raw is not None else None
-    old_doc, old_entries = load_document(store.catalog_path, text, trusted=trusted)
-    retracted = set(old_doc.get("retracted", []))
-    old_inventory = load_inventory(store.inventory_path)
-    specs = _machine_specs(store)
-
-    scanned, new_cache = scan(store, cached_dirs, old_entries, result, progress)
-
-    merged = dict(old_entries)
-    for line in check_conflicts(str(store.catalog_path), old_doc):  # kept by a merge
-        merged[line["run_id"]] = line
-    touched: set[str] = set()
-    for run_id, entry in scanned.items():
-        if run_id in retracted:
-            continue
-        held = old_entries.get(run_id)
-        if CONFLICT in merged.get(run_id, {}):  # this clone's copy replaces its own only
-            held = merged[run_id]
-            key = measurement(entry)
-            entry = settle([entry, *(c for c in copies(held) if measurement(c) != key)])
-        if held != entry:
-            merged[run_id] = entry
-            touched.add(run_id)
-            if held is None:
-                result.new += 1
-            else:
-                result.changed += 1
-
-    static = _static_of(old_doc.get("machines", {}))
-    for machine, parsed in specs.items():
-        static[machine] = summary_from_specs(parsed)
-    doc = finalize(merged, public_static(store, specs, static), retracted)
-    reuse = {}
-    if trusted and text is not None and old_doc.get("$schema") == CATALOG_SCHEMA:
-        reuse = reusable_items(text, old_doc.get("runs", []))
-        for run_id in touched:
-            reuse.pop(run_id, None)
-    data = render_catalog(doc, reuse).encode("utf-8")
-    now = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
-    if now != raw:
-        # Someone replaced catalog.json while we scanned: keep what they brought.
-        theirs_doc, theirs = load_document(store.catalog_path, now)
-        result.concurrent_merged = len(set(theirs) - set(merged))
-        doc = merge_catalogs(doc, theirs_doc)
-        merged = {entry["run_id"]: entry for entry in doc["runs"]}
-        data = render_catalog(doc).encode("utf-8")
-        raw = now
-    result.total = len(doc["runs"])
-    result.kept = result.total - result.new - result.changed
-    if data != raw:
-        atomic_write_bytes(store.catalog_path, data)
-        result.catalog_written = True
-    runs = {k: v for k, v in merged.items() if CONFLICT not in v}  # no view of a conflict
-    touched &= runs.keys()
-    inventory = render(build_inventory(old_inventory, specs, runs, store)).encode("utf-8")
-    if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
-        atomic_write_bytes(store.inventory_path, inventory)
-    result.specs_published = publish_specs(store, specs)
-
-    if trusted and not full and store.by_model.is_dir() and store.by_date.is_dir():
-        written, removed = refresh_views(store, {k: runs[k] for k in touched}, old_entries)
-    else:
-        written, removed = rebuild_views(store, runs, touched, rewrite_all=full)
-    result.views_written, result.views_removed = written, removed
-    cache_doc = {"version": CACHE_VERSION, "catalog": _digest(data), "dirs": new_cache}
-    atomic_write_text(cache_path, json.dumps(cache_doc, sort_keys=True, separators=(",", ":")))
-    if result.catalog_written:
-        _warm_query_cache(store, doc)
-    return result
+    return build_v3(store, full=full, progress=progress, jobs=jobs)
 
 
 def retract(store: Store, run_ids: list[str]) -> int:
@@ -521,25 +299,10 @@ def retract(store: Store, run_ids: list[str]) -> int:
 
 
 def _retract(store: Store, run_ids: list[str]) -> int:
-    with catalog_lock(store):
-        if stored_format(store.catalog_path) == "v3":
-            from benchlab.catalog.build_v3 import retract_v3
+    from benchlab.catalog.build_v3 import retract_v3
 
-            return retract_v3(store, run_ids)
-        raw = store.catalog_path.read_bytes() if store.catalog_path.exists() else None
-        doc, entries = load_document(store.catalog_path, raw)
-        for run_id in run_ids:
-            check_id(run_id, "run id")
-        gone = [run_id for run_id in run_ids if run_id in entries]
-        static = _static_of(doc.get("machines", {}))
-        withdrawn = set(doc.get("retracted", [])) | set(run_ids)
-        new = finalize(entries, static, withdrawn)
-        atomic_write_bytes(store.catalog_path, render_catalog(new).encode("utf-8"))
-        inventory = load_inventory(store.inventory_path)
-        kept = {e["run_id"]: e for e in new["runs"]}
-        text = render(build_inventory(inventory, {}, kept, store)).encode("utf-8")
-        atomic_write_bytes(store.inventory_path, text)
-    return len(gone)
+    with catalog_lock(store):
+        return retract_v3(store, run_ids)
 
 
 def publish_specs(store: Store, specs: dict[str, Any]) -> int:
@@ -608,12 +371,9 @@ def _warm_query_cache(
     (marshal) query cache, about what the first query would pay; larger ones are left to
     the first query.
     """
-    from benchlab.catalog.read import load_catalog, prime_cache
+    from benchlab.catalog.read import load_catalog
 
     try:
-        if doc is not None:
-            prime_cache(store.catalog_path, store.query_cache, doc)
-            return
         from benchlab.catalog.shards import shard_stats
 
         if sum(size for _, size, _, _ in shard_stats(store.catalog_path)) <= WARM_LIMIT_BYTES:

@@ -34,9 +34,8 @@ shard line. The parent keeps lines, not entry dicts, and writes a machine's shar
 as its run dirs are all read (or once LOADED_LIMIT lines are held), so memory holds about
 one machine's lines at a time. Past STAT_POOL_MIN run dirs the workers share the stat pass too.
 
-A v1 or v2 catalog.json (or a v3 one holding entries inline after a git merge with a v2
-clone) is migrated: its entries are placed into shards and catalog.json is rewritten as the
-v3 head. Nothing is dropped.
+A v1 or v2 catalog.json is refused in one line naming `bench catalog upgrade`; a v3 head
+holding entries inline (`runs`, `conflicts`) has them placed into shards. Nothing is dropped.
 
 Concurrency: the catalog lock keeps builds apart, but git does not take it. Just before a
 shard is replaced its stat is checked again, and just before catalog.json is replaced it is
@@ -117,6 +116,7 @@ from benchlab.catalog.shards import (
     shard_name,
 )
 from benchlab.catalog.text import _digest, render
+from benchlab.catalog.upgrade import refuse_old
 from benchlab.catalog.views import ViewWriter, existing_views, remove_views, view_names
 from benchlab.errors import BenchlabError, SchemaError
 from benchlab.layout import (
@@ -1538,6 +1538,7 @@ def _parse_head(path: Path, raw: bytes | None) -> dict[str, Any]:
     head = loads_json(raw, path)
     if not isinstance(head, dict):
         raise SchemaError(f"{path}: $: expected a JSON object")
+    refuse_old(path, head)
     return head
 
 
@@ -1615,6 +1616,7 @@ def retract_v3(store: Store, run_ids: list[str]) -> int:
     views go (a later build never meets these entries again to remove them)."""
     path = store.catalog_path
     head = loads_json(path.read_bytes(), path)
+    refuse_old(path, head)
     check_head(path, head)
     withdrawn = set(head.get("retracted", [])) | set(run_ids)
     wanted = set(run_ids)

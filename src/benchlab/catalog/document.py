@@ -7,7 +7,7 @@ from typing import Any
 
 from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
 from benchlab.catalog.gate import check_head as gate_head
-from benchlab.catalog.upgrade import CATALOG_V2, CATALOG_V3, upgrade
+from benchlab.catalog.upgrade import CATALOG_V3, refuse_old
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 from benchlab.layout import loads_json, parse_model, read_json
@@ -16,18 +16,29 @@ from benchlab.layout import loads_json, parse_model, read_json
 
 
 def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
-    """Validate a catalog document (v1 is upgraded first); return its entries by run id.
-    Duplicates are errors."""
+    """A v3 head through the gate, then its inline entries (pydantic); return them by run
+    id. A v1 or v2 catalog is refused in one line that names `bench catalog upgrade`."""
+    if not isinstance(data, dict):
+        raise SchemaError(f"{path}: $: expected a JSON object")
+    refuse_old(path, data)
+    if data.get("$schema") != CATALOG_V3:
+        raise SchemaError(
+            f"{path}: $.$schema: expected {CATALOG_V3!r}, got {data.get('$schema')!r}; "
+            "a newer benchlab wrote it: upgrade benchlab"
+        )
+    check_head(path, data)
+    return parse_entries(path, data.get("runs", []))
+
+
+def parse_entries(path: Path | str, runs: Any) -> dict[str, dict]:
+    """Validate entries as catalog entries (pydantic: for a build, a merge or an upgrade);
+    return them by run id. Duplicates are errors."""
     from benchlab.models import Catalog
 
-    data = upgrade(data)
-    if isinstance(data, dict) and data.get("$schema") == CATALOG_V3:
-        check_head(path, data)
-        data = {"$schema": CATALOG_V2, "runs": data.get("runs", [])}
-    parse_model(path, Catalog, data)
+    parse_model(path, Catalog, {"$schema": Catalog.SCHEMA_ID, "runs": runs})
     entries: dict[str, dict] = {}
     first_seen: dict[str, int] = {}
-    for position, entry in enumerate(data.get("runs", [])):
+    for position, entry in enumerate(runs):
         run_id = entry["run_id"]
         pointer = f"$.runs[{position}]"
         try:
@@ -62,7 +73,6 @@ def load_document(
         raise SchemaError(f"{path}: $: expected a JSON object")
     if trusted:
         return data, {entry["run_id"]: entry for entry in data.get("runs", [])}
-    data = upgrade(data)
     return data, parse_catalog(path, data)
 
 
@@ -85,4 +95,4 @@ def check_head(path: Path | str, data: dict[str, Any]) -> None:
 
 def parse_shard_entries(name: str, entries: list[dict]) -> dict[str, dict]:
     """Validate one shard's entries as catalog entries (pydantic: for a build or a merge)."""
-    return parse_catalog(name, {"$schema": CATALOG_V2, "runs": entries})
+    return parse_entries(name, entries)

@@ -28,7 +28,8 @@ from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-expo
     winner,
 )
 from benchlab.catalog.shards import union
-from benchlab.catalog.upgrade import CATALOG_SCHEMA, CATALOG_V3, upgrade
+from benchlab.catalog.upgrade import CATALOG_V2 as CATALOG_SCHEMA
+from benchlab.catalog.upgrade import CATALOG_V3, upgrade
 from benchlab.ids import slug
 from benchlab.layout import (
     canonical_json,
@@ -236,13 +237,8 @@ def head_document(
 
 
 def merge_heads(*docs: dict[str, Any]) -> dict[str, Any]:
-    """The union of catalog.json versions where at least one is v3 (the git merge driver).
-
-    v3 with v3: static fields and `retracted` united. v3 with v1/v2: the single file's runs
-    are kept inline (`runs`, united with any already pending; conflict lines under
-    `conflicts`), so nothing is lost and the next `bench catalog build` moves them into shards.
-    """
-    docs = tuple(upgrade(doc) for doc in docs)
+    """The union of v3 catalog.json versions (the git merge driver): static fields,
+    `retracted`, `rejected` and any inline runs (`runs`, `conflicts`) united."""
     static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
     retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
     pending = union(*(_lines_of(doc) for doc in docs))

@@ -18,13 +18,12 @@ from benchlab.catalog.merge import (
     INVENTORY_SCHEMA,
     check_conflicts,
     check_lines,
-    merge_catalogs,
     merge_heads,
     merge_inventories,
 )
 from benchlab.catalog.shards import SHARD_DIR, SHARD_SUFFIX, merge_shard_bytes
-from benchlab.catalog.text import render, render_catalog
-from benchlab.catalog.upgrade import CATALOG_SCHEMA, CATALOG_V3, KNOWN
+from benchlab.catalog.text import render
+from benchlab.catalog.upgrade import CATALOG_V3, OLD, refuse_old
 from benchlab.errors import SchemaError, StoreError
 from benchlab.layout import Store, atomic_write_bytes, atomic_write_text, loads_json, parse_model
 
@@ -47,9 +46,8 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
 
     The base is not needed: the union of both sides already holds everything the base held
     (entries are never deleted; a withdrawn run is listed in `retracted`, which is a union
-    too). A v1 side (a clone that has not upgraded) is read as v2. Where either side is v3,
-    the result is the v3 head (`merge.merge_heads`): a v2 side's entries are kept inline in
-    it until the next build shards them. A v3 shard (`%P` ends in .jsonl) is merged as a
+    too). A v1 or v2 side (a clone that has not run `bench catalog upgrade`) is refused, so
+    git reports a conflict. A v3 shard (`%P` ends in .jsonl) is merged as a
     union of lines. Returns the kind of document merged.
     """
     label = name or str(ours)
@@ -58,29 +56,26 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
     sides = []
     for path, side in ((ours, "ours"), (theirs, "theirs")):
         sides.append(_read_side(path, f"{label} ({side})"))
+    for data, side in zip(sides, ("ours", "theirs"), strict=True):
+        if data.get("$schema") in OLD:  # exits non-zero: git reports a conflict
+            refuse_old(f"{label} ({side})", data)
     kinds = {side.get("$schema") for side in sides}
-    if kinds <= set(KNOWN) and CATALOG_V3 in kinds:
+    if kinds == {CATALOG_V3}:
         for data, side in zip(sides, ("ours", "theirs"), strict=True):
             _check_catalog(f"{label} ({side})", data)
         atomic_write_text(ours, render(merge_heads(*sides)))
         return CATALOG_V3
-    if kinds <= set(KNOWN):
-        for data, side in zip(sides, ("ours", "theirs"), strict=True):
-            _check_catalog(f"{label} ({side})", data)
-        merged = merge_catalogs(*sides)
-    elif kinds == {INVENTORY_SCHEMA}:
-        from benchlab.models import MachineInventory
-
-        for data, side in zip(sides, ("ours", "theirs"), strict=True):
-            parse_model(f"{label} ({side})", MachineInventory, data)
-        merged = merge_inventories(*sides)
-    else:
+    if kinds != {INVENTORY_SCHEMA}:
         raise SchemaError(
             f"{label}: $.$schema: cannot merge {sorted(map(str, kinds))}; expected both sides "
-            f"to be {CATALOG_SCHEMA!r} or {INVENTORY_SCHEMA!r}"
+            f"to be {CATALOG_V3!r} or {INVENTORY_SCHEMA!r}"
         )
-    atomic_write_text(ours, render_catalog(merged))
-    return str(merged["$schema"])
+    from benchlab.models import MachineInventory
+
+    for data, side in zip(sides, ("ours", "theirs"), strict=True):
+        parse_model(f"{label} ({side})", MachineInventory, data)
+    atomic_write_text(ours, render(merge_inventories(*sides)))
+    return INVENTORY_SCHEMA
 
 
 def _check_catalog(label: str, data: dict[str, Any]) -> None:

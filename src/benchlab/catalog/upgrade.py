@@ -1,33 +1,55 @@
-"""Older catalog formats, read as the current one (asv's `update_to_N`, in one step).
+"""`bench catalog upgrade`: an old single-file catalog rewritten as the sharded v3, once.
 
-A clone that has not pulled this version still writes `benchmark/catalog.v1`, and the git
-merge driver may meet one on either side; every reader upgrades on load, and the next build
-writes v2. Nothing is dropped: a v1 entry keeps every field it had and gains the derived
-ones (`series`, `precision_family`), computed from what it carries.
+Why one command and no reader that upgrades: every reader (the query loader, the columnar
+cache, the build, validate, the merge driver) reads one format, and a v1 or v2 catalog.json
+is refused in one line that names this command (`refuse_old`), as `asv update` does for an
+old results dir. The upgrade keeps every run: a v1 entry keeps every field it had and gains
+the derived ones (`series`, `precision_family`), and a v2 catalog's conflict lines
+(`conflicts`) stay conflict lines in the shards (`order.settle`, see ARCHITECTURE.md, The
+catalog, invariant 13). Retracted and rejected ids move to the v3 head.
 
 Format history:
 - v1: entries with machine, model, precision, backend, mode, status, tags and metrics.
 - v2: the full measurement identity per entry, `series`, `tests`, attempts, warnings,
-  samples, stddevs; `retracted` run ids.
+  samples, stddevs; `retracted` run ids; one file.
 - v3: the same entries, one line each in `catalog/<machine>/<ISO week>.<machine>.jsonl` shards;
   catalog.json keeps only the machines' static fields, `retracted` and the layout (see
-  `catalog.shards`). A v3 catalog.json may also hold `runs`: entries a git merge brought in
-  from a v2 side, which every reader includes and the next build moves into shards.
+  `catalog.shards`).
 """
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from benchlab.errors import SchemaError, StoreError
 from benchlab.identity import precision_family, series_id
 
 CATALOG_V1 = "benchmark/catalog.v1"
 CATALOG_V2 = "benchmark/catalog.v2"
 CATALOG_V3 = "benchmark/catalog.v3"
-CATALOG_SCHEMA = CATALOG_V2
-"""The single-file catalog's schema (`BENCHLAB_CATALOG_FORMAT=v2`); builds write v3 by
-default (see build.catalog_format)."""
 KNOWN = (CATALOG_V1, CATALOG_V2, CATALOG_V3)
+OLD = {CATALOG_V1: "v1", CATALOG_V2: "v2"}
+UPGRADE_COMMAND = "bench catalog upgrade"
+LEGACY_CACHE = ".catalog-cache.json"
+"""The single-file build's private cache, removed by the upgrade (nothing reads it now)."""
+
+
+def old_format(doc: Any) -> str | None:
+    """`v1` or `v2` for an old single-file catalog document, else None. A document without
+    `$schema` is v1 (the first release wrote none)."""
+    if type(doc) is not dict:
+        return None
+    return OLD.get(doc.get("$schema", CATALOG_V1))
+
+
+def refuse_old(where: Path | str, doc: Any) -> None:
+    """One line naming the file and the command, for every reader given an old catalog."""
+    version = old_format(doc)
+    if version is not None:
+        raise SchemaError(f"{where} is catalog {version}: run `{UPGRADE_COMMAND}`")
 
 
 def upgrade_entry(entry: dict[str, Any]) -> dict[str, Any]:
@@ -43,8 +65,7 @@ def upgrade_entry(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def upgrade(doc: Any) -> Any:
-    """The document as v2; anything that is not a known catalog is returned untouched for
-    the validator to name what is wrong with it."""
+    """A v1 document as v2 (its entries upgraded); anything else is returned untouched."""
     if not isinstance(doc, dict) or doc.get("$schema", CATALOG_V1) != CATALOG_V1:
         return doc
     runs = doc.get("runs", [])
@@ -54,3 +75,97 @@ def upgrade(doc: Any) -> Any:
     if isinstance(runs, list):
         out["runs"] = [upgrade_entry(e) if isinstance(e, dict) else e for e in runs]
     return out
+
+
+@dataclass
+class UpgradeResult:
+    """What `bench catalog upgrade` did, for its one-line summary."""
+
+    was: str
+    runs: int = 0
+    conflicts: int = 0
+    shards: int = 0
+
+    def summary(self) -> str:
+        if self.was == "v3":
+            return "catalog: already v3, nothing to upgrade"
+        return (
+            f"catalog: upgraded {self.was} to v3: {self.runs} runs, {self.conflicts} "
+            f"conflicts kept, {self.shards} shards written"
+        )
+
+
+def upgrade_store(store: Any) -> UpgradeResult:
+    """Rewrite the store's v1 or v2 catalog.json as v3 shards and a v3 head, under the
+    catalog lock, as one write set (all files replaced, or none). A v3 catalog is left as
+    it is. Shard files already on disk (left by a v3 clone before a checkout) are united
+    with the upgraded lines, never overwritten."""
+    from benchlab.catalog.build import catalog_lock
+    from benchlab.layout import write_error, write_set
+
+    store.require()
+    try:
+        with catalog_lock(store), write_set(store.write_aside):
+            result = _upgrade(store)
+    except OSError as exc:  # a full disk, a read-only store: one line, nothing half-written
+        raise write_error(exc) from None
+    with contextlib.suppress(OSError):
+        (store.runs_dir / LEGACY_CACHE).unlink()
+    return result
+
+
+def _old_entries(path: Path, doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """An old document's runs and conflict lines by run id, every one checked."""
+    from benchlab.catalog.document import parse_entries
+    from benchlab.catalog.merge import check_conflicts
+    from benchlab.catalog.order import merge_copies
+
+    doc = upgrade(doc)
+    runs = doc.get("runs", [])
+    if not isinstance(runs, list):
+        raise SchemaError(f"{path}: $.runs: expected an array")
+    entries = parse_entries(path, runs)
+    for line in check_conflicts(str(path), doc):
+        held = entries.get(line["run_id"])
+        entries[line["run_id"]] = line if held is None else merge_copies(held, line)
+    return entries
+
+
+def _upgrade(store: Any) -> UpgradeResult:
+    from benchlab.catalog.gate import MAX_SHARD_BYTES, read_catalog, read_regular
+    from benchlab.catalog.merge import _static_of, head_document
+    from benchlab.catalog.order import CONFLICT, REJECTED
+    from benchlab.catalog.shards import merge_shard_bytes, render_shard, shard_name
+    from benchlab.catalog.text import render
+    from benchlab.layout import atomic_write_bytes, loads_json
+
+    path = store.catalog_path
+    raw = read_catalog(path)
+    if raw is None:
+        raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
+    doc = loads_json(raw, path)
+    if type(doc) is not dict:
+        raise SchemaError(f"{path}: $: expected a JSON object")
+    if doc.get("$schema") == CATALOG_V3:
+        return UpgradeResult("v3")
+    was = old_format(doc)
+    if was is None:
+        raise SchemaError(
+            f"{path}: $.$schema: expected one of {', '.join(KNOWN)}, got {doc['$schema']!r}"
+        )
+    retracted = set(doc.get("retracted", []))
+    kept = [e for e in _old_entries(path, doc).values() if e["run_id"] not in retracted]
+    by_shard: dict[str, list[dict[str, Any]]] = {}
+    for entry in kept:
+        by_shard.setdefault(shard_name(entry), []).append(entry)
+    for name, entries in sorted(by_shard.items()):
+        target = store.root / name
+        data = render_shard(entries)
+        if target.exists() or target.is_symlink():  # a link or FIFO is refused, not followed
+            held, _ = read_regular(target, name, MAX_SHARD_BYTES)
+            data = merge_shard_bytes(held, data, where=name)
+        atomic_write_bytes(target, data)
+    head = head_document(_static_of(doc.get("machines", {})), retracted, (), doc.get(REJECTED, []))
+    atomic_write_bytes(path, render(head).encode("utf-8"))
+    conflicts = sum(1 for e in kept if CONFLICT in e)
+    return UpgradeResult(was, len(kept) - conflicts, conflicts, len(by_shard))

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.catalog.document import load_document, load_inventory
-from benchlab.catalog.merge import _static_of, check_conflicts, finalize
-from benchlab.catalog.order import describe_conflict
+from benchlab.catalog.document import load_inventory
 from benchlab.errors import SchemaError, StoreError
 from benchlab.layout import (
     Store,
@@ -35,55 +33,10 @@ def validate(store: Store) -> ValidationReport:
     path = store.catalog_path
     if not path.exists():
         raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
-    from benchlab.catalog.build import stored_format
     from benchlab.catalog.gate import check_regular
 
     check_regular(path, str(path))  # before anything opens it: no link, FIFO or device
-
-    if stored_format(path) == "v3":
-        return _validate_v3(store)
-    data, entries = load_document(path)
-    lines = {line["run_id"]: line for line in check_conflicts(str(path), data)}
-    retracted = data.get("retracted", [])
-    expected = finalize({**entries, **lines}, _static_of(data.get("machines", {})), retracted)
-    if [e["run_id"] for e in data.get("runs", [])] != sorted(entries):
-        raise SchemaError(f"{path}: $.runs: not sorted by run_id; rebuild the catalog")
-    index = data.get("index", {})
-    for key in ("by_model", "by_precision", "by_date"):
-        have, want = index.get(key, {}), expected["index"][key]
-        for group in sorted(have.keys() | want.keys()):
-            if sorted(have.get(group, [])) != want.get(group, []):
-                raise SchemaError(
-                    f"{path}: $.index.{key}.{group}: does not match the runs; "
-                    "rebuild with `bench catalog build`"
-                )
-    machines = data.get("machines", {})
-    for machine in sorted(machines.keys() | expected["machines"].keys()):
-        have, want = machines.get(machine), expected["machines"].get(machine)
-        if have is None or want is None:
-            raise SchemaError(f"{path}: $.machines.{machine}: does not match the runs")
-        if "hostname" in have:
-            raise SchemaError(f"{path}: $.machines.{machine}.hostname: must not be published")
-        for key in ("id", "runs", "last_run"):
-            if have.get(key) != want.get(key):
-                raise SchemaError(
-                    f"{path}: $.machines.{machine}.{key}: {have.get(key)!r}, "
-                    f"but the runs say {want.get(key)!r}"
-                )
-    if data.get("last_updated") != expected.get("last_updated"):
-        raise SchemaError(
-            f"{path}: $.last_updated: {data.get('last_updated')!r}, but the newest run is "
-            f"{expected.get('last_updated')!r}"
-        )
-    load_inventory(store.inventory_path)
-    absent = [
-        e["run_id"]
-        for e in entries.values()
-        if e.get("path") and not (store.root / e["path"]).is_dir()
-    ]
-    warnings = [f"{run_id}: run dir absent on this clone" for run_id in sorted(absent)]
-    conflicts = [describe_conflict(lines[k]) for k in sorted(lines.keys() - set(retracted))]
-    return ValidationReport(len(entries), sorted(absent), warnings, conflicts)
+    return _validate_v3(store)
 
 
 BUILD_FIXES = "run `bench catalog build` (it re-files and sorts shard lines, run dirs or not)"

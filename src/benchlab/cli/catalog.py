@@ -1,4 +1,4 @@
-"""`bench catalog build|validate|retract|merge-driver|install-merge-driver`: the public catalog."""
+"""`bench catalog build|validate|upgrade|retract|resolve|merge-driver|...`: the public catalog."""
 
 from __future__ import annotations
 
@@ -53,6 +53,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     retract.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     retract.set_defaults(handler=run_retract)
+
+    upgrade = verbs.add_parser(
+        "upgrade",
+        help="rewrite a v1 or v2 catalog.json as the sharded v3 catalog, once",
+        description="Every reader refuses an old single-file catalog; this rewrites it as "
+        "v3 shards and head, every run kept (copies that measure differently stay a "
+        "conflict). A v3 catalog is left as it is. Commit catalog.json and catalog/ after.",
+    )
+    upgrade.set_defaults(handler=run_upgrade)
 
     resolve = verbs.add_parser(
         "resolve",
@@ -137,6 +146,13 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"catalog: {len(report.conflicts)} runs in conflict", file=sys.stderr)
         return 1
     print(f"catalog: {report.runs} runs valid, {len(report.absent)} run dirs absent here")
+    return 0
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    from benchlab.catalog.upgrade import upgrade_store
+
+    print(upgrade_store(_store()).summary())
     return 0
 
 
