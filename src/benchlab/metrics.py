@@ -72,6 +72,15 @@ REGISTRY: dict[str, Metric] = _declare(
     Metric("joules_per_token", "J", "lower", "Energy per generated token."),
     Metric("decode_ms_per_token", "ms", "lower", "Time per output token (decode median)."),
     Metric("ttft_ms", "ms", "lower", "Time to first token at the spec's prompt size."),
+    Metric("time_s", "s", "lower", "An imported time benchmark's result (asv time_*)."),
+    Metric("mem_bytes", "bytes", "lower", "An imported memory benchmark's result (asv mem_*)."),
+    Metric(
+        "track_value",
+        "unit",
+        "lower",
+        "An imported tracked value (asv track_*), in the unit its run's config declares; "
+        "an increase is a regression, as asv counts it.",
+    ),
     Metric("energy_j", "J", "lower", "Energy over the whole run.", "record"),
     Metric("median_ms", "ms", "lower", "A kernel point's median time.", "record"),
     Metric("per_token_median_ms", "ms", "lower", "Kernel decode time per token.", "record"),

@@ -492,6 +492,15 @@ class CatalogEntry(_Open):
     ttft_ms: float | None = Field(
         default=None, description="Time to first token at the prompt size (ms); lower wins."
     )
+    time_s: float | None = Field(
+        default=None, description="An imported time benchmark (s, asv time_*); lower wins."
+    )
+    mem_bytes: float | None = Field(
+        default=None, description="An imported memory benchmark (bytes, asv mem_*); lower wins."
+    )
+    track_value: float | None = Field(
+        default=None, description="An imported tracked value (asv track_*); lower wins."
+    )
     path: str | None = Field(default=None, description="Run dir relative to the store root.")
     batch_curve: list[BatchCurvePoint] | None = Field(
         default=None,

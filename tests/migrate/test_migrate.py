@@ -90,7 +90,7 @@ def test_reimporting_the_same_file_changes_nothing(
 def test_asv_results_directory(store: Path) -> None:
     assert main(["--store", str(store), "migrate", str(DATA / "asv" / "results")]) == 0
     runs = _runs(store, "lab-pi5")
-    assert len(runs) == 2
+    assert len(runs) == 3  # the throughput, and time_prefill at tokens=128 and tokens=256
     manifests = {
         m.model.name: m for m in (read_model(r / "manifest.json", RunManifest) for r in runs)
     }
@@ -103,7 +103,7 @@ def test_asv_results_directory(store: Path) -> None:
     raw = json.loads((run_dir / "raw" / "imported.json").read_text())
     assert raw["unit"] == "tok/s"
     assert main(["--store", str(store), "migrate", str(DATA / "asv" / "results")]) == 0
-    assert len(_runs(store, "lab-pi5")) == 2
+    assert len(_runs(store, "lab-pi5")) == 3
 
 
 def test_imported_runs_reach_the_catalog(store: Path) -> None:

@@ -195,7 +195,7 @@ def test_unknown_metric_is_one_line_listing_valid_ones(
         "bench: error: --metric: unknown metric 'tok_s'; valid: peak_tok_per_sec, "
         "baseline_tok_per_sec, speedup, prefill_tok_per_sec, decode_tok_per_sec, "
         "peak_rss_mb, gpu_mem_peak_mb, joules_per_token, decode_ms_per_token, "
-        "ttft_ms\n"
+        "ttft_ms, time_s, mem_bytes, track_value\n"
     )
 
 

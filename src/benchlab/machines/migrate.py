@@ -12,7 +12,9 @@ content: re-importing the same file finds its runs already there and changes not
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -94,21 +96,31 @@ def _write_run(
     batch: BatchResults,
     raw: dict[str, Any],
     facts: dict[str, Any] | None = None,
+    *,
+    metrics: dict[str, float] | None = None,
 ) -> None:
     run_dir = store.run_dir(manifest.machine_id, manifest.run_id)
     atomic_write_json(run_dir / RAW_DIR / "imported.json", raw)
     write_model(run_dir / KERNEL, kernel)
     write_model(run_dir / BATCH, batch)
-    write_model(run_dir / RECORD, _record(manifest, kernel, batch, facts or {}))
+    write_model(run_dir / RECORD, _record(manifest, kernel, batch, facts or {}, metrics))
     write_model(run_dir / MANIFEST, manifest)  # last: a run dir counts once its manifest exists
 
 
 def _record(
-    manifest: RunManifest, kernel: KernelResults, batch: BatchResults, facts: dict[str, Any]
+    manifest: RunManifest,
+    kernel: KernelResults,
+    batch: BatchResults,
+    facts: dict[str, Any],
+    given: dict[str, float] | None = None,
 ) -> RunRecord:
-    """What a live sweep would have recorded for this result."""
+    """What a live sweep would have recorded for this result: the derived metrics, or those
+    an importer read directly (`given`: an asv benchmark's time, memory or tracked value)."""
     config = manifest.config
-    metrics, tests = derive_metrics(kernel, batch, prompt_tokens=facts.get("prompt_tokens"))
+    if given is None:
+        metrics, tests = derive_metrics(kernel, batch, prompt_tokens=facts.get("prompt_tokens"))
+    else:
+        metrics, tests = dict(given), []
     identity = derive_identity(
         machine_id=manifest.machine_id,
         model_id=slug(manifest.model.name),
@@ -126,7 +138,7 @@ def _record(
         device=manifest.machine_id,
         status="ok" if metrics else "failed",
         failure_kind=None if metrics else "parse",
-        error=None if metrics else "the imported result holds no throughput figure",
+        error=None if metrics else "the imported result holds no figure",
         tags=list(manifest.tags),
         timings=Timings(started_at=manifest.timestamp, finished_at=manifest.timestamp),
         metrics=dict(metrics),
@@ -274,9 +286,11 @@ def _asv_values(entry: Any, columns: list[str] | None) -> tuple[list[Any], list[
 def import_asv(store: Store, results_dir: Path, *, machine_id: str | None = None) -> ImportReport:
     """Import an asv results directory (results/<machine>/machine.json + result files).
 
-    Each benchmark of each result file becomes one run; its values, parameters, unit and
-    commit are kept in raw/imported.json, and throughput-like benchmarks (unit tok/s, or a
-    name with tok_per_sec) fill the decode and peak figures.
+    Each benchmark at each of its parameter combinations, in each result file (one commit),
+    becomes one run: the benchmark and combination name its series (`f(n=100, kind=list)`),
+    the commit is its revision, and its value is a registry metric with asv's unit and
+    direction (`asv_metric`: time_s, mem_bytes or track_value; lower is better, as asv counts
+    an increase as a regression). A combination asv recorded no value for is a failed run.
     """
     if not results_dir.is_dir():
         raise ConfigError(f"{results_dir}: not a directory")
@@ -302,6 +316,8 @@ def import_asv(store: Store, results_dir: Path, *, machine_id: str | None = None
 def _import_asv_file(
     store: Store, path: Path, machine: str, units: dict[str, Any], report: ImportReport
 ) -> None:
+    """Every benchmark x parameter combination of one asv result file (one commit) as one
+    run, its series the benchmark and the combination, its revision the commit."""
     data = read_json(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
@@ -310,66 +326,153 @@ def _import_asv_file(
     date_ms = data.get("date")
     moment = (
         datetime.fromtimestamp(date_ms / 1000, timezone.utc)
-        if isinstance(date_ms, (int, float))
+        if isinstance(date_ms, (int, float)) and not isinstance(date_ms, bool)
         else datetime.fromtimestamp(0, timezone.utc)
     )
     commit = str(data.get("commit_hash") or "")
     for name, entry in sorted(data["results"].items()):
         values, params = _asv_values(entry, columns)
-        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        unit = str((units.get(name) or {}).get("unit") or "") if isinstance(units, dict) else ""
-        raw = {
-            "benchmark": name,
-            "result": values,
-            "params": params,
-            "unit": unit,
-            "commit": commit,
-            "env": data.get("env_name"),
+        info = units.get(name) if isinstance(units, dict) else None
+        info = info if isinstance(info, dict) else {}
+        combos = asv_combinations(params)
+        if values == [None]:
+            values = [None] * len(combos)  # the whole benchmark failed: no value at all
+        if len(combos) != len(values):
+            raise SchemaError(
+                f"{path}: $.results.{name}: {len(values)} result(s) for {len(combos)} "
+                "parameter combination(s)"
+            )
+        unit = str(info.get("unit") or "")
+        for combo, value in zip(combos, values, strict=True):
+            point = AsvPoint(name, unit, info.get("param_names") or [], combo, value)
+            _import_asv_point(store, point, machine, (path, digest, data, commit, moment), report)
+
+
+@dataclass(frozen=True)
+class AsvPoint:
+    """One benchmark at one parameter combination of one asv result file."""
+
+    benchmark: str
+    unit: str
+    param_names: list[str]
+    combo: tuple[str, ...]
+    value: Any
+
+    @property
+    def params(self) -> dict[str, str]:
+        names = list(self.param_names) + [f"p{i}" for i in range(len(self.param_names), 99)]
+        return {str(k): _unquote(v) for k, v in zip(names, self.combo, strict=False)}
+
+    @property
+    def label(self) -> str:
+        """The benchmark and its parameters: the series' model name (`f(n=100, kind=list)`)."""
+        if not self.combo:
+            return self.benchmark
+        return f"{self.benchmark}({', '.join(f'{k}={v}' for k, v in self.params.items())})"
+
+    @property
+    def throughput(self) -> bool:
+        """A tokens-per-second benchmark (unit tok/s, or tok_per_sec in its name)."""
+        return "tok" in self.unit or "tok_per_sec" in self.benchmark
+
+    @property
+    def number(self) -> float | None:
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value) if math.isfinite(value) else None
+
+
+def _asv_results(run_id: str, point: AsvPoint) -> tuple[KernelResults, BatchResults]:
+    """kernel.json and batch.json of one point: empty but for a throughput benchmark,
+    whose value is the decode rate and the batch-1 peak."""
+    rate = point.number if point.throughput else None
+    kernel = KernelResults(
+        run_id=run_id,
+        engine="asv",
+        precision="asv",
+        model=point.label,
+        benchmark=KernelBenchmark(decode=DecodeResult(tok_per_sec=rate) if rate else None),
+    )
+    batch = BatchResults(
+        run_id=run_id,
+        engine="asv",
+        model=point.label,
+        precision="asv",
+        baseline=BatchBaseline(batch=1, tok_per_sec=rate) if rate else None,
+        peak=BatchPeak(batch=1, agg_tok_per_sec=rate) if rate else None,
+    )
+    return kernel, batch
+
+
+def asv_combinations(params: list[Any]) -> list[tuple[str, ...]]:
+    """asv's parameter grid in its result order: the product of each parameter's values,
+    the last parameter varying fastest (a benchmark without parameters has one)."""
+    grid = [[str(v) for v in values] for values in params if isinstance(values, list)]
+    return list(itertools.product(*grid)) if grid else [()]
+
+
+def asv_metric(unit: str) -> str:
+    """The registry metric an asv unit is held in: seconds for time benchmarks, bytes for
+    memory ones, and `track_value` (its unit kept in the run's config) for the rest."""
+    return {"seconds": "time_s", "bytes": "mem_bytes"}.get(unit, "track_value")
+
+
+def _unquote(text: str) -> str:
+    """asv writes parameter values as Python reprs: `'list'` is the string list."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _import_asv_point(
+    store: Store,
+    point: AsvPoint,
+    machine: str,
+    source: tuple[Path, str, dict[str, Any], str, datetime],
+    report: ImportReport,
+) -> None:
+    path, digest, data, commit, moment = source
+    raw = {
+        "benchmark": point.benchmark,
+        "params": point.params,
+        "result": point.value,
+        "unit": point.unit,
+        "commit": commit,
+        "env": data.get("env_name"),
+        "file": path.name,
+    }
+    spec = spec_id(machine, point.label, "asv", "import", raw)
+    existing = _existing(store, machine, spec)
+    if existing:
+        report.unchanged.append(existing)
+        return
+    run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
+    kernel, batch = _asv_results(run_id, point)
+    manifest = RunManifest(
+        run_id=run_id,
+        machine_id=machine,
+        timestamp=utc_iso(moment),
+        git=GitInfo(rev=commit[:8] or None),
+        harness=HarnessInfo(name="asv", version=str(data.get("version") or "") or None),
+        model=ModelInfo(name=point.label, precision="asv"),
+        config={"asv_params": point.params, "unit": point.unit, "env": data.get("env_name")},
+        tags=["asv", "imported"],
+        artifacts={"kernel": KERNEL, "batch": BATCH, "raw": f"{RAW_DIR}/imported.json"},
+        backend="asv",
+        mode="import",
+        spec_id=spec,
+        provenance={
+            "source": "asv",
             "file": path.name,
-        }
-        spec = spec_id(machine, name, "asv", "import", raw)
-        existing = _existing(store, machine, spec)
-        if existing:
-            report.unchanged.append(existing)
-            continue
-        run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
-        throughput = numbers[0] if numbers and ("tok" in unit or "tok_per_sec" in name) else None
-        kernel = KernelResults(
-            run_id=run_id,
-            engine="asv",
-            precision="asv",
-            model=name,
-            benchmark=KernelBenchmark(
-                decode=DecodeResult(tok_per_sec=throughput) if throughput is not None else None
-            ),
-        )
-        batch = BatchResults(
-            run_id=run_id,
-            engine="asv",
-            model=name,
-            precision="asv",
-            baseline=BatchBaseline(batch=1, tok_per_sec=throughput) if throughput else None,
-            peak=BatchPeak(batch=1, agg_tok_per_sec=throughput) if throughput else None,
-        )
-        manifest = RunManifest(
-            run_id=run_id,
-            machine_id=machine,
-            timestamp=utc_iso(moment),
-            git=GitInfo(rev=commit[:8] or None),
-            harness=HarnessInfo(name="asv", version=str(data.get("version") or "") or None),
-            model=ModelInfo(name=name, precision="asv"),
-            config={"params": params, "unit": unit, "env": data.get("env_name")},
-            tags=["asv", "imported"],
-            artifacts={"kernel": KERNEL, "batch": BATCH, "raw": f"{RAW_DIR}/imported.json"},
-            backend="asv",
-            mode="import",
-            spec_id=spec,
-            provenance={
-                "source": "asv",
-                "file": path.name,
-                "benchmark": name,
-                "sha256": digest,
-            },
-        )
+            "benchmark": point.benchmark,
+            "sha256": digest,
+        },
+    )
+    number = point.number
+    if point.throughput:  # tok/s: the decode and peak figures, derived as a sweep's are
         _write_run(store, manifest, kernel, batch, raw)
-        report.created.append(run_id)
+    else:
+        metrics = {} if number is None else {asv_metric(point.unit): number}
+        _write_run(store, manifest, kernel, batch, raw, metrics=metrics)
+    report.created.append(run_id)

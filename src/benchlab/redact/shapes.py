@@ -288,6 +288,9 @@ PUBLIC_VALUE_SHAPES: dict[str, tuple[str, ...]] = {
     "joules_per_token": (NUMBER,),
     "decode_ms_per_token": (NUMBER,),
     "ttft_ms": (NUMBER,),
+    "time_s": (NUMBER,),
+    "mem_bytes": (NUMBER,),
+    "track_value": (NUMBER,),
     "path": (STRUCTURE,),
     "batch_curve": (STRUCTURE,),
 }
