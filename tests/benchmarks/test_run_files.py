@@ -73,6 +73,7 @@ def run_dirs(store: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_every_run_dir_has_a_readme_saying_how_it_was_made(store: Path, lab: Path) -> None:
     dirs = run_dirs(store)
     assert set(dirs) == {"ok-1-r0", "failed-2-r0"}
@@ -91,6 +92,7 @@ def test_every_run_dir_has_a_readme_saying_how_it_was_made(store: Path, lab: Pat
     assert "status: ok" in (dirs["ok-1-r0"] / README).read_text()
 
 
+@pytest.mark.slow
 def test_the_readmes_inject_command_measures_the_point_again(
     store: Path, lab: Path, bench: Bench
 ) -> None:

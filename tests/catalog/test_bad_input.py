@@ -282,6 +282,7 @@ def build_in_a_process(root: Path, *extra: str) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow
 def test_a_fifo_record_is_set_aside_without_blocking_the_build(built: Path, bench: Bench) -> None:
     """A FIFO planted as record.json: opening it for reading would wait for a writer
     forever, holding the catalog lock (and `dvc repro` behind it)."""

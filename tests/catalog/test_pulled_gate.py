@@ -101,6 +101,7 @@ def clone_without_runs(built: Path, tmp_path: Path) -> Path:
 # --- files that are no regular files ------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["dev-zero-link", "fifo"])
 def test_shard_that_is_no_regular_file_is_set_aside_by_readers_refused_by_build(
     built: Path, kind: str
@@ -129,6 +130,7 @@ def test_shard_that_is_no_regular_file_is_set_aside_by_readers_refused_by_build(
     assert validate.returncode == 2 and bad_name in one_error(validate.stderr)
 
 
+@pytest.mark.slow
 def test_catalog_json_as_fifo_is_one_error_not_a_hang(built: Path) -> None:
     head = built / "catalog.json"
     head.unlink()
@@ -148,6 +150,7 @@ def test_shard_over_the_size_cap_is_set_aside_unread(built: Path) -> None:
     assert len(loaded.runs) < 12
 
 
+@pytest.mark.slow
 def test_symlinked_catalog_dir_makes_the_build_refuse(
     built: Path, tmp_path: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
@@ -207,6 +210,7 @@ def test_bad_lines_are_named_and_set_aside(built: Path, columns: str) -> None:
     assert again.returncode == 0 and len(again.stderr.strip().splitlines()) == 4
 
 
+@pytest.mark.slow
 def test_bad_lines_stop_build_and_validate_with_the_line_named(built: Path) -> None:
     bad = _bad_lines(built)
     name = next(iter(bad)).split(":")[0]
@@ -302,6 +306,7 @@ def test_misfiled_and_unsorted_lines_are_fixed_by_one_build_without_run_dirs(
 # --- the site names files only after checked ids ------------------------------------------
 
 
+@pytest.mark.slow
 def test_traversal_series_never_names_a_site_file(built: Path, tmp_path: Path) -> None:
     name, path = first_shard(built)
     entries = read_lines(path)

@@ -176,6 +176,7 @@ def test_onboarding_checklist_checks_a_real_gate(
     assert full.passed and full.detail == "1 of 1 full run(s) pass their gate"
 
 
+@pytest.mark.slow
 def test_a_run_without_declared_gates_meets_the_default_gate(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -85,6 +85,7 @@ def onboarded(store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_onboarding_writes_private_and_redacted_specs_and_smoke_runs(onboarded: Path) -> None:
     layout = Store(onboarded)
     private = read_json(layout.private_specs("box1"))

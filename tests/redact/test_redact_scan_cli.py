@@ -134,6 +134,7 @@ def test_this_repository_scans_clean(monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["scan", "--tracked"]) == 0
 
 
+@pytest.mark.slow
 def test_pre_commit_hook_blocks_a_commit_with_a_tell(git_repo: Path) -> None:
     import shutil
     import subprocess

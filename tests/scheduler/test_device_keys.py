@@ -33,6 +33,7 @@ def _sweep_file(tmp_path: Path, experiment: str, devices: dict[str, Any], **matr
     )
 
 
+@pytest.mark.slow
 def test_local_on_two_machines_is_two_rows(
     tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from benchlab.cli import main
 from benchlab.identity import series_of
 from benchlab.layout import Store
@@ -22,6 +24,7 @@ def _v3(store_root) -> Store:
     return Store(store_root)
 
 
+@pytest.mark.slow
 def test_light_entries_render_the_same_pages(fleet_store):
     store = _v3(fleet_store)
     full = load_public(store)
@@ -49,10 +52,12 @@ def test_light_entries_hold_the_fields_of_the_full_ones(public_store):
     assert lean.runs[:3] == [full[r["run_id"]] for r in lean.runs[:3]]
 
 
+@pytest.mark.slow
 def test_a_small_catalog_is_loaded_in_full(fleet_store):
     assert load_site(_v3(fleet_store)).fetch is None  # under the columns' threshold
 
 
+@pytest.mark.slow
 def test_detect_per_series_in_workers_is_detect_of_all_runs(fleet_store):
     """Cut two days after the planted step: suspects that corroborate across series."""
     data = load_public(Store(fleet_store))

@@ -43,11 +43,13 @@ def test_workflows_exist():
     assert {p.name for p in WORKFLOWS} >= {"ci.yml", "site.yml"}
 
 
+@pytest.mark.slow
 def test_workflows_pass_actionlint():
     result = _lint(WORKFLOWS)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_actionlint_flags_a_broken_workflow(tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text(

@@ -81,6 +81,7 @@ def test_run_then_resume_then_dry_run_shows_done(tmp_path: Path, env: Path, caps
     assert all(" done " in line for line in listing[1:])
 
 
+@pytest.mark.slow
 def test_failed_points_exit_0_unless_fail_on_error_and_json_output(
     tmp_path: Path, env: Path, capsys
 ) -> None:
@@ -110,6 +111,7 @@ def test_missing_backend_binary_is_exit_2_and_writes_nothing(
     assert files(env) == []
 
 
+@pytest.mark.slow
 def test_quiet_and_the_tools_shim(tmp_path: Path, env: Path) -> None:
     path = config(tmp_path)
     done = subprocess.run(

@@ -41,6 +41,7 @@ def _threads(store: Path) -> list[tuple[str, int]]:
     return sorted((r["device"], r["spec"]["threads"]) for r in found if r["status"] == "ok")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_a_finished_sweep_runs_its_injected_points(
     tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, capsys, mode: list[str]
@@ -60,6 +61,7 @@ def test_a_finished_sweep_runs_its_injected_points(
     assert _threads(store) == [("local", 1), ("local", 2)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_an_injected_point_no_session_can_run_is_refused_loudly(
     tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, capsys, mode: list[str]

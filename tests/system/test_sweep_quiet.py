@@ -160,6 +160,7 @@ def test_max_cv_is_configurable(tmp_path: Path, env: Path, bench, monkeypatch) -
     assert only_record(env).unstable is False
 
 
+@pytest.mark.slow
 def test_the_reference_benchmark_reports_its_spread_so_stability_is_judged(
     tmp_path: Path, env: Path, bench
 ) -> None:
