@@ -76,6 +76,7 @@ def test_workers_and_one_process_write_the_same_bytes(
     assert validate(Store(copies[2])).runs == 60
 
 
+@pytest.mark.slow
 def test_a_full_build_over_an_old_catalog_and_views_reconciles_them(
     fleet: Path, workers: None
 ) -> None:
@@ -170,6 +171,7 @@ def test_a_run_whose_week_changed_leaves_its_old_shard(fleet: Path) -> None:
     assert validate(Store(fleet)).runs == 60
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_one_run_in_two_dirs_is_settled_by_the_winner_rule(
     fleet: Path, jobs: int, workers: None
@@ -197,6 +199,7 @@ def test_one_run_in_two_dirs_is_settled_by_the_winner_rule(
     assert len(views(fleet)) == 120
 
 
+@pytest.mark.slow
 def test_a_retracted_run_loses_its_views_and_stays_out_of_full_builds(
     fleet: Path, workers: None
 ) -> None:

@@ -212,6 +212,7 @@ def test_a_deeply_nested_catalog_is_one_line_error(store: Path, bench: Bench, ve
     assert (store / "catalog.json").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_second_clone_sharing_the_install_builds_its_own_site(
     tmp_path: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
