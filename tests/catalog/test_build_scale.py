@@ -15,11 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlab.catalog import build_v3
-from benchlab.catalog.build import build, retract
-from benchlab.catalog.build_v3 import GroupCache, _match
+from benchlab.catalog import build as build_module
+from benchlab.catalog import buildcache
+from benchlab.catalog.build import Seams, build, retract
+from benchlab.catalog.buildcache import GroupCache
 from benchlab.catalog.read import load_catalog
+from benchlab.catalog.scan import _match
 from benchlab.catalog.shards import iter_shards, shard_name
+from benchlab.catalog.upgrade import LEGACY_CACHE
 from benchlab.catalog.validate import validate
 from benchlab.layout import Store
 
@@ -47,9 +50,9 @@ def views(root: Path) -> dict[str, object]:
 def workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Small fleets take the path a million runs take: worker processes, small tasks, and
     loaded shards written out as soon as a few lines are held."""
-    monkeypatch.setattr(build_v3, "POOL_MIN", 1)
-    monkeypatch.setattr(build_v3, "CHUNK", 7)
-    monkeypatch.setattr(build_v3, "LOADED_LIMIT", 10)
+    monkeypatch.setattr(build_module, "POOL_MIN", 1)
+    monkeypatch.setattr(build_module, "CHUNK", 7)
+    monkeypatch.setattr(build_module, "LOADED_LIMIT", 10)
 
 
 @pytest.fixture
@@ -99,19 +102,19 @@ def test_a_full_build_over_an_old_catalog_and_views_reconciles_them(
 
 def test_the_build_cache_is_a_few_marshal_files(fleet: Path, workers: None) -> None:
     build(Store(fleet), jobs=2)
-    cache = fleet / "runs" / build_v3.CACHE_DIR
+    cache = fleet / "runs" / buildcache.CACHE_DIR
     names = sorted(p.name for p in cache.iterdir())
     assert "index.marshal" in names and all(n.endswith(".marshal") for n in names)
-    assert not (fleet / "runs" / build_v3.LEGACY_CACHE).exists()
+    assert not (fleet / "runs" / LEGACY_CACHE).exists()
     index = marshal.loads((cache / "index.marshal").read_bytes())
-    assert index["format"] == build_v3.CACHE_FORMAT
+    assert index["format"] == buildcache.CACHE_FORMAT
     assert sum(p.stat().st_size for p in cache.iterdir()) < 400 * 60
     again = build(Store(fleet), jobs=2)
     assert (again.dirs_read, again.dirs_unchanged, again.new) == (0, 60, 0)
 
 
 def test_a_v2_cache_left_by_an_older_build_is_dropped(fleet: Path) -> None:
-    legacy = fleet / "runs" / build_v3.LEGACY_CACHE
+    legacy = fleet / "runs" / LEGACY_CACHE
     legacy.parent.mkdir(parents=True, exist_ok=True)
     legacy.write_text('{"version": 2, "dirs": {}}')
     build(Store(fleet))
@@ -122,7 +125,7 @@ def test_a_v2_cache_left_by_an_older_build_is_dropped(fleet: Path) -> None:
 def test_a_damaged_cache_costs_reads_never_a_wrong_catalog(fleet: Path, damage: str) -> None:
     build(Store(fleet))
     before, wanted = tracked(fleet), views(fleet)
-    cache = fleet / "runs" / build_v3.CACHE_DIR
+    cache = fleet / "runs" / buildcache.CACHE_DIR
     group = sorted(cache.glob("g-*.marshal"))[0]
     if damage == "index":
         (cache / "index.marshal").write_bytes(b"\x00garbage")
@@ -322,20 +325,16 @@ def test_runs_in_a_shard_the_layout_no_longer_names_move_to_theirs(fleet: Path) 
 
 
 def test_the_query_cache_hook_hears_which_shards_a_build_wrote(
-    fleet: Path, make_fleet: Callable[..., list[str]], monkeypatch: pytest.MonkeyPatch
+    fleet: Path, make_fleet: Callable[..., list[str]]
 ) -> None:
-    from benchlab.catalog import build as build_module
-
     heard: list[list[str] | None] = []
-    monkeypatch.setattr(
-        build_module, "_warm_query_cache", lambda store, doc=None, shards=None: heard.append(shards)
-    )
-    build(Store(fleet))
+    seams = Seams(warm_query_cache=lambda store, shards: heard.append(shards))
+    build(Store(fleet), seams=seams)
     assert heard == [sorted(name for name, _ in iter_shards(fleet / "catalog.json"))]
-    build(Store(fleet))
+    build(Store(fleet), seams=seams)
     assert len(heard) == 1  # nothing written, nothing to refresh
     [run_id] = make_fleet(fleet, 1, seed=11, first=60, step_s=STEP)
-    build(Store(fleet))
+    build(Store(fleet), seams=seams)
     entry = load_catalog(fleet / "catalog.json").entry(run_id)
     assert heard[-1] == [shard_name(entry)]
 

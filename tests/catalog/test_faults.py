@@ -17,9 +17,10 @@ import pytest
 from tests.kit.catalog import catalog_doc
 from tests.kit.fleet import load_make_fleet
 
-from benchlab.catalog import build as build_module
-from benchlab.catalog import build_v3
-from benchlab.catalog.build import LOCK_NAME, build
+from benchlab.catalog import scan
+from benchlab.catalog.build import Seams, build
+from benchlab.catalog.inventory import machine_specs
+from benchlab.catalog.lock import LOCK_NAME, catalog_lock
 from benchlab.catalog.merge import merge_heads
 from benchlab.catalog.read import load_catalog
 from benchlab.catalog.shards import merge_shard_bytes, parse_lines, shard_name
@@ -63,15 +64,12 @@ def test_a_catalog_replaced_during_a_build_loses_nothing(
     build(Store(fleet))
     make_fleet(fleet, 3, seed=9, first=20)  # new local runs for the next build to read
 
-    real_specs = build_module._machine_specs
-
     def pull_while_building(store: Store) -> dict:
         mine = json.loads((fleet / "catalog.json").read_text())
         replace_by_rename(fleet / "catalog.json", render(merge_heads(mine, pulled)).encode())
-        return real_specs(store)
+        return machine_specs(store)
 
-    monkeypatch.setattr(build_module, "_machine_specs", pull_while_building)
-    result = build(Store(fleet))
+    result = build(Store(fleet), seams=Seams(machine_specs=pull_while_building))
     ids = {e["run_id"] for e in load_catalog(fleet / "catalog.json").runs}
     assert theirs <= ids, "the pulled runs were dropped"
     assert result.concurrent_merged == len(theirs) and len(ids) == 23 + len(theirs)
@@ -106,17 +104,14 @@ def test_a_shard_replaced_during_a_build_loses_nothing(
     build(Store(other))
     [ours] = make_fleet(fleet, 1, seed=9, first=20, step_s=STEP)
 
-    real_specs = build_module._machine_specs
-
     def pull_while_building(store: Store) -> dict:
         target = fleet / week  # may not be there yet: this build is about to make it
         ours_now = target.read_bytes() if target.exists() else b""
         target.parent.mkdir(parents=True, exist_ok=True)
         replace_by_rename(target, merge_shard_bytes(ours_now, (other / week).read_bytes()))
-        return real_specs(store)
+        return machine_specs(store)
 
-    monkeypatch.setattr(build_module, "_machine_specs", pull_while_building)
-    result = build(Store(fleet))
+    result = build(Store(fleet), seams=Seams(machine_specs=pull_while_building))
     assert (result.new, result.concurrent_merged) == (1, 1)
     lines = parse_lines((fleet / week).read_bytes(), week)
     assert {ours, theirs} <= {e["run_id"] for e in lines}
@@ -169,7 +164,7 @@ def test_a_run_file_corrected_in_place_is_read_again(fleet: Path, monkeypatch) -
     result = build(Store(fleet))
     assert (result.dirs_read, result.changed) == (1, 1)
 
-    monkeypatch.setattr(build_v3, "RACY_NS", -(10**18))  # as if every dir were old
+    monkeypatch.setattr(scan, "RACY_NS", -(10**18))  # as if every dir were old
     build(Store(fleet))
     dir_stat = record_path.parent.stat()
     edit_in_place(record_path, status="ok", failure_kind=None, error=None)
@@ -192,7 +187,7 @@ def test_a_second_build_waits_for_the_lock_and_a_dead_holder_is_taken_over(fleet
     try:
         lock.write_text(json.dumps({"pid": holder.pid, "host": socket.gethostname()}))
         with pytest.raises(StoreError, match=rf"another catalog build .*pid {holder.pid} "):
-            with build_module.catalog_lock(Store(fleet), wait_s=0.5):
+            with catalog_lock(Store(fleet), wait_s=0.5):
                 pass
     finally:
         holder.kill()

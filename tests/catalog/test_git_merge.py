@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.kit.catalog import catalog_doc
 
-from benchlab.catalog import build_v3
+from benchlab.catalog import build as build_module
 from benchlab.catalog.views import view_names
 from benchlab.cli import main
 
@@ -327,7 +327,7 @@ def test_two_clones_measuring_one_run_differently_is_a_kept_reported_conflict(
         assert view["peak_tok_per_sec"] == theirs["peak_tok_per_sec"]
     # Nor does an incremental build whose reader writes the views of the dirs it reads (as
     # it does past POOL_MIN dirs): her run dir touched, so it is read again.
-    monkeypatch.setattr(build_v3, "POOL_MIN", 1)
+    monkeypatch.setattr(build_module, "POOL_MIN", 1)
     monkeypatch.setenv("BENCHLAB_BUILD_JOBS", "1")
     [run_dir] = list((alice / STORE / "runs" / "by-machine").glob(f"*/{shared}"))
     (run_dir / "record.json").write_bytes((run_dir / "record.json").read_bytes())

@@ -1,6 +1,6 @@
 """Catalog performance on a synthetic fleet of 100,000 or 1,000,000 runs (issue 16 targets).
 
-    python tools/perf/catalog.py [--runs 100000] [--format v3|v2] [--dir DIR] [--rounds 3]
+    python tools/perf/catalog.py [--runs 100000] [--dir DIR] [--rounds 3]
                                  [--full-again] [--workers N] [--fleet-only]
 
 `--dir` defaults to /tmp/bl-perf-100k (or /tmp/bl-perf-1m for --runs 1000000): the fleet lives
@@ -561,7 +561,9 @@ def _row(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=RUNS, help="fleet size (default 100000)")
-    parser.add_argument("--format", choices=("v3", "v2"), default="v3")
+    parser.add_argument(
+        "--format", choices=("v3",), help="v3 only: the v2 build is gone", default="v3"
+    )
     parser.add_argument("--dir", type=Path, default=None, help="default /tmp/bl-perf-<size>")
     parser.add_argument("--rounds", type=int, default=3, help="+1,000 rounds (median)")
     parser.add_argument("--full-again", action="store_true", help="re-measure the full build")

@@ -1,251 +1,116 @@
-"""`bench catalog build`: scan run dirs, union-merge them into catalog.json, write the
-inventory, public specs and views.
+"""`bench catalog build` for the sharded v3 catalog (see `catalog.shards`).
 
-Builds write the sharded v3 catalog (build_v3: its own marshal cache, one stat per run dir,
-worker processes for full builds). The single-file v2 build below stays for
-`BENCHLAB_CATALOG_FORMAT=v2`: its private cache (`runs/.catalog-cache.json`, gitignored with
-the rest of `runs/`) maps each run dir to its run id and file identities. A dir whose files
-are unchanged and whose run id is already in the catalog is not read again, so adding 1,000
-runs to 100,000 reads 1,000 dirs. `--full` ignores the cache.
+Why it is shaped like this: at a million runs the entries are about a gigabyte of text and
+the run dirs four million files. A build must neither hold every entry nor look at every
+file, and the from-scratch build must use every core.
+
+Incremental builds. The private build cache (`runs/.catalog-cache/`, marshal files: one per
+run-dir group `runs/<by-machine|public>/<machine>/`, and an index) keeps per run dir its
+stat (mtime, ctime, inode: runs are written by rename, so a changed run dir changes its
+mtime, and a dir whose mtime was put back still changes its ctime; the ctime kept is the
+later of the dir's and its record.json's, so a record corrected in place is seen too) and
+the shard its entry went to; per shard its stat, its (model, precision, status) points with
+their counts (all the inventory needs), and a hash of each run id. Two stats per run dir
+(the dir, its record.json) find what changed; only those dirs are read, and only the shards
+their entries land in are read and rewritten. A dir modified within a second of the scan
+may change again within the same timestamp tick, so such a "racy" dir also keeps its files'
+signatures (size, mtime, inode), checked next time, as git does for its index. Another run
+file (manifest, kernel, batch) corrected in place, without a rename and with the dir left
+alone, is not seen: `--full` re-reads every run dir.
+
+A dir is "known" while the shard its entry went to is unchanged since this build wrote it;
+a shard changed behind the cache (a `git pull`) is read and validated again, its entries'
+views are checked, and a dir whose entry is no longer there is read again. (A view left by
+an entry whose pulled winner files under another name stays until `--full`.) Where a run
+id already lives in another shard (an entry pulled from another clone, or one whose
+timestamp moved it to another week) is found through the run-id hashes and checked against
+that shard's lines.
+
+Full builds (`--full`, or no usable cache) read every run dir in worker processes
+(`jobs`, else $BENCHLAB_BUILD_JOBS, else two per core: `default_jobs`); each worker
+scrubs through its own scan memo (`redact.ScanMemo`: the same result, each distinct string
+scanned once), writes the views of its entries, and hands back each entry as its canonical
+shard line. The parent keeps lines, not entry dicts, and writes a machine's shards as soon
+as its run dirs are all read (or once LOADED_LIMIT lines are held), so memory holds about
+one machine's lines at a time. Past STAT_POOL_MIN run dirs the workers share the stat pass too.
+
+A v1 or v2 catalog.json is refused in one line naming `bench catalog upgrade`; a v3 head
+holding entries inline (`runs`, `conflicts`) has them placed into shards. Nothing is dropped.
+
+Concurrency: the catalog lock keeps builds apart, but git does not take it. Just before a
+shard is replaced its stat is checked again, and just before catalog.json is replaced it is
+read again; what another writer put there meanwhile is union-merged (`order.settle`: copies
+of a run that measure differently are kept as a conflict), not overwritten.
+
+A retraction empties a shard but never deletes it (a deleted shard that another clone added
+a run to is a modify/delete conflict at the next pull, which git settles without the merge
+driver); only a file the layout does not name goes once `relocate` has emptied it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
-from collections.abc import Callable, Container, Iterable, Iterator
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog.merge import (
-    INVENTORY_SCHEMA,
+from benchlab.catalog.buildcache import BuildCache, GroupCache
+from benchlab.catalog.document import (
+    check_head,
+    load_inventory,
+    parse_catalog,
 )
-from benchlab.catalog.text import render
+from benchlab.catalog.gate import read_catalog
+from benchlab.catalog.inventory import (
+    build_inventory,
+    machine_specs,
+    public_static,
+    publish_specs,
+    summary_from_specs,
+)
+from benchlab.catalog.lines import _views_of, point_of
+from benchlab.catalog.lock import catalog_lock
+from benchlab.catalog.merge import (
+    _merge_static,
+    _static_of,
+    check_conflicts,
+    head_document,
+)
+from benchlab.catalog.order import (
+    CONFLICT,
+    REJECTED,
+    merge_copies,
+)
+from benchlab.catalog.result import BuildResult, Progress
+from benchlab.catalog.scan import Group, GroupScan, _groups, _scan_group, _stat_groups
+from benchlab.catalog.shardbook import ShardBook
+from benchlab.catalog.shards import (
+    encode_line,
+    iter_shards,
+    read_shard,
+    render_shard,
+    shard_name,
+)
+from benchlab.catalog.text import _digest, render
+from benchlab.catalog.upgrade import refuse_old
+from benchlab.catalog.views import ViewWriter, existing_views, remove_views, view_names
+from benchlab.catalog.workers import Fresh, Task, Workers, _read_dirs, _worker_setup, default_jobs
 from benchlab.errors import BenchlabError, SchemaError
 from benchlab.ids import check_id
 from benchlab.layout import (
     Store,
-    atomic_write_text,
-    parse_model,
-    read_json,
+    atomic_write_bytes,
+    loads_json,
     write_error,
+    write_set,
 )
-from benchlab.locks import ExclusiveFile
-from benchlab.redact import scrub_public
-from benchlab.redact.policy import collect_store_names
 
 log = logging.getLogger("benchlab.catalog")
 
-LOCK_NAME = ".catalog.lock"
-LOCK_WAIT_S = 120.0
-
-Progress = Callable[[int], None]
-
-
-# --- specs --------------------------------------------------------------------------------
-
-
-def _machine_specs(store: Store) -> dict[str, Any]:
-    """Machine specs by id: this clone's private copy, else the public one from git."""
-    from benchlab.models import MachineSpecs
-
-    found: dict[str, Path] = {}
-    for base in (store.machines_dir, store.by_machine):
-        if not base.is_dir():
-            continue
-        for child in sorted(os.scandir(base), key=lambda d: d.name):
-            path = Path(child.path) / "specs.json"
-            if child.is_symlink():  # may point anywhere: the build sets it aside
-                continue
-            if child.is_dir() and not child.name.startswith(".") and path.is_file():
-                found[child.name] = path
-    specs = {}
-    for machine, path in sorted(found.items()):
-        parsed = parse_model(path, MachineSpecs, read_json(path))
-        if parsed.machine_id != machine:
-            raise SchemaError(
-                f"{path}: $.machine_id: {parsed.machine_id!r} differs from its dir {machine!r}"
-            )
-        specs[machine] = parsed
-    return specs
-
-
-def _gpu_label(specs: Any) -> str | None:
-    gpus = [g.model for g in specs.hardware.gpu]
-    if not gpus:
-        return None
-    if len(set(gpus)) == 1:
-        return gpus[0] if len(gpus) == 1 else f"{len(gpus)}x {gpus[0]}"
-    return " + ".join(gpus)
-
-
-def summary_from_specs(specs: Any) -> dict[str, Any]:
-    cpu = specs.hardware.cpu
-    out = {
-        "os": specs.os.name,
-        "arch": cpu.architecture,
-        "cpu_cores": cpu.cores_logical or cpu.cores_physical,
-        "gpu": _gpu_label(specs),
-    }
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def host_named_machines(
-    store: Store, specs: dict[str, Any], others: Iterable[str] = ()
-) -> set[str]:
-    """Machine ids that are, or hold as a part, a host name this store knows: refused from
-    every public machine file (specs, inventory) as their runs are refused from the catalog.
-
-    The names: the private specs' and sweep configs' host names, redaction.yaml's known hosts,
-    and each machine's own `hostname`. `others`: more ids to judge (an old inventory's, the
-    public specs dirs left from an earlier build). redaction.yaml's `allow.values` says a
-    name is public after all."""
-    from benchlab.redact.policy import read_config
-    from benchlab.redact.shapes import refuse_hostname_as_id
-
-    config = read_config(store.redaction_path)
-    hosts = {*collect_store_names(store.root).hosts, *config.known.hosts}
-    allowed = {v.lower() for v in config.allow.values}
-    refused: set[str] = set()
-    for machine in {*specs, *others}:
-        parsed = specs.get(machine)
-        own = getattr(parsed, "hostname", None)
-        try:
-            refuse_hostname_as_id(
-                machine, [*hosts, *([own] if own else [])], machine.lower() in allowed
-            )
-        except BenchlabError:
-            refused.add(machine)
-    return refused
-
-
-def public_static(store: Store, specs: dict[str, Any], static: dict[str, Any]) -> dict[str, Any]:
-    """The catalog head's machine descriptions, less those whose id is a host name."""
-    refused = host_named_machines(store, specs, static)
-    return {m: summary for m, summary in static.items() if m not in refused}
-
-
-def inventory_from_specs(specs: Any, refused: Container[str] = ()) -> dict[str, Any] | None:
-    """A machine's public inventory row; None for a machine whose id is a host name."""
-    if specs.machine_id in refused:
-        return None
-    cpu = specs.hardware.cpu
-    out = {
-        "id": specs.machine_id,
-        "os": specs.os.name,
-        "arch": cpu.architecture,
-        "cpu_model": cpu.model,
-        "cpu_cores": cpu.cores_logical or cpu.cores_physical,
-        "gpu": _gpu_label(specs),
-        "ram_gb": specs.hardware.ram_gb,
-        "tags": sorted(set(specs.tags)),
-        "registered_at": specs.registered_at,
-        "cost_per_hour": specs.cost_per_hour,
-    }
-    return scrub_public({k: v for k, v in out.items() if v is not None})
-
-
-def build_inventory(
-    old: dict[str, Any],
-    specs: dict[str, Any],
-    entries: dict[str, dict],
-    store: Store | None = None,
-) -> dict[str, Any]:
-    """Inventory from specs; machines known before but without specs here are kept, except
-    those whose id is a host name (`host_named_machines`), which go, old rows included.
-    `store`: whose host names count (default: the store found from here)."""
-    from benchlab.layout import find_store
-
-    machines = dict(old.get("machines", {}))
-    refused = host_named_machines(store or Store(find_store()), specs, machines)
-    for machine in refused:
-        machines.pop(machine, None)
-    for machine, parsed in specs.items():
-        row = inventory_from_specs(parsed, refused)
-        if row is not None:
-            machines[machine] = row
-    by_machine: dict[str, list[dict]] = {}
-    ok_by_point: dict[tuple[Any, str], set[str]] = {}
-    for entry in entries.values():
-        by_machine.setdefault(entry["machine_id"], []).append(entry)
-        if entry.get("status", "ok") == "ok":
-            point = (entry.get("model_id"), entry["precision"])
-            ok_by_point.setdefault(point, set()).add(entry["machine_id"])
-    out = {}
-    for machine in sorted(machines):
-        item = dict(machines[machine])
-        mine = by_machine.get(machine, [])
-        points = {(e.get("model_id"), e["precision"]) for e in mine if e.get("status") == "ok"}
-        item["checklist"] = {
-            "specs_complete": all(item.get(k) for k in ("cpu_model", "ram_gb", "os")),
-            "in_catalog": bool(mine),
-            "ok_run": bool(points),
-            "compared": any(len(ok_by_point[p]) > 1 for p in points),
-        }
-        out[machine] = item
-    return {"$schema": INVENTORY_SCHEMA, "machines": out}
-
-
-# --- scanning -----------------------------------------------------------------------------
-
-
-@dataclass
-class BuildResult:
-    """What a build did, for the one-line summary and `--format json`."""
-
-    new: int = 0
-    changed: int = 0
-    kept: int = 0
-    total: int = 0
-    dirs_read: int = 0
-    dirs_unchanged: int = 0
-    skipped: int = 0
-    views_written: int = 0
-    views_removed: int = 0
-    catalog_written: bool = False
-    concurrent_merged: int = 0
-    specs_published: int = 0
-    warnings: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        text = (
-            f"catalog: {self.new} new, {self.changed} changed, {self.kept} kept, "
-            f"{self.total} runs ({self.dirs_read} run dirs read, {self.dirs_unchanged} unchanged)"
-        )
-        if self.skipped:
-            text += f"; {self.skipped} bad run dir(s) skipped, see the warnings"
-        from benchlab.redact.shapes import withheld_summary
-
-        return text + withheld_summary(self.warnings)
-
-
-class CatalogLock(ExclusiveFile):
-    """One catalog build (or retraction) at a time per store."""
-
-    def __init__(self, store: Store) -> None:
-        super().__init__(store.runs_dir / LOCK_NAME, "the catalog")
-
-    def _refusal(self, holder: dict[str, Any]) -> str:
-        return (
-            f"{self.path}: another catalog build holds the lock "
-            f"({self._describe(holder) if holder else 'unreadable lock'}); wait for it to "
-            "finish, or remove the lock if that build is gone"
-        )
-
-
-@contextlib.contextmanager
-def catalog_lock(store: Store, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    """Hold the store's catalog lock; a live holder is waited for (bounded), then named."""
-    lock = CatalogLock(store)
-    lock.acquire(wait_s)
-    for line in lock.warnings:
-        log.warning("%s", line)
-    try:
-        yield
-    finally:
-        lock.release()
+from benchlab.catalog.upgrade import LEGACY_CACHE  # noqa: E402  (dropped by every build)
 
 
 def build(
@@ -254,6 +119,7 @@ def build(
     full: bool = False,
     progress: Progress | None = None,
     jobs: int | None = None,
+    seams: Seams | None = None,
 ) -> BuildResult:
     """Scan run dirs, union-merge them into catalog.json, write inventory and views.
 
@@ -266,24 +132,16 @@ def build(
     merged in rather than overwritten.
 
     `full` re-reads every run dir (the only way to see a manifest, kernel or batch file
-    corrected in place, with its dir left alone; a record.json is seen: see build_v3).
+    corrected in place, with its dir left alone; a record.json is seen: see this module).
     `jobs`: worker processes that read run dirs when there are many (a full build); default
-    `build_v3.default_jobs`.
+    `workers.default_jobs`. `seams`: what a test replaces (`Seams`); default the real ones.
     """
     store.require()
     try:
         with catalog_lock(store):
-            return _build(store, full=full, progress=progress, jobs=jobs)
+            return _build(store, full=full, progress=progress, jobs=jobs, seams=seams)
     except OSError as exc:  # a full disk, a read-only store: one line, nothing half-written
         raise write_error(exc) from None
-
-
-def _build(
-    store: Store, *, full: bool, progress: Progress | None, jobs: int | None = None
-) -> BuildResult:
-    from benchlab.catalog.build_v3 import build_v3
-
-    return build_v3(store, full=full, progress=progress, jobs=jobs)
 
 
 def retract(store: Store, run_ids: list[str]) -> int:
@@ -299,58 +157,8 @@ def retract(store: Store, run_ids: list[str]) -> int:
 
 
 def _retract(store: Store, run_ids: list[str]) -> int:
-    from benchlab.catalog.build_v3 import retract_v3
-
     with catalog_lock(store):
-        return retract_v3(store, run_ids)
-
-
-def publish_specs(store: Store, specs: dict[str, Any]) -> int:
-    """Redacted public copies (machines/<id>/specs.json) of the specs this clone holds.
-
-    The hostname goes, and every value passes the redaction policy; a copy is rewritten only
-    when its text changes, so builds stay quiet in git. A machine whose id is a host name
-    gets no copy, and one left by an earlier build (before the name was known) is removed.
-    """
-    from benchlab.layout import dump_model
-    from benchlab.models import MachineSpecs
-
-    written = 0
-    on_disk = (
-        [d.name for d in store.machines_dir.iterdir() if d.is_dir() and not d.name.startswith(".")]
-        if store.machines_dir.is_dir()
-        else []
-    )
-    refused = host_named_machines(store, specs, on_disk)
-    for machine in sorted(refused):
-        _remove_public_specs(store, machine)
-    for machine, parsed in sorted(specs.items()):
-        if machine in refused:
-            continue
-        public = scrub_public(dump_model(parsed))
-        public.pop("hostname", None)
-        text = render(dump_model(MachineSpecs.model_validate(public)))
-        target = store.public_specs(machine)
-        if not target.is_file() or target.read_text(encoding="utf-8") != text:
-            atomic_write_text(target, text)
-            written += 1
-    return written
-
-
-def _remove_public_specs(store: Store, machine: str) -> None:
-    """Delete machines/<id>/specs.json (and its dir, once empty); never follows a link."""
-    try:
-        target = store.public_specs(machine)
-    except BenchlabError:
-        return  # not an id: nothing this build would have written there
-    if target.parent.is_symlink():
-        target.parent.unlink()  # the link goes, never what it points at
-        return
-    with contextlib.suppress(FileNotFoundError):
-        target.unlink()
-        log.warning("%s: removed (the machine id is a host name)", target)
-    with contextlib.suppress(OSError):
-        target.parent.rmdir()
+        return _retract_v3(store, run_ids)
 
 
 WARM_LIMIT_BYTES = 16 * 1024 * 1024
@@ -358,25 +166,457 @@ WARM_LIMIT_BYTES = 16 * 1024 * 1024
 the query cache: about half a second; past it the first query pays."""
 
 
-def _warm_query_cache(
-    store: Store, doc: dict[str, Any] | None = None, shards: list[str] | None = None
-) -> None:
+def warm_query_cache(store: Store, shards: list[str]) -> None:
     """Hand the new catalog to the query cache, so the first question after a build is fast.
 
-    The one place every build that wrote the catalog calls. v2 passes the document it wrote
-    (`doc`). A v3 build holds no whole document; it passes the shards it rewrote or removed
-    (`shards`, names relative to the store; catalog.json may have changed too), which is
-    what an incremental refresh of the columnar query cache needs: that refresh belongs
-    here. Until then a catalog under WARM_LIMIT_BYTES of shards is read back into the
-    (marshal) query cache, about what the first query would pay; larger ones are left to
-    the first query.
+    The one place every build that wrote the catalog calls, with the shards it rewrote or
+    removed (`shards`, names relative to the store; catalog.json may have changed too),
+    which is what an incremental refresh of the columnar query cache needs: that refresh
+    belongs here. Until then a catalog under WARM_LIMIT_BYTES of shards is read back into
+    the (marshal) query cache, about what the first query would pay; larger ones are left
+    to the first query.
     """
     from benchlab.catalog.read import load_catalog
 
     try:
         from benchlab.catalog.shards import shard_stats
 
+        del shards  # not needed until the columnar refresh lives here
         if sum(size for _, size, _, _ in shard_stats(store.catalog_path)) <= WARM_LIMIT_BYTES:
             load_catalog(store.catalog_path, store.query_cache)
     except (BenchlabError, OSError) as exc:  # an optimisation: never fail the build for it
         log.warning("query cache not warmed: %s", exc)
+
+
+@dataclass(frozen=True)
+class Seams:
+    """What a build looks up from outside that a test replaces: the machine specs (a test
+    injects a `git pull` there, mid-build) and the query cache warm-up (a test listens)."""
+
+    machine_specs: Callable[[Store], dict[str, Any]] = machine_specs
+    warm_query_cache: Callable[[Store, list[str]], None] = warm_query_cache
+
+
+CHUNK = 1000
+"""Run dirs per task handed to a worker."""
+POOL_MIN = 500
+"""Fewer run dirs to read (or stat) than this and the build reads them in its own process:
+starting workers costs more than it saves."""
+LOADED_LIMIT = 400_000
+"""Shard lines held before the loaded shards are written out and dropped."""
+
+
+# --- small helpers ------------------------------------------------------------------------
+
+
+# --- the build cache ----------------------------------------------------------------------
+
+
+# --- shards -------------------------------------------------------------------------------
+
+
+# --- reading run dirs ---------------------------------------------------------------------
+
+
+# --- the build ----------------------------------------------------------------------------
+
+
+class Phases:
+    """Wall and CPU seconds of each phase of a build (this process, and its workers once
+    they are gone), logged at DEBUG: what tools/perf/build_profile.py reports."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, float, float, float]] = []
+        self._last = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float, float]:
+        try:
+            import resource
+        except ImportError:  # not on this platform: CPU of this process only
+            return time.perf_counter(), time.process_time(), 0.0
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (
+            time.perf_counter(),
+            me.ru_utime + me.ru_stime,
+            kids.ru_utime + kids.ru_stime,
+        )
+
+    def mark(self, name: str) -> None:
+        now = self._now()
+        wall, cpu, workers = (a - b for a, b in zip(now, self._last, strict=True))
+        self.marks.append((name, wall, cpu, workers))
+        self._last = now
+
+    def log(self) -> None:
+        log.debug(
+            "catalog build phases: %s",
+            "; ".join(f"{n} wall={w:.3f} cpu={c:.3f} workers={k:.3f}" for n, w, c, k in self.marks),
+        )
+
+
+def _build(
+    store: Store,
+    *,
+    full: bool,
+    progress: Progress | None,
+    jobs: int | None = None,
+    seams: Seams | None = None,
+) -> BuildResult:
+    """The v3 build (the caller holds the catalog lock).
+
+    The tracked catalog (shards, head, inventory, public specs) is written as one
+    `layout.write_set`: shards first, then the head, inventory and specs; any failure on
+    the way (a full disk, a read-only store, a bad file found late) puts every file back as
+    it was, so what git sees is the old catalog or the new one, never shards without their
+    head. Views and the build cache are derived and private: they come after the commit."""
+    seams = seams or Seams()
+    phases = Phases()
+    result = BuildResult()
+    path = store.catalog_path
+    raw = read_catalog(path)
+    head = _parse_head(path, raw)
+    pending = _inline(path, head) if raw is not None else {}
+    retracted = set(head.get("retracted", []))
+    old_inventory = load_inventory(store.inventory_path)
+
+    cache = BuildCache(store.runs_dir)
+    usable = not full and cache.load()
+    jobs = max(1, jobs if jobs is not None else default_jobs(not usable))
+    workers = Workers(jobs, store, frozenset(retracted))
+    with write_set(store.write_aside):
+        try:
+            book = ShardBook(store, result)
+            book.open(cache.index.get("shards", []) if usable else [], usable, workers)
+            book.reject(head.get(REJECTED, []))
+            views_existed = store.by_model.is_dir() or store.by_date.is_dir()
+            phases.mark("open")
+            groups, scans = _scan(
+                store, book, cache if usable else None, workers, retracted, pending
+            )
+            phases.mark("stat")
+            remake = full or not usable
+            _read(store, book, groups, scans, workers, result, progress, remake, views_existed)
+        finally:
+            workers.close()
+        phases.mark("read")
+        head_bytes = _write_catalog(store, book, head, raw, retracted, old_inventory, phases, seams)
+    _reconcile_views(store, book, result, sweep=(full or not usable) and views_existed)
+    phases.mark("views")
+    try:
+        _save_cache(cache, book, head_bytes, scans)
+    except OSError as exc:  # costs the next build its reads, nothing else
+        result.warnings.append(f"build cache not saved: {exc.filename}: {exc.strerror}")
+    with contextlib.suppress(OSError):
+        (store.runs_dir / LEGACY_CACHE).unlink()
+    phases.mark("cache")
+    if result.catalog_written:
+        seams.warm_query_cache(store, sorted(book.written))
+        phases.mark("warm")
+    phases.log()
+    return result
+
+
+def _write_catalog(
+    store: Store,
+    book: ShardBook,
+    head: dict[str, Any],
+    raw: bytes | None,
+    retracted: set[str],
+    old_inventory: dict[str, Any],
+    phases: Phases,
+    seams: Seams,
+) -> bytes:
+    """Shards, then the head, then inventory and public specs (inside the build's write
+    set); returns the head's bytes. What another writer (a `git pull`) put in catalog.json
+    since it was read is merged, not overwritten."""
+    result = book.result
+    path = store.catalog_path
+    specs = seams.machine_specs(store)  # looked up here: tests inject a `git pull` in it
+    static = _static_of(head.get("machines", {}))
+    for machine, parsed in specs.items():
+        static[machine] = summary_from_specs(parsed)
+    now = read_catalog(path)
+    if now != raw and now is not None:
+        theirs = _parse_head(path, now)
+        for run_id in sorted(set(theirs.get("retracted", [])) - retracted):
+            retracted.add(run_id)
+            book.drop(run_id)
+        if set(theirs.get(REJECTED, [])) - book.rejected:
+            book.reject(theirs.get(REJECTED, []))
+        for run_id, entry in sorted(_inline(path, theirs).items()):
+            if run_id in retracted:
+                continue
+            if not book.holds(run_id):
+                result.concurrent_merged += 1
+            book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
+        static = _merge_static(static, _static_of(theirs.get("machines", {})))
+        raw = now
+    book.flush()
+    if book.views is not None:
+        _views_of_unvisited(book)
+    phases.mark("shards")
+
+    static = public_static(store, specs, static)  # no host-named machine
+    head_bytes = render(head_document(static, retracted, (), book.rejected)).encode("utf-8")
+    late = read_catalog(path)
+    if late != raw and late is not None:
+        # Replaced once more while the shards were written: keep its static fields and
+        # retractions, and its inline runs for the next build to shard.
+        theirs = _parse_head(path, late)
+        static = _merge_static(static, _static_of(theirs.get("machines", {})))
+        static = public_static(store, specs, static)
+        retracted |= set(theirs.get("retracted", []))
+        rejected = book.rejected | set(theirs.get(REJECTED, []))
+        extra = list(_inline(path, theirs).values())
+        result.concurrent_merged += len(extra)
+        doc = head_document(static, retracted, extra, rejected)
+        head_bytes = render(doc).encode("utf-8")
+        raw = late
+    if head_bytes != raw:
+        atomic_write_bytes(path, head_bytes)
+        result.catalog_written = True
+
+    result.total = book.total()
+    result.kept = result.total - result.new - result.changed
+    inventory = render(build_inventory(old_inventory, specs, book.light_entries(), store)).encode()
+    if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
+        atomic_write_bytes(store.inventory_path, inventory)
+    result.specs_published = publish_specs(store, specs)
+    phases.mark("head")
+    return head_bytes
+
+
+def _scan(
+    store: Store,
+    book: ShardBook,
+    cache: BuildCache | None,
+    workers: Workers,
+    retracted: set[str],
+    pending: dict[str, dict],
+) -> tuple[list[Group], list[GroupScan]]:
+    """Retracted runs leave their shards, runs inline in catalog.json join them, runs in a
+    shard whose name the layout no longer gives move to theirs, and the stat pass finds the
+    run dirs to read."""
+    for run_id in sorted(retracted):
+        book.drop(run_id)
+    book.relocate()
+    for run_id in sorted(pending):
+        if run_id not in retracted:
+            entry = pending[run_id]
+            book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
+    refused: list[str] = []
+    groups = _groups(store, refused)
+    for link in refused:
+        book.result.skipped += 1
+        book.result.warnings.append(
+            f"skipped: {link}: a symlink; machine dirs must be real dirs inside the store; "
+            "set aside"
+        )
+    cached = {g.key: cache.group(g.key) if cache is not None else None for g in groups}
+    since = time.time_ns()
+    scans = []
+    stats = _stat_groups(groups, workers, cached)
+    for group, (names, sig, where, same) in zip(groups, stats, strict=True):
+        scan = _scan_group(group, names, sig, cached[group.key], book, since, where, same)
+        scan.final = scan.shards.copy()
+        scan.old = cached[group.key]
+        scans.append(scan)
+    return groups, scans
+
+
+def _read(
+    store: Store,
+    book: ShardBook,
+    groups: list[Group],
+    scans: list[GroupScan],
+    workers: Workers,
+    result: BuildResult,
+    progress: Progress | None,
+    remake: bool,
+    views_existed: bool,
+) -> None:
+    """Read the run dirs that changed and place their entries; with many of them, in the
+    workers, which also write their views, one machine's shards written at a time."""
+    result.dirs_unchanged = sum(s.unchanged for s in scans)
+    todo = sum(len(s.to_read) for s in scans)
+    many = todo >= POOL_MIN
+    if remake:  # every run dir read: every view made again
+        book.views = ViewWriter(store.runs_dir, compare=True)
+        book.wanted = set() if views_existed else None
+    seen = result.dirs_unchanged
+    if progress is not None and seen:
+        progress(seen)
+    if not todo:
+        return
+    by_key = {scan.key: scan for scan in scans}
+    retracted = workers.retracted
+
+    def take(batch: tuple[str, list[Fresh], list[str], int, int]) -> None:
+        nonlocal seen
+        key, fresh, warnings, skipped, views_done = batch
+        result.warnings.extend(warnings)
+        result.skipped += skipped
+        result.dirs_read += len(fresh)
+        result.views_written += views_done
+        scan = by_key[key]
+        assert scan.final is not None
+        live = [item for item in fresh if item.run_id not in retracted]
+        for item, candidates in zip(live, book.where([i.run_id for i in live]), strict=True):
+            book.place(item.run_id, item.shard, item.line, item.point, True, candidates, item.views)
+            scan.final[item.index] = book.by_name.get(item.shard, -1)
+            if item.run_id != scan.names[item.index]:
+                scan.ids[scan.names[item.index]] = item.run_id
+            if book.wanted is not None and item.views is not None:
+                book.wanted.update(item.views)
+        seen += len(fresh) + skipped
+        if progress is not None:
+            progress(seen)
+
+    tagged = _tasks(groups, scans, write_views=many or remake)
+    if workers.parallel and many:
+        batches: Iterator[Any] = workers.imap(_read_dirs, [task for _, task in tagged])
+    else:
+        _worker_setup(str(store.root), retracted)
+        batches = (_read_dirs(task) for _, task in tagged)
+    current = None
+    for (machine, _task), batch in zip(tagged, batches, strict=True):
+        if many and current is not None and machine != current:
+            book.flush()  # one machine's shards at a time; the workers read on meanwhile
+        current = machine
+        take(batch)
+        if book.loaded_lines > LOADED_LIMIT:
+            book.flush()
+    if many:
+        book.flush()
+
+
+def _inline(path: Path, head: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The entries catalog.json holds inline (an older merge put them there), its
+    conflict lines (`conflicts`) included, validated; the build moves them into shards."""
+    entries = parse_catalog(path, head)
+    for line in check_conflicts(str(path), head):
+        held = entries.get(line["run_id"])
+        entries[line["run_id"]] = line if held is None else merge_copies(held, line)
+    return entries
+
+
+def _parse_head(path: Path, raw: bytes | None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    head = loads_json(raw, path)
+    if not isinstance(head, dict):
+        raise SchemaError(f"{path}: $: expected a JSON object")
+    refuse_old(path, head)
+    return head
+
+
+def _tasks(
+    groups: list[Group], scans: list[GroupScan], *, write_views: bool
+) -> list[tuple[str, Task]]:
+    """(machine, read task) of `CHUNK` dirs each, machine by machine (its by-machine and
+    public groups together)."""
+    by_machine: dict[str, list[Task]] = {}
+    for group, scan in zip(groups, scans, strict=True):
+        items = [(i, scan.names[i]) for i in scan.to_read]
+        tasks = by_machine.setdefault(group.machine, [])
+        for start in range(0, len(items), CHUNK):
+            tasks.append((group.key, group.path, items[start : start + CHUNK], write_views))
+    return [(machine, task) for machine in sorted(by_machine) for task in by_machine[machine]]
+
+
+def _views_of_unvisited(book: ShardBook) -> None:
+    """Full builds: the shards no run dir of this clone landed in still need their views."""
+    for sid, shard in enumerate(book.shards):
+        if shard is not None and not shard.visited:
+            book.lines(sid)
+    book.flush()
+
+
+def _reconcile_views(store: Store, book: ShardBook, result: BuildResult, *, sweep: bool) -> None:
+    """Views of what changed here, old names of what moved or was retracted, views of the
+    entries of shards a pull changed; and in a full build over old views, files no entry
+    names are removed."""
+    writer = book.views or ViewWriter(store.runs_dir, compare=True)
+    written = writer.written
+    stale = set(book.stale)
+    for entry in book.touched.values():
+        if CONFLICT in entry:
+            continue
+        names = view_names(entry)
+        writer.put(entry, names)
+        if book.wanted is not None:
+            book.wanted.update(names)
+    for entry in book.removed:
+        stale.update(_views_of(entry))
+    for name in sorted(book.pulled):
+        target = store.root / name
+        if target.exists():
+            for entry in read_shard(target, name):
+                if CONFLICT not in entry:
+                    writer.put(entry)
+    if sweep and book.wanted is not None:
+        stale |= existing_views(store) - book.wanted
+    result.views_written += writer.written - written
+    result.views_removed = remove_views(store, stale) if stale else 0
+
+
+def _save_cache(
+    cache: BuildCache, book: ShardBook, head_bytes: bytes, scans: list[GroupScan]
+) -> None:
+    out: dict[str, GroupCache | None] = {}
+    for scan in scans:
+        old = scan.old
+        if (
+            old is not None
+            and not scan.to_read
+            and scan.unchanged == len(old.names)
+            and scan.racy == old.racy
+        ):
+            out[scan.key] = None  # nothing moved: its file stays as it is
+            continue
+        final = scan.final if scan.final is not None else scan.shards
+        out[scan.key] = GroupCache(scan.names, scan.sig, final, scan.ids, scan.racy)
+    cache.save(_digest(head_bytes), book.rows(), out)
+
+
+def _retract_v3(store: Store, run_ids: list[str]) -> int:
+    """`retract` on a v3 catalog: the ids join `retracted`, leave their shards, and their
+    views go (a later build never meets these entries again to remove them)."""
+    path = store.catalog_path
+    head = loads_json(path.read_bytes(), path)
+    refuse_old(path, head)
+    check_head(path, head)
+    withdrawn = set(head.get("retracted", [])) | set(run_ids)
+    wanted = set(run_ids)
+    dropped: list[dict[str, Any]] = []
+    with write_set(store.write_aside):  # shards and head: all replaced, or none
+        _retract_shards(path, head, withdrawn, wanted, dropped)
+    stale = {name for entry in dropped for name in _views_of(entry)}
+    if stale:
+        remove_views(store, stale)
+    return len(dropped)
+
+
+def _retract_shards(
+    path: Path,
+    head: dict[str, Any],
+    withdrawn: set[str],
+    wanted: set[str],
+    dropped: list[dict[str, Any]],
+) -> None:
+    for name, shard_path in iter_shards(path):
+        entries = read_shard(shard_path, name)
+        kept = [e for e in entries if e["run_id"] not in wanted]
+        if len(kept) != len(entries):
+            dropped += [e for e in entries if e["run_id"] in wanted]
+            # Kept even when empty: a deleted shard would make another clone's run added to
+            # it a modify/delete conflict at the next pull, which the merge driver never sees.
+            atomic_write_bytes(shard_path, render_shard(kept))
+    static = _static_of(head.get("machines", {}))
+    inline = [*head.get("runs", []), *head.get("conflicts", [])]
+    pending = [e for e in inline if e["run_id"] not in wanted]
+    dropped += [e for e in inline if e["run_id"] in wanted]
+    doc = head_document(static, withdrawn, pending, head.get(REJECTED, []))
+    atomic_write_bytes(path, render(doc).encode("utf-8"))

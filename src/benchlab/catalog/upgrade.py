@@ -100,7 +100,7 @@ def upgrade_store(store: Any) -> UpgradeResult:
     catalog lock, as one write set (all files replaced, or none). A v3 catalog is left as
     it is. Shard files already on disk (left by a v3 clone before a checkout) are united
     with the upgraded lines, never overwritten."""
-    from benchlab.catalog.build import catalog_lock
+    from benchlab.catalog.lock import catalog_lock
     from benchlab.layout import write_error, write_set
 
     store.require()

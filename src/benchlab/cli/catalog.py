@@ -157,7 +157,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
 
 
 def run_resolve(args: argparse.Namespace) -> int:
-    from benchlab.catalog.build import catalog_lock
+    from benchlab.catalog.lock import catalog_lock
     from benchlab.catalog.order import copy_digest
     from benchlab.catalog.resolve import resolve_v3
 
