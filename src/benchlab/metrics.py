@@ -22,11 +22,12 @@ override them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from benchlab.errors import ParseError
+from benchlab.errors import ConfigError, ParseError
 from benchlab.identity import test_names
 
 Better = Literal["higher", "lower"]
@@ -135,6 +136,45 @@ DEFAULT_METRIC = "peak_tok_per_sec"
 def lower_is_better(metric: str) -> bool:
     """Whether `best` should pick the smallest value of `metric`."""
     return metric in LOWER_IS_BETTER
+
+
+MAX_DECLARED = 16
+"""The most extra metrics one config may declare: each is a column in every run's record."""
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def declare(where: str, declared: Any) -> dict[str, Metric]:
+    """A config's extra metrics (`metrics: {p99_ms: {unit: ms, better: lower}}`) as
+    registry-shaped declarations; a ConfigError naming `where` and the field otherwise.
+
+    A name the registry already holds must agree with it: one name, one meaning."""
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or len(declared) > MAX_DECLARED:
+        raise ConfigError(
+            f"{where}: metrics: expected a mapping of at most {MAX_DECLARED} metric names to "
+            "{unit, better}"
+        )
+    out: dict[str, Metric] = {}
+    for name, shape in declared.items():
+        field = f"{where}: metrics.{name}"
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError(f"{field}: a metric name is lower_snake_case, at most 64 chars")
+        if not isinstance(shape, Mapping) or set(shape) - {"unit", "better", "help"}:
+            raise ConfigError(f"{field}: expected {{unit: ..., better: higher|lower}}")
+        unit, better = shape.get("unit"), shape.get("better")
+        if not isinstance(unit, str) or not unit.strip() or len(unit) > 32:
+            raise ConfigError(f"{field}.unit: expected a short unit (ms, requests/s, J, s)")
+        if better not in ("higher", "lower"):
+            raise ConfigError(f"{field}.better: expected higher or lower, got {better!r}")
+        known = REGISTRY.get(name)
+        if known is not None and (known.unit, known.better) != (unit, better):
+            raise ConfigError(
+                f"{field}: the registry declares {name} as {known.unit}, {known.better} is "
+                "better; use another name"
+            )
+        out[name] = Metric(name, unit, better, str(shape.get("help") or ""), "record")
+    return out
 
 
 def unit_of(metric: str) -> str | None:

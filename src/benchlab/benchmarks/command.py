@@ -15,9 +15,15 @@ spec.params:
     version    the version of the thing the command measures (the version axis of its
                series: `bench compare --by build` and the regression detector use it).
 
-Numbers are tokens per second. prefill becomes a kernel.json prefill point at
-spec.prompt_tokens, decode the decode result and the batch-1 point, peak the batch-curve
-peak at the largest of spec.batch_sizes.
+    metrics    extra metrics the command reports, declared once with a unit and a direction:
+               {p99_ms: {unit: ms, better: lower}, rps: {unit: requests/s, better: higher}}.
+
+prefill, decode and peak are tokens per second: prefill becomes a kernel.json prefill point
+at spec.prompt_tokens, decode the decode result and the batch-1 point, peak the batch-curve
+peak at the largest of spec.batch_sizes. `fields` (or a regex group) may also name any other
+metric of `benchlab.metrics.REGISTRY` (decode_ms_per_token, ttft_ms, peak_rss_mb, time_s ...,
+in the registry's unit) or one declared under `metrics`; those are kept as the run's metrics
+beside the rates, in their own unit and direction, and never override a derived figure.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from benchlab.benchmarks.common import (
 from benchlab.devices.base import Transport
 from benchlab.errors import ConfigError, ParseError
 from benchlab.layout import dump_model
+from benchlab.metrics import CATALOG_METRICS, HEADLINE, declare
 from benchlab.models import (
     AgentEnvelope,
     AgentTask,
@@ -47,6 +54,8 @@ from benchlab.models import (
 )
 
 NAMES = ("prefill", "decode", "peak")
+OTHER_METRICS = tuple(m for m in CATALOG_METRICS if m not in HEADLINE)
+"""Registry metrics a command may report directly, beside the three rates."""
 WORKLOAD = "workload.json"
 """The optional run file that says what command made a run's numbers (CommandWorkload)."""
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -86,17 +95,24 @@ class CommandBackend(Backend):
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise ConfigError(f"{where}: params.argv: required, a non-empty list of strings")
         parser = param(spec, "parser", "json")
+        known = self._known(spec)
         if parser == "json":
             fields = spec.params.get("fields")
             if (
                 not isinstance(fields, dict)
                 or not fields
-                or set(fields) - set(NAMES)
                 or not all(isinstance(v, str) and v for v in fields.values())
             ):
                 raise ConfigError(
                     f"{where}: params.fields: required for the json parser, a mapping of "
-                    f"{', '.join(NAMES)} to paths"
+                    f"{', '.join(NAMES)} (or a metric name) to paths"
+                )
+            unknown = sorted(set(fields) - known)
+            if unknown:
+                raise ConfigError(
+                    f"{where}: params.fields.{unknown[0]}: not prefill, decode, peak, a "
+                    "registry metric (benchlab.metrics.REGISTRY) or one declared under "
+                    "params.metrics"
                 )
         elif parser == "regex":
             patterns = spec.params.get("pattern")
@@ -109,15 +125,23 @@ class CommandBackend(Backend):
                     groups |= set(re.compile(text).groupindex)
                 except (re.error, TypeError) as exc:
                     raise ConfigError(f"{where}: params.pattern {text!r}: {exc}") from exc
-            if not groups & set(NAMES):
+            if not groups & known:
                 raise ConfigError(
-                    f"{where}: params.pattern: needs a named group prefill, decode or peak"
+                    f"{where}: params.pattern: needs a named group prefill, decode, peak or "
+                    "a metric name"
                 )
         else:
             raise ConfigError(f"{where}: params.parser: {parser!r}; expected json or regex")
         if param(spec, "stream", "stdout") not in ("stdout", "stderr"):
             raise ConfigError(f"{where}: params.stream: expected stdout or stderr")
         return {"argv": argv, "parser": parser}
+
+    @staticmethod
+    def _known(spec: RunSpec) -> set[str]:
+        """The names a field or regex group may carry: the rates, the registry's other
+        metrics, and those the config declares."""
+        declared = declare(f"{spec.spec_id}: command", spec.params.get("metrics"))
+        return set(NAMES) | set(OTHER_METRICS) | set(declared)
 
     def check_available(self, device: Transport, spec: RunSpec) -> None:
         argv = self._params(spec)["argv"]
@@ -180,8 +204,8 @@ class CommandBackend(Backend):
                 raise ParseError(
                     f"{where}: pattern {pattern!r} does not match; output starts {text[:80]!r}"
                 )
-            for name in NAMES:
-                if name in match.groupdict() and match.group(name) is not None:
+            for name in match.groupdict():
+                if match.group(name) is not None and name in self._known(spec):
                     found[name] = _number(match.group(name), f"{where}: group {name!r}")
         return found
 
@@ -191,6 +215,8 @@ class CommandBackend(Backend):
         self._params(spec)
         text = envelope.stderr if param(spec, "stream", "stdout") == "stderr" else envelope.stdout
         found = self._extract(text, spec, where)
+        named = {k: v for k, v in found.items() if k not in NAMES}
+        found = {k: v for k, v in found.items() if k in NAMES}
         for name, value in found.items():
             if value <= 0:
                 raise ParseError(f"{where}: {name} is not a positive rate: {value!r}")
@@ -253,11 +279,11 @@ class CommandBackend(Backend):
         extra = (
             {"prefill_tok_per_sec": found["prefill"]} if "prefill" in found and not prefill else {}
         )
-        workload = self.workload(spec, run_id, found)
+        workload = self.workload(spec, run_id, {**found, **named})
         return ParsedRun(
             kernel=kernel,
             batch=batch,
-            metrics=extra,
+            metrics={**named, **extra},
             facts=facts,
             extra_files={WORKLOAD: dump_model(workload)},
         )
