@@ -117,7 +117,8 @@ class _Container:
         dtype, shape, offset = self.layout[name]
         dt = np.dtype(dtype)
         count = int(np.prod(shape)) if shape else 1
-        return np.frombuffer(self.map, dt, count, self.start + offset).reshape(shape)
+        view: np.ndarray = np.frombuffer(self.map, dt, count, self.start + offset).reshape(shape)
+        return view
 
 
 # --- segments: the columns of one shard ----------------------------------------------------
