@@ -114,6 +114,10 @@ def test_imported_runs_reach_the_catalog(store: Path) -> None:
     [entry] = catalog["runs"]
     assert entry["decode_tok_per_sec"] == pytest.approx(118.881588)
     assert entry["precision"] == "q4_k_m"
+    # llama-bench's averages as latencies too: time per token and to the first token.
+    assert entry["decode_ms_per_token"] == pytest.approx(1000 / 118.881588, rel=0.05)
+    prefill = entry["prefill_tok_per_sec"]
+    assert entry["ttft_ms"] == pytest.approx(entry["prompt_tokens"] / prefill * 1000, rel=1e-6)
 
 
 def test_garbage_is_one_line_naming_the_file(

@@ -32,8 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--threshold",
         default="5%",
-        help="a drop beyond this is a regression: 5%% or 0.05 (a bare 5 is refused as "
-        "ambiguous; default 5%%)",
+        help="a change for the worse beyond this is a regression (a throughput dropping, a "
+        "latency, memory or energy figure rising: metrics.REGISTRY says which): 5%% or 0.05 "
+        "(a bare 5 is refused as ambiguous; default 5%%)",
     )
     parser.add_argument("--detect", action="store_true", help="find steps in every series")
     parser.add_argument("--model", help="only series of this model (with --detect)")
