@@ -19,8 +19,8 @@ from benchlab.regress import detect
 
 
 def _v3(store_root) -> Store:
-    """The fixture store with its catalog migrated to v3 shards by a build."""
-    assert main(["--store", str(store_root), "catalog", "build"]) == 0
+    """The fixture store with its catalog migrated to v3 shards (`bench catalog upgrade`)."""
+    assert main(["--store", str(store_root), "catalog", "upgrade"]) == 0
     return Store(store_root)
 
 

@@ -39,7 +39,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def test_spawned_workers_render_the_pages_of_one_process(
     fleet_store: Path, monkeypatch: pytest.MonkeyPatch, started: list[str]
 ) -> None:
-    assert main(["--store", str(fleet_store), "catalog", "build"]) == 0
+    assert main(["--store", str(fleet_store), "catalog", "upgrade"]) == 0
     data = load_public(Store(fleet_store))
     alone = site_module.render_pages(data, workers=1).files
     assert started == []
@@ -53,7 +53,7 @@ def test_bench_site_build_with_spawn_only(
     fleet_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[str]
 ) -> None:
     """A whole `bench site build` (mkdocs too) whose workers are spawned, as on macOS."""
-    assert main(["--store", str(fleet_store), "catalog", "build"]) == 0
+    assert main(["--store", str(fleet_store), "catalog", "upgrade"]) == 0
     monkeypatch.setattr(detection_module, "PARALLEL_RUNS", 1)  # a small site in workers
     forked, spawned = tmp_path / "forked", tmp_path / "spawned"
     assert main(["--store", str(fleet_store), "site", "build", "--output", str(forked)]) == 0
