@@ -15,6 +15,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,8 +34,63 @@ M = TypeVar("M", bound="BaseModel")
 
 
 def canonical_json(obj: Any) -> str:
-    """The one serialisation of every file benchlab writes: sorted, indented, newline-ended."""
-    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """The one serialisation of every file benchlab writes: sorted, indented, newline-ended.
+
+    Byte for byte `json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)` plus a
+    newline (a property test holds it to that), but fast: the standard library has a C
+    encoder only for compact output, and with an indent takes about 10 s for a 100,000-run
+    catalog; `dumps` does the strings and numbers in C and the nesting here."""
+    return dumps(obj) + "\n"
+
+
+def _reference(obj: Any) -> str:
+    """The standard library's canonical text: for what `dumps` does not do itself (objects
+    with keys that are not strings)."""
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+def dumps(value: Any, indent: str = "") -> str:
+    """`canonical_json(value)` without the trailing newline, at nesting `indent`."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float(value)
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if not all(isinstance(k, str) for k in value):
+            return _reference(value).replace("\n", "\n" + indent)
+        parts = [
+            f"{inner}{encode_basestring(k)}: {dumps(v, inner)}" for k, v in sorted(value.items())
+        ]
+        return "{\n" + ",\n".join(parts) + "\n" + indent + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        if all(type(item) is str for item in value):
+            body = (",\n" + inner).join(map(encode_basestring, value))
+            return "[\n" + inner + body + "\n" + indent + "]"
+        return (
+            "[\n" + ",\n".join(inner + dumps(item, inner) for item in value) + "\n" + indent + "]"
+        )
+    raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:

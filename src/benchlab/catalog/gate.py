@@ -30,7 +30,15 @@ from typing import Any
 
 import orjson
 
-from benchlab.catalog.read import ENTRY_FIELDS, FAILURE_KINDS, REQUIRED_FIELDS, STATUSES
+from benchlab.catalog.format import (
+    ENTRY_FIELDS,
+    FAILURE_KINDS,
+    HEAD_SCHEMA_ID,
+    LINE_SCHEMA_ID,
+    MACHINE_FIELDS,
+    REQUIRED_FIELDS,
+    STATUSES,
+)
 from benchlab.errors import SchemaError, StoreError
 
 MAX_SHARD_BYTES = 48 * 1024 * 1024
@@ -103,7 +111,7 @@ _HEAD_KEY = re.compile(HEAD_KEY)
 
 
 def _kinds() -> dict[str, str]:
-    """Each entry field's kind: `read.ENTRY_FIELDS`, with the ids given their patterns."""
+    """Each entry field's kind: `format.ENTRY_FIELDS`, with the ids given their patterns."""
     plain = {"str": "text", "str?": "text?", "strs": "texts", "num": "num", "spread": "num"}
     ids = {"run_id": "id", "machine_id": "id", "spec_id": "id?"}
     ids.update(model_id="model_id?", series="series?")
@@ -114,8 +122,6 @@ LINE_FIELDS: dict[str, str] = _kinds()
 """Kinds: id (a run or machine id), id?, series?, model_id?, text, text?, texts, int?, ints?,
 bool?, num (a metric or spread, or null), obj?, status, failure_kind, curve."""
 REQUIRED = REQUIRED_FIELDS
-MACHINE_FIELDS = {"id": "id?", "os": "text?", "arch": "text?", "gpu": "text?", "cpu_cores": "int?"}
-"""A machine of the head: `merge.SUMMARY_STATIC` (and the id a v2 summary also carries)."""
 
 
 def _text_schema(pattern: str = VISIBLE, limit: int = MAX_TEXT, null: bool = False) -> dict:
@@ -200,10 +206,6 @@ def _object_schema(fields: dict[str, str], required: Iterable[str], key: str) ->
         "propertyNames": {"pattern": key},
         "additionalProperties": _VALUE_REF,
     }
-
-
-LINE_SCHEMA_ID = "benchmark/catalog-line.v3"
-HEAD_SCHEMA_ID = "benchmark/catalog.v3"
 
 
 def _entry_schema() -> dict[str, Any]:

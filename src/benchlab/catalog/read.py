@@ -24,70 +24,18 @@ from typing import Any
 
 import orjson
 
+from benchlab.catalog.format import (  # noqa: F401  (their old home: many callers import them here)
+    DEFAULT_METRIC,
+    ENTRY_FIELDS,
+    FAILURE_KINDS,
+    METRICS,
+    REQUIRED_FIELDS,
+    STATUSES,
+)
 from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3, KNOWN, upgrade
 from benchlab.errors import QueryError, SchemaError, StoreError
-from benchlab.metrics import CATALOG_METRICS, REGISTRY
 
 logger = logging.getLogger(__name__)
-
-STATUSES = ("ok", "failed")
-FAILURE_KINDS = ("transport", "measurement", "config", "parse")
-
-ENTRY_FIELDS: dict[str, str] = {
-    "run_id": "str",
-    "machine_id": "str",
-    "timestamp": "str",
-    "model": "str",
-    "model_id": "str?",
-    "precision": "str",
-    "precision_family": "str?",
-    "tags": "strs",
-    "status": "status",
-    "failure_kind": "failure_kind",
-    "backend": "str?",
-    "mode": "str?",
-    "series": "str?",
-    "spec_id": "str?",
-    "model_digest": "str?",
-    "model_size": "int?",
-    "model_params": "int?",
-    "backend_version": "str?",
-    "backend_build": "int?",
-    "backend_commit": "str?",
-    "revision": "str?",
-    "threads": "int?",
-    "prompt_tokens": "int?",
-    "gen_tokens": "int?",
-    "depth": "int?",
-    "batch_sizes": "ints?",
-    "n_batch": "int?",
-    "n_ubatch": "int?",
-    "gpu_layers": "int?",
-    "flash_attn": "bool?",
-    "type_k": "str?",
-    "type_v": "str?",
-    "axes": "obj?",
-    "tests": "strs",
-    "attempt": "int?",
-    "attempts": "int?",
-    "warnings": "int?",
-    "samples": "int?",
-    **{m.name: m.kind for m in REGISTRY.values() if m.kind in ("num", "spread")},
-    "path": "str?",
-    "batch_curve": "curve",
-}
-"""`models.CatalogEntry` as kinds: str (required), str? (optional string), int?, bool?,
-ints? (null or a list of integers), obj? (null or an object), num (an optional metric,
-declared with its direction in `benchlab.metrics.REGISTRY`), spread (an optional
-standard deviation), strs (a list of strings), status, failure_kind, curve (null or a list
-of {batch: int, agg_tok_per_sec: number}).
-tests/query keeps it equal to the model."""
-
-REQUIRED_FIELDS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str")
-METRICS = CATALOG_METRICS
-"""The numeric entry fields `best --metric` and `compare` know: `benchlab.metrics.REGISTRY`
-declares each once with its unit and direction."""
-DEFAULT_METRIC = "peak_tok_per_sec"
 
 _OPTIONAL_STR = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str?")
 _NUMBERS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind in ("num", "spread"))
@@ -178,23 +126,6 @@ def _shards_key(path: Path) -> tuple[Any, ...]:
     if not shard_dir(path).is_dir():
         return ()
     return tuple(shard_stats(path))
-
-
-def prime_cache(path: Path, cache: Path, doc: dict[str, Any]) -> None:
-    """Cache the catalog a build has just written from `doc`, without reading it back.
-
-    `bench catalog build` calls this so that the first question after a build is as fast
-    as the next ones; the entries were validated by the build, the shape is checked here.
-    """
-    stat = path.stat()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        loaded = check_catalog(path, doc)
-        _write_cache(cache, cache_key(stat) + _shards_key(path), loaded)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _parse_catalog(path: Path) -> LoadedCatalog:

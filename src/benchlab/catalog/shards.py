@@ -34,17 +34,16 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from benchlab.catalog.format import (  # noqa: F401  (encode_line, LAYOUT: imported from here)
+    LAYOUT,
+    SHARD_DIR,
+    SHARD_SUFFIX,
+    UNDATED,
+    encode_line,
+)
 from benchlab.catalog.order import CONFLICT, _time_key, copies, merge_copies, settle
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
-
-SHARD_DIR = "catalog"
-SHARD_SUFFIX = ".jsonl"
-LAYOUT = "catalog/<machine_id>/<YYYY-Www>.<machine_id>.jsonl"
-"""Written into catalog.json (`shards`) so a reader of the tracked files knows the rule."""
-UNDATED = "undated"
 
 
 def period_of(timestamp: Any) -> str:
@@ -83,16 +82,6 @@ def shard_dir(catalog_path: Path) -> Path:
 
 
 # --- lines --------------------------------------------------------------------------------
-
-
-def encode_line(entry: dict[str, Any]) -> bytes:
-    """One entry as its canonical line (no newline). The batch curve is stored compactly as
-    `[[batch, agg_tok_per_sec], ...]` (a third of the bytes of the object form)."""
-    curve = entry.get("batch_curve")
-    if curve:
-        entry = dict(entry)
-        entry["batch_curve"] = [[p["batch"], p["agg_tok_per_sec"]] for p in curve]
-    return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
 
 
 def decode_entry(data: dict[str, Any]) -> dict[str, Any]:

@@ -8,70 +8,20 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import SchemaError
-from benchlab.layout import (
-    canonical_json,
-)
+from benchlab.layout import canonical_json, dumps
 
 # --- serialisation ------------------------------------------------------------------------
 #
-# Every file is `layout.canonical_json` (sorted keys, indent 2, newline). The standard
-# library only has a C encoder for compact output; with an indent it falls back to pure
-# Python, which takes about 10 s for a 100,000-run catalog. `dumps` below produces the same
-# bytes (a property test holds it to that) with string and number leaves done in C, and
-# `render_catalog` reuses the text of entries that did not change since the last build.
+# Every file is `layout.canonical_json` (sorted keys, indent 2, newline), the one writer;
+# `render_catalog` reuses the text of entries that did not change since the last write.
 
 _RUNS_SENTINEL = "\x00benchlab-runs\x00"
 _RUNS_OPEN = '\n  "runs": [\n'
 _ITEM_SEPARATOR = ",\n    {\n"
 
 
-def _float(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    return float.__repr__(value)
-
-
-def dumps(value: Any, indent: str = "") -> str:
-    """`canonical_json(value)` without the trailing newline, at nesting `indent`."""
-    if isinstance(value, str):
-        return encode_basestring(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, float):
-        return _float(value)
-    inner = indent + "  "
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        if not all(isinstance(k, str) for k in value):
-            return canonical_json(value).rstrip("\n").replace("\n", "\n" + indent)
-        parts = [
-            f"{inner}{encode_basestring(k)}: {dumps(v, inner)}" for k, v in sorted(value.items())
-        ]
-        return "{\n" + ",\n".join(parts) + "\n" + indent + "}"
-    if isinstance(value, (list, tuple)):
-        if not value:
-            return "[]"
-        if all(type(item) is str for item in value):
-            body = (",\n" + inner).join(map(encode_basestring, value))
-            return "[\n" + inner + body + "\n" + indent + "]"
-        return (
-            "[\n" + ",\n".join(inner + dumps(item, inner) for item in value) + "\n" + indent + "]"
-        )
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def render(value: Any) -> str:
-    """The canonical text of any document (what `canonical_json` returns, faster)."""
-    return dumps(value) + "\n"
+render = canonical_json
+"""The canonical text of any document: `layout.canonical_json`, the one writer."""
 
 
 def _item_text(entry: dict) -> str:

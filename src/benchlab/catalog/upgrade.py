@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlab.catalog.format import CATALOG_V3
 from benchlab.errors import SchemaError, StoreError
 from benchlab.identity import precision_family, series_id
 
 CATALOG_V1 = "benchmark/catalog.v1"
 CATALOG_V2 = "benchmark/catalog.v2"
-CATALOG_V3 = "benchmark/catalog.v3"
 KNOWN = (CATALOG_V1, CATALOG_V2, CATALOG_V3)
 OLD = {CATALOG_V1: "v1", CATALOG_V2: "v2"}
 UPGRADE_COMMAND = "bench catalog upgrade"

@@ -138,13 +138,6 @@ def _holds(path: str, data: bytes) -> bool:
         return False
 
 
-def _write_views(store: Store, entries: Iterable[dict], *, compare: bool = False) -> int:
-    writer = ViewWriter(store.runs_dir, compare=compare)
-    for entry in entries:
-        writer.put(entry)
-    return writer.written
-
-
 def remove_views(store: Store, names: Iterable[str]) -> int:
     removed = 0
     for name in sorted(names):
@@ -157,33 +150,3 @@ def remove_views(store: Store, names: Iterable[str]) -> int:
 
 
 _remove_views = remove_views
-
-
-def refresh_views(
-    store: Store, touched: dict[str, dict], before: dict[str, dict]
-) -> tuple[int, int]:
-    """Incremental: write the views of new or changed entries, drop their old names."""
-    stale: set[str] = set()
-    for run_id, entry in touched.items():
-        if run_id in before:
-            stale.update(set(view_names(before[run_id])) - set(view_names(entry)))
-    return _write_views(store, touched.values()), remove_views(store, stale)
-
-
-def rebuild_views(
-    store: Store, entries: dict[str, dict], touched: set[str], *, rewrite_all: bool = False
-) -> tuple[int, int]:
-    """Reconcile: every entry has its two views, nothing else is there.
-
-    Writes the views of touched entries and any missing ones (all of them with
-    `rewrite_all`: those whose bytes differ); removes files no entry names.
-    """
-    existing = existing_views(store)
-    wanted: set[str] = set()
-    writer = ViewWriter(store.runs_dir, compare=True)
-    for run_id, entry in entries.items():
-        names = view_names(entry)
-        wanted.update(names)
-        if rewrite_all or run_id in touched or any(n not in existing for n in names):
-            writer.put(entry, names)
-    return writer.written, remove_views(store, existing - wanted)

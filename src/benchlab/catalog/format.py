@@ -1,0 +1,120 @@
+"""The catalog format, v3, in one place: what a head and a shard line may hold, where shards
+live, and the one encoding of a line.
+
+Why one module: the loader (`read`), the trust boundary (`gate`, and the JSON Schemas it
+generates), the build, the merge driver and the upgrade all read and write this format; a
+field table or a layout name stated twice drifts. The metrics come from `benchlab.metrics`,
+which declares each once with its unit and direction; nothing here restates them. This
+module imports nothing of the catalog package, so every part of it can import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC, REGISTRY
+
+__all__ = [
+    "CATALOG_V3",
+    "DEFAULT_METRIC",
+    "ENTRY_FIELDS",
+    "FAILURE_KINDS",
+    "HEAD_SCHEMA_ID",
+    "LAYOUT",
+    "LINE_SCHEMA_ID",
+    "MACHINE_FIELDS",
+    "METRICS",
+    "REQUIRED_FIELDS",
+    "SHARD_DIR",
+    "SHARD_SUFFIX",
+    "STATUSES",
+    "UNDATED",
+    "Entry",
+    "encode_line",
+]
+
+Entry = dict[str, Any]
+"""One catalog entry (or conflict line) as every reader and writer holds it: a JSON object."""
+
+CATALOG_V3 = "benchmark/catalog.v3"
+HEAD_SCHEMA_ID = CATALOG_V3
+LINE_SCHEMA_ID = "benchmark/catalog-line.v3"
+
+SHARD_DIR = "catalog"
+SHARD_SUFFIX = ".jsonl"
+LAYOUT = "catalog/<machine_id>/<YYYY-Www>.<machine_id>.jsonl"
+"""Written into catalog.json (`shards`) so a reader of the tracked files knows the rule."""
+UNDATED = "undated"
+
+STATUSES = ("ok", "failed")
+FAILURE_KINDS = ("transport", "measurement", "config", "parse")
+
+ENTRY_FIELDS: dict[str, str] = {
+    "run_id": "str",
+    "machine_id": "str",
+    "timestamp": "str",
+    "model": "str",
+    "model_id": "str?",
+    "precision": "str",
+    "precision_family": "str?",
+    "tags": "strs",
+    "status": "status",
+    "failure_kind": "failure_kind",
+    "backend": "str?",
+    "mode": "str?",
+    "series": "str?",
+    "spec_id": "str?",
+    "model_digest": "str?",
+    "model_size": "int?",
+    "model_params": "int?",
+    "backend_version": "str?",
+    "backend_build": "int?",
+    "backend_commit": "str?",
+    "revision": "str?",
+    "threads": "int?",
+    "prompt_tokens": "int?",
+    "gen_tokens": "int?",
+    "depth": "int?",
+    "batch_sizes": "ints?",
+    "n_batch": "int?",
+    "n_ubatch": "int?",
+    "gpu_layers": "int?",
+    "flash_attn": "bool?",
+    "type_k": "str?",
+    "type_v": "str?",
+    "axes": "obj?",
+    "tests": "strs",
+    "attempt": "int?",
+    "attempts": "int?",
+    "warnings": "int?",
+    "samples": "int?",
+    **{m.name: m.kind for m in REGISTRY.values() if m.kind in ("num", "spread")},
+    "path": "str?",
+    "batch_curve": "curve",
+}
+"""`models.CatalogEntry` as kinds: str (required), str? (optional string), int?, bool?,
+ints? (null or a list of integers), obj? (null or an object), num (an optional metric,
+declared with its direction in `benchlab.metrics.REGISTRY`), spread (an optional
+standard deviation), strs (a list of strings), status, failure_kind, curve (null or a list
+of {batch: int, agg_tok_per_sec: number}).
+tests/query keeps it equal to the model."""
+
+REQUIRED_FIELDS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str")
+METRICS = CATALOG_METRICS
+"""The numeric entry fields `best --metric` and `compare` know: `benchlab.metrics.REGISTRY`
+declares each once with its unit and direction."""
+
+MACHINE_FIELDS = {"id": "id?", "os": "text?", "arch": "text?", "gpu": "text?", "cpu_cores": "int?"}
+"""A machine of the head: `merge.SUMMARY_STATIC`, and the id an older head's summary carries."""
+
+
+def encode_line(entry: Entry) -> bytes:
+    """One entry as its canonical line (no newline): sorted keys, compact. The batch curve is
+    stored as `[[batch, agg_tok_per_sec], ...]` (a third of the bytes of the object form)."""
+    curve = entry.get("batch_curve")
+    if curve:
+        entry = dict(entry)
+        entry["batch_curve"] = [[p["batch"], p["agg_tok_per_sec"]] for p in curve]
+    return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
