@@ -8,7 +8,7 @@ upgraded (v1 to v2) the same way.
 
 The site reads a large catalog leaner (`load_site`): every run as a *light* entry (its
 series' identity fields, its version, status, tags and metrics, built from the columnar query
-cache, `query.columns`), and in full only the runs a page shows (`PublicData.full`,
+cache, `query.colcache`), and in full only the runs a page shows (`PublicData.full`,
 `PublicData.upgrade`). Light entries answer every field the site reads of runs it does not
 show, with the values the full entry holds, so the pages are the same; at a million runs
 this saves most of the 40 s and several GB that loading every entry in full costs.
@@ -171,7 +171,7 @@ def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCa
 
 def _chronological_rows(ids: Any, stamps: Any) -> Any:
     """Row order by timestamp, then run id (`filters.chronological`); UTF-8 bytes sort as
-    their strings do (see query.columnar). One sort of the timestamps, then the few rows
+    their strings do (see query.colcache). One sort of the timestamps, then the few rows
     that share one ordered by id: sorting the long ids of every row costs a second more."""
     import numpy as np
 
