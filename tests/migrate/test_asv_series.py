@@ -113,3 +113,29 @@ def test_a_fresh_asv_run_imports_the_same_way(store: Path, tmp_path: Path) -> No
     results = tmp_path / "results"
     subprocess.run(["bash", str(MAKE), str(results)], check=True, timeout=300)
     _check_history(results, store)
+
+
+def test_a_re_import_lists_each_machine_dir_once(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thousands of runs per machine: one listing per machine and import, not one glob of
+    the machine's dir per run (which made a 20,000-run re-import take minutes)."""
+    assert main(["--store", str(store), "migrate", str(ASV_TINY)]) == 0
+    machine_dir = store / "runs" / "by-machine" / "tiny-box"
+    listings: list[str] = []
+    real_iterdir, real_glob = Path.iterdir, Path.glob
+
+    def iterdir(self: Path):  # a spy: counts, then lists for real
+        listings.append(f"iterdir {self}")
+        return real_iterdir(self)
+
+    def glob(self: Path, pattern: str, *args, **kwargs):
+        listings.append(f"glob {self} {pattern}")
+        return real_glob(self, pattern, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    monkeypatch.setattr(Path, "glob", glob)
+    assert main(["--store", str(store), "migrate", str(ASV_TINY)]) == 0
+    on_machine = [line for line in listings if line.split(" ", 2)[1] == str(machine_dir)]
+    assert on_machine == [f"iterdir {machine_dir}"]
+    assert len(list(machine_dir.iterdir())) == COMMITS * len(SERIES)  # nothing new written

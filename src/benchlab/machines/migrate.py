@@ -78,6 +78,40 @@ class ImportReport:
     """`<run id>: build_commit` for each imported commit that was not a hex commit."""
 
 
+class RunIndex:
+    """The runs already imported, by spec id, one directory listing per machine and import:
+    an asv history is thousands of runs per machine, and globbing the machine's dir for each
+    of them made a re-import quadratic (20,000 runs: minutes of listing)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._by_machine: dict[str, dict[str, str]] = {}
+
+    def find(self, machine_id: str, spec: str) -> str | None:
+        """A run of this exact content already imported (any stamp): `_existing`'s answer."""
+        known = self._by_machine.get(machine_id)
+        if known is None:
+            known = self._by_machine[machine_id] = self._list(machine_id)
+        return known.get(spec)
+
+    def add(self, machine_id: str, spec: str, run_id: str) -> None:
+        self._by_machine.setdefault(machine_id, {}).setdefault(spec, run_id)
+
+    def _list(self, machine_id: str) -> dict[str, str]:
+        machine_dir = self.store.machine_dir(machine_id)
+        if not machine_dir.is_dir():
+            return {}
+        known: dict[str, str] = {}
+        for candidate in sorted(machine_dir.iterdir()):
+            spec, _, stamp = candidate.name.rpartition("-")
+            if spec and len(stamp) == _STAMP_CHARS and (candidate / MANIFEST).is_file():
+                known.setdefault(spec, candidate.name)
+        return known
+
+
+_STAMP_CHARS = len("20250106T120000Z")
+
+
 def _existing(store: Store, machine_id: str, spec: str) -> str | None:
     """A run of this exact content already imported (any stamp)."""
     machine_dir = store.machine_dir(machine_id)
@@ -301,6 +335,7 @@ def import_asv(store: Store, results_dir: Path, *, machine_id: str | None = None
     if not machine_files:
         raise ConfigError(f"{results_dir}: no <machine>/machine.json: not an asv results dir")
     report = ImportReport()
+    index = RunIndex(store)
     for machine_file in machine_files:
         info = read_json(machine_file)
         machine = check_id(
@@ -309,12 +344,12 @@ def import_asv(store: Store, results_dir: Path, *, machine_id: str | None = None
         for result_file in sorted(machine_file.parent.glob("*.json")):
             if result_file.name == "machine.json":
                 continue
-            _import_asv_file(store, result_file, machine, units, report)
+            _import_asv_file(index, result_file, machine, units, report)
     return report
 
 
 def _import_asv_file(
-    store: Store, path: Path, machine: str, units: dict[str, Any], report: ImportReport
+    index: RunIndex, path: Path, machine: str, units: dict[str, Any], report: ImportReport
 ) -> None:
     """Every benchmark x parameter combination of one asv result file (one commit) as one
     run, its series the benchmark and the combination, its revision the commit."""
@@ -345,7 +380,7 @@ def _import_asv_file(
         unit = str(info.get("unit") or "")
         for combo, value in zip(combos, values, strict=True):
             point = AsvPoint(name, unit, info.get("param_names") or [], combo, value)
-            _import_asv_point(store, point, machine, (path, digest, data, commit, moment), report)
+            _import_asv_point(index, point, machine, (path, digest, data, commit, moment), report)
 
 
 @dataclass(frozen=True)
@@ -426,7 +461,7 @@ def _unquote(text: str) -> str:
 
 
 def _import_asv_point(
-    store: Store,
+    index: RunIndex,
     point: AsvPoint,
     machine: str,
     source: tuple[Path, str, dict[str, Any], str, datetime],
@@ -443,11 +478,12 @@ def _import_asv_point(
         "file": path.name,
     }
     spec = spec_id(machine, point.label, "asv", "import", raw)
-    existing = _existing(store, machine, spec)
+    existing = index.find(machine, spec)
     if existing:
         report.unchanged.append(existing)
         return
     run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
+    index.add(machine, spec, run_id)
     kernel, batch = _asv_results(run_id, point)
     manifest = RunManifest(
         run_id=run_id,
@@ -471,8 +507,8 @@ def _import_asv_point(
     )
     number = point.number
     if point.throughput:  # tok/s: the decode and peak figures, derived as a sweep's are
-        _write_run(store, manifest, kernel, batch, raw)
+        _write_run(index.store, manifest, kernel, batch, raw)
     else:
         metrics = {} if number is None else {asv_metric(point.unit): number}
-        _write_run(store, manifest, kernel, batch, raw, metrics=metrics)
+        _write_run(index.store, manifest, kernel, batch, raw, metrics=metrics)
     report.created.append(run_id)
