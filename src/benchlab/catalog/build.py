@@ -394,7 +394,7 @@ def _scan(
     cache: BuildCache | None,
     workers: Workers,
     retracted: set[str],
-    pending: dict[str, dict],
+    pending: dict[str, dict[str, Any]],
 ) -> tuple[list[Group], list[GroupScan]]:
     """Retracted runs leave their shards, runs inline in catalog.json join them, runs in a
     shard whose name the layout no longer gives move to theirs, and the stat pass finds the

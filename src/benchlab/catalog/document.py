@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchlab.catalog.format import CATALOG_V3
 from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
 from benchlab.catalog.gate import check_head as gate_head
-from benchlab.catalog.upgrade import CATALOG_V3, refuse_old
+from benchlab.catalog.upgrade import refuse_old
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 from benchlab.layout import loads_json, parse_model, read_json
@@ -15,7 +16,7 @@ from benchlab.layout import loads_json, parse_model, read_json
 # --- loading the tracked files ------------------------------------------------------------
 
 
-def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
+def parse_catalog(path: Path | str, data: Any) -> dict[str, dict[str, Any]]:
     """A v3 head through the gate, then its inline entries (pydantic); return them by run
     id. A v1 or v2 catalog is refused in one line that names `bench catalog upgrade`."""
     if not isinstance(data, dict):
@@ -30,13 +31,13 @@ def parse_catalog(path: Path | str, data: Any) -> dict[str, dict]:
     return parse_entries(path, data.get("runs", []))
 
 
-def parse_entries(path: Path | str, runs: Any) -> dict[str, dict]:
+def parse_entries(path: Path | str, runs: Any) -> dict[str, dict[str, Any]]:
     """Validate entries as catalog entries (pydantic: for a build, a merge or an upgrade);
     return them by run id. Duplicates are errors."""
     from benchlab.models import Catalog
 
     parse_model(path, Catalog, {"$schema": Catalog.SCHEMA_ID, "runs": runs})
-    entries: dict[str, dict] = {}
+    entries: dict[str, dict[str, Any]] = {}
     first_seen: dict[str, int] = {}
     for position, entry in enumerate(runs):
         run_id = entry["run_id"]
@@ -58,7 +59,7 @@ def parse_entries(path: Path | str, runs: Any) -> dict[str, dict]:
 
 def load_document(
     path: Path, raw: bytes | str | None = None, *, trusted: bool = False
-) -> tuple[dict[str, Any], dict[str, dict]]:
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """(document, entries by run id); an absent catalog is empty.
 
     `trusted` skips schema validation: only for bytes this store's last build wrote itself
@@ -81,7 +82,7 @@ def load_inventory(path: Path) -> dict[str, Any]:
 
     if not path.exists():
         return {}
-    data = read_json(path)
+    data: dict[str, Any] = read_json(path)
     parse_model(path, MachineInventory, data)
     return data
 
@@ -93,6 +94,6 @@ def check_head(path: Path | str, data: dict[str, Any]) -> None:
     gate_head(path, data)
 
 
-def parse_shard_entries(name: str, entries: list[dict]) -> dict[str, dict]:
+def parse_shard_entries(name: str, entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Validate one shard's entries as catalog entries (pydantic: for a build or a merge)."""
     return parse_entries(name, entries)

@@ -223,7 +223,7 @@ def read_run_doc(path: str, data: Any = None) -> Any:
 
 def _validate(path: Path | str, kind: str, data: Any) -> Any:
     """Validate one run file with its pydantic model; errors name the file and JSON path."""
-    cls = {
+    cls: type[Any] = {
         MANIFEST: models.RunManifest,
         KERNEL: models.KernelResults,
         BATCH: models.BatchResults,
@@ -268,7 +268,7 @@ def extract_entry(
     policy: Policy | None = None,
     memo: ScanMemo | None = None,
     files: dict[str, Any] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """One run dir as a catalog entry (a plain dict, redacted through `scrub_public`).
 
     A dir with manifest, kernel and batch is a run; record.json is optional (absent means
@@ -295,12 +295,17 @@ def extract_entry(
     if missing and (record is None or record.status != "failed"):
         raise StoreError(f"{run_dir}: incomplete run dir, missing {', '.join(missing)}")
     manifest = docs.get(MANIFEST)
-    run_id = manifest.run_id if manifest is not None else record.run_id
+    if manifest is not None:
+        run_id = manifest.run_id
+    elif record is not None:  # a failed run's dir may hold its record alone
+        run_id = record.run_id
+    else:  # not reached: the check above names what is missing
+        raise StoreError(f"{run_dir}: incomplete run dir, missing {MANIFEST}")
     for name, doc in docs.items():
         _same_run(f"{base}/{name}", doc, run_id)
     check_id(run_id, "run id")
     _same_machine(base, manifest, record)
-    entry = entry_from_docs(
+    entry: dict[str, Any] = entry_from_docs(
         run_id, manifest, record, docs.get(KERNEL), docs.get(BATCH), f"{base}/{RECORD}"
     )
     rel = run_dir.relative_to(store_root).as_posix()
@@ -367,7 +372,7 @@ def check_public_entry(
             kept.append(tag)
             seen.add(("tags", tag))
     entry["tags"] = kept
-    withheld = withhold_unsafe(entry, policy, policy.public_text, seen)  # type: ignore[arg-type]
+    withheld = withhold_unsafe(entry, policy, policy.public_text, seen)
     if withheld:
         warnings.append(f"{where}{WITHHELD}{', '.join(withheld)}: not of their public shape")
     if any(name.split(".", 1)[0] in SERIES_FIELDS for name in withheld):
@@ -431,16 +436,19 @@ def entry_from_docs(
 
     config = manifest.config if manifest is not None else {}
     prompt_tokens = spec.prompt_tokens if spec else config.get("prompt_tokens")
+    metrics: dict[str, float | None]
     if record is not None and (record.metrics or record.status != "ok"):
         metrics, tests = dict(record.metrics), list(record.tests)
     elif kernel is not None and batch is not None:
-        metrics, tests = derive_metrics(kernel, batch, prompt_tokens=prompt_tokens)
+        derived, tests = derive_metrics(kernel, batch, prompt_tokens=prompt_tokens)
+        metrics = {k: v for k, v in derived.items()}
     else:
         metrics, tests = {}, []
     for name in CATALOG_FIELDS:
         entry[name] = metrics.get(name)
-    if metrics.get("samples") is not None:
-        entry["samples"] = int(metrics["samples"])
+    samples = metrics.get("samples")
+    if samples is not None:
+        entry["samples"] = int(samples)
     entry["tests"] = tests
 
     identity = record.identity if record is not None else None

@@ -124,12 +124,14 @@ bool?, num (a metric or spread, or null), obj?, status, failure_kind, curve."""
 REQUIRED = REQUIRED_FIELDS
 
 
-def _text_schema(pattern: str = VISIBLE, limit: int = MAX_TEXT, null: bool = False) -> dict:
+def _text_schema(
+    pattern: str = VISIBLE, limit: int = MAX_TEXT, null: bool = False
+) -> dict[str, Any]:
     kind: Any = ["string", "null"] if null else "string"
     return {"type": kind, "maxLength": limit, "pattern": pattern}
 
 
-def _int_schema(null: bool = False) -> dict:
+def _int_schema(null: bool = False) -> dict[str, Any]:
     kind: Any = ["integer", "null"] if null else "integer"
     return {"type": kind, "minimum": -MAX_INT, "maximum": MAX_INT}
 
@@ -138,7 +140,7 @@ _VALUE_REF = {"$ref": "#/$defs/value"}
 _KEY_TEXT = _text_schema(limit=MAX_KEY)
 
 
-def _value_schema() -> dict:
+def _value_schema() -> dict[str, Any]:
     """Any JSON value, bounded: what an unknown field (or `axes`) may hold."""
     return {
         "anyOf": [
@@ -151,7 +153,7 @@ def _value_schema() -> dict:
     }
 
 
-def _curve_schema() -> dict:
+def _curve_schema() -> dict[str, Any]:
     number = {"type": "number", "minimum": 0, "maximum": MAX_METRIC}
     pair = {"type": "array", "prefixItems": [_int_schema(), number], "minItems": 2, "maxItems": 2}
     point = {
@@ -198,7 +200,7 @@ def kind_schema(kind: str) -> dict[str, Any]:
     raise ValueError(f"unknown field kind {kind!r}")
 
 
-def _object_schema(fields: dict[str, str], required: Iterable[str], key: str) -> dict:
+def _object_schema(fields: dict[str, str], required: Iterable[str], key: str) -> dict[str, Any]:
     return {
         "type": "object",
         "required": list(required),

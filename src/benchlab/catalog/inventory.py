@@ -125,13 +125,14 @@ def inventory_from_specs(specs: Any, refused: Container[str] = ()) -> dict[str, 
         "registered_at": specs.registered_at,
         "cost_per_hour": specs.cost_per_hour,
     }
-    return scrub_public({k: v for k, v in out.items() if v is not None})
+    row: dict[str, Any] = scrub_public({k: v for k, v in out.items() if v is not None})
+    return row
 
 
 def build_inventory(
     old: dict[str, Any],
     specs: dict[str, Any],
-    entries: dict[str, dict],
+    entries: dict[str, dict[str, Any]],
     store: Store | None = None,
 ) -> dict[str, Any]:
     """Inventory from specs; machines known before but without specs here are kept, except
@@ -147,7 +148,7 @@ def build_inventory(
         row = inventory_from_specs(parsed, refused)
         if row is not None:
             machines[machine] = row
-    by_machine: dict[str, list[dict]] = {}
+    by_machine: dict[str, list[dict[str, Any]]] = {}
     ok_by_point: dict[tuple[Any, str], set[str]] = {}
     for entry in entries.values():
         by_machine.setdefault(entry["machine_id"], []).append(entry)

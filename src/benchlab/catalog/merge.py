@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from benchlab.catalog.format import CATALOG_V3
 from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-exported)
     CONFLICT,
     REJECTED,
@@ -29,7 +30,7 @@ from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-expo
 )
 from benchlab.catalog.shards import union
 from benchlab.catalog.upgrade import CATALOG_V2 as CATALOG_SCHEMA
-from benchlab.catalog.upgrade import CATALOG_V3, upgrade
+from benchlab.catalog.upgrade import upgrade
 from benchlab.ids import slug
 from benchlab.layout import (
     canonical_json,
@@ -41,7 +42,7 @@ SUMMARY_STATIC = ("os", "arch", "cpu_cores", "gpu")
 """Machine summary fields that come from specs (the rest is counted from the entries)."""
 
 
-def check_lines(where: str, lines: list[dict]) -> None:
+def check_lines(where: str, lines: list[dict[str, Any]]) -> None:
     """Validate lines of a shard or document as catalog entries (pydantic), conflict lines
     included: each holds two or more copies of its own run, in the form `settle` writes.
     Copies are checked in layers (each run's first copy, then its second, ...) so that one
@@ -49,7 +50,7 @@ def check_lines(where: str, lines: list[dict]) -> None:
     from benchlab.catalog.document import parse_shard_entries
     from benchlab.errors import SchemaError
 
-    layers: list[list[dict]] = [[]]
+    layers: list[list[dict[str, Any]]] = [[]]
     for line in lines:
         if CONFLICT not in line:
             layers[0].append(line)
@@ -79,7 +80,7 @@ def check_lines(where: str, lines: list[dict]) -> None:
             parse_shard_entries(where, layer)
 
 
-def check_conflicts(where: str, doc: dict[str, Any]) -> list[dict]:
+def check_conflicts(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
     """A document's `conflicts` (a v2 catalog's, or a v3 head's from a merge with a v2
     side): an array of conflict lines, each checked (`check_lines`). Returns them."""
     from benchlab.errors import SchemaError
@@ -107,8 +108,8 @@ def _merge_value(a: Any, b: Any) -> Any:
     return max(a, b, key=canonical_json)
 
 
-def _merge_static(*sides: dict[str, dict]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
+def _merge_static(*sides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for side in sides:
         for key, value in side.items():
             out[key] = _merge_value(out.get(key), value)
@@ -124,7 +125,9 @@ def _date_of(timestamp: Any) -> str:
 
 
 def finalize(
-    entries: dict[str, dict], static: dict[str, dict], retracted: Iterable[str] = ()
+    entries: dict[str, dict[str, Any]],
+    static: dict[str, dict[str, Any]],
+    retracted: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The catalog document: entries sorted by run id, derived state recomputed from them.
 
@@ -171,7 +174,7 @@ def finalize(
     return doc
 
 
-def _static_of(machines: dict[str, dict]) -> dict[str, dict]:
+def _static_of(machines: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {
         m: {k: v for k, v in summary.items() if k in SUMMARY_STATIC}
         for m, summary in machines.items()
@@ -188,15 +191,15 @@ def merge_catalogs(*docs: dict[str, Any]) -> dict[str, Any]:
     return finalize(entries, static, retracted)
 
 
-def _lines_of(doc: dict[str, Any]) -> list[dict]:
+def _lines_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """A document's runs and its conflict lines (kept apart from `runs` in the file)."""
     return [*doc.get("runs", []), *doc.get("conflicts", [])]
 
 
 def head_document(
-    static: dict[str, dict],
+    static: dict[str, dict[str, Any]],
     retracted: Iterable[str] = (),
-    pending: Iterable[dict] = (),
+    pending: Iterable[dict[str, Any]] = (),
     rejected: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The tracked v3 catalog.json: only what is not derived from the entries.

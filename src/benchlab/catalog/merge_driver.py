@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.document import parse_catalog
+from benchlab.catalog.format import CATALOG_V3
 from benchlab.catalog.merge import (
     INVENTORY_SCHEMA,
     check_conflicts,
@@ -23,7 +24,7 @@ from benchlab.catalog.merge import (
 )
 from benchlab.catalog.shards import SHARD_DIR, SHARD_SUFFIX, merge_shard_bytes
 from benchlab.catalog.text import render
-from benchlab.catalog.upgrade import CATALOG_V3, OLD, refuse_old
+from benchlab.catalog.upgrade import OLD, refuse_old
 from benchlab.errors import SchemaError, StoreError
 from benchlab.layout import Store, atomic_write_bytes, atomic_write_text, loads_json, parse_model
 

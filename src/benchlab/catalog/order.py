@@ -82,7 +82,7 @@ def machine_activity(
     return counts, latest, newest[1] if newest is not None else None
 
 
-def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], int, str]:
+def _entry_rank(entry: dict[str, Any]) -> tuple[bool, tuple[int, str], int, str]:
     return (
         entry.get("status", "ok") == "ok",
         _time_key(entry.get("timestamp")),
@@ -91,7 +91,7 @@ def _entry_rank(entry: dict) -> tuple[bool, tuple[int, str], int, str]:
     )
 
 
-def winner(a: dict, b: dict) -> dict:
+def winner(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Of two of this clone's own run dirs of one run (a promoted copy and the original),
     the one the build keeps: ok over failed, then newer, then the greater canonical JSON.
     Never used between clones: there a difference in measurement is a conflict (`settle`)."""
@@ -100,7 +100,7 @@ def winner(a: dict, b: dict) -> dict:
     return a if _entry_rank(a) >= _entry_rank(b) else b
 
 
-def measurement(entry: dict) -> bytes:
+def measurement(entry: dict[str, Any]) -> bytes:
     """What a copy measured: its fields but `ANNOTATIONS`, nulls left out (a field set to
     null says no more than an absent one), as canonical bytes to compare and sort by."""
     return orjson.dumps(
@@ -109,19 +109,19 @@ def measurement(entry: dict) -> bytes:
     )
 
 
-def copies(entry: dict) -> list[dict]:
+def copies(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The copies one line holds: itself, or those of a conflict line."""
     held = entry.get(CONFLICT)
     return held if type(held) is list else [entry]
 
 
-def settle(entries: Iterable[dict]) -> dict:
+def settle(entries: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The one line every clone keeps for these copies of one run id (conflict lines are
     taken apart first): copies that measure the same collapse to the greater canonical
     JSON; if more than one measurement is left, a conflict line holds them all, sorted by
     measurement. A union of sets reduced per measurement by a total order, so it is
     commutative, associative and idempotent, and it never drops a measurement."""
-    groups: dict[bytes, dict] = {}
+    groups: dict[bytes, dict[str, Any]] = {}
     for entry in entries:
         for copy in copies(entry):
             key = measurement(copy)
@@ -134,12 +134,12 @@ def settle(entries: Iterable[dict]) -> dict:
     return {"run_id": kept[0]["run_id"], CONFLICT: kept}
 
 
-def merge_copies(a: dict, b: dict) -> dict:
+def merge_copies(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """`settle` of two lines of one run id (the same line comes back as it is)."""
     return a if a == b else settle((a, b))
 
 
-def differences(line: dict) -> list[tuple[str, list[Any]]]:
+def differences(line: dict[str, Any]) -> list[tuple[str, list[Any]]]:
     """Of a conflict line: each measured field the copies disagree on, with every copy's
     value (None where a copy lacks it), in the copies' order."""
     held = copies(line)
@@ -152,7 +152,7 @@ def differences(line: dict) -> list[tuple[str, list[Any]]]:
     return out
 
 
-def _canonical(entry: dict) -> str:
+def _canonical(entry: dict[str, Any]) -> str:
     """As `layout.canonical_json` (the tie-break must be byte-for-byte the same rule)."""
     return json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -163,7 +163,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def describe_conflict(line: dict) -> str:
+def describe_conflict(line: dict[str, Any]) -> str:
     """One line naming a conflict: the run, how many copies, each differing field with every
     copy's value, and the command that settles it."""
     held = copies(line)
@@ -177,7 +177,7 @@ def describe_conflict(line: dict) -> str:
     )
 
 
-def conflict_problems(lines: Iterable[dict]) -> list[str]:
+def conflict_problems(lines: Iterable[dict[str, Any]]) -> list[str]:
     """What readers warn of and leave out: one line per run in conflict."""
     return [
         f"{describe_conflict(line)} (left out of every answer)"
@@ -192,7 +192,7 @@ a union like `retracted`, so a merge never brings a rejected copy back, while a 
 has judged yet (another clone's third measurement) is still a conflict."""
 
 
-def copy_digest(entry: dict) -> str:
+def copy_digest(entry: dict[str, Any]) -> str:
     """A short name for what one copy measured (`measurement`), stable on every clone.
     (hashlib is imported here: the query path imports this module, and rarely digests.)"""
     import hashlib
@@ -209,7 +209,7 @@ def rejected_by_run(rejected: Iterable[str]) -> dict[str, set[str]]:
     return out
 
 
-def without_rejected(line: dict, digests: set[str]) -> dict | None:
+def without_rejected(line: dict[str, Any], digests: set[str]) -> dict[str, Any] | None:
     """A line less its rejected copies (`settle` of those left); None when none is left."""
     left = [copy for copy in copies(line) if copy_digest(copy) not in digests]
     if not left:

@@ -24,15 +24,14 @@ from typing import Any
 
 import orjson
 
-from benchlab.catalog.format import (  # noqa: F401  (their old home: many callers import them here)
-    DEFAULT_METRIC,
-    ENTRY_FIELDS,
-    FAILURE_KINDS,
-    METRICS,
-    REQUIRED_FIELDS,
-    STATUSES,
-)
-from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3, KNOWN, upgrade
+from benchlab.catalog.format import CATALOG_V3
+from benchlab.catalog.format import DEFAULT_METRIC as DEFAULT_METRIC  # their old home:
+from benchlab.catalog.format import ENTRY_FIELDS as ENTRY_FIELDS  # many callers import
+from benchlab.catalog.format import FAILURE_KINDS as FAILURE_KINDS  # them from here
+from benchlab.catalog.format import METRICS as METRICS
+from benchlab.catalog.format import REQUIRED_FIELDS as REQUIRED_FIELDS
+from benchlab.catalog.format import STATUSES as STATUSES
+from benchlab.catalog.upgrade import CATALOG_V1, KNOWN, upgrade
 from benchlab.errors import QueryError, SchemaError, StoreError
 
 logger = logging.getLogger(__name__)
@@ -401,7 +400,7 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     return LoadedCatalog(path, runs, summaries, newest, tuple(problems))
 
 
-def _head_conflicts(path: Path, doc: dict[str, Any], problems: list[str]) -> list[dict]:
+def _head_conflicts(path: Path, doc: dict[str, Any], problems: list[str]) -> list[dict[str, Any]]:
     """The head's conflict lines (`conflicts`), each through the gate; one that fails is
     named in `problems` and set aside."""
     from benchlab.catalog.gate import CONFLICT, line_problem

@@ -72,7 +72,7 @@ def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
     held = line[CONFLICT]
     if not 1 <= keep <= len(held):
         raise QueryError(f"--keep {keep}: {run_id} has copies 1 to {len(held)}")
-    kept = held[keep - 1]
+    kept: dict[str, Any] = held[keep - 1]
     rejected = [c for i, c in enumerate(held, start=1) if i != keep]
     judged |= {f"{run_id}@{copy_digest(c)}" for c in rejected}
     gone = rejected_by_run(judged)[run_id]
@@ -134,9 +134,9 @@ def find_conflicts(path: Path, head: dict[str, Any]) -> list[str]:
     rejected = rejected_by_run(head.get(REJECTED, []))
     out = []
     for run_id in sorted(found.keys() - retracted):
-        line = without_rejected(settle(found[run_id]), rejected.get(run_id, set()))
-        if line is not None and CONFLICT in line:
-            out.append(describe_conflict(line))
+        settled = without_rejected(settle(found[run_id]), rejected.get(run_id, set()))
+        if settled is not None and CONFLICT in settled:
+            out.append(describe_conflict(settled))
     return out
 
 

@@ -122,10 +122,10 @@ class ShardBook:
                 self.state[sid] = CHANGED
             stale.append(sid)
         for sid in range(len(self.state)):
-            shard = self.shards[sid]
-            if shard is not None and self.state[sid] == GONE:
+            gone = self.shards[sid]
+            if gone is not None and self.state[sid] == GONE:
                 self.shards[sid] = None  # deleted behind the cache
-                del self.by_name[shard.name]
+                del self.by_name[gone.name]
         if trusted:
             self.pulled = {self.shards[sid].name for sid in stale}  # type: ignore[union-attr]
         self._validate(stale, workers, keep_ids=trusted)
@@ -260,7 +260,7 @@ class ShardBook:
         point: tuple[Any, Any, Any],
         fresh: bool,
         candidates: list[int] | None = None,
-        views: tuple[str, str] | None = None,
+        views: tuple[str, ...] | None = None,
     ) -> None:
         """Put one entry's line in its shard, taking copies of the run that measure the same
         out of other shards.
@@ -334,10 +334,10 @@ class ShardBook:
             self.touched[run_id] = entry
             self.stale.update(set(views or ()) - set(_views_of(entry)))
             views = tuple(_views_of(entry))
-        for old in held_lines:
-            self.stale.update(set(_views_of(_decode(old))) - set(views))
+        for held_line in held_lines:
+            self.stale.update(set(_views_of(_decode(held_line))) - set(views))
 
-    def _views_back(self, run_id: str, views: tuple[str, str]) -> None:
+    def _views_back(self, run_id: str, views: tuple[str, ...]) -> None:
         """A reader wrote views of a rejected copy: those of the copy kept go back (or, with
         none kept, the names go)."""
         for sid in self.where([run_id])[0]:

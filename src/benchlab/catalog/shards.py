@@ -34,13 +34,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog.format import (  # noqa: F401  (encode_line, LAYOUT: imported from here)
-    LAYOUT,
-    SHARD_DIR,
-    SHARD_SUFFIX,
-    UNDATED,
-    encode_line,
-)
+from benchlab.catalog.format import LAYOUT as LAYOUT  # re-exported: callers import them here
+from benchlab.catalog.format import SHARD_DIR as SHARD_DIR
+from benchlab.catalog.format import SHARD_SUFFIX as SHARD_SUFFIX
+from benchlab.catalog.format import UNDATED as UNDATED
+from benchlab.catalog.format import encode_line as encode_line
 from benchlab.catalog.order import CONFLICT, _time_key, copies, merge_copies, settle
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,11 @@ render = canonical_json
 """The canonical text of any document: `layout.canonical_json`, the one writer."""
 
 
-def _item_text(entry: dict) -> str:
+def _item_text(entry: dict[str, Any]) -> str:
     return "    " + dumps(entry, "    ")
 
 
-def reusable_items(text: str, runs: list[dict]) -> dict[str, str]:
+def reusable_items(text: str, runs: list[dict[str, Any]]) -> dict[str, str]:
     """The text of each entry in a catalog this module wrote, by run id.
 
     JSON strings hold no raw newline, so a line `    {` (four spaces) can only open an

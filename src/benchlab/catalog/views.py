@@ -27,7 +27,7 @@ from benchlab.layout import Store
 # --- views --------------------------------------------------------------------------------
 
 
-def view_names(entry: dict) -> tuple[str, str]:
+def view_names(entry: dict[str, Any]) -> tuple[str, str]:
     """(by-model path, by-date path) of one entry's view files, relative to runs/."""
     run_id = check_id(entry["run_id"], "run id")
     model = check_id(entry.get("model_id") or slug(entry["model"]), "model id")

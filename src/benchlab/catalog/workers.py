@@ -152,7 +152,8 @@ class Workers:
             self._pool = context.Pool(
                 self.jobs, _worker_setup, (str(self.store.root), self.retracted)
             )
-        return self._pool.imap(function, tasks)
+        batches: Iterator[Any] = self._pool.imap(function, tasks)
+        return batches
 
     def close(self) -> None:
         if self._pool is not None:
