@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -184,12 +185,28 @@ def line_local(pattern: re.Pattern[str] | None) -> bool:
     if not isinstance(pattern, re.Pattern) or not isinstance(pattern.pattern, str):
         return False
     try:
-        from re import _constants, _parser  # type: ignore[attr-defined]
-
+        _parser, _constants = _sre()
         parsed = _parser.parse(pattern.pattern, pattern.flags)
         return _local_items(list(parsed), parsed.state.flags, _constants)
     except Exception:  # an unknown construct: not provably local
         return False
+
+
+def _sre() -> tuple[Any, Any]:
+    """The standard library's regex parser and its constants: `re._parser` from Python 3.11,
+    `sre_parse` before it (same API), so the prefilters work on every Python we support."""
+    if sys.version_info >= (3, 11):
+        from re import _constants, _parser  # type: ignore[attr-defined]
+
+        return _parser, _constants
+    import sre_constants
+    import sre_parse
+    from types import SimpleNamespace
+
+    # Atomic groups and possessive repeats came in 3.11: names 3.10's parser never produces.
+    constants = SimpleNamespace(**vars(sre_constants))
+    constants.ATOMIC_GROUP, constants.POSSESSIVE_REPEAT = object(), object()
+    return sre_parse, constants
 
 
 _NEWLINE = 10
@@ -282,8 +299,7 @@ def required_literals(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
     if not isinstance(pattern, re.Pattern) or not isinstance(pattern.pattern, str):
         return None
     try:
-        from re import _constants, _parser  # type: ignore[attr-defined]
-
+        _parser, _constants = _sre()
         parsed = _parser.parse(pattern.pattern, pattern.flags)
         found = _literals(list(parsed), parsed.state.flags, _constants)
     except Exception:  # an unknown construct: no prefilter
