@@ -358,6 +358,8 @@ def test_hidden_ranges_are_ids_hidden_character() -> None:
     pattern = gate.hidden_pattern()
     for code in range(0x110000):
         char = chr(code)
+        if unicodedata.category(char) == "Cn" and pattern.match(char):
+            continue  # a format character of a newer Unicode than this Python's (3.10: U+0890)
         assert (pattern.match(char) is not None) == (hidden_character(char) is not None), (
             f"U+{code:04X} {unicodedata.category(char)}"
         )
