@@ -13,7 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import DEFAULT_METRIC
+from benchlab.metrics import DEFAULT_METRIC, lower_is_better
 from benchlab.publish.charts import (
     Chart,
     Regression,
@@ -93,16 +93,18 @@ def outcomes(by_machine: Mapping[str, Sequence[Entry]]) -> dict[str, dict[str, i
 
 
 def best_per_machine(runs: Sequence[Entry], metric: str) -> list[Entry]:
-    """Each machine's best newest-run-of-a-series for `metric`, fastest first."""
+    """Each machine's best newest-run-of-a-series for `metric`, best first: the smallest
+    value where the registry says lower is better."""
+    sign = -1 if lower_is_better(metric) else 1
     best: dict[str, Entry] = {}
     for run in latest_by_series(runs).values():
         value = run.get(metric)
         if value is None:
             continue
         held = best.get(run["machine_id"])
-        if held is None or (value, run["run_id"]) > (held[metric], held["run_id"]):
+        if held is None or (sign * value, run["run_id"]) > (sign * held[metric], held["run_id"]):
             best[run["machine_id"]] = run
-    return sorted(best.values(), key=lambda r: (-r[metric], r["machine_id"]))
+    return sorted(best.values(), key=lambda r: (-sign * r[metric], r["machine_id"]))
 
 
 class SiteContext:

@@ -11,6 +11,7 @@ from markupsafe import Markup
 
 from benchlab.models import HOLE_TAG
 from benchlab.publish.links import Links
+from benchlab.publish.measures import unstable_badge
 from benchlab.regress import Step
 
 Entry = dict[str, Any]
@@ -62,7 +63,7 @@ def status_badge(run: Entry) -> Markup:
     if is_hole(run):
         return Markup('<span class="bl-badge bl-badge--hole">hole</span>')
     if run.get("status", "ok") == "ok":
-        return Markup('<span class="bl-badge bl-badge--ok">ok</span>')
+        return Markup('<span class="bl-badge bl-badge--ok">ok</span>') + unstable_badge(run)
     kind = run.get("failure_kind")
     return Markup('<span class="bl-badge bl-badge--bad">failed{}</span>').format(
         f" · {kind}" if kind else ""

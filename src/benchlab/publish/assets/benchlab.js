@@ -390,6 +390,10 @@
       var lead = el("p", null, { "class": "bl-lead" });
       lead.appendChild(el("span", status === "ok" ? "ok" : "failed" + (run.failure_kind ? " · " + run.failure_kind : ""),
         { "class": "bl-badge bl-badge--" + (status === "ok" ? "ok" : "bad") }));
+      if (run.unstable) {
+        lead.appendChild(document.createTextNode(" "));
+        lead.appendChild(el("span", "unstable", { "class": "bl-badge bl-badge--unstable", title: run.unstable }));
+      }
       lead.appendChild(document.createTextNode(" " + run.timestamp.replace("T", " ").replace("Z", "") + " UTC · attempt " +
         (run.attempt || 1) + "/" + (run.attempts || run.attempt || 1) + " · " + (run.warnings || 0) + " warning(s) · "));
       if (data.series_page) { lead.appendChild(el("a", "series history", { href: data.series_page })); }
@@ -400,6 +404,8 @@
       box.appendChild(htmlTable([["Metric", "text"], ["Value", "num"]],
         RUN_METRICS.filter(function (m) { return run[m[0]] !== undefined; })
           .map(function (m) { return [m[1], { text: fmt(run[m[0]], 2), v: run[m[0]] }]; }), ""));
+      box.appendChild(el("h2", "Memory, energy and latency"));
+      box.appendChild(htmlTable([["Measure", "text"], ["Value", "text"]], run.measures || [], ""));
       box.appendChild(el("h2", "Tests"));
       box.appendChild(el("p", (run.tests && run.tests.length) ? run.tests.join(", ") : "none recorded"));
       box.appendChild(el("h2", "Identity"));

@@ -10,7 +10,7 @@ from statistics import median
 from typing import Any
 
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import DEFAULT_METRIC
+from benchlab.metrics import DEFAULT_METRIC, unit_of
 from benchlab.publish.charts.base import (
     EXTRA,
     HOVER_RUN,
@@ -25,6 +25,7 @@ from benchlab.publish.charts.base import (
     step_versions,
 )
 from benchlab.publish.charts.layout import METRIC_TITLES, base_layout, log_y_if_wide, top
+from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable
 from benchlab.regress import Step, sort_key
 
 Entry = dict[str, Any]
@@ -182,6 +183,7 @@ def series_chart(
     drawn += [r for r in history if r["run_id"] in wanted and r["run_id"] not in present]
     drawn.sort(key=lambda r: (r["timestamp"], r["run_id"]))
     y = [r[metric] for r in drawn]
+    unit = unit_of(metric) or ""
     traces = _stddev_band(drawn, metric)
     traces.append(
         {
@@ -193,17 +195,20 @@ def series_chart(
             "customdata": [point_data(r) for r in drawn],
             "line": {"color": "#3b6fd4", "width": 1.5},
             "marker": {"size": 6, "color": "#3b6fd4"},
-            "hovertemplate": HOVER_RUN + "<br><b>%{y:,.2f} tok/s</b><br>click: run page"
+            "hovertemplate": HOVER_RUN + f"<br><b>%{{y:,.2f}} {unit}</b><br>click: run page"
             "<extra></extra>",
         }
     )
+    shaky = [r for r in drawn if is_unstable(r)]
+    if shaky:
+        traces.append(_unstable_trace(shaky, metric, unit))
     by_id = {r["run_id"]: r for r in history}
     marked = [s for s in steps if s.first_bad_run in by_id]
     if marked:
         traces.append(_steps_trace(marked, by_id, metric))
     shapes = _threshold_bands(history, marked, by_id, metric, threshold)
     shapes += [_step_line(s) for s in marked]
-    title = f"{METRIC_TITLES[metric].replace(' tokens/s', '')} over time"
+    title = f"{METRIC_TITLES[metric].replace(' tokens/s', '').split(',')[0]} over time"
     if len(drawn) < total:
         title += f" ({len(drawn)} of {total} runs drawn; older runs as bucket medians)"
     layout = base_layout(title, "Run time (UTC)", METRIC_TITLES[metric])
@@ -223,15 +228,37 @@ def series_chart(
             "font": {"size": 11, "color": "#6b7280"},
         }
     ]
-    rows = [csv_row(r, timestamp=r["timestamp"], tok_per_sec=r[metric]) for r in drawn]
+    column = "tok_per_sec" if unit == "tok/s" else metric
+    rows = [csv_row(r, timestamp=r["timestamp"], **{column: r[metric]}) for r in drawn]
     return Chart(
         slug,
         title,
         {"data": traces, "layout": layout},
         rows,
-        csv_columns("timestamp", "tok_per_sec"),
+        csv_columns("timestamp", column),
         note="" if rows else f"No run of this series reports {METRIC_TITLES[metric].lower()}.",
     )
+
+
+def _unstable_trace(runs: Sequence[Entry], metric: str, unit: str) -> dict[str, Any]:
+    """Unstable runs ringed in amber over their points: a number from noisy repeats is
+    drawn, but not mistaken for a steady one."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "unstable runs",
+        "x": [r["timestamp"] for r in runs],
+        "y": [r[metric] for r in runs],
+        "customdata": [point_data(r) for r in runs],
+        "marker": {
+            "symbol": "circle-open",
+            "size": 14,
+            "color": "#d97706",
+            "line": {"width": 2, "color": "#d97706"},
+        },
+        "hovertemplate": HOVER_RUN + f"<br><b>%{{y:,.2f}} {unit}</b><br>{UNSTABLE_TITLE}"
+        "<extra></extra>",
+    }
 
 
 _SPREAD_FIELDS = {"decode_tok_per_sec": "decode_stddev", "prefill_tok_per_sec": "prefill_stddev"}

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from benchlab.metrics import CATALOG_METRICS, better_word, lower_is_better, unit_of
+
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 TOP_SERIES = 8
 """Series drawn by default; the rest are in the legend, one click (or "show all") away."""
@@ -28,13 +30,33 @@ PALETTE = (
 )
 
 
-METRIC_TITLES = {
-    "peak_tok_per_sec": "Peak aggregate tokens/s",
-    "decode_tok_per_sec": "Decode tokens/s",
-    "prefill_tok_per_sec": "Prefill tokens/s",
-    "decode_ms_per_token": "Time per output token, ms (lower is better)",
-    "ttft_ms": "Time to first token, ms (lower is better)",
+_NAMES = {
+    "peak_tok_per_sec": "Peak aggregate",
+    "baseline_tok_per_sec": "Batch-1",
+    "speedup": "Speedup",
+    "prefill_tok_per_sec": "Prefill",
+    "decode_tok_per_sec": "Decode",
+    "peak_rss_mb": "Peak resident memory",
+    "gpu_mem_peak_mb": "Peak GPU memory",
+    "joules_per_token": "Energy per token",
+    "decode_ms_per_token": "Time per output token",
+    "ttft_ms": "Time to first token",
+    "time_s": "Time",
+    "mem_bytes": "Memory",
+    "track_value": "Tracked value",
 }
+
+
+def metric_title(metric: str) -> str:
+    """An axis title from the registry: the metric's name, its unit and, where the smaller
+    value is the better run, the words that say so (a rising line is then a regression)."""
+    name = _NAMES.get(metric) or metric.replace("_", " ").capitalize()
+    unit = unit_of(metric)
+    text = f"{name} tokens/s" if unit == "tok/s" else f"{name}, {unit}" if unit else name
+    return f"{text} ({better_word(metric)})" if lower_is_better(metric) else text
+
+
+METRIC_TITLES = {metric: metric_title(metric) for metric in CATALOG_METRICS}
 """The metrics a chart may draw, with their axis titles: one metric per axis. A metric
 `benchlab.metrics.REGISTRY` declares lower-is-better says so on its axis."""
 

@@ -9,6 +9,7 @@ from benchlab.identity import shape, version_label
 from benchlab.publish.charts import label
 from benchlab.publish.context import SiteContext
 from benchlab.publish.links import series_file
+from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable, measure_rows
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
 
@@ -25,6 +26,11 @@ def run_details(run: Entry) -> dict[str, Any]:
     detail["version"] = version_label(run)
     detail["shape"] = shape(run) or None
     detail["tests"] = list(run.get("tests") or ())
+    # Written out here, not left to the page script: an absent measure reads "not
+    # measured" (never 0 or blank), and the words and units come from the registry.
+    detail["measures"] = measure_rows(run)
+    if is_unstable(run):
+        detail["unstable"] = UNSTABLE_TITLE
     return detail
 
 

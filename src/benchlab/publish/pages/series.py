@@ -9,6 +9,13 @@ from typing import Any
 from benchlab.identity import SERIES_FIELDS, version_label
 from benchlab.publish.charts import builds_chart, downsample, label, series_chart
 from benchlab.publish.context import HISTORY_RUNS, STEPS_LIMIT, SiteContext
+from benchlab.publish.measures import (
+    MEASURES,
+    UNSTABLE_TITLE,
+    is_unstable,
+    measure_rows,
+    unstable_badge,
+)
 from benchlab.publish.tables import neg, steps_table
 from benchlab.publish.workers import in_workers
 from benchlab.regress import Step
@@ -55,6 +62,7 @@ def series_page(site: SiteContext, sid: str) -> None:
                      SERIES_BAND),
         series_chart(history, decode_steps,
                      f"series-{sid}-decode", "decode_tok_per_sec", SERIES_BAND),
+        *(series_chart(history, [], f"series-{sid}-{m}", m, SERIES_BAND) for m in MEASURES),
         builds_chart(history, f"series-{sid}-builds"),
     ]  # fmt: skip
     charts = [c for c in charts if not c.empty]
@@ -77,6 +85,10 @@ def series_page(site: SiteContext, sid: str) -> None:
         count=len(history),
         version=version_label(newest) or "not recorded",
         charts=charts,
+        measures=measure_rows(newest),
+        unstable=unstable_badge(newest),
+        unstable_count=sum(1 for r in history if is_unstable(r)),
+        unstable_title=UNSTABLE_TITLE,
         steps=steps_table(
             ordered, site.by_id, site.series_pages, site.links, "../", STEPS_LIMIT,
             show_series=False,
