@@ -420,3 +420,24 @@ def test_no_page_is_over_1_5_mb_with_what_it_loads(which, request):
     for name in ("index.html", "about.html", "404.html"):  # no chart, no plotly
         assert "plotly" not in (site / name).read_text(), name
         assert weights[name] < 400_000, (name, weights[name])
+
+
+def test_run_page_shows_not_measured_and_the_unstable_badge(tmp_path, browser):
+    from test_measures import NO_COUNTER, _extra
+
+    root = tmp_path / "experiments" / "benchmark"
+    built = build_site(load_public(write_store(root, _extra())), tmp_path / "out")
+    page = next(p for p in (built / "series").glob("*.html") if "unstable run(s)" in p.read_text())
+    watched = Watched(browser)
+    try:
+        watched.open(page.as_uri())
+        assert watched.page.locator(".bl-badge--unstable").count() >= 1
+        watched.page.locator("tr:has(.bl-badge--unstable) a[href*='run.html?s=']").first.click()
+        watched.page.wait_for_selector("#bl-run table", timeout=10_000)
+        badge = watched.page.locator("#bl-run .bl-badge--unstable")
+        assert badge.is_visible() and "10%" in (badge.get_attribute("title") or "")
+        text = watched.page.inner_text("#bl-run")
+        assert NO_COUNTER in text and "Time to first token" in text
+        assert not watched.outside and not watched.errors
+    finally:
+        watched.close()
