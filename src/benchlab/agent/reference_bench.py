@@ -91,6 +91,12 @@ def _stddev(values: list[float]) -> float | None:
 
 def _build(np: Any) -> dict[str, Any]:
     """The numpy-dependent classes, built once numpy is imported (kept out of module scope)."""
+    linear = _linear_class(np)
+    return {"Model": _model_class(np, linear), "Linear": linear}
+
+
+def _linear_class(np: Any) -> Any:
+    """The weight matrix type; a closure over numpy so the module imports without it."""
 
     class Linear:
         """y = x @ W.T, W (out, in) in f32, or int8 rows times per-row f32 scales."""
@@ -128,47 +134,113 @@ def _build(np: Any) -> dict[str, Any]:
                 return self.w[ids]
             return self.q[ids].astype(np.float32) * self.scale[ids, None]
 
-    class Model:
-        def __init__(self, shape: dict[str, Any], precisions: tuple[str, ...], seed: int) -> None:
-            rng = np.random.default_rng(seed)
-            self.shape = shape
-            self.hidden = shape["hidden"]
-            self.heads, self.kv = shape["heads"], shape["kv_heads"]
-            self.hd = self.hidden // self.heads
-            self.group = self.heads // self.kv
+    return Linear
 
-            def mat(rows: int, cols: int) -> Any:
-                w = rng.standard_normal((rows, cols), dtype=np.float32)
-                w *= np.float32(1.0 / np.sqrt(cols))
-                return w
 
-            # sets[precision] = list of per-layer dicts + "head"; norms are f32 in both.
-            self.sets: dict[str, dict[str, Any]] = {p: {"layers": []} for p in precisions}
-            self.norms = []
-            for _ in range(shape["layers"]):
-                weights = {
-                    "qkv": mat((self.heads + 2 * self.kv) * self.hd, self.hidden),
-                    "o": mat(self.hidden, self.heads * self.hd),
-                    "gate_up": mat(2 * shape["ffn"], self.hidden),
-                    "down": mat(self.hidden, shape["ffn"]),
-                }
-                for p in precisions:
-                    self.sets[p]["layers"].append({k: Linear(w, p) for k, w in weights.items()})
-                self.norms.append(
-                    (
-                        1.0 + 0.1 * rng.standard_normal(self.hidden, dtype=np.float32),
-                        1.0 + 0.1 * rng.standard_normal(self.hidden, dtype=np.float32),
-                    )
-                )
-            embed = rng.standard_normal((shape["vocab"], self.hidden), dtype=np.float32)
-            embed *= np.float32(0.02 * np.sqrt(self.hidden))
+def _model_init(np: Any, linear: Any) -> Any:
+    """`Model.__init__`: the seeded weights, in every precision asked for, drawn in one
+    fixed order so a seed gives the same model everywhere."""
+
+    def __init__(self, shape: dict[str, Any], precisions: tuple[str, ...], seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.shape = shape
+        self.hidden = shape["hidden"]
+        self.heads, self.kv = shape["heads"], shape["kv_heads"]
+        self.hd = self.hidden // self.heads
+        self.group = self.heads // self.kv
+
+        def mat(rows: int, cols: int) -> Any:
+            w = rng.standard_normal((rows, cols), dtype=np.float32)
+            w *= np.float32(1.0 / np.sqrt(cols))
+            return w
+
+        # sets[precision] = list of per-layer dicts + "head"; norms are f32 in both.
+        self.sets: dict[str, dict[str, Any]] = {p: {"layers": []} for p in precisions}
+        self.norms = []
+        for _ in range(shape["layers"]):
+            weights = {
+                "qkv": mat((self.heads + 2 * self.kv) * self.hd, self.hidden),
+                "o": mat(self.hidden, self.heads * self.hd),
+                "gate_up": mat(2 * shape["ffn"], self.hidden),
+                "down": mat(self.hidden, shape["ffn"]),
+            }
             for p in precisions:
-                self.sets[p]["head"] = Linear(embed, p)  # tied: the LM head is the embedding
-            self.final_norm = np.ones(self.hidden, dtype=np.float32)
-            half = self.hd // 2
-            inv = 1.0 / (shape["rope_theta"] ** (np.arange(half, dtype=np.float64) / half))
-            self.inv_freq = inv
-            self.precision = precisions[0]
+                self.sets[p]["layers"].append({k: linear(w, p) for k, w in weights.items()})
+            self.norms.append(
+                (
+                    1.0 + 0.1 * rng.standard_normal(self.hidden, dtype=np.float32),
+                    1.0 + 0.1 * rng.standard_normal(self.hidden, dtype=np.float32),
+                )
+            )
+        embed = rng.standard_normal((shape["vocab"], self.hidden), dtype=np.float32)
+        embed *= np.float32(0.02 * np.sqrt(self.hidden))
+        for p in precisions:
+            self.sets[p]["head"] = linear(embed, p)  # tied: the LM head is the embedding
+        self.final_norm = np.ones(self.hidden, dtype=np.float32)
+        half = self.hd // 2
+        inv = 1.0 / (shape["rope_theta"] ** (np.arange(half, dtype=np.float64) / half))
+        self.inv_freq = inv
+        self.precision = precisions[0]
+
+    return __init__
+
+
+def _model_logits(np: Any) -> Any:
+    """`Model.logits`: one forward pass through every layer, the KV cache filled in place."""
+
+    def logits(self, tokens: Any, cache: list[tuple[Any, Any]], start: int) -> Any:
+        """tokens (B, T) at positions start..start+T-1 -> last-position logits (B, V)."""
+        chosen = self.sets[self.precision]
+        batch, steps = tokens.shape
+        x = chosen["head"].rows_of(tokens.reshape(-1))  # (B*T, hidden)
+        positions = np.arange(start, start + steps)
+        end = start + steps
+        scale = np.float32(1.0 / np.sqrt(self.hd))
+        mask = None
+        if steps > 1:
+            causal = np.arange(end)[None, :] > positions[:, None]  # (T, L)
+            mask = np.where(np.tile(causal, (self.group, 1)), -np.inf, 0.0).astype(np.float32)
+        for layer, (ln1, ln2), (k_cache, v_cache) in zip(
+            chosen["layers"], self.norms, cache, strict=True
+        ):
+            h = self._rmsnorm(x, ln1)
+            qkv = layer["qkv"](h)
+            nq, nk = self.heads * self.hd, self.kv * self.hd
+            q = qkv[:, :nq].reshape(batch, steps, self.heads, self.hd)
+            k = qkv[:, nq : nq + nk].reshape(batch, steps, self.kv, self.hd)
+            v = qkv[:, nq + nk :].reshape(batch, steps, self.kv, self.hd)
+            q = self._rope(q, positions)
+            k = self._rope(k, positions)
+            k_cache[:, :, start:end] = k.transpose(0, 2, 1, 3)
+            v_cache[:, :, start:end] = v.transpose(0, 2, 1, 3)
+            # (B, H, T, hd) -> (B, kv, group*T, hd): query heads share their kv head.
+            qg = q.transpose(0, 2, 1, 3).reshape(batch, self.kv, self.group * steps, self.hd)
+            scores = (qg @ k_cache[:, :, :end].transpose(0, 1, 3, 2)) * scale
+            if mask is not None:
+                scores += mask
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            attn = scores @ v_cache[:, :, :end]  # (B, kv, group*T, hd)
+            attn = attn.reshape(batch, self.heads, steps, self.hd).transpose(0, 2, 1, 3)
+            x = x + layer["o"](attn.reshape(batch * steps, self.heads * self.hd))
+            h = self._rmsnorm(x, ln2)
+            gate_up = layer["gate_up"](h)
+            ffn = self.shape["ffn"]
+            gate, up = gate_up[:, :ffn], gate_up[:, ffn:]
+            x = x + layer["down"]((gate / (1.0 + np.exp(-gate))) * up)
+        last = x.reshape(batch, steps, self.hidden)[:, -1]
+        return chosen["head"](self._rmsnorm(last, self.final_norm))
+
+    return logits
+
+
+def _model_class(np: Any, linear: Any) -> Any:
+    """The decoder; its two large methods are built by `_model_init` and `_model_logits`."""
+
+    class Model:
+        __init__ = _model_init(np, linear)
+        logits = _model_logits(np)
 
         def use(self, precision: str) -> None:
             self.precision = precision
@@ -207,51 +279,7 @@ def _build(np: Any) -> dict[str, Any]:
             """tokens (B, T) at positions start..start+T-1 -> next token ids (B,) (greedy)."""
             return self.logits(tokens, cache, start).argmax(axis=-1)
 
-        def logits(self, tokens: Any, cache: list[tuple[Any, Any]], start: int) -> Any:
-            """tokens (B, T) at positions start..start+T-1 -> last-position logits (B, V)."""
-            chosen = self.sets[self.precision]
-            batch, steps = tokens.shape
-            x = chosen["head"].rows_of(tokens.reshape(-1))  # (B*T, hidden)
-            positions = np.arange(start, start + steps)
-            end = start + steps
-            scale = np.float32(1.0 / np.sqrt(self.hd))
-            mask = None
-            if steps > 1:
-                causal = np.arange(end)[None, :] > positions[:, None]  # (T, L)
-                mask = np.where(np.tile(causal, (self.group, 1)), -np.inf, 0.0).astype(np.float32)
-            for layer, (ln1, ln2), (k_cache, v_cache) in zip(
-                chosen["layers"], self.norms, cache, strict=True
-            ):
-                h = self._rmsnorm(x, ln1)
-                qkv = layer["qkv"](h)
-                nq, nk = self.heads * self.hd, self.kv * self.hd
-                q = qkv[:, :nq].reshape(batch, steps, self.heads, self.hd)
-                k = qkv[:, nq : nq + nk].reshape(batch, steps, self.kv, self.hd)
-                v = qkv[:, nq + nk :].reshape(batch, steps, self.kv, self.hd)
-                q = self._rope(q, positions)
-                k = self._rope(k, positions)
-                k_cache[:, :, start:end] = k.transpose(0, 2, 1, 3)
-                v_cache[:, :, start:end] = v.transpose(0, 2, 1, 3)
-                # (B, H, T, hd) -> (B, kv, group*T, hd): query heads share their kv head.
-                qg = q.transpose(0, 2, 1, 3).reshape(batch, self.kv, self.group * steps, self.hd)
-                scores = (qg @ k_cache[:, :, :end].transpose(0, 1, 3, 2)) * scale
-                if mask is not None:
-                    scores += mask
-                scores -= scores.max(axis=-1, keepdims=True)
-                np.exp(scores, out=scores)
-                scores /= scores.sum(axis=-1, keepdims=True)
-                attn = scores @ v_cache[:, :, :end]  # (B, kv, group*T, hd)
-                attn = attn.reshape(batch, self.heads, steps, self.hd).transpose(0, 2, 1, 3)
-                x = x + layer["o"](attn.reshape(batch * steps, self.heads * self.hd))
-                h = self._rmsnorm(x, ln2)
-                gate_up = layer["gate_up"](h)
-                ffn = self.shape["ffn"]
-                gate, up = gate_up[:, :ffn], gate_up[:, ffn:]
-                x = x + layer["down"]((gate / (1.0 + np.exp(-gate))) * up)
-            last = x.reshape(batch, steps, self.hidden)[:, -1]
-            return chosen["head"](self._rmsnorm(last, self.final_norm))
-
-    return {"Model": Model, "Linear": Linear}
+    return Model
 
 
 def build_model(model: str, precisions: tuple[str, ...], seed: int = 0) -> Any:
@@ -288,25 +316,12 @@ class UsageError(Exception):
     """Bad arguments for the reference benchmark."""
 
 
-def main(argv: list[str]) -> dict[str, Any]:
-    """Run the benchmark described by `argv`; return the JSON-able result."""
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        raise UsageError(f"reference: bad arguments: {' '.join(argv)}") from exc
-    t_start = time.perf_counter()
-    import numpy as np
-
-    shape = MODELS[args.model]
-    other = "q8" if args.precision == "f32" else "f32"
-    rng = np.random.default_rng(args.seed + 1)
-    model = build_model(args.model, (args.precision, other), args.seed)
-    build_s = time.perf_counter() - t_start
-
-    # 1. The bandwidth bound: one matvec over every weight matrix, per precision.
+def _bandwidth_bound(
+    np: Any, rng: Any, model: Any, precisions: tuple[str, ...], reps: int
+) -> dict[str, Any]:
+    """One matvec over every weight matrix, per precision: the machine's own bound."""
     breakdown: dict[str, Any] = {}
-    for precision in (args.precision, other):
+    for precision in precisions:
         linears = model.linears(precision)
         vectors = {
             lin.in_dim: rng.standard_normal((1, lin.in_dim), dtype=np.float32) for lin in linears
@@ -314,7 +329,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         for lin in linears:  # warm-up pass (first touch, dequant buffers)
             lin(vectors[lin.in_dim])
         times = []
-        for _ in range(max(5, args.reps)):
+        for _ in range(max(5, reps)):
             t0 = time.perf_counter()
             for lin in linears:
                 lin(vectors[lin.in_dim])
@@ -330,16 +345,19 @@ def main(argv: list[str]) -> dict[str, Any]:
             "bytes": nbytes,
             "reps": len(times),
         }
-    model.drop(other)
-    model.use(args.precision)
+    return breakdown
 
-    # 2. Prefill at several sizes.
+
+def _prefill(
+    rng: Any, model: Any, args: argparse.Namespace, vocab: int
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Prefill at several sizes; returns the cache too, sized for the decode that follows."""
     prefill = []
     longest = max([*args.prefill_sizes, args.prompt_tokens + args.decode_steps])
     cache = model.new_cache(1, longest)
-    model.forward(rng.integers(0, shape["vocab"], (1, min(8, longest))), cache, 0)  # warm-up
+    model.forward(rng.integers(0, vocab, (1, min(8, longest))), cache, 0)  # warm-up
     for size in args.prefill_sizes:
-        tokens = rng.integers(0, shape["vocab"], (1, size))
+        tokens = rng.integers(0, vocab, (1, size))
         times = []
         for _ in range(args.reps):
             t0 = time.perf_counter()
@@ -355,9 +373,19 @@ def main(argv: list[str]) -> dict[str, Any]:
                 "stddev_ts": _stddev([size / t for t in times]),
             }
         )
+    return cache, prefill
 
-    # 3. Decode: one token at a time after a prompt, per-token median over reps.
-    prompt = rng.integers(0, shape["vocab"], (1, args.prompt_tokens))
+
+def _decode(
+    rng: Any,
+    model: Any,
+    cache: Any,
+    args: argparse.Namespace,
+    vocab: int,
+    bound: dict[str, Any],
+) -> dict[str, Any]:
+    """Decode one token at a time after a prompt, per-token median over reps."""
+    prompt = rng.integers(0, vocab, (1, args.prompt_tokens))
     step_times = []
     rep_rates = []
     for _ in range(args.reps):
@@ -371,8 +399,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         if rep_seconds > 0:
             rep_rates.append((len(step_times) - rep_start) / rep_seconds)
     per_token = _median(step_times)
-    bound = breakdown[args.precision]
-    decode = {
+    return {
         "prompt_tokens": args.prompt_tokens,
         "decode_steps": args.decode_steps,
         "reps": args.reps,
@@ -385,14 +412,16 @@ def main(argv: list[str]) -> dict[str, Any]:
         "bandwidth_bound_ms": bound["ms"],
         "bandwidth_bound_fraction": bound["ms"] / (per_token * 1e3),
     }
-    del cache
 
-    # 4. Batched decode: B users step together; every step gives each user one token.
+
+def _batched(
+    rng: Any, model: Any, args: argparse.Namespace, vocab: int, batch_prompt: int
+) -> list[dict[str, Any]]:
+    """Batched decode: B users step together; every step gives each user one token."""
     points = []
-    batch_prompt = max(1, args.batch_prompt_tokens)
     for batch in sorted({1, *args.batch_sizes}):
         cache = model.new_cache(batch, batch_prompt + args.batch_steps)
-        tokens = model.forward(rng.integers(0, shape["vocab"], (batch, batch_prompt)), cache, 0)
+        tokens = model.forward(rng.integers(0, vocab, (batch, batch_prompt)), cache, 0)
         times = []
         for step in range(args.batch_steps):
             t0 = time.perf_counter()
@@ -408,7 +437,37 @@ def main(argv: list[str]) -> dict[str, Any]:
             }
         )
         del cache
+    return points
 
+
+def main(argv: list[str]) -> dict[str, Any]:
+    """Run the benchmark described by `argv`; return the JSON-able result.
+
+    The phases share one generator in a fixed order (bound, prefill, decode, batch), so a
+    seed gives the same tokens and weights on every machine."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        raise UsageError(f"reference: bad arguments: {' '.join(argv)}") from exc
+    t_start = time.perf_counter()
+    import numpy as np
+
+    shape = MODELS[args.model]
+    vocab = shape["vocab"]
+    other = "q8" if args.precision == "f32" else "f32"
+    rng = np.random.default_rng(args.seed + 1)
+    model = build_model(args.model, (args.precision, other), args.seed)
+    build_s = time.perf_counter() - t_start
+
+    breakdown = _bandwidth_bound(np, rng, model, (args.precision, other), args.reps)
+    model.drop(other)
+    model.use(args.precision)
+    cache, prefill = _prefill(rng, model, args, vocab)
+    decode = _decode(rng, model, cache, args, vocab, breakdown[args.precision])
+    del cache
+    batch_prompt = max(1, args.batch_prompt_tokens)
+    points = _batched(rng, model, args, vocab, batch_prompt)
     return {
         "benchmark": "reference",
         "model": args.model,
