@@ -41,148 +41,78 @@ The sequential runner stays the reference: both produce the same set of records.
 
 from __future__ import annotations
 
-import json
-import statistics
 import threading
 import time
 import uuid
-from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchlab.devices.base import Transport
 from benchlab.errors import DeviceError
 from benchlab.ids import utc_iso
-from benchlab.layout import IN_FLIGHT, Store, atomic_write_bytes
+from benchlab.layout import Store
 from benchlab.models import DeviceConfig, RunRecord, RunSpec, SweepConfig
 from benchlab.sweep.assignments import (
     AssignmentLog,
-    by_session,
-    held_at_end,
-    read_assignments,
 )
 from benchlab.sweep.attempt import retry_warning
 from benchlab.sweep.breaker import Breaker
-from benchlab.sweep.budget import MAX_ROUNDS, Budget, Durations, Rounds
+from benchlab.sweep.budget import Budget, Durations, Rounds
 from benchlab.sweep.clocks import measure
+from benchlab.sweep.dispatch import _Dispatch
 from benchlab.sweep.fitness import FitnessBook
-from benchlab.sweep.groups import Group, resolve
+from benchlab.sweep.groups import resolve
 from benchlab.sweep.history import (
     GOOD,
     DeviceHistory,
     device_lines,
     expected_durations,
     history_path,
-    point_key,
 )
-from benchlab.sweep.inject import InjectedQueue, pending_path, refusal, run_command
+from benchlab.sweep.inject import InjectedQueue, pending_path
 from benchlab.sweep.lock import stop_requested
 from benchlab.sweep.order import order_points
+from benchlab.sweep.outcomes import _Outcomes
 from benchlab.sweep.progress import QuietProgress
+from benchlab.sweep.recovery import _Recovery
 from benchlab.sweep.result import SweepResult
 from benchlab.sweep.schedule_log import ScheduleLog
+from benchlab.sweep.schedule_view import _ScheduleView
 from benchlab.sweep.session import SweepSession
+from benchlab.sweep.worker_state import (
+    CLOCK_GRACE_S,
+    MAX_WAIT_S,
+    PENDING_CHECK_S,
+    STOP_POLL_S,
+    _close_quietly,
+    _default_transport,
+    _Device,
+    _Drain,
+    _Job,
+    _Point,
+    _Unreachable,
+    _worker_id,
+    utc_iso_at,
+)
 
-STOP_POLL_S = 0.25
-"""How often the stop request file is looked at (the brief: at least every second)."""
-MAX_WAIT_S = 1.0
-"""No worker sleeps longer than this without looking at the state again."""
-CLOCK_GRACE_S = 30.0
-PENDING_CHECK_S = 5.0
-"""How often points on the devices are looked at for overrunning their expected duration."""
-
-
-@dataclass
-class _Point:
-    spec: RunSpec
-    run_id: str
-    attempt: int = 1
-    failures: int = 0
-    last_error: str = ""
-    started_at: float | None = None
-    """When a worker took it off the queue (the scheduler's clock): time on the device."""
-    overran: bool = False
-
-
-@dataclass
-class _Job:
-    point: _Point
-    probe: bool
-
-
-@dataclass
-class _Drain:
-    points: list[_Point]
-
-
-@dataclass
-class _Device:
-    id: str
-    config: DeviceConfig
-    breaker: Breaker
-    cond: threading.Condition
-    group: Group | None = None
-    queue: deque[_Point] = field(default_factory=deque)
-    busy: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
-    trips: list[dict[str, Any]] = field(default_factory=list)
-    round: int = 0
-    has_rounds: bool = False
-    workers: int = 0
-    """Workers still taking points: an injected point goes only where one is left."""
-    running: dict[str, _Point] = field(default_factory=dict)
-    """The points on the device now, by run id."""
-    expected: dict[str, float] = field(default_factory=dict)
-    """Expected seconds per point (history.point_key), from this device's own history."""
-
-    @property
-    def machine(self) -> str:
-        return self.config.machine_id or self.id
+__all__ = [
+    "CLOCK_GRACE_S",
+    "MAX_WAIT_S",
+    "PENDING_CHECK_S",
+    "STOP_POLL_S",
+    "_Device",
+    "_Drain",
+    "_Job",
+    "_Point",
+    "_Sweep",
+    "_Unreachable",
+    "run_sweep_concurrent",
+    "utc_iso_at",
+]
 
 
-def _expected(device: _Device, spec: RunSpec) -> float:
-    """Seconds `spec` is expected to take on `device`: its own past durations there, else
-    the median over the device's other points (a new point on a slow device is slow too),
-    else 0 (nothing known: the slack alone is the bound)."""
-    known = device.expected.get(point_key(spec))
-    if known is not None:
-        return known
-    return statistics.median(device.expected.values()) if device.expected else 0.0
-
-
-def _worker_id(device: str, index: int) -> str:
-    from benchlab.sweep.placeholders import worker_instance_id
-
-    return worker_instance_id(device, index)
-
-
-def _default_transport(device_id: str, config: DeviceConfig) -> Transport:
-    from benchlab.devices import open_transport
-
-    return open_transport(device_id, config)
-
-
-def _close_quietly(transport: Transport) -> None:
-    try:
-        transport.close()
-    except Exception:  # closing a broken connection must not hide the point's own outcome
-        pass
-
-
-class _Unreachable(Transport):
-    """Stands in for a transport that could not even be opened, so the attempt records it."""
-
-    def __init__(self, device_id: str, error: DeviceError) -> None:
-        super().__init__(device_id)
-        self.error = error
-
-    def call(self, verb: str, payload: dict[str, Any] | None = None, *, timeout: float) -> Any:
-        raise self.error
-
-
-class _Sweep:
+class _Sweep(_Dispatch, _Outcomes, _Recovery, _ScheduleView):
     """The scheduling state of one concurrent sweep, and the workers' loop."""
 
     def __init__(
@@ -457,524 +387,6 @@ class _Sweep:
             if transport is not None:
                 _close_quietly(transport)
 
-    def _persist_assignment(self, event: str, **fields: Any) -> None:
-        """One assignments.jsonl line (a worker thread, unlocked); a disk that refuses it
-        warns once and the sweep goes on: the records are the measurement."""
-        if self.assignment_log is None:
-            return
-        try:
-            if event == "start":
-                self.assignment_log.started(**fields)
-            else:
-                self.assignment_log.finished(**fields)
-        except OSError as exc:
-            with self.lock:
-                warned, self._assignments_warned = self._assignments_warned, True
-            if not warned:
-                self._event(f"WARNING worker assignments not written: {exc}")
-
-    def recover_assignments(self) -> None:
-        """Give the earlier sessions schedule.json keeps their assignments as
-        assignments.jsonl has them, and say which points were on a worker when one died."""
-        if self.assignment_log is None:
-            return
-        lines = read_assignments(self.assignment_log.path)
-        finished, held = by_session(lines), held_at_end(lines)
-        for session in self.log.earlier:
-            session_id = session.get("session")
-            if not isinstance(session_id, str) or "held_at_end" in session:
-                continue  # written before sessions had ids, or recovered already
-            if session_id in finished:
-                session["assignments"] = finished[session_id]
-            session["held_at_end"] = [x for x in held if x.get("session") == session_id]
-            for line in session["held_at_end"]:
-                self._event(
-                    f"HELD {line.get('run_id')} was on {line.get('worker')} (attempt "
-                    f"{line.get('attempt')}) when session {session_id} ended; not finished "
-                    "there, it runs again unless its record is done"
-                )
-
-    def _publish_in_flight(self) -> None:
-        """in_flight.json: points running now per device, for observers such as the exporter.
-
-        Written by the main thread as it polls for a stop request, and only on change, so
-        workers never wait on it; not fsynced: a crash makes it stale, never torn.
-        """
-        with self.lock:
-            counts = {device.id: device.busy for device in self.devices.values()}
-        if counts == self._in_flight_written:
-            return
-        text = json.dumps(counts, sort_keys=True) + "\n"
-        atomic_write_bytes(self.log.schedule_path.parent / IN_FLIGHT, text.encode(), durable=False)
-        self._in_flight_written = counts
-
-    def _ready(self, device: _Device) -> bool:
-        return (
-            bool(device.queue)
-            and device.busy < device.config.max_concurrency
-            and (self.max_in_flight is None or self.in_flight < self.max_in_flight)
-            and device.breaker.can_start()
-        )
-
-    def _next(self, device: _Device) -> _Job | _Drain | None:
-        """Block until this device may start a point (or drain, or nothing is left)."""
-        with self.lock:
-            job = self._next_locked(device)
-            if job is None:
-                device.workers -= 1  # under the same lock: no injected point lands after this
-        if self._later:
-            self._flush_events()
-        return job
-
-    def _next_locked(self, device: _Device) -> _Job | _Drain | None:
-        while True:
-            if self.stopping:
-                return None
-            if device.breaker.state == "drained" and device.queue:
-                points = list(device.queue)
-                device.queue.clear()
-                device.busy += 1
-                return _Drain(points)
-            if self.budget is not None:
-                if self.budget.expired():
-                    self._reach_deadline()
-                    return None
-                if not device.queue:
-                    self._refill(device)
-            if self.outstanding <= 0:
-                self._wake_all()
-                return None
-            group = device.group
-            if self._may_start(device) and self._slot_turn(device):
-                if self.budget is not None and not self._fits(device.queue[0]):
-                    return None
-                probe = device.breaker.decide() == "probe"
-                point = device.queue.popleft()
-                point.started_at = self.clock()
-                device.running[point.run_id] = point
-                device.busy += 1
-                self.in_flight += 1
-                self._slot_next = (self._device_order.index(device.id) + 1) % len(
-                    self._device_order
-                )
-                if group is not None:
-                    group.start(device.id)
-                self.fitness.started(device.id)
-                return _Job(point, probe)
-            timeout = MAX_WAIT_S
-            ready_at = device.breaker.ready_at()
-            if ready_at is not None:
-                timeout = min(timeout, max(ready_at - self.clock(), 0.0) + 0.001)
-            device.cond.wait(timeout)
-
-    def _may_start(self, device: _Device) -> bool:
-        """Ready, and its resource group's turn (called locked)."""
-        group = device.group
-        return self._ready(device) and (
-            group is None or group.turn(lambda m: self._ready(self.devices[m])) == device.id
-        )
-
-    def _slot_turn(self, device: _Device) -> bool:
-        """With policies.max_in_flight, global slots go round robin across devices, as a
-        resource group's turns do: otherwise the worker that just freed a slot takes it
-        again at once and one device runs its whole queue while the others wait."""
-        if self.max_in_flight is None:
-            return True
-        count = len(self._device_order)
-        for step in range(count):
-            candidate = self.devices[self._device_order[(self._slot_next + step) % count]]
-            if candidate.workers > 0 and self._may_start(candidate):
-                return candidate.id == device.id
-        return False
-
-    # --- budgets, injected points, waiting points (all called locked unless said) ------
-
-    def _fits(self, point: _Point) -> bool:
-        """May `point` start under the budget? If not, it and what follows stay pending."""
-        assert self.budget is not None
-        estimate = self.durations.estimate(point.spec)
-        if self.budget.fits(estimate):
-            return True
-        if not self.deadline_reached:
-            self.deadline_reached = True
-            self._event_later(
-                f"DEADLINE {point.spec.device}: {point.run_id} usually takes "
-                f"{estimate or 0:.1f} s, more than the {self.budget.left():.1f} s "
-                f"(+ {self.budget.grace_s:g} s grace) left; not started, left pending"
-            )
-        self._wake_all()
-        return False
-
-    def _reach_deadline(self) -> None:
-        if not self.deadline_reached:
-            self.deadline_reached = True
-            self._event_later(
-                "DEADLINE the time budget is spent: points in flight finish, nothing new "
-                "starts; re-run with --for to continue"
-            )
-        self._wake_all()
-
-    def _refill(self, device: _Device) -> None:
-        """The device's next round with work left, at the back of its queue (budget only)."""
-        if not device.has_rounds or device.breaker.state == "drained" or self.rounds is None:
-            return
-        while device.round + 1 < MAX_ROUNDS:
-            device.round += 1
-            points = [
-                _Point(spec, self.journal.run_id(spec))
-                for spec in self.rounds.for_device(device.round, device.id)
-            ]
-            points = [
-                p
-                for p in points
-                if p.run_id not in self.enqueued and not self.journal.is_done(p.spec)
-            ]
-            if points:
-                self.enqueued.update(p.run_id for p in points)
-                device.queue.extend(points)
-                self.outstanding += len(points)
-                self.total += len(points)
-                self._event_later(
-                    f"ROUND {device.round} {device.id}: {len(points)} point(s), "
-                    f"{self.budget.left() if self.budget else 0:.0f} s of the budget left"
-                )
-                return
-
-    def _take_injected(self) -> None:
-        """Due injected points to the front of their device's queue (main thread, unlocked);
-        one this session cannot run is refused in a line that says why and what would."""
-        if self.injected is None:
-            return
-        for spec in self.injected.poll():
-            run_id = self.journal.run_id(spec)
-            with self.lock:
-                device = self.devices.get(spec.device)
-                if run_id in self.enqueued or self.journal.is_done(spec):
-                    continue
-                reason = self._not_runnable(spec)
-                if reason is not None or device is None:
-                    command = run_command(self.config_path, concurrent=True)
-                    line = refusal(spec, reason or "no such device", command)
-                else:
-                    self.enqueued.add(run_id)
-                    device.queue.appendleft(_Point(spec, run_id))
-                    self.outstanding += 1
-                    self.total += 1
-                    self._wake(device)
-                    line = f"INJECT {spec.spec_id} queued next on {spec.device}"
-            self._event(line)
-        for warning in self.injected.warnings:
-            self._event(f"WARNING {warning}")
-        self.injected.warnings.clear()
-
-    def _not_runnable(self, spec: RunSpec) -> str | None:
-        """Why this session cannot run an injected point, in words; None when it can."""
-        device = self.devices.get(spec.device)
-        if device is None:
-            return f"device {spec.device!r} is not in the config"
-        if device.machine != spec.machine_id:
-            return (
-                f"it was injected for machine {spec.machine_id!r}; device {spec.device!r} is "
-                f"machine {device.machine!r} in the config now"
-            )
-        if self.machines is not None and spec.machine_id not in self.machines:
-            return f"this session does not hold machine {spec.machine_id!r}"
-        if device.breaker.state == "drained":
-            return f"device {spec.device!r} was taken out of service in this session"
-        if self.started and device.workers <= 0:
-            return f"no worker of this session takes points on {spec.device!r} any more"
-        return None
-
-    def _check_pending(self) -> None:
-        """Points held on their device past expectation count once against the device.
-
-        Only time on the device counts (from the moment a worker took the point): a point
-        waiting in benchlab's queue behind others is benchlab's wait, not the device's.
-        """
-        now = self.clock()
-        if now - self._pending_checked < PENDING_CHECK_S:
-            return
-        self._pending_checked = now
-        slack = self.config.policies.fitness.pending_after_s
-        overdue: list[tuple[_Device, _Point]] = []
-        with self.lock:
-            for device in self.devices.values():
-                for point in device.running.values():
-                    if point.overran or point.started_at is None:
-                        continue
-                    expected = _expected(device, point.spec)
-                    if now - point.started_at > expected + slack:
-                        point.overran = True
-                        self.fitness.outcome(device.id, False)
-                        overdue.append((device, point))
-        for device, point in overdue:
-            self._remember(device, "pending", point.run_id)
-
-    def _remember(
-        self,
-        device: _Device,
-        outcome: str,
-        run_id: str,
-        *,
-        spec: RunSpec | None = None,
-        duration_s: float | None = None,
-    ) -> None:
-        """One line of the device's history (buffered; the main thread writes it); an ok
-        point's key and duration go with it, for the device's expected durations."""
-        if self.history is not None:
-            self.history.record(
-                device.machine,
-                device.id,
-                outcome,
-                run_id,
-                point=point_key(spec) if spec is not None else None,
-                duration_s=duration_s,
-            )
-
-    def _flush_history(self) -> None:
-        """Main thread: append the buffered history; advisory, so a full disk only warns."""
-        if self.history is None:
-            return
-        try:
-            self.history.flush()
-        except OSError as exc:
-            self._event(f"WARNING device history not written: {exc}")
-
-    def _finish(
-        self,
-        device: _Device,
-        worker: str,
-        job: _Job,
-        record: RunRecord,
-        kind: str | None,
-    ) -> None:
-        point = job.point
-        retry_in: float | None = None
-        events: list[str] = []
-        final = False
-        with self.lock:
-            device.running.pop(point.run_id, None)
-            self.assignments.append(
-                {
-                    "run_id": point.run_id,
-                    "spec_id": point.spec.spec_id,
-                    "device": device.id,
-                    "machine_id": device.machine,
-                    "worker": worker,
-                    "attempt": point.attempt,
-                    "probe": job.probe,
-                    "status": record.status,
-                    "failure_kind": kind,
-                }
-            )
-            if device.group is not None:
-                device.group.finish()
-            self.in_flight -= 1
-            if self.max_in_flight is not None:
-                self._wake_all()  # a global slot is free: any device may be next
-            self.fitness.finished(device.id, ok=record.status == "ok")
-            if record.status == "ok":
-                self.durations.add(point.spec, record.timings.duration_s)
-                if record.timings.duration_s is not None:
-                    device.expected.setdefault(point_key(point.spec), record.timings.duration_s)
-            if kind == "transport":
-                error = record.error or "transport failure"
-                point.failures += 1
-                point.last_error = error
-                device.outcomes["transport_failures"] += 1
-                change = device.breaker.record_failure(error, probe=job.probe)
-                events.extend(self._breaker_event(device, change, error))
-                if point.attempt < self.attempts and not self.stopping:
-                    action = "retry"
-                    retry_in = self.config.policies.retries.backoff_s * 2 ** (point.attempt - 1)
-                    if device.breaker.state == "drained":
-                        action = "drain"
-                else:
-                    # Out of attempts, or a stop request: the failed record stays, and a
-                    # resumed sweep retries the point.
-                    action = "stopped" if self.stopping else "gave-up"
-                    final = True
-                self.log.append(
-                    kind="transport",
-                    device=device.id,
-                    machine_id=device.machine,
-                    spec_id=point.spec.spec_id,
-                    run_id=point.run_id,
-                    attempt=point.attempt,
-                    attempts=self.attempts,
-                    error=error,
-                    action=action,
-                    worker=worker,
-                )
-            else:
-                change = device.breaker.record_success(probe=job.probe)
-                events.extend(self._breaker_event(device, change, ""))
-                final = True
-            if final:
-                device.busy -= 1
-                self._settle(device, record)
-            self._wake(device)
-        for line in events:
-            self._event(line)
-        if events:
-            self.write_schedule()
-        if final:
-            self._point_done(point.spec, record)
-        # after the progress line, so history's disk write never reorders the [i/n] lines
-        if kind == "transport":
-            self._remember(device, "transport", point.run_id)
-        elif final:
-            if record.status == "ok":
-                self._remember(
-                    device,
-                    "ok",
-                    record.run_id,
-                    spec=point.spec,
-                    duration_s=record.timings.duration_s,
-                )
-            else:
-                self._remember(device, "failed", record.run_id)
-        self._persist_assignment(
-            "finish",
-            run_id=point.run_id,
-            worker=worker,
-            attempt=point.attempt,
-            status=record.status,
-            failure_kind=kind,
-        )
-        if final:
-            return
-        if retry_in:
-            self.stop_event.wait(retry_in)
-        with self.lock:
-            point.attempt += 1
-            device.queue.appendleft(point)  # a retry keeps its place at the head of the queue
-            device.busy -= 1
-            self._wake(device)
-
-    def _breaker_event(self, device: _Device, change: str | None, error: str) -> list[str]:
-        breaker = device.breaker
-        wall = utc_iso_at(self._wall_minus_mono + self.clock())
-        if change == "opened":
-            device.trips.append(
-                {"opened_at": wall, "error": error, "failures": breaker.consecutive_failures}
-            )
-            return [
-                f"DOWN {device.id} taken out of service after "
-                f"{breaker.consecutive_failures} transport failures: {error}"
-            ]
-        if change == "reopened":
-            if device.trips:
-                device.trips[-1]["probes_failed"] = device.trips[-1].get("probes_failed", 0) + 1
-            return [f"DOWN {device.id} failed its recovery probe; cooldown restarts: {error}"]
-        if change == "drained":
-            targets = ", ".join(device.config.failover_to)
-            where = f"move to {targets} or become holes" if targets else "become holes"
-            if device.trips:
-                device.trips[-1]["drained_at"] = wall
-                device.trips[-1]["probes_failed"] = device.trips[-1].get("probes_failed", 0) + 1
-            return [
-                f"DRAIN {device.id} stayed down for {breaker.cooldowns_failed} cooldown(s); "
-                f"its remaining points {where}"
-            ]
-        if change == "closed":
-            if device.trips:
-                device.trips[-1]["closed_at"] = wall
-            return [f"UP {device.id} answered its recovery probe and is back in service"]
-        return []
-
-    def _settle(self, device: _Device, record: RunRecord) -> None:
-        """A point reached its final record (called locked)."""
-        device.outcomes[record.status] += 1
-        self.records[record.run_id] = record
-        self.outstanding -= 1
-        self.done += 1
-        if self.outstanding <= 0:
-            self._wake_all()
-
-    def _drain(self, device: _Device, points: list[_Point]) -> None:
-        """Move each point to a failover target, or leave a loud hole."""
-        reason = (
-            f"device {device.id!r} was taken out of service after repeated transport failures "
-            f"({device.breaker.last_error})"
-        )
-        from benchlab.sweep.expand import failover_spec
-
-        for point in points:
-            with self.lock:
-                candidates = [
-                    target
-                    for target in device.config.failover_to
-                    if self.devices[target].breaker.state != "drained"
-                ]
-                target = None
-                if point.spec.failover_from is None and candidates:
-                    target = self.fitness.choose(candidates, point=point.run_id, source=device.id)
-            moved: _Point | None = None
-            if target is not None:
-                spec = failover_spec(self.config, point.spec, target)
-                moved = _Point(spec, self.journal.run_id(spec))
-                self.log.append(
-                    device=device.id,
-                    machine_id=device.machine,
-                    spec_id=point.spec.spec_id,
-                    run_id=point.run_id,
-                    attempt=point.attempt,
-                    error=device.breaker.last_error,
-                    action="failover",
-                    kind="failover",
-                    to_device=target,
-                    to_run_id=moved.run_id,
-                )
-                hole_reason = f"{reason}; moved to {target!r} as {moved.run_id}"
-            else:
-                hole_reason = reason
-                self.log.append(
-                    device=device.id,
-                    machine_id=device.machine,
-                    spec_id=point.spec.spec_id,
-                    run_id=point.run_id,
-                    attempt=point.attempt,
-                    error=device.breaker.last_error,
-                    action="hole" if not point.failures else "kept-failed",
-                    kind="hole",
-                )
-            if point.failures:
-                # It was attempted: its last failed record tells the truth; keep it.
-                record = self._existing(point) or self.runner.write_hole(
-                    point.spec, point.run_id, hole_reason
-                )
-            else:
-                record = self.runner.write_hole(point.spec, point.run_id, hole_reason)
-            self._remember(device, "hole" if not point.failures else "failed", point.run_id)
-            with self.lock:
-                device.outcomes["hole" if not point.failures else "failed"] += 1
-                self.records[record.run_id] = record
-                self.done += 1
-                if moved is not None:
-                    device.outcomes["moved"] += 1
-                    target_device = self.devices[moved.spec.device]
-                    if self.journal.is_done(moved.spec):
-                        self.outstanding -= 1
-                    else:
-                        self.total += 1
-                        self.enqueued.add(moved.run_id)
-                        target_device.queue.append(moved)
-                        self._wake(target_device)
-                else:
-                    self.outstanding -= 1
-                if self.outstanding <= 0:
-                    self._wake_all()
-            self._point_done(point.spec, record)
-        with self.lock:
-            device.busy -= 1
-            self._wake(device)
-        self.write_schedule()
-
-    def _existing(self, point: _Point) -> RunRecord | None:
-        record = getattr(self.journal, "record", None)
-        return record(point.spec) if callable(record) else None
-
     # --- notifications -----------------------------------------------------------------
 
     def _wake(self, device: _Device) -> None:
@@ -1008,72 +420,6 @@ class _Sweep:
     def _point_done(self, spec: RunSpec, record: RunRecord) -> None:
         with self._progress_lock:
             self.progress.point_done(self.done, self.total, spec, record)
-
-    # --- schedule.json -----------------------------------------------------------------
-
-    def schedule(self) -> dict[str, Any]:
-        policies = self.config.policies
-        with self.lock:
-            devices = {
-                device.id: {
-                    "machine_id": device.machine,
-                    "max_concurrency": device.config.max_concurrency,
-                    "resource_group": device.config.resource_group,
-                    "outcomes": dict(sorted(device.outcomes.items())),
-                    "breaker": {
-                        "state": device.breaker.state,
-                        "down_since": (
-                            utc_iso_at(self._wall_minus_mono + device.breaker.down_since)
-                            if device.breaker.down_since is not None
-                            else None
-                        ),
-                        "trips": list(device.trips),
-                    },
-                    "pending": len(device.queue),
-                }
-                for device in sorted(self.devices.values(), key=lambda d: d.id)
-            }
-            return {
-                "experiment": self.config.experiment,
-                "session": self.session_id,
-                "stamp": self.journal.stamp,
-                "started_at": self.started_at,
-                "ended_at": self.ended_at,
-                "policy": {
-                    "order": policies.order,
-                    "order_seed": policies.order_seed,
-                    "retries": policies.retries.model_dump(),
-                    "breaker": policies.breaker.model_dump(),
-                    "fitness": policies.fitness.model_dump(),
-                    "repeats": policies.repeats,
-                    "max_in_flight": policies.max_in_flight,
-                    "budget_s": self.budget.seconds if self.budget else None,
-                },
-                "groups": {
-                    name: {"members": list(group.members), "limit": group.limit}
-                    for name, group in sorted(self.groups.items())
-                },
-                "devices": devices,
-                "clocks": dict(sorted(self.clocks.items())),
-                "failover": {
-                    "seed": policies.fitness.seed,
-                    "choices": list(self.fitness.choices),
-                },
-                "assignments": sorted(self.assignments, key=lambda a: (a["run_id"], a["attempt"])),
-                "points": {"total": self.total, "finished": self.done},
-                "stopped": self.stopped_by_request,
-                "deadline_reached": self.deadline_reached,
-                "rounds": {d.id: d.round for d in self.devices.values() if d.has_rounds},
-            }
-
-    def write_schedule(self) -> None:
-        self.log.write_schedule(self.schedule())
-
-
-def utc_iso_at(stamp: float) -> str:
-    from datetime import datetime, timezone
-
-    return utc_iso(datetime.fromtimestamp(stamp, tz=timezone.utc))
 
 
 def run_sweep_concurrent(
