@@ -37,6 +37,11 @@ run id with a `failover-from:<device>` tag. Around that:
 All scheduling state lives in one `_Sweep` object behind one lock; each device has its own
 condition variable on that lock, so a finished point wakes only the workers it concerns.
 The sequential runner stays the reference: both produce the same set of records.
+
+`_Sweep`'s methods are spread over mixins so no file grows past reading length: the
+per-device state and timings (worker_state.py), picking the next point (dispatch.py),
+settling a finished one (outcomes.py), the assignment log (recovery.py) and schedule.json
+(schedule_view.py). They share the one object and its lock; none imports this module.
 """
 
 from __future__ import annotations
