@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.kit.catalog import write_v3_catalog
 from tests.kit.entries import make_entry
 from tests.kit.runs import write_run
 
-from benchlab.layout import Store, write_model
-from benchlab.models import Catalog, CatalogEntry
+from benchlab.models import CatalogEntry
 
 LAPTOP_Q8 = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
 LAPTOP_Q8_LATER = "anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250107T090000Z"
@@ -207,13 +207,8 @@ def builds_entries() -> list[CatalogEntry]:
 
 
 def write_catalog(root: Path, entries: list[CatalogEntry]) -> Path:
-    catalog = Catalog(
-        runs=sorted(entries, key=lambda e: e.run_id),
-        last_updated=max((e.timestamp for e in entries), default=None),
-    )
-    path = Store(root).catalog_path
-    write_model(path, catalog)
-    return path
+    """The golden entries as a sharded v3 catalog, the one format every reader takes."""
+    return write_v3_catalog(root, entries)
 
 
 LAPTOP_Q8_RECORD: dict[str, Any] = {

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.kit.catalog import write_v3_catalog
 from tests.kit.cli import run_cli
 
 from benchlab.catalog import read
@@ -36,22 +36,19 @@ def test_cache_is_written_then_used(golden: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_a_changed_catalog_misses_the_cache(golden: Path) -> None:
     store = Store(golden)
-    load_catalog(store.catalog_path, cache=store.query_cache)
-    doc = json.loads(store.catalog_path.read_text())
-    doc["runs"] = doc["runs"][:2]
-    tmp = store.catalog_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc))
-    os.replace(tmp, store.catalog_path)  # as a build does: a new file under the old name
+    runs = load_catalog(store.catalog_path, cache=store.query_cache).runs
+    write_v3_catalog(golden, runs[:2])  # as a build does: new files under the old names
     assert len(load_catalog(store.catalog_path, cache=store.query_cache).runs) == 2
 
 
 def test_a_malformed_catalog_is_refused_even_with_a_cache(golden: Path) -> None:
     store = Store(golden)
     load_catalog(store.catalog_path, cache=store.query_cache)
+    entry = load_catalog(store.catalog_path).runs[0]
     doc = json.loads(store.catalog_path.read_text())
-    doc["runs"][0]["speedup"] = "x"
+    doc["runs"] = [{**entry, "speedup": "x"}]  # a pending run in the head, malformed
     store.catalog_path.write_text(json.dumps(doc))
-    with pytest.raises(SchemaError, match=r"\$\.runs\[0\]\.speedup"):
+    with pytest.raises(SchemaError, match=r"\$\.runs\[0\]: speedup"):
         load_catalog(store.catalog_path, cache=store.query_cache)
 
 
@@ -73,11 +70,11 @@ def test_an_unwritable_cache_only_costs_speed(golden: Path) -> None:
 
 def test_batch_curves_survive_the_cache(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = Store(golden)
-    doc = json.loads(store.catalog_path.read_text())
-    for entry in doc["runs"]:
+    runs = load_catalog(store.catalog_path).runs
+    for entry in runs:
         if entry["run_id"] == LAPTOP_Q8:
             entry["batch_curve"] = CURVE
-    store.catalog_path.write_text(json.dumps(doc))
+    write_v3_catalog(golden, runs)
     argv = ["best", "--model", "smollm2-135m", "--format", "json"]
     cold = run_cli(capsys, *argv)
     assert store.query_cache.is_file()

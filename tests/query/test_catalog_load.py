@@ -11,10 +11,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from tests.kit.catalog import write_v3_catalog
 from tests.kit.cli import run_cli
 
 from benchlab import models
-from benchlab.catalog.read import ENTRY_FIELDS, FAILURE_KINDS, STATUSES, check_catalog, load_catalog
+from benchlab.catalog.format import CATALOG_V3
+from benchlab.catalog.read import (
+    ENTRY_FIELDS,
+    FAILURE_KINDS,
+    STATUSES,
+    _check_entries,
+    load_catalog,
+    read_head,
+)
+from benchlab.catalog.shards import LAYOUT
+from benchlab.catalog.upgrade import CATALOG_V2
 from benchlab.errors import SchemaError, StoreError
 
 from .conftest import LAPTOP_Q8
@@ -77,7 +88,18 @@ def _write(store: Path, doc: Any) -> Path:
 
 
 def _catalog(*entries: dict[str, Any]) -> dict[str, Any]:
-    return {"$schema": "benchmark/catalog.v2", "runs": list(entries)}
+    """An old single-file document: what the pydantic model reads, and the reader refuses."""
+    return {"$schema": CATALOG_V2, "runs": list(entries)}
+
+
+def _head(**fields: Any) -> dict[str, Any]:
+    return {"$schema": CATALOG_V3, "shards": LAYOUT, "machines": {}, "retracted": [], **fields}
+
+
+def _fast_check(path: Path, doc: dict[str, Any]) -> None:
+    """The loader's fast entry check (`read._check_entries`), on a document's runs: what a
+    v3 head's pending runs and the columnar cache's inline segment pass through."""
+    _check_entries(path, doc["runs"])
 
 
 @pytest.mark.parametrize(
@@ -114,18 +136,17 @@ def test_bad_field_names_file_and_json_path(
     store: Path, change: dict[str, Any], message: str
 ) -> None:
     other = {**GOOD_ENTRY, "run_id": "other-run"}
-    path = _write(store, _catalog(other, {**GOOD_ENTRY, **change}))
+    path = store / "catalog.json"
     with pytest.raises(SchemaError) as caught:
-        load_catalog(path)
+        _fast_check(path, _catalog(other, {**GOOD_ENTRY, **change}))
     assert str(caught.value) == f"{path}: {message}"
 
 
 def test_missing_required_field(store: Path) -> None:
     entry = dict(GOOD_ENTRY)
     del entry["timestamp"]
-    path = _write(store, _catalog(entry))
     with pytest.raises(SchemaError, match=r"\$\.runs\[0\]\.timestamp: field required$"):
-        load_catalog(path)
+        _fast_check(store / "catalog.json", _catalog(entry))
 
 
 @pytest.mark.parametrize(
@@ -138,11 +159,9 @@ def test_missing_required_field(store: Path) -> None:
             "benchmark/catalog.v3, got 'benchmark/catalog.v4'; a newer benchlab wrote it: "
             "upgrade benchlab",
         ),
-        ({"runs": {}}, "$.runs: expected an array, got object"),
-        ({"runs": [3]}, "$.runs[0]: expected an object, got number"),
-        ({"machines": {"pi5": {"runs": 2}}}, "$.machines.pi5.id: expected a string, got null"),
-        ({"index": []}, "$.index: expected an object, got array"),
-        ({"last_updated": 5}, "$.last_updated: expected a string, got number"),
+        (_head(runs={}), "$.runs: expected an array, got object"),
+        (_head(runs=[3]), "$.runs[0]: $: expected an entry object, got number"),
+        (_head(machines=[]), "$.machines: expected an object, got array"),
     ],
 )
 def test_bad_document_shape(store: Path, doc: Any, message: str) -> None:
@@ -153,9 +172,9 @@ def test_bad_document_shape(store: Path, doc: Any, message: str) -> None:
 
 
 def test_duplicate_run_ids(store: Path) -> None:
-    path = _write(store, _catalog(GOOD_ENTRY, {**GOOD_ENTRY, "run_id": "x"}, GOOD_ENTRY))
+    path = store / "catalog.json"
     with pytest.raises(SchemaError) as caught:
-        load_catalog(path)
+        _fast_check(path, _catalog(GOOD_ENTRY, {**GOOD_ENTRY, "run_id": "x"}, GOOD_ENTRY))
     assert str(caught.value) == (
         f"{path}: $.runs[2].run_id: duplicate id {LAPTOP_Q8!r} (also at $.runs[0])"
     )
@@ -173,13 +192,42 @@ def test_cli_errors_are_one_line_exit_2(store: Path, capsys: pytest.CaptureFixtu
     code, out, err = run_cli(capsys, "--store", str(store), "best", "--model", "x")
     assert (code, out) == (2, "")
     assert err == f"bench: error: {path}: file not found; run `bench catalog build` first\n"
-    _write(store, _catalog({**GOOD_ENTRY, "speedup": "x"}))
+    _write(store, _head(runs=[{**GOOD_ENTRY, "speedup": "x"}]))
     for verb in (["list"], ["best"], ["table", "--model", "x"], ["summary"], ["show", "y"]):
         code, out, err = run_cli(capsys, "--store", str(store), *verb)
         assert (code, out) == (2, ""), verb
-        assert err == (
-            f"bench: error: {path}: $.runs[0].speedup: expected a number or null, got string\n"
-        )
+        assert err == f"bench: error: {path}: $.runs[0]: speedup: expected a number, got string\n"
+
+
+@pytest.mark.parametrize(
+    ("doc", "version"),
+    [
+        ({"runs": [GOOD_ENTRY]}, "v1"),  # the first release wrote no $schema
+        ({"$schema": "benchmark/catalog.v1", "runs": [GOOD_ENTRY]}, "v1"),
+        (_catalog(GOOD_ENTRY), "v2"),
+    ],
+)
+def test_an_old_catalog_is_refused_in_one_line_until_upgraded(
+    store: Path, capsys: pytest.CaptureFixture[str], doc: dict[str, Any], version: str
+) -> None:
+    """Readers no longer upgrade a v1 or v2 catalog.json on every load: each says, in one
+    line, which command rewrites it; after `bench catalog upgrade` the same verbs read it."""
+    path = _write(store, doc)
+    for reader in (load_catalog, read_head):
+        with pytest.raises(SchemaError) as caught:
+            reader(path)
+        assert str(caught.value) == f"{path} is catalog {version}: run `bench catalog upgrade`"
+    for verb in (["list"], ["best"], ["show", LAPTOP_Q8]):
+        code, out, err = run_cli(capsys, "--store", str(store), *verb)
+        assert (code, out) == (2, ""), verb
+        assert err == f"bench: error: {path} is catalog {version}: run `bench catalog upgrade`\n"
+    code, _, err = run_cli(capsys, "--store", str(store), "catalog", "upgrade")
+    assert code == 0, err
+    runs = load_catalog(path).runs
+    assert [entry["run_id"] for entry in runs] == [e["run_id"] for e in doc.get("runs", [])]
+    code, out, err = run_cli(capsys, "--store", str(store), "list", "--format", "json")
+    assert (code, err) == (0, "")
+    assert [row["run_id"] for row in json.loads(out)] == [e["run_id"] for e in runs]
 
 
 def test_missing_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,7 +237,7 @@ def test_missing_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_empty_catalog_loads(store: Path) -> None:
-    loaded = load_catalog(_write(store, {}))
+    loaded = load_catalog(write_v3_catalog(store, []))
     assert loaded.runs == [] and loaded.machines == {}
 
 
@@ -239,7 +287,7 @@ def test_fast_check_never_accepts_what_the_model_refuses(
         entry.pop(key, None)
     doc = _catalog(entry)
     try:
-        check_catalog(Path("catalog.json"), doc)
+        _fast_check(Path("catalog.json"), doc)
     except SchemaError:
         return
     try:
@@ -257,4 +305,4 @@ def test_model_refusals_are_caught_by_the_fast_check(field: str, value: Any) -> 
         models.Catalog.model_validate(doc)
     except ValidationError:
         with pytest.raises(SchemaError, match=rf"\$\.runs\[0\]\.{field}"):
-            check_catalog(Path("catalog.json"), doc)
+            _fast_check(Path("catalog.json"), doc)

@@ -16,12 +16,13 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.kit.catalog import write_v3_catalog
 from tests.kit.cli import run_cli
 from tests.kit.entries import make_entry
 
 from benchlab.catalog.read import METRICS, load_catalog
 from benchlab.catalog.shards import LAYOUT, render_shard, shard_name
-from benchlab.catalog.upgrade import CATALOG_V2, CATALOG_V3
+from benchlab.catalog.upgrade import CATALOG_V3
 from benchlab.layout import Store
 from benchlab.query.colcache import CACHE_NAME, MODE_ENV, SEGMENT_DIR, open_columns, refresh
 from benchlab.query.colcache import arrays as columnar
@@ -68,10 +69,8 @@ def write_shard(path: Path, entries: list[dict[str, Any]]) -> None:
 
 
 def write_v2(root: Path, entries: list[dict[str, Any]]) -> Path:
-    path = Store(root).catalog_path
-    doc = {"$schema": CATALOG_V2, "machines": {}, "index": {}, "runs": entries}
-    path.write_bytes(orjson.dumps(doc))
-    return path
+    """An old single-file catalog after `bench catalog upgrade`: readers take only v3."""
+    return write_v3_catalog(root, entries)
 
 
 # --- random catalogs -----------------------------------------------------------------------

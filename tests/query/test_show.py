@@ -9,9 +9,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests.kit.catalog import write_v3_catalog
 from tests.kit.cli import run_cli
 from tests.kit.runs import write_run
 
+from benchlab.catalog.read import load_catalog
 from benchlab.query.show import ABSENT_NOTE, UNCATALOGUED_NOTE, show_run
 
 from .conftest import LAPTOP_Q8, MAC_Q8
@@ -144,11 +146,11 @@ def test_show_never_follows_a_path_out_of_the_store(
 ) -> None:
     outside = write_run(tmp_path / "elsewhere", LAPTOP_Q8)
     shutil.rmtree(golden / "runs")
-    catalog = json.loads((golden / "catalog.json").read_text())
-    for entry in catalog["runs"]:
+    runs = load_catalog(golden / "catalog.json").runs
+    for entry in runs:
         if entry["run_id"] == LAPTOP_Q8:
             entry["path"] = str(Path("..") / ".." / ".." / outside.relative_to(tmp_path))
-    (golden / "catalog.json").write_text(json.dumps(catalog))
+    write_v3_catalog(golden, runs)
     details = show_run(golden, LAPTOP_Q8)
     assert details.source == "catalog"
 

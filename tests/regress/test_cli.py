@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.kit.catalog import write_v3_catalog
 
 from benchlab.cli import main
-from benchlab.layout import atomic_write_json
 
 
 def _entry(i: int, machine: str, value: float) -> dict:
@@ -37,16 +37,7 @@ def catalog(store: Path) -> Path:
     runs = [_entry(i, "pi5", v) for i, v in enumerate(drop)]
     runs += [_entry(i, "laptop", v) for i, v in enumerate(flat)]
     runs.sort(key=lambda e: e["run_id"])
-    atomic_write_json(
-        store / "catalog.json",
-        {
-            "$schema": "benchmark/catalog.v1",
-            "version": "1.0",
-            "machines": {},
-            "runs": runs,
-            "index": {"by_model": {}, "by_precision": {}, "by_date": {}},
-        },
-    )
+    write_v3_catalog(store, runs)
     return store
 
 
@@ -98,7 +89,7 @@ def test_threshold_5_is_refused_and_5_percent_equals_0_05(
 def _sweep_entry(sweep: int, model: str, precision: str, threads: int, value: float) -> dict:
     stamp = f"2026-02-0{1 + sweep}T00:{threads:02d}:00Z"
     return {
-        "run_id": f"local-{model}-{precision}-t{threads}-{stamp}",
+        "run_id": f"local-{model}-{precision}-t{threads}-2026020{1 + sweep}T00{threads:02d}00Z",
         "machine_id": "local",
         "timestamp": stamp,
         "model": model,
@@ -129,10 +120,7 @@ def test_the_default_local_sweep_twice_is_not_a_regression(
         for precision in ("f32", "q8")
         for threads in (1, 2)
     ]
-    atomic_write_json(
-        store / "catalog.json",
-        {"$schema": "benchmark/catalog.v1", "machines": {}, "runs": sorted(runs, key=str)},
-    )
+    write_v3_catalog(store, runs)
     args = ["--store", str(store), "regression", "--machine", "local", "--format", "json"]
     assert main(args) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -4,16 +4,12 @@ through the loaded catalog and through the columnar cache alike."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
+from tests.kit.catalog import write_v3_catalog
 from tests.kit.entries import make_entry
 
-from benchlab.catalog.shards import LAYOUT, render_shard, shard_name
-from benchlab.catalog.upgrade import CATALOG_V3
 from benchlab.layout import Store
 from benchlab.metrics import LOWER_IS_BETTER, lower_is_better
 from benchlab.query.colcache import CACHE_NAME, MODE_ENV
@@ -28,24 +24,12 @@ RUNS = (
 
 
 def write_catalog(root: Path) -> None:
-    by_shard: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    runs = []
     for i, (run_id, machine, peak, rss, jpt) in enumerate(RUNS):
         entry = make_entry(run_id, machine, f"2025-01-0{i + 1}T12:00:00Z", peak_tok_per_sec=peak)
         entry.update({k: v for k, v in (("peak_rss_mb", rss), ("joules_per_token", jpt)) if v})
-        by_shard[shard_name(entry)].append(entry)
-    for name, shard in by_shard.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(render_shard(shard))
-    head = {
-        "$schema": CATALOG_V3,
-        "machines": {},
-        "retracted": [],
-        "runs": [],
-        "shards": LAYOUT,
-        "version": "3.0",
-    }
-    Store(root).catalog_path.write_bytes(orjson.dumps(head))
+        runs.append(entry)
+    write_v3_catalog(root, runs)
 
 
 def best(bench, *args: str) -> list[str]:

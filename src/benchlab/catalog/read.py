@@ -24,14 +24,13 @@ from typing import Any
 
 import orjson
 
-from benchlab.catalog.format import CATALOG_V3
 from benchlab.catalog.format import DEFAULT_METRIC as DEFAULT_METRIC  # their old home:
 from benchlab.catalog.format import ENTRY_FIELDS as ENTRY_FIELDS  # many callers import
 from benchlab.catalog.format import FAILURE_KINDS as FAILURE_KINDS  # them from here
 from benchlab.catalog.format import METRICS as METRICS
 from benchlab.catalog.format import REQUIRED_FIELDS as REQUIRED_FIELDS
 from benchlab.catalog.format import STATUSES as STATUSES
-from benchlab.catalog.upgrade import CATALOG_V1, KNOWN, upgrade
+from benchlab.catalog.upgrade import KNOWN, refuse_old
 from benchlab.errors import QueryError, SchemaError, StoreError
 
 logger = logging.getLogger(__name__)
@@ -154,17 +153,24 @@ def read_head(path: Path) -> dict[str, Any]:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise SchemaError(f"{path}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    _check_schema(path, doc)
+    check_head(path, doc)
+    return doc
+
+
+def _check_schema(path: Path, doc: Any) -> None:
+    """Only v3 is read: an old single-file catalog is refused in one line naming `bench
+    catalog upgrade` (upgrading on every load would keep a second reader alive and hide
+    the old file forever); a newer one names the benchlab to install."""
     if type(doc) is not dict:
         raise _fail(path, "$", "an object", doc)
-    schema = doc.get("$schema", CATALOG_V1)
+    refuse_old(path, doc)
+    schema = doc.get("$schema")
     if schema not in KNOWN:
         raise SchemaError(
             f"{path}: $.$schema: expected one of {', '.join(KNOWN)}, got {schema!r}; "
             "a newer benchlab wrote it: upgrade benchlab"
         )
-    if schema == CATALOG_V3:
-        check_head(path, doc)
-    return doc
 
 
 CACHE_FORMAT = "benchlab-query-cache/2 python{}.{} {}".format(
@@ -254,38 +260,9 @@ def _fail(path: Path, pointer: str, expected: str, value: Any) -> SchemaError:
 
 
 def check_catalog(path: Path, doc: Any) -> LoadedCatalog:
-    """Check a parsed catalog the way `models.Catalog` would, fast enough for 100k runs."""
-    if type(doc) is not dict:
-        raise _fail(path, "$", "an object", doc)
-    schema = doc.get("$schema", CATALOG_V1)
-    if schema not in KNOWN:
-        raise SchemaError(
-            f"{path}: $.$schema: expected one of {', '.join(KNOWN)}, got {schema!r}; "
-            "a newer benchlab wrote it: upgrade benchlab"
-        )
-    doc = upgrade(doc)
-    if doc.get("$schema") == CATALOG_V3:
-        return _check_v3(path, doc)
-    for key in ("version", "last_updated"):
-        value = doc.get(key)
-        if value is not None and type(value) is not str:
-            raise _fail(path, f"$.{key}", "a string", value)
-    machines = doc.get("machines", {})
-    if type(machines) is not dict:
-        raise _fail(path, "$.machines", "an object", machines)
-    for machine_id, summary in machines.items():
-        if type(summary) is not dict:
-            raise _fail(path, f"$.machines.{machine_id}", "an object", summary)
-        if type(summary.get("id")) is not str:
-            raise _fail(path, f"$.machines.{machine_id}.id", "a string", summary.get("id"))
-    index = doc.get("index", {})
-    if type(index) is not dict:
-        raise _fail(path, "$.index", "an object", index)
-    runs = doc.get("runs", [])
-    if type(runs) is not list:
-        raise _fail(path, "$.runs", "an array", runs)
-    _check_entries(path, runs)
-    return LoadedCatalog(path, runs, machines, doc.get("last_updated"))
+    """Check a parsed v3 catalog (the head, then every shard line), fast enough for 1M runs."""
+    _check_schema(path, doc)
+    return _check_v3(path, doc)
 
 
 def _check_entries(path: Path, runs: list[Any]) -> None:

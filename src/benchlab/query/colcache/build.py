@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.order import REJECTED
-from benchlab.catalog.read import _check_entries, load_catalog, read_head
-from benchlab.catalog.upgrade import CATALOG_V1, CATALOG_V3
+from benchlab.catalog.read import _check_entries, read_head
 from benchlab.errors import BenchlabError
 from benchlab.query.colcache.answer import Columns
 from benchlab.query.colcache.arrays import (
@@ -65,19 +64,16 @@ def _build(
     catalog_path: Path, cache_dir: Path, key: list[Any], shards: list[tuple[str, int, int, int]]
 ) -> Columns:
     """Read what changed (every shard whose segment is stale, the head) and recombine."""
-    doc = read_head(catalog_path)  # a v3 head has passed the gate; any fault: the Python path
-    segments: list[_Segment] = []
-    retracted: list[str] = []
-    if doc.get("$schema", CATALOG_V1) == CATALOG_V3:
-        retracted = doc.get("retracted", [])
-        pending = doc.get("runs", [])
-        if doc.get("conflicts"):
-            raise Unanswerable("catalog.json holds conflict lines (the next build shards them)")
-        _check_entries(catalog_path, pending)
-        segments = _shard_segments(catalog_path.parent, cache_dir, shards)
-        segments.append(_inline_segment(pending))
-    else:
-        segments.append(_inline_segment(load_catalog(catalog_path).runs))
+    # Only a v3 head passes (an old catalog is refused, and the Python path then says so in
+    # one line naming `bench catalog upgrade`); any fault: the Python path.
+    doc = read_head(catalog_path)
+    retracted = doc.get("retracted", [])
+    pending = doc.get("runs", [])
+    if doc.get("conflicts"):
+        raise Unanswerable("catalog.json holds conflict lines (the next build shards them)")
+    _check_entries(catalog_path, pending)
+    segments: list[_Segment] = _shard_segments(catalog_path.parent, cache_dir, shards)
+    segments.append(_inline_segment(pending))
     header, arrays = _combine(catalog_path.parent, segments, retracted, doc.get(REJECTED, []))
     header["key"] = key
     try:
