@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from tests.kit.catalog import write_v3_catalog
+
 from benchlab.layout import Store, write_model
 from benchlab.models import (
     BatchCurvePoint,
@@ -122,7 +124,7 @@ def write_store(root: Path, extra: list[CatalogEntry] | None = None) -> Store:
         machines=summaries,
         runs=entries,
     )
-    write_model(store.catalog_path, catalog)
+    write_v3_catalog(root, catalog.runs, catalog.machines)
     inventory = MachineInventory(
         machines={
             "gpu-box": InventoryEntry(id="gpu-box", os="Ubuntu 22.04", gpu="NVIDIA L4",
@@ -209,7 +211,7 @@ def write_fleet(root: Path) -> Store:
     }  # fmt: skip
     catalog = Catalog(last_updated=max(r.timestamp for r in entries), machines=summaries,
                       runs=entries)  # fmt: skip
-    write_model(store.catalog_path, catalog)
+    write_v3_catalog(root, catalog.runs, catalog.machines)
     write_model(
         store.inventory_path,
         MachineInventory(machines={m: InventoryEntry(id=m, os="Linux") for m in FLEET_MACHINES}),
@@ -220,5 +222,5 @@ def write_fleet(root: Path) -> Store:
 def write_empty(root: Path) -> Store:
     """A store whose catalog holds no runs yet."""
     store = Store(root)
-    write_model(store.catalog_path, Catalog(last_updated=None, machines={}, runs=[]))
+    write_v3_catalog(root, [])
     return store
