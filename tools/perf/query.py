@@ -3,7 +3,7 @@
     python tools/perf/query.py                       # 100,000 runs, 7 timed runs per command
     python tools/perf/query.py --runs 1000000 --only best "best --by machine" table \
         "table (all models)" --cold 2 --work /tmp/q1m           # a million runs, kept
-    python tools/perf/query.py --runs 20000 --repeat 5 --python-path --loaders
+    python tools/perf/query.py --runs 20000 --repeat 5 --python-path
 
 Targets: `bench best` and `bench table` <= 1.0 s wall, interpreter start included, and peak
 RSS <= 2 GB, at 100,000 and 1,000,000 runs (issues 2 and 16); `bench list --limit 20`
@@ -18,13 +18,11 @@ rebuild after two shards changed (as after an incremental `bench catalog build`)
 Peak RSS is the child's ru_maxrss (os.wait4).
 
 The catalog is made the way a user's is: `tools/perf/make_fleet.py` writes `--seed-runs` real
-run dirs and `bench catalog build` turns them into a v3 catalog (`--catalog-format v2`: the
-single file). Writing and building a million run dirs takes hours, so by default those built
-entries are then repeated, with new run ids, timestamps and jittered metrics, up to `--runs`:
-for v3 streamed into shards by machine and ISO week as `shards.shard_name` places them (a
-million runs in about 45 s), for v2 finished by `catalog.merge_catalogs`. `--full-fleet`
-builds all `--runs` dirs instead. `--loaders` (v2) also times, in-process, the ways to read
-the file: json.loads, orjson.loads, load_catalog and pydantic's Catalog.model_validate_json.
+run dirs and `bench catalog build` turns them into a v3 catalog (the only format `bench`
+reads). Writing and building a million run dirs takes hours, so by default those built
+entries are then repeated, with new run ids, timestamps and jittered metrics, up to `--runs`,
+streamed into shards by machine and ISO week as `shards.shard_name` places them (a million
+runs in about 45 s). `--full-fleet` builds all `--runs` dirs instead.
 
 Where PYTHONDONTWRITEBYTECODE is set (as in some sandboxes) every process compiles
 benchlab's modules from source, ~0.1 s more than an installed benchlab pays; `--bytecode`
@@ -43,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -75,10 +73,8 @@ def _run(argv: list[str], env: dict[str, str], timeout: float = 600) -> None:
     subprocess.run(argv, env=env, check=True, timeout=timeout, stdout=subprocess.DEVNULL)
 
 
-def build_catalog(
-    store: Path, runs: int, seed_runs: int, full_fleet: bool, seed: int, fmt: str = "v3"
-) -> Path:
-    env = {**os.environ, "BENCHLAB_STORE": str(store), "BENCHLAB_CATALOG_FORMAT": fmt}
+def build_catalog(store: Path, runs: int, seed_runs: int, full_fleet: bool, seed: int) -> Path:
+    env = {**os.environ, "BENCHLAB_STORE": str(store)}
     made = runs if full_fleet else min(seed_runs, runs)
     started = time.perf_counter()
     _run(
@@ -88,16 +84,12 @@ def build_catalog(
     )
     _run([*_bench_argv(), "catalog", "build"], env, timeout=3600)
     print(
-        f"fleet of {made} run dirs built into a {fmt} catalog in "
-        f"{time.perf_counter() - started:.1f} s"
+        f"fleet of {made} run dirs built into a v3 catalog in {time.perf_counter() - started:.1f} s"
     )
     path = store / "catalog.json"
     if made < runs:
         started = time.perf_counter()
-        if fmt == "v3":
-            _replicate_v3(path, runs, seed)
-        else:
-            _replicate(path, runs, seed)
+        _replicate_v3(path, runs, seed)
         print(f"repeated to {runs} entries in {time.perf_counter() - started:.1f} s")
     return path
 
@@ -139,16 +131,6 @@ def _replicated(built: list[dict[str, Any]], runs: int, seed: int) -> Iterator[d
                 for p in curve
             ]
         yield entry
-
-
-def _replicate(path: Path, runs: int, seed: int) -> None:
-    """Grow a built v2 catalog to `runs` entries: same shape, new ids, times and metrics."""
-    from benchlab.catalog.merge import merge_catalogs
-    from benchlab.catalog.text import catalog_text
-
-    doc = json.loads(path.read_text())
-    doc["runs"] = list(_replicated(doc["runs"], runs, seed))
-    path.write_text(catalog_text(merge_catalogs(doc)))
 
 
 def _replicate_v3(path: Path, runs: int, seed: int) -> None:
@@ -285,47 +267,6 @@ def time_cold(
     return samples
 
 
-def time_loaders(path: Path, repeat: int) -> dict[str, list[float]]:
-    """Each way to read the catalog, cycle collector paused for all (as load_catalog does)."""
-    import gc
-
-    import orjson
-
-    from benchlab.catalog.read import load_catalog
-    from benchlab.layout import Store
-    from benchlab.models import Catalog
-    from benchlab.query.filters import Filters, select
-
-    raw = path.read_bytes()
-    cache = Store(path.parent).query_cache
-    load_catalog(path, cache=cache)  # make sure the cache is current
-    rows = select(load_catalog(path).runs, Filters(model=MODEL))
-    loaders: dict[str, Callable[[], Any]] = {
-        "json.loads": lambda: json.loads(raw),
-        "orjson.loads": lambda: orjson.loads(raw),
-        "load_catalog, no cache (orjson+check)": lambda: load_catalog(path),
-        "load_catalog, cache current (marshal)": lambda: load_catalog(path, cache=cache),
-        "Catalog.model_validate_json (pydantic)": lambda: Catalog.model_validate_json(raw),
-        f"json.dumps {len(rows)} rows, indent 2": lambda: json.dumps(
-            rows, indent=2, sort_keys=True
-        ),
-        f"orjson.dumps {len(rows)} rows, indent 2": lambda: orjson.dumps(
-            rows, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
-        ),
-    }
-    timings: dict[str, list[float]] = {}
-    for label, load in loaders.items():
-        timings[label] = []
-        for _ in range(repeat):
-            gc.disable()
-            started = time.perf_counter()
-            result = load()
-            timings[label].append(time.perf_counter() - started)
-            gc.enable()
-            del result
-    return timings
-
-
 def report(title: str, samples: dict[str, list[Sample]]) -> None:
     print(title)
     for label, values in samples.items():
@@ -346,18 +287,11 @@ def report(title: str, samples: dict[str, list[Sample]]) -> None:
         )
 
 
-def report_loaders(title: str, timings: dict[str, list[float]]) -> None:
-    print(title)
-    for label, values in timings.items():
-        print(f"  {label:40s} median {statistics.median(values):6.3f} s  (n={len(values)})")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--seed-runs", type=int, default=2_000, help="run dirs really built")
     parser.add_argument("--full-fleet", action="store_true", help="build all --runs run dirs")
-    parser.add_argument("--catalog-format", choices=("v3", "v2"), default="v3")
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per command (>= 5)")
     parser.add_argument("--cold", type=int, default=3, help="timed cache rebuilds of each kind")
     parser.add_argument(
@@ -366,7 +300,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bytecode", action="store_true", help="unset PYTHONDONTWRITEBYTECODE for the timed runs"
     )
-    parser.add_argument("--loaders", action="store_true", help="also time the v2 loaders")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, help="keep the store here (default: a temp dir)")
     parser.add_argument(
@@ -382,9 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         path = store / "catalog.json"
         if not path.is_file():
             store.mkdir(parents=True, exist_ok=True)
-            build_catalog(
-                store, args.runs, args.seed_runs, args.full_fleet, args.seed, args.catalog_format
-            )
+            build_catalog(store, args.runs, args.seed_runs, args.full_fleet, args.seed)
         runs, size = count_runs(path)
         print(f"catalog: {runs} runs, {size / 1e6:.1f} MB of catalog.json and shards ({path})")
         print(
@@ -412,8 +343,6 @@ def main(argv: list[str] | None = None) -> int:
                 "bench after the catalog changed:",
                 time_cold(store, args.cold, env, args.python_path),
             )
-        if args.loaders:
-            report_loaders("loading catalog.json in-process:", time_loaders(path, 3))
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -3,13 +3,13 @@
 Merge is commutative, associative and idempotent: when two entries share an id,
 `order.settle` keeps one copy where they measure the same (the greater canonical JSON) and
 every copy, as a conflict line, where they do not, so every clone and the git merge driver
-agree on the same bytes and no clone's numbers are replaced by a rule. A single-file (v2)
-catalog lists its conflict lines under `conflicts`, apart from `runs`. Retraction is a union
+agree on the same bytes and no clone's numbers are replaced by a rule. A head's pending
+conflict lines sit under `conflicts`, apart from its `runs`. Retraction is a union
 too: a run id in any side's `retracted` list is gone from the result, so a merge can never
 bring a withdrawn run back; so is `rejected` (copies `bench catalog resolve` set aside).
-Derived state (ARCHITECTURE.md, invariant 6) is never merged: the index, the machine summaries and
-`last_updated` are recomputed from the entries every time. (`winner`, re-exported here, only
-settles two of one clone's own run dirs of a run; see `order`.)
+Derived state (ARCHITECTURE.md, invariant 6) is never merged: the machine summaries' counts
+and `last_updated` are recomputed from the entries by the reader. (`winner`, re-exported
+here, only settles two of one clone's own run dirs of a run; see `order`.)
 """
 
 from __future__ import annotations
@@ -23,15 +23,10 @@ from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-expo
     REJECTED,
     _entry_rank,
     _time_key,
-    copies,
-    machine_activity,
     settle,
     winner,
 )
 from benchlab.catalog.shards import union
-from benchlab.catalog.upgrade import CATALOG_V2 as CATALOG_SCHEMA
-from benchlab.catalog.upgrade import upgrade
-from benchlab.ids import slug
 from benchlab.layout import (
     canonical_json,
 )
@@ -124,56 +119,6 @@ def _date_of(timestamp: Any) -> str:
     return key[:10] if known else str(timestamp)[:10] or "unknown"
 
 
-def finalize(
-    entries: dict[str, dict[str, Any]],
-    static: dict[str, dict[str, Any]],
-    retracted: Iterable[str] = (),
-) -> dict[str, Any]:
-    """The catalog document: entries sorted by run id, derived state recomputed from them.
-
-    `static` holds what specs say about each machine (os, arch, cores, gpu); the counts and
-    last run come from the entries. A machine appears iff it has entries. Conflict lines
-    are listed under `conflicts` and count for nothing (no copy of theirs is the truth).
-    """
-    withdrawn = sorted(set(retracted))
-    gone = set(withdrawn)
-    kept = [entries[k] for k in sorted(entries) if k not in gone]
-    runs = [entry for entry in kept if CONFLICT not in entry]
-    conflicts = [entry for entry in kept if CONFLICT in entry]
-    by_model: dict[str, list[str]] = {}
-    by_precision: dict[str, list[str]] = {}
-    by_date: dict[str, list[str]] = {}
-    for entry in runs:
-        run_id = entry["run_id"]
-        model_id = entry.get("model_id") or slug(entry["model"])
-        by_model.setdefault(model_id, []).append(run_id)
-        by_precision.setdefault(entry["precision"], []).append(run_id)
-        by_date.setdefault(_date_of(entry["timestamp"]), []).append(run_id)
-    counts, last, newest = machine_activity(runs)
-    # A machine whose only runs are in conflict keeps its summary (and so its static
-    # fields, which a v2 document holds nowhere else), with no run counted.
-    held = set(counts) | {copies(line)[0]["machine_id"] for line in conflicts}
-    machines = {}
-    for machine in sorted(held):
-        summary = {k: v for k, v in static.get(machine, {}).items() if k in SUMMARY_STATIC}
-        summary.update(id=machine, runs=counts.get(machine, 0), last_run=last.get(machine))
-        machines[machine] = scrub_public({k: v for k, v in summary.items() if v is not None})
-    doc: dict[str, Any] = {
-        "$schema": CATALOG_SCHEMA,
-        "version": "2.0",
-        "machines": machines,
-        "runs": runs,
-        "index": {"by_model": by_model, "by_precision": by_precision, "by_date": by_date},
-    }
-    if withdrawn:
-        doc["retracted"] = withdrawn
-    if conflicts:
-        doc["conflicts"] = conflicts
-    if newest is not None:
-        doc["last_updated"] = newest
-    return doc
-
-
 def _static_of(machines: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {
         m: {k: v for k, v in summary.items() if k in SUMMARY_STATIC}
@@ -181,18 +126,8 @@ def _static_of(machines: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]
     }
 
 
-def merge_catalogs(*docs: dict[str, Any]) -> dict[str, Any]:
-    """The union of catalog documents (what the git merge driver writes); any v1 side is
-    read as v2 first."""
-    docs = tuple(upgrade(doc) for doc in docs)
-    entries = union(*(_lines_of(doc) for doc in docs))
-    static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
-    retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
-    return finalize(entries, static, retracted)
-
-
 def _lines_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """A document's runs and its conflict lines (kept apart from `runs` in the file)."""
+    """A head's pending runs and its conflict lines (kept apart from `runs` in the file)."""
     return [*doc.get("runs", []), *doc.get("conflicts", [])]
 
 

@@ -141,9 +141,9 @@ def read_head(path: Path) -> dict[str, Any]:
     """catalog.json alone, parsed: for readers that keep their own view of the entries (the
     columnar query cache, the site's light entries) and need only the head, not every
     shard that `load_catalog` reads. A v3 head passes the pulled-data gate whole (its
-    machines, retracted ids and pending runs); a v1 or v2 file comes back as it is, its
-    entries for `load_catalog` to check. Any fault is one StoreError or SchemaError naming
-    the file (and the field): no link followed, no FIFO waited on."""
+    machines, retracted ids and pending runs); a v1 or v2 file is refused, naming `bench
+    catalog upgrade`. Any fault is one StoreError or SchemaError naming the file (and the
+    field): no link followed, no FIFO waited on."""
     from benchlab.catalog.gate import check_head, read_catalog
 
     data = read_catalog(path)
@@ -324,7 +324,7 @@ _NUMBER_TYPES = (float, int)
 def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     """A v3 catalog: the entries of every shard (plus any still inline in catalog.json),
     retracted ids dropped, sorted by run id; the machine summaries and `last_updated` are
-    derived here, as `merge.finalize` derives them for v2 (ARCHITECTURE.md, invariant 6).
+    derived here, never stored (ARCHITECTURE.md, invariant 6).
 
     The head is checked whole by the gate (one error naming the field: it is one small
     file). Each shard line passes the gate too; a bad line, or a shard that is no regular
