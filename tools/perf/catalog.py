@@ -8,7 +8,7 @@ in DIR/store with a `.fleet-<runs>-seed0` marker, is generated once (minutes at 
 see make_fleet.py) and reused; a dir holding another fleet size is refused, not overwritten.
 `--fleet-only` stops once the fleet exists (prepare a big fleet now, measure it later).
 
-Prints, for the chosen --format (BENCHLAB_CATALOG_FORMAT is set explicitly for every child):
+Prints, for the sharded v3 catalog (the only format a build writes):
 - the largest tracked catalog file and the number of tracked files (catalog.json, the v3
   shards under catalog/, machines/);
 - full build from scratch (`bench catalog build`, no catalog, no cache) and its peak RSS;
@@ -61,7 +61,6 @@ PUBLIC = ("catalog.json", "catalog", "machines")
 PRIVATE_SNAPSHOT = ("runs/.catalog-cache.json", "runs/.catalog-cache", "runs/.cache")
 """Private caches (files or dirs) a build or query rewrites: the build cache (a JSON file, or
 a dir of marshal files that vouches for them by their stat) and the query cache."""
-FORMAT_ENV = "BENCHLAB_CATALOG_FORMAT"
 MB = 1_000_000
 KIB = 1024
 
@@ -579,7 +578,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fleet: {perf.runs} runs generated in {fleet['seconds']} s", flush=True)
     if args.fleet_only:
         return 0
-    os.environ[FORMAT_ENV] = args.format
     recover(perf)
 
     print(f"full build from scratch ({args.format}) ...", flush=True)
