@@ -19,21 +19,9 @@ from typing import Any
 
 from benchlab import __version__
 from benchlab.models import RunSpec
+from benchlab.sweep.expand import AXES
 
 README = "README.md"
-AXES = (
-    "device",
-    "backend",
-    "model",
-    "precision",
-    "mode",
-    "threads",
-    "prompt_tokens",
-    "gen_tokens",
-    "batch_sizes",
-    "params",
-)
-"""The matrix axes a point fixes, in the order `bench inject` is told them."""
 _FIRST_RUN = re.compile(r"^<first-run-(?P<machine>.+)>$")
 _PLAIN = re.compile(r"^[A-Za-z0-9_.@/+-]+$")
 

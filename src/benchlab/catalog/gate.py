@@ -702,17 +702,25 @@ def warn(problems: list[str], stream: Any = None) -> None:
 # --- files --------------------------------------------------------------------------------
 
 
-def read_regular(path: Path | str, name: str, cap: int) -> tuple[bytes, os.stat_result]:
-    """(bytes, stat) of a store file that must be a regular file: opened without following a
-    link (O_NOFOLLOW) and without blocking (O_NONBLOCK: a FIFO opens at once and is then
-    refused), at most `cap` bytes. Anything else is one StoreError naming the file."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_unfollowed(path: Path | str, name: str) -> int:
+    """A descriptor of `path`, opened without following a link and without blocking on a
+    FIFO; a link or any other failure is one StoreError naming the file."""
     try:
-        fd = os.open(path, flags)
+        return os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise StoreError(f"{name}: cannot read: a symbolic link (never followed)") from None
         raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
+
+
+def read_regular(path: Path | str, name: str, cap: int) -> tuple[bytes, os.stat_result]:
+    """(bytes, stat) of a store file that must be a regular file: opened without following a
+    link (O_NOFOLLOW) and without blocking (O_NONBLOCK: a FIFO opens at once and is then
+    refused), at most `cap` bytes. Anything else is one StoreError naming the file."""
+    fd = _open_unfollowed(path, name)
     try:
         info = os.fstat(fd)
         if not stat_mod.S_ISREG(info.st_mode):
@@ -749,13 +757,7 @@ def read_catalog(path: Path) -> bytes | None:
 def check_regular(path: Path | str, name: str) -> None:
     """Refuse (one StoreError) a store file that is no regular file, without reading it:
     before a reader that would follow a link or block on a FIFO opens it."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise StoreError(f"{name}: cannot read: a symbolic link (never followed)") from None
-        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
+    fd = _open_unfollowed(path, name)
     try:
         mode = os.fstat(fd).st_mode
     finally:

@@ -153,6 +153,8 @@ def read_head(path: Path) -> dict[str, Any]:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise SchemaError(f"{path}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if not isinstance(doc, dict):
+        raise SchemaError(f"{path}: $: expected an object, got {_json_type(doc)}")
     _check_schema(path, doc)
     check_head(path, doc)
     return doc
