@@ -3,13 +3,13 @@ their views), scrubbing through its own scan memo."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlab import pool
 from benchlab.catalog.extract import (
     check_public_entry,
     extract_entry,
@@ -147,9 +147,7 @@ class Workers:
 
     def imap(self, function: Callable[[Any], Any], tasks: list[Any]) -> Iterator[Any]:
         if self._pool is None:
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self._pool = context.Pool(
+            self._pool = pool.context().Pool(
                 self.jobs, _worker_setup, (str(self.store.root), self.retracted)
             )
         batches: Iterator[Any] = self._pool.imap(function, tasks)
@@ -177,5 +175,5 @@ def default_jobs(full: bool) -> int:
     try:
         return max(1, int(os.environ.get(JOBS_ENV, "")))
     except ValueError:
-        cores = os.cpu_count() or 1
+        cores = pool.cpus()
         return min(2 * cores, cores + 8) if full else cores

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from benchlab import pool
 from benchlab.catalog.read import METRICS
 from benchlab.catalog.shards import decode_entry
 from benchlab.identity import series_of
@@ -394,10 +395,10 @@ def _shard_segments(
     ]
     stale = [i for i, segment in enumerate(found) if segment is None]
     jobs = [(shards[i][0], root, cache_dir) for i in stale]
-    workers = min(len(jobs) // PARALLEL_SHARDS, _cpus())
+    workers = min(len(jobs) // PARALLEL_SHARDS, pool.cpus())
     if workers > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            made = list(pool.map(_make_segment, jobs, chunksize=4))
+        with ProcessPoolExecutor(workers) as executor:
+            made = list(executor.map(_make_segment, jobs, chunksize=4))
     else:
         made = [_make_segment(job) for job in jobs]
     for i, segment in zip(stale, made, strict=True):
@@ -406,13 +407,6 @@ def _shard_segments(
         cache_dir / SEGMENT_DIR, {_segment_path(cache_dir, name).name for name, *_ in shards}
     )
     return [segment for segment in found if segment is not None]
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on macOS
-        return os.cpu_count() or 1
 
 
 def _make_segment(job: tuple[str, Path, Path]) -> _Segment:
