@@ -335,8 +335,8 @@ def test_a_host_name_inside_a_word_is_not_a_part(machine_id: str, host: str) -> 
 
 
 def test_an_imported_build_commit_is_kept_only_as_a_hex_commit(tmp_path: Path) -> None:
+    from benchlab.importers import import_llama_bench
     from benchlab.layout import Store
-    from benchlab.machines.migrate import import_llama_bench
 
     assert public_commit("8cf427ff") == "8cf427ff"
     assert public_commit(TELLS["gitbox"]) is None

@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
     from benchlab.errors import ConfigError
+    from benchlab.importers import ImportReport, import_asv, import_llama_bench
     from benchlab.layout import Store, find_store
-    from benchlab.machines.migrate import ImportReport, import_asv, import_llama_bench
 
     store = Store(find_store()).require()
     moment = None

@@ -1,0 +1,154 @@
+"""llama-bench outputs (JSON, JSONL, CSV, SQL, Markdown) as run dirs: one run per configuration."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchlab.benchmarks.llama_bench import results_from_rows
+from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
+from benchlab.errors import BenchlabError, ConfigError, SchemaError
+from benchlab.ids import check_id, spec_id, sweep_stamp, utc_iso
+from benchlab.importers.store import ImportReport, existing_run, stamp_time, write_run
+from benchlab.layout import (
+    BATCH,
+    KERNEL,
+    RAW_DIR,
+    Store,
+)
+from benchlab.models import (
+    GitInfo,
+    HarnessInfo,
+    ModelInfo,
+    RunManifest,
+)
+from benchlab.redact.shapes import public_commit
+
+_CONFIG_FIELDS = (
+    "n_threads",
+    "n_gpu_layers",
+    "n_batch",
+    "n_ubatch",
+    "backends",
+    "flash_attn",
+    "type_k",
+    "type_v",
+    "split_mode",
+    "use_mmap",
+)
+
+
+def _groups(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
+    """Rows of one configuration (model file, threads, layers, batch ...) form one run."""
+    grouped: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        key = (
+            str(row.get("model_filename") or row.get("model_type")),
+            *(str(row.get(name)) for name in _CONFIG_FIELDS),
+            str(row.get("build_commit")),
+        )
+        grouped.setdefault(key, []).append(row)
+    return grouped
+
+
+def import_llama_bench(
+    store: Store,
+    path: Path,
+    machine_id: str,
+    *,
+    timestamp: datetime | None = None,
+    model: str | None = None,
+    tags: Iterable[str] = (),
+) -> ImportReport:
+    """Import one llama-bench output file (json, jsonl, csv, markdown or sql) for one machine."""
+    check_id(machine_id, "machine id")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        rows = read_rows(data.decode("utf-8", errors="replace"))
+    except BenchlabError as exc:
+        raise SchemaError(f"{path}: {exc}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    fallback = timestamp or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    report = ImportReport()
+    for rows_of_run in _groups(rows).values():
+        first = rows_of_run[0]
+        name = model or model_of(first)
+        precision = precision_of(first)
+        content = json.loads(json.dumps(rows_of_run, sort_keys=True, default=str))
+        spec = spec_id(machine_id, name, precision, "import", content)
+        existing = existing_run(store, machine_id, spec)
+        if existing:
+            report.unchanged.append(existing)
+            continue
+        moment = stamp_time(
+            min((str(r.get("test_time") or "") for r in rows_of_run), default=None), fallback
+        )
+        run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
+        rows_of_run, first = _public_commits(rows_of_run, run_id, report)
+        try:
+            parsed = results_from_rows(
+                rows_of_run, run_id, precision=precision, model=name, where=path.name
+            )
+        except BenchlabError as exc:
+            raise SchemaError(f"{path}: {exc}") from None
+        kernel, batch = parsed.kernel, parsed.batch
+        kernel.model = batch.model = name
+        manifest = RunManifest(
+            run_id=run_id,
+            machine_id=machine_id,
+            timestamp=utc_iso(moment),
+            git=GitInfo(rev=str(first["build_commit"]) if first.get("build_commit") else None),
+            harness=HarnessInfo(
+                name="llama-bench", version=str(first.get("build_number") or "") or None
+            ),
+            model=ModelInfo(
+                name=name,
+                precision=precision,
+                quantization=str(first.get("model_type") or "") or None,
+            ),
+            config={k: first[k] for k in _CONFIG_FIELDS if first.get(k) is not None},
+            tags=sorted({"imported", "llama-bench", *tags}),
+            artifacts={"kernel": KERNEL, "batch": BATCH, "raw": f"{RAW_DIR}/imported.json"},
+            backend="llama-bench",
+            mode="import",
+            spec_id=spec,
+            provenance={
+                "source": "llama-bench",
+                "file": path.name,
+                "sha256": digest,
+                "rows": len(rows_of_run),
+            },
+        )
+        write_run(store, manifest, kernel, batch, {"rows": content}, parsed.facts)
+        report.created.append(run_id)
+    return report
+
+
+def _public_commits(
+    rows: list[dict[str, Any]], run_id: str, report: ImportReport
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows with every `build_commit` that is not a hex commit left out (and counted).
+
+    The commit reaches the run's identity, its engine string and its manifest, all of which
+    are published; the private raw copy (raw/imported.json) keeps the row as it was."""
+    out = []
+    withheld = False
+    for row in rows:
+        commit = row.get("build_commit")
+        if commit is not None and public_commit(commit) is None:
+            row = {k: v for k, v in row.items() if k != "build_commit"}
+            withheld = withheld or commit != "unknown"
+        out.append(row)
+    if withheld:
+        report.withheld.append(f"{run_id}: build_commit")
+    return out, out[0]
+
+
+# --- asv ----------------------------------------------------------------------------------

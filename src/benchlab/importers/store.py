@@ -1,0 +1,154 @@
+"""What every importer shares: the report, the index of runs already imported, and writing
+one imported result as an ordinary run dir."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from benchlab.identity import derive as derive_identity
+from benchlab.ids import slug
+from benchlab.layout import (
+    BATCH,
+    KERNEL,
+    MANIFEST,
+    RAW_DIR,
+    RECORD,
+    Store,
+    atomic_write_json,
+    write_model,
+)
+from benchlab.metrics import derive as derive_metrics
+from benchlab.models import (
+    BatchResults,
+    KernelResults,
+    RunManifest,
+    RunRecord,
+    Timings,
+)
+
+
+@dataclass
+class ImportReport:
+    """What an import did: run ids written, and those already in the store."""
+
+    created: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)
+    """`<run id>: build_commit` for each imported commit that was not a hex commit."""
+
+
+class RunIndex:
+    """The runs already imported, by spec id, one directory listing per machine and import:
+    an asv history is thousands of runs per machine, and globbing the machine's dir for each
+    of them made a re-import quadratic (20,000 runs: minutes of listing)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._by_machine: dict[str, dict[str, str]] = {}
+
+    def find(self, machine_id: str, spec: str) -> str | None:
+        """A run of this exact content already imported (any stamp): `_existing`'s answer."""
+        known = self._by_machine.get(machine_id)
+        if known is None:
+            known = self._by_machine[machine_id] = self._list(machine_id)
+        return known.get(spec)
+
+    def add(self, machine_id: str, spec: str, run_id: str) -> None:
+        self._by_machine.setdefault(machine_id, {}).setdefault(spec, run_id)
+
+    def _list(self, machine_id: str) -> dict[str, str]:
+        machine_dir = self.store.machine_dir(machine_id)
+        if not machine_dir.is_dir():
+            return {}
+        known: dict[str, str] = {}
+        for candidate in sorted(machine_dir.iterdir()):
+            spec, _, stamp = candidate.name.rpartition("-")
+            if spec and len(stamp) == _STAMP_CHARS and (candidate / MANIFEST).is_file():
+                known.setdefault(spec, candidate.name)
+        return known
+
+
+_STAMP_CHARS = len("20250106T120000Z")
+
+
+def existing_run(store: Store, machine_id: str, spec: str) -> str | None:
+    """A run of this exact content already imported (any stamp)."""
+    machine_dir = store.machine_dir(machine_id)
+    if not machine_dir.is_dir():
+        return None
+    for candidate in sorted(machine_dir.glob(f"{spec}-*")):
+        if (candidate / MANIFEST).is_file():
+            return candidate.name
+    return None
+
+
+def write_run(
+    store: Store,
+    manifest: RunManifest,
+    kernel: KernelResults,
+    batch: BatchResults,
+    raw: dict[str, Any],
+    facts: dict[str, Any] | None = None,
+    *,
+    metrics: dict[str, float] | None = None,
+) -> None:
+    run_dir = store.run_dir(manifest.machine_id, manifest.run_id)
+    atomic_write_json(run_dir / RAW_DIR / "imported.json", raw)
+    write_model(run_dir / KERNEL, kernel)
+    write_model(run_dir / BATCH, batch)
+    write_model(run_dir / RECORD, record_of(manifest, kernel, batch, facts or {}, metrics))
+    write_model(run_dir / MANIFEST, manifest)  # last: a run dir counts once its manifest exists
+
+
+def record_of(
+    manifest: RunManifest,
+    kernel: KernelResults,
+    batch: BatchResults,
+    facts: dict[str, Any],
+    given: dict[str, float] | None = None,
+) -> RunRecord:
+    """What a live sweep would have recorded for this result: the derived metrics, or those
+    an importer read directly (`given`: an asv benchmark's time, memory or tracked value)."""
+    config = manifest.config
+    if given is None:
+        metrics, tests = derive_metrics(kernel, batch, prompt_tokens=facts.get("prompt_tokens"))
+    else:
+        metrics, tests = dict(given), []
+    identity = derive_identity(
+        machine_id=manifest.machine_id,
+        model_id=slug(manifest.model.name),
+        precision=manifest.model.precision,
+        backend=manifest.backend,
+        mode=manifest.mode,
+        params=config.get("params") if isinstance(config.get("params"), dict) else None,
+        revision=manifest.git.rev if manifest.backend == "asv" else None,
+        facts=facts,
+    )
+    return RunRecord(
+        run_id=manifest.run_id,
+        spec_id=manifest.spec_id or manifest.run_id,
+        machine_id=manifest.machine_id,
+        device=manifest.machine_id,
+        status="ok" if metrics else "failed",
+        failure_kind=None if metrics else "parse",
+        error=None if metrics else "the imported result holds no figure",
+        tags=list(manifest.tags),
+        timings=Timings(started_at=manifest.timestamp, finished_at=manifest.timestamp),
+        metrics=dict(metrics),
+        tests=tests,
+        identity=identity,
+    )
+
+
+def stamp_time(text: str | None, fallback: datetime) -> datetime:
+    if text:
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+        except ValueError:
+            pass
+    return fallback
+
+
+# --- llama-bench --------------------------------------------------------------------------
