@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
 from benchlab.metrics import DEFAULT_METRIC, lower_is_better
 from benchlab.publish.charts import (
@@ -31,8 +32,6 @@ from benchlab.publish.tables import Table, cell, cell_num, fmt_time, is_hole, li
 from benchlab.publish.templating import chart_script, environment
 from benchlab.query.filters import chronological
 from benchlab.regress import Step, window_start
-
-Entry = dict[str, Any]
 
 HISTORY_RUNS = 50
 WINDOW_DAYS = 14

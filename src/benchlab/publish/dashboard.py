@@ -7,6 +7,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from benchlab.catalog.format import Entry
 from benchlab.identity import shape, version_label
 from benchlab.layout import atomic_write_text
 from benchlab.publish.charts import build_charts, chart_json, label, throughput
@@ -17,8 +18,6 @@ from benchlab.publish.pages.machines import machine_rows
 from benchlab.publish.static import copy_assets
 from benchlab.publish.tables import fmt_num, fmt_time, is_hole
 from benchlab.publish.templating import environment
-
-Entry = dict[str, Any]
 
 
 def run_row(run: Entry, pages: Pages) -> dict[str, Any]:

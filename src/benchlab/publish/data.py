@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.catalog.format import Entry
 from benchlab.catalog.read import METRICS, LoadedCatalog, load_catalog, machine_summaries
 from benchlab.identity import SERIES_FIELDS
 from benchlab.layout import Store, read_model
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
     from benchlab.query.colcache import Columns
 
 logger = logging.getLogger(__name__)
-
-Entry = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,9 @@ and corroborate them."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from benchlab.catalog.format import Entry
 from benchlab.pool import cpus, pool_map
 from benchlab.regress import Step, corroborate, detect, histories, sort_key
-
-Entry = dict[str, Any]
 
 PARALLEL_RUNS = 20_000
 """From this many ok runs the step detector and the series pages run in a worker process

@@ -9,14 +9,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.catalog.gate import SERIES
 from benchlab.errors import StoreError
 from benchlab.identity import series_of
 from benchlab.ids import check_id, slug
 from benchlab.publish.charts import Chart
 from benchlab.publish.data import PublicData
-
-Entry = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,10 @@ repeats were steady, as the site shows them: a value with its registry unit, or 
 
 from __future__ import annotations
 
-from typing import Any
-
 from markupsafe import Markup
 
+from benchlab.catalog.format import Entry
 from benchlab.metrics import DEFAULT_MAX_CV, UNSTABLE_TAG, unit_of
-
-Entry = dict[str, Any]
 
 MEASURES = ("peak_rss_mb", "gpu_mem_peak_mb", "joules_per_token", "decode_ms_per_token", "ttft_ms")
 """The catalog's memory, energy and latency metrics, in the order a page lists them."""

@@ -9,12 +9,11 @@ from typing import Any
 
 from markupsafe import Markup
 
+from benchlab.catalog.format import Entry
 from benchlab.models import HOLE_TAG
 from benchlab.publish.links import Links
 from benchlab.publish.measures import unstable_badge
 from benchlab.regress import Step
-
-Entry = dict[str, Any]
 
 
 def fmt_num(value: float | None, digits: int = 1) -> str:

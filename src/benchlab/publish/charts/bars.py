@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.publish.charts.base import (
     EXTRA,
     HOVER_RUN,
@@ -29,8 +30,6 @@ from benchlab.publish.charts.layout import (
     top,
 )
 from benchlab.publish.data import PublicData
-
-Entry = dict[str, Any]
 
 
 def throughput_chart(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.catalog.read import entry_curve
 from benchlab.errors import StoreError
 from benchlab.identity import series_id, series_label, series_of, version_label
@@ -19,8 +20,6 @@ from benchlab.models import BatchResults
 from benchlab.publish.charts.layout import DASHES, PALETTE, SYMBOLS
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.regress import Step, detect, sort_key
-
-Entry = dict[str, Any]
 
 
 def shown(runs: Iterable[Entry], filters: Filters | None = None) -> list[Entry]:

@@ -9,6 +9,7 @@ from itertools import pairwise
 from statistics import median
 from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
 from benchlab.metrics import DEFAULT_METRIC, unit_of
 from benchlab.publish.charts.base import (
@@ -27,8 +28,6 @@ from benchlab.publish.charts.base import (
 from benchlab.publish.charts.layout import METRIC_TITLES, base_layout, log_y_if_wide, top
 from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable
 from benchlab.regress import Step, sort_key
-
-Entry = dict[str, Any]
 
 
 def trend_chart(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.errors import ConfigError
 from benchlab.publish.charts.bars import cost_chart, prefill_decode_chart, throughput_chart
 from benchlab.publish.charts.base import Chart, Regression, shown
@@ -12,8 +12,6 @@ from benchlab.publish.charts.history import trend_chart
 from benchlab.publish.charts.scaling import scaling_chart, threads_chart
 from benchlab.publish.data import PublicData
 from benchlab.query.filters import Filters
-
-Entry = dict[str, Any]
 
 CHART_KINDS = ("throughput", "decode", "scaling", "threads", "prefill-decode", "cost", "trend")
 """Chart kinds in the order the site and `bench chart` show them."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.identity import series_id, series_label
 from benchlab.publish.charts.base import (
     EXTRA,
@@ -22,8 +22,6 @@ from benchlab.publish.charts.base import (
 )
 from benchlab.publish.charts.layout import PALETTE, base_layout, log_y_if_wide, top
 from benchlab.regress import sort_key
-
-Entry = dict[str, Any]
 
 
 def scaling_chart(

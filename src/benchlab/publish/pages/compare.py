@@ -8,14 +8,13 @@ from typing import Any
 
 from markupsafe import Markup
 
+from benchlab.catalog.format import Entry
 from benchlab.identity import VERSION_FIELDS
 from benchlab.publish.charts import build_charts, cost_rows
 from benchlab.publish.context import SiteContext
 from benchlab.publish.tables import fmt_num
 from benchlab.publish.templating import json_script
 from benchlab.query.filters import Filters
-
-Entry = dict[str, Any]
 
 COST_LIMIT = 100
 COMPARE_VALUES = 6

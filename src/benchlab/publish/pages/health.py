@@ -6,13 +6,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.publish.charts import Chart, base_layout
 from benchlab.publish.context import SiteContext
 from benchlab.publish.data import PublicData
 from benchlab.publish.links import Pages
 from benchlab.publish.tables import fmt_time, is_hole
-
-Entry = dict[str, Any]
 
 
 def health_rows_and_chart(

@@ -4,15 +4,13 @@ machine per model and precision, the machines, and the newest runs."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.ids import slug
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
 from benchlab.publish.pages.machines import machine_rows
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, neg, steps_table
 from benchlab.regress import Step, recent
-
-Entry = dict[str, Any]
 
 RECENT_RUNS = 25
 CHANGES_LIMIT = 50

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
 from benchlab.publish.charts import label, latest_by_series, throughput_chart
 from benchlab.publish.context import HISTORY_RUNS, NO_OUTCOMES, SiteContext
@@ -14,8 +15,6 @@ from benchlab.publish.data import PublicData
 from benchlab.publish.links import Pages
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, link
 from benchlab.redact import scrub_public
-
-Entry = dict[str, Any]
 
 SERIES_LIMIT = 200
 

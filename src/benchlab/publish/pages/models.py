@@ -11,8 +11,6 @@ from benchlab.publish.charts import scaling_chart, threads_chart, throughput_cha
 from benchlab.publish.context import SiteContext, best_per_machine
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, link
 
-Entry = dict[str, Any]
-
 
 def model_pages(site: SiteContext) -> list[Any]:
     """The fastest machines per precision (sorted tables), then the charts: peak and

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.identity import shape, version_label
 from benchlab.publish.charts import label
 from benchlab.publish.context import SiteContext
@@ -12,8 +13,6 @@ from benchlab.publish.links import series_file
 from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable, measure_rows
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
-
-Entry = dict[str, Any]
 
 _DETAIL_SKIP = frozenset({"path", "series"})
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from benchlab.catalog.format import Entry
 from benchlab.identity import SERIES_FIELDS, version_label
 from benchlab.publish.charts import builds_chart, downsample, label, series_chart
 from benchlab.publish.context import HISTORY_RUNS, STEPS_LIMIT, SiteContext
@@ -19,8 +20,6 @@ from benchlab.publish.measures import (
 from benchlab.publish.tables import neg, steps_table
 from benchlab.publish.workers import in_workers
 from benchlab.regress import Step
-
-Entry = dict[str, Any]
 
 SERIES_BAND = 0.05
 """The threshold band drawn around each segment's median on a series' page."""
