@@ -8,10 +8,9 @@ not by importing: `if TYPE_CHECKING:` blocks are left out of the runtime graph (
 run), and `from pkg import name` is an edge to `pkg.name` where that is a module, else to
 `pkg`.
 
-What holds today: no cycle among top-level imports anywhere; none at all, lazy imports and
-TYPE_CHECKING blocks included, in `benchlab.query`, whose columnar cache is imported by the
-verbs and never imports them back. Lazy cycles elsewhere are tolerated only inside the
-packages named in `LAZY_CYCLES_ALLOWED`, and listed by `test_lazy_cycles_are_listed`.
+What holds today: no cycle anywhere, lazy imports included (`test_lazy_cycles_are_listed`
+with an empty `LAZY_CYCLES_ALLOWED`), and none in `benchlab.query` even counting
+TYPE_CHECKING blocks: its columnar cache is imported by the verbs and never imports them.
 """
 
 from __future__ import annotations
@@ -26,11 +25,10 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-LAZY_CYCLES_ALLOWED = ("benchlab.catalog", "benchlab.sweep")
-"""Packages whose modules still close cycles through lazy (function-level) imports (on
-2026-12-02, while catalog/ is restructured: among catalog's read, gate, shards, upgrade,
-document and merge; sweep's config and expand). A lazy cycle anywhere else fails; the
-failure lists every edge of the cycle."""
+LAZY_CYCLES_ALLOWED: tuple[str, ...] = ()
+"""Packages whose modules may still close cycles through lazy (function-level) imports:
+none since the catalog restructuring moved the shared format pieces into catalog.format and
+the point cap into sweep.expand. A lazy cycle anywhere fails; the failure lists every edge."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +211,7 @@ def test_columnar_cache_never_imports_the_verbs() -> None:
 
 
 def test_lazy_cycles_are_listed() -> None:
-    """Cycles closed by lazy imports: only inside the packages that still have them."""
+    """Cycles closed by lazy imports: none outside `LAZY_CYCLES_ALLOWED` (which is empty)."""
     edges = [e for e in import_edges() if not e.typing_only]
     groups = cyclic_groups(edges)
     outside = [

@@ -12,8 +12,8 @@ from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
 from benchlab.errors import ConfigError
-from benchlab.sweep.config import MAX_POINTS, load_sweep_config
-from benchlab.sweep.expand import count_points, expand
+from benchlab.sweep.config import load_sweep_config
+from benchlab.sweep.expand import MAX_POINTS, count_points, expand
 
 
 @pytest.fixture

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog.format import CATALOG_V3
+from benchlab.catalog.format import CATALOG_V3, refuse_old
 from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
 from benchlab.catalog.gate import check_head as gate_head
-from benchlab.catalog.upgrade import refuse_old
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 from benchlab.layout import loads_json, parse_model, read_json

@@ -10,29 +10,39 @@ module imports nothing of the catalog package, so every part of it can import it
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from benchlab.errors import SchemaError
 from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC, REGISTRY
 
 __all__ = [
+    "CATALOG_V1",
+    "CATALOG_V2",
     "CATALOG_V3",
     "DEFAULT_METRIC",
     "ENTRY_FIELDS",
     "FAILURE_KINDS",
     "HEAD_SCHEMA_ID",
+    "KNOWN",
     "LAYOUT",
     "LINE_SCHEMA_ID",
     "MACHINE_FIELDS",
     "METRICS",
+    "OLD",
     "REQUIRED_FIELDS",
     "SHARD_DIR",
     "SHARD_SUFFIX",
     "STATUSES",
     "UNDATED",
+    "UPGRADE_COMMAND",
     "Entry",
+    "decode_entry",
     "encode_line",
+    "old_format",
+    "refuse_old",
 ]
 
 Entry = dict[str, Any]
@@ -118,3 +128,38 @@ def encode_line(entry: Entry) -> bytes:
         entry = dict(entry)
         entry["batch_curve"] = [[p["batch"], p["agg_tok_per_sec"]] for p in curve]
     return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+
+
+# --- old formats (upgraded once by `bench catalog upgrade`) ---------------------------------
+
+CATALOG_V1 = "benchmark/catalog.v1"
+CATALOG_V2 = "benchmark/catalog.v2"
+KNOWN = (CATALOG_V1, CATALOG_V2, CATALOG_V3)
+OLD = {CATALOG_V1: "v1", CATALOG_V2: "v2"}
+UPGRADE_COMMAND = "bench catalog upgrade"
+
+
+def old_format(doc: Any) -> str | None:
+    """`v1` or `v2` for an old single-file catalog document, else None. A document without
+    `$schema` is v1 (the first release wrote none)."""
+    if type(doc) is not dict:
+        return None
+    return OLD.get(doc.get("$schema", CATALOG_V1))
+
+
+def refuse_old(where: Path | str, doc: Any) -> None:
+    """One line naming the file and the command, for every reader given an old catalog."""
+    version = old_format(doc)
+    if version is not None:
+        raise SchemaError(f"{where} is catalog {version}: run `{UPGRADE_COMMAND}`")
+
+
+def decode_entry(data: dict[str, Any]) -> dict[str, Any]:
+    """A parsed line as the entry every reader sees (the curve in its object form)."""
+    curve = data.get("batch_curve")
+    if curve and type(curve[0]) is list:
+        data["batch_curve"] = [
+            {"agg_tok_per_sec": p[1], "batch": p[0]} if type(p) is list and len(p) == 2 else p
+            for p in curve
+        ]
+    return data

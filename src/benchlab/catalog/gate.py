@@ -655,7 +655,7 @@ def gate_lines(raw: bytes, where: str) -> tuple[list[dict[str, Any]], list[int],
     named (`where:LINE: field: reason`) and set aside; the other lines still serve. Entries
     come back decoded (`shards.decode_entry`); a run id twice in one shard is set aside
     the second time."""
-    from benchlab.catalog.shards import decode_entry
+    from benchlab.catalog.format import decode_entry
 
     out: list[dict[str, Any]] = []
     offsets: list[int] = []

@@ -38,6 +38,7 @@ from benchlab.catalog.format import LAYOUT as LAYOUT  # re-exported: callers imp
 from benchlab.catalog.format import SHARD_DIR as SHARD_DIR
 from benchlab.catalog.format import SHARD_SUFFIX as SHARD_SUFFIX
 from benchlab.catalog.format import UNDATED as UNDATED
+from benchlab.catalog.format import decode_entry as decode_entry
 from benchlab.catalog.format import encode_line as encode_line
 from benchlab.catalog.order import CONFLICT, _time_key, copies, merge_copies, settle
 from benchlab.errors import SchemaError, StoreError
@@ -80,17 +81,6 @@ def shard_dir(catalog_path: Path) -> Path:
 
 
 # --- lines --------------------------------------------------------------------------------
-
-
-def decode_entry(data: dict[str, Any]) -> dict[str, Any]:
-    """A parsed line as the entry every reader sees (the curve in its object form)."""
-    curve = data.get("batch_curve")
-    if curve and type(curve[0]) is list:
-        data["batch_curve"] = [
-            {"agg_tok_per_sec": p[1], "batch": p[0]} if type(p) is list and len(p) == 2 else p
-            for p in curve
-        ]
-    return data
 
 
 def parse_lines(raw: bytes, where: str) -> list[dict[str, Any]]:

@@ -24,32 +24,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.catalog.format import CATALOG_V3
+from benchlab.catalog.format import (
+    CATALOG_V1 as CATALOG_V1,  # re-exported: callers import them here
+)
+from benchlab.catalog.format import CATALOG_V2 as CATALOG_V2
+from benchlab.catalog.format import CATALOG_V3 as CATALOG_V3
+from benchlab.catalog.format import KNOWN as KNOWN
+from benchlab.catalog.format import OLD as OLD
+from benchlab.catalog.format import UPGRADE_COMMAND as UPGRADE_COMMAND
+from benchlab.catalog.format import old_format as old_format
+from benchlab.catalog.format import refuse_old as refuse_old
 from benchlab.errors import SchemaError, StoreError
 from benchlab.identity import precision_family, series_id
 
-CATALOG_V1 = "benchmark/catalog.v1"
-CATALOG_V2 = "benchmark/catalog.v2"
-KNOWN = (CATALOG_V1, CATALOG_V2, CATALOG_V3)
-OLD = {CATALOG_V1: "v1", CATALOG_V2: "v2"}
-UPGRADE_COMMAND = "bench catalog upgrade"
 LEGACY_CACHE = ".catalog-cache.json"
 """The single-file build's private cache, removed by the upgrade (nothing reads it now)."""
-
-
-def old_format(doc: Any) -> str | None:
-    """`v1` or `v2` for an old single-file catalog document, else None. A document without
-    `$schema` is v1 (the first release wrote none)."""
-    if type(doc) is not dict:
-        return None
-    return OLD.get(doc.get("$schema", CATALOG_V1))
-
-
-def refuse_old(where: Path | str, doc: Any) -> None:
-    """One line naming the file and the command, for every reader given an old catalog."""
-    version = old_format(doc)
-    if version is not None:
-        raise SchemaError(f"{where} is catalog {version}: run `{UPGRADE_COMMAND}`")
 
 
 def upgrade_entry(entry: dict[str, Any]) -> dict[str, Any]:

@@ -207,7 +207,8 @@ def _config(args: argparse.Namespace) -> Any:
     from benchlab.errors import ConfigError
     from benchlab.layout import find_store
     from benchlab.models import SweepConfig
-    from benchlab.sweep.config import MAX_POINTS, load_sweep_config, parse_sweep_config
+    from benchlab.sweep.config import load_sweep_config, parse_sweep_config
+    from benchlab.sweep.expand import MAX_POINTS
 
     if args.config is not None:
         if args.model or args.machine_id:

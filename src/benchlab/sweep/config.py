@@ -32,10 +32,6 @@ from benchlab.ids import check_id, check_name, hidden_character
 from benchlab.models import ResourceGroupConfig, SweepConfig
 from benchlab.sweep.placeholders import unknown_placeholders
 
-MAX_POINTS = 10_000
-"""Points (repeats included) a config may expand to unless `--max-points` lifts it: a
-matrix of a million points took a minute and 1.9 GB to list; one axis too many is a typo."""
-
 _DEVICE_TEMPLATED = ("command", "workdir", "python", "env", "host", "identity_file")
 _NAME_AXES = ("device", "backend", "model", "precision", "mode")
 """Matrix axes whose values are names that reach ids, the catalog and the site."""

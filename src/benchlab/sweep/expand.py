@@ -27,7 +27,10 @@ from benchlab.benchmarks import BACKENDS
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import SPEC_HASH_CHARS, settings_digest, spec_id
 from benchlab.models import Policies, RunSpec, SweepConfig
-from benchlab.sweep.config import MAX_POINTS
+
+MAX_POINTS = 10_000
+"""Points (repeats included) a config may expand to unless `--max-points` lifts it: a
+matrix of a million points took a minute and 1.9 GB to list; one axis too many is a typo."""
 
 AXES = (
     "device",
