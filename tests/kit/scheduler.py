@@ -16,8 +16,14 @@ from tests.kit.backend import FakeBackend
 
 from benchlab.devices.fake import FakeBehaviour, FakeDevice
 from benchlab.errors import DeviceError
+from benchlab.layout import Store
 from benchlab.models import FailureKind, GitInfo, RunRecord, RunSpec, SweepConfig
 from benchlab.sweep.attempt import AttemptOutcome, Runner
+from benchlab.sweep.history import DeviceHistory
+from benchlab.sweep.journal import SweepJournal
+from benchlab.sweep.progress import QuietProgress
+from benchlab.sweep.schedule_log import ScheduleLog
+from benchlab.sweep.scheduler import _Sweep
 
 SCHEDULER_DECODE = 10.0
 """The decode rate every FakeDevice run reports through the kit backend."""
@@ -130,3 +136,21 @@ class LightRunner:
             error=f"not attempted: {reason}",
             spec=spec,
         )
+
+
+def bare_sweep(store: Path, config: SweepConfig, clock: Callable[[], float]) -> _Sweep:
+    """A concurrent sweep's scheduler with no runner and no transport, on an injected clock:
+    for the pure logic of fitness and pending checks, driven by hand."""
+    journal = SweepJournal(Store(store), config.experiment)
+    journal.begin(False, None)
+    return _Sweep(
+        store=Store(store),
+        config=config,
+        runner=None,
+        journal=journal,
+        progress=QuietProgress(),
+        log=ScheduleLog(store / "runs" / "sweeps" / config.experiment),
+        transport_factory=lambda *a: None,  # type: ignore[arg-type,return-value]
+        clock=clock,
+        history=DeviceHistory(Store(store), config.experiment),
+    )

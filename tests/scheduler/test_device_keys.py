@@ -9,15 +9,12 @@ from typing import Any
 
 import pytest
 from tests.kit.configs import parse_sweep, write_sweep
+from tests.kit.scheduler import bare_sweep
 from tests.sweep.lab import ONE_ATTEMPT, command_params
 
 from benchlab.cli import main
 from benchlab.layout import Store
 from benchlab.sweep.history import DeviceHistory
-from benchlab.sweep.journal import SweepJournal
-from benchlab.sweep.progress import QuietProgress
-from benchlab.sweep.schedule_log import ScheduleLog
-from benchlab.sweep.scheduler import _Sweep
 
 OK = "import json; print(json.dumps(dict(decode=10)))"
 FAIL = "import sys; sys.exit(3)"
@@ -93,18 +90,6 @@ def test_fitness_is_seeded_from_the_device_own_lines(store: Path) -> None:
         },
         matrix={"device": ["good", "bad"], "backend": "reference"},
     )
-    journal = SweepJournal(Store(store), "seed")
-    journal.begin(False, None)
-    sweep = _Sweep(
-        store=Store(store),
-        config=config,
-        runner=None,
-        journal=journal,
-        progress=QuietProgress(),
-        log=ScheduleLog(store / "runs/sweeps/seed"),
-        transport_factory=lambda *a: None,  # type: ignore[arg-type,return-value]
-        clock=lambda: 0.0,
-        history=DeviceHistory(Store(store), "seed"),
-    )
+    sweep = bare_sweep(store, config, lambda: 0.0)
     assert sweep.fitness.fitness("bad") == 0.0
     assert sweep.fitness.fitness("good") == 1.0

@@ -8,14 +8,12 @@ import json
 from pathlib import Path
 
 from tests.kit.configs import parse_sweep
+from tests.kit.scheduler import bare_sweep
 
 from benchlab.layout import Store
 from benchlab.models import RunRecord, Timings
 from benchlab.sweep.expand import expand
 from benchlab.sweep.history import DeviceHistory, point_key
-from benchlab.sweep.journal import SweepJournal
-from benchlab.sweep.progress import QuietProgress
-from benchlab.sweep.schedule_log import ScheduleLog
 from benchlab.sweep.scheduler import PENDING_CHECK_S, _Job, _Sweep
 
 POINTS = 20
@@ -36,19 +34,7 @@ def _sweep(store: Path, now: list[float], *, seconds: float, known: int = POINTS
     for spec in specs[POINTS - known :]:
         earlier.record("m", "slow", "ok", None, point=point_key(spec), duration_s=seconds)
     earlier.flush()
-    journal = SweepJournal(Store(store), "slow")
-    journal.begin(False, None)
-    sweep = _Sweep(
-        store=Store(store),
-        config=config,
-        runner=None,
-        journal=journal,
-        progress=QuietProgress(),
-        log=ScheduleLog(store / "runs/sweeps/slow"),
-        transport_factory=lambda *a: None,  # type: ignore[arg-type,return-value]
-        clock=lambda: now[0],
-        history=DeviceHistory(Store(store), "slow"),
-    )
+    sweep = bare_sweep(store, config, lambda: now[0])
     sweep.enqueue(specs)
     return sweep
 
