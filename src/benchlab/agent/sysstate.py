@@ -14,11 +14,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 from typing import Any
 
+from benchlab.agent.telemetry import _number
+from benchlab.agent.telemetry import _read as read_file
+from benchlab.agent.telemetry import _tool as run_exe
+
 ROOT_ENV = "BENCHLAB_SYSFS_ROOT"
-TOOL_TIMEOUT_S = 5.0
 BUSY_LOAD_PER_CORE = 0.5
 """A machine whose 1-minute load is over half its cores (and at least 1.0) is busy: another
 job competes with the benchmark for cores and caches."""
@@ -44,32 +46,13 @@ def root_dir(root: str | None = None) -> str:
 
 
 def _read(root: str, rel: str) -> str | None:
-    try:
-        with open(os.path.join(root, rel), encoding="ascii", errors="replace") as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
-
-
-def _float(text: str | None) -> float | None:
-    try:
-        return float(str(text).strip())
-    except (TypeError, ValueError):
-        return None
+    text = read_file(os.path.join(root, rel))
+    return None if text is None else text.strip()
 
 
 def run_tool(argv: list[str], path: str | None = None) -> str | None:
     """stdout of a tool found on `path` (default PATH); None when absent or failing."""
-    exe = shutil.which(argv[0], path=path)
-    if exe is None:
-        return None
-    try:
-        done = subprocess.run(
-            [exe, *argv[1:]], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
+    return run_exe(shutil.which(argv[0], path=path), argv[1:])
 
 
 def cores(root: str) -> int | None:
@@ -110,7 +93,7 @@ def boost(root: str) -> bool | None:
 
 def load(root: str) -> list[float] | None:
     parts = (_read(root, "proc/loadavg") or "").split()
-    values = [_float(p) for p in parts[:3]]
+    values = [_number(p) for p in parts[:3]]
     return [v for v in values if v is not None] if len(parts) >= 3 and None not in values else None
 
 
@@ -118,7 +101,7 @@ def swap_used_mb(root: str) -> float | None:
     fields: dict[str, float] = {}
     for line in (_read(root, "proc/meminfo") or "").splitlines():
         key, _, value = line.partition(":")
-        number = _float(value.split()[0]) if value.split() else None
+        number = _number(value.split()[0]) if value.split() else None
         if number is not None:
             fields[key.strip()] = number
     if "SwapTotal" not in fields or "SwapFree" not in fields:
