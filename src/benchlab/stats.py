@@ -13,12 +13,21 @@ and no interval (None), rather than a made-up zero.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 OUTLIER_TAG = "outlier"
 """The tag `bench mark-outlier` gives a run: it stays listed, but no repeat statistic counts
 it."""
+
+
+def is_outlier(entry: Mapping[str, Any]) -> bool:
+    """True for a run marked with `bench mark-outlier` (in its record or in the catalog head's
+    marks): every answer leaves it out of best, tables, compare, detection and the exporter,
+    and draws it as a marked point."""
+    return OUTLIER_TAG in (entry.get("tags") or ())
+
 
 T_975: tuple[float, ...] = (
     12.706,
