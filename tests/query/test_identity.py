@@ -16,8 +16,9 @@ from tests.kit.runs import write_run
 from benchlab.catalog.read import LoadedCatalog, load_catalog
 from benchlab.errors import QueryError
 from benchlab.query import render
+from benchlab.query.compare import axis_values, compare_axis
 from benchlab.query.filters import Filters, select
-from benchlab.query.verbs import axis_values, best_runs, compare_axis, machine_table
+from benchlab.query.verbs import best_runs, machine_table
 
 from .conftest import (
     LAPTOP_Q8,
@@ -483,8 +484,8 @@ def test_compare_means_repeats_and_leaves_outliers_out(tmp_path: Path) -> None:
     from tests.kit.entries import make_entry
 
     from benchlab.catalog.read import LoadedCatalog
+    from benchlab.query.compare import compare_axis
     from benchlab.query.filters import Filters
-    from benchlab.query.verbs import compare_axis
 
     def run(n: int, build: str, decode: float, tags: list[str] | None = None) -> dict:
         return make_entry(

@@ -19,7 +19,8 @@ from benchlab.models import GateConfig
 from benchlab.observe.exporter import _point_families
 from benchlab.observe.exposition import render
 from benchlab.query.colcache import MODE_ENV
-from benchlab.query.verbs import _axis_speedup, compare_runs
+from benchlab.query.compare import _axis_speedup
+from benchlab.query.verbs import compare_runs
 from benchlab.regress import compare_latest, detect
 from benchlab.sweep.gates import FAILED, PASSED, evaluate
 

@@ -19,6 +19,7 @@ from benchlab.errors import BenchlabError
 
 VERB_MODULES = (
     "query",
+    "compare",
     "catalog",
     "schemas",
     "run",

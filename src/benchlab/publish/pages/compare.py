@@ -60,13 +60,13 @@ def compare_page(site: SiteContext) -> None:
 
 
 def compare_data(site: SiteContext) -> dict[str, Any]:
-    """The compare page's tables, computed by `query.verbs.compare_axis` (the function
+    """The compare page's tables, computed by `query.compare.compare_axis` (the function
     behind `bench compare --by`) for every pair among the newest builds and revisions
     and among the machines with the most runs; each pair is a small script the page
     loads when picked. Returns the index the page embeds."""
     from benchlab.catalog.read import LoadedCatalog
     from benchlab.errors import QueryError
-    from benchlab.query.verbs import axis_values, compare_axis
+    from benchlab.query.compare import axis_values, compare_axis
 
     ok_runs = _newest_repeats(site)
     by_id = {r["run_id"]: r for r in ok_runs}
