@@ -4,9 +4,16 @@ and corroborate them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+from weakref import WeakKeyDictionary
+
 from benchlab.catalog.format import Entry
+from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC
 from benchlab.pool import cpus, pool_map
 from benchlab.regress import Step, corroborate, detect, histories, sort_key
+from benchlab.stats import is_outlier
 
 PARALLEL_RUNS = 20_000
 """From this many ok runs the step detector and the series pages run in a worker process
@@ -23,7 +30,7 @@ DECODE = "decode_tok_per_sec"
 def _detect_series(sid: str) -> tuple[tuple[str, str] | None, list[Step], list[Step]]:
     """One series' `detect` over the headline metric (with the key `detect` orders series
     by) and over decode (the series page's second chart)."""
-    runs = _DETECT_INPUT[sid]
+    runs = [r for r in _DETECT_INPUT[sid] if not is_outlier(r)]  # marked runs detect nothing
     grouped = histories(runs)
     key = sort_key(next(iter(grouped.values()))[0][0]) if grouped else None
     return key, detect(runs), detect(runs, DECODE)
@@ -61,3 +68,155 @@ def workers_for(ok_runs: int) -> int:
     """Processes for the detector and the series pages: one per CPU from `PARALLEL_RUNS`
     ok runs on (the pages stay in-process where fork is missing: `SiteContext.in_workers`)."""
     return 1 if ok_runs < PARALLEL_RUNS else cpus()
+
+
+# --- every metric a series carries -------------------------------------------------------
+
+DERIVED = {
+    "decode_ms_per_token": ("decode_tok_per_sec",),
+    "ttft_ms": ("prefill_tok_per_sec",),
+    "speedup": ("peak_tok_per_sec", "baseline_tok_per_sec"),
+}
+"""Metrics computed from others a run carries (ARCHITECTURE.md, Metrics): where their
+sources are in the series, a step in them is the sources' step again, so they are read only
+in series that lack a source (an import that recorded only the latency)."""
+
+
+def metrics_of(runs: Sequence[Entry]) -> list[str]:
+    """The catalog metrics the runs carry beyond the two the site always reads (the headline
+    and decode), less those derived from metrics the series carries, in registry order."""
+    carried = {m for r in runs for m in CATALOG_METRICS if r.get(m) is not None}
+    return [
+        m
+        for m in CATALOG_METRICS
+        if m in carried
+        and m not in (DEFAULT_METRIC, DECODE)
+        and not any(source in carried for source in DERIVED.get(m, ()))
+    ]
+
+
+def _detect_metrics(sid: str) -> tuple[tuple[str, str] | None, list[Step]]:
+    """One series' `detect` over each of its other metrics (`metrics_of`), marked runs
+    left out."""
+    runs = [r for r in _DETECT_INPUT[sid] if not is_outlier(r)]
+    key = sort_key(runs[0]) if runs else None
+    return key, [step for m in metrics_of(runs) for step in detect(runs, m)]
+
+
+def detect_metrics(ok_of: dict[str, list[Entry]], workers: int | None = None) -> list[Step]:
+    """`detect` over every metric but the headline and decode, of every series, ordered as
+    `detect` orders series, suspects corroborated together (per machine and direction)."""
+    if workers is None:
+        workers = workers_for(sum(len(runs) for runs in ok_of.values()))
+    sids = sorted(ok_of, key=lambda sid: (-len(ok_of[sid]), sid))
+    try:
+        results = pool_map(_detect_metrics, sids, workers, setup=_set_detect_input, shared=ok_of)
+    finally:
+        _set_detect_input({})
+    ordered = sorted((key, sid, steps) for sid, (key, steps) in zip(sids, results, strict=True)
+                     if key is not None)  # fmt: skip
+    return corroborate([step for _, _, steps in ordered for step in steps])
+
+
+_METRIC_STEPS: WeakKeyDictionary[Any, list[Step]] = WeakKeyDictionary()
+
+
+def site_metric_steps(site: Any) -> list[Step]:
+    """`detect_metrics` of a site's series, once per render (the home and regressions pages
+    both read them)."""
+    if site not in _METRIC_STEPS:
+        _METRIC_STEPS[site] = detect_metrics(site.groups.ok_of, site.workers)
+    return _METRIC_STEPS[site]
+
+
+# --- still in effect ---------------------------------------------------------------------
+
+
+def still_in_effect(step: Step, later: Sequence[Step]) -> bool:
+    """Whether a regression is still in effect at the newest run of its series.
+
+    The detector's own verdict (`step.open`) where it gives one. Otherwise from the steps of
+    the same series and metric after it (`later`, oldest first): each step's `after` is the
+    level of the segment it starts, so the last one's is the series' level now. The
+    regression is undone when that level has come back more than half way to the level
+    before it (a fix, or a fix and a smaller new step); two regressions in a row both stay
+    in effect. An improvement is never "in effect" here."""
+    verdict = getattr(step, "open", None)
+    if isinstance(verdict, bool):
+        return verdict and step.kind == "regression"
+    if step.kind != "regression":
+        return False
+    level = later[-1].after if later else step.after
+    drop = step.before - step.after  # signed: the direction of the metric is in it
+    still = step.before - level
+    return drop != 0 and still / drop > 0.5
+
+
+def open_regressions(steps: Iterable[Step]) -> list[Step]:
+    """The regressions still in effect (`still_in_effect`), largest first, then newest."""
+    by_series: dict[tuple[str, str], list[Step]] = {}
+    for step in steps:
+        by_series.setdefault((step.series, step.metric), []).append(step)
+    found = []
+    for members in by_series.values():
+        members.sort(key=lambda s: (s.first_bad_timestamp, s.first_bad_run))
+        found += [s for i, s in enumerate(members) if still_in_effect(s, members[i + 1 :])]
+    return sorted(found, key=open_order)
+
+
+def open_order(step: Step) -> tuple[float, tuple[int, ...], str, str]:
+    """Largest change first, then the newest first bad run, then by series and metric."""
+    newest_first = tuple(-ord(c) for c in step.first_bad_timestamp)
+    return (-abs(step.change), newest_first, step.series, step.metric)
+
+
+# --- the window, anchored where a wrong clock cannot move it ------------------------------
+
+FUTURE_TOLERANCE = timedelta(days=1)
+"""A run stamped later than the build time plus this was stamped by a wrong clock."""
+
+
+def parse_stamp(stamp: str) -> datetime | None:
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except (TypeError, ValueError):
+        return None
+
+
+def future_runs(histories_of: Iterable[Sequence[Entry]], now: datetime) -> list[Entry]:
+    """Runs stamped after `now` + `FUTURE_TOLERANCE`, newest first: each history is oldest
+    first, so only its tail is read."""
+    cutoff = (now + FUTURE_TOLERANCE).strftime("%Y-%m-%dT%H:%M:%SZ")
+    found: list[Entry] = []
+    for runs in histories_of:
+        for run in reversed(runs):
+            if run["timestamp"] <= cutoff:
+                break
+            found.append(run)
+    return sorted(found, key=lambda r: (r["timestamp"], r["run_id"]), reverse=True)
+
+
+def window(
+    histories_of: Iterable[Sequence[Entry]], days: float, now: datetime
+) -> tuple[str | None, str | None]:
+    """(start, end) of the "what changed" window: it ends at the newest run not stamped in
+    the future (`future_runs`) and starts `days` before. A run from a machine whose clock is
+    a year ahead then moves nothing; two builds of one catalog still agree, since the build
+    time only sets aside stamps no clock could honestly have written yet."""
+    cutoff = (now + FUTURE_TOLERANCE).strftime("%Y-%m-%dT%H:%M:%SZ")
+    newest: str | None = None
+    for runs in histories_of:
+        for run in reversed(runs):
+            if run["timestamp"] <= cutoff:
+                if newest is None or run["timestamp"] > newest:
+                    newest = run["timestamp"]
+                break
+    moment = parse_stamp(newest) if newest else None
+    if moment is None:
+        return None, newest
+    return (moment - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ"), newest
+
+
+def build_time() -> datetime:
+    """The wall clock, read once per page: only to set aside stamps in the future."""
+    return datetime.now(timezone.utc)

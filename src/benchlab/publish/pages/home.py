@@ -1,13 +1,19 @@
-"""The home page: what changed in the newest runs' window first, then the fastest
-machine per model and precision, the machines, and the newest runs."""
+"""The home page: every regression still in effect first (whatever its age, confirmed and
+suspect apart, each with a sparkline), then what changed in the newest runs' window, the
+fastest machine per model and precision, the machines, and the newest runs."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.ids import slug
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
+from benchlab.publish.detection import build_time, open_regressions, site_metric_steps, window
+from benchlab.publish.open_steps import events, open_table
 from benchlab.publish.pages.machines import machine_rows
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, neg, steps_table
 from benchlab.regress import Step, recent
@@ -15,6 +21,45 @@ from benchlab.regress import Step, recent
 RECENT_RUNS = 25
 CHANGES_LIMIT = 50
 FASTEST_LIMIT = 200
+OPEN_LIMIT = 50
+GATE_FIELD = "gate"
+"""The catalog entry field holding a run's gate verdict ("passed", "failed", "unknown")."""
+
+
+def open_tables(site: SiteContext, root: str = "") -> dict[str, Any]:
+    """The open regressions of every metric of every series, confirmed and suspect apart,
+    as the tables and counts the home and regressions pages show."""
+    decode = [st for steps in site.decode_steps.values() for st in steps]
+    found = open_regressions([*site.steps, *decode, *site_metric_steps(site)])
+    series_link = {sid: f"{root}series/{name[:-3]}.html" for sid, name in site.series_pages.items()}
+    run_link = {
+        st.first_bad_run: site.links.run(site.by_id[st.first_bad_run], root)
+        for st in found
+        if st.first_bad_run in site.by_id
+    }
+    out: dict[str, Any] = {}
+    for status, ident in (("confirmed", "open-regressions"), ("suspect", "open-suspects")):
+        mine = events([st for st in found if st.status == status])
+        out[status] = open_table(mine, site.groups.ok_of, site.by_id, series_link, run_link,
+                                 ident, OPEN_LIMIT)  # fmt: skip
+        out[f"{status}_total"] = len(mine)
+        out[f"{status}_series"] = len({e.lead.series for e in mine})
+    return out
+
+
+def gate_counts(site: SiteContext) -> dict[str, int] | None:
+    """How many series' newest runs passed, failed or could not be judged by their gate;
+    None where no newest run carries a verdict (the line is hidden, never wrong)."""
+    newest = site.data.full(site.latest[sid] for sid in sorted(site.latest))
+    verdicts = Counter(r.get(GATE_FIELD) for r in newest if r.get(GATE_FIELD) is not None)
+    if not verdicts:
+        return None
+    return {
+        "passed": verdicts["passed"],
+        "failed": verdicts["failed"],
+        "unknown": len(newest) - verdicts["passed"] - verdicts["failed"],  # none is unknown
+        "series": len(newest),
+    }
 
 
 def _ordered_changes(steps: Sequence[Step]) -> list[Step]:
@@ -37,14 +82,16 @@ def newest_of(groups: Iterable[Sequence[Entry]], limit: int) -> list[Entry]:
     return newest_first(r for runs in groups for r in runs[-limit:])
 
 
-def home_page(site: SiteContext) -> None:
-    """What changed first; then the fastest machine per model and precision."""
-    window_steps = _ordered_changes(recent(site.steps, site.since))
+def home_page(site: SiteContext, now: datetime | None = None) -> None:
+    """Open regressions first, what changed in the window next; then the fastest machine
+    per model and precision. `now` (the build time by default) only sets aside runs
+    stamped in the future, so that they cannot move the window (`detection.window`)."""
+    since, newest = window(site.groups.ok_of.values(), WINDOW_DAYS, now or build_time())
+    window_steps = _ordered_changes(recent(site.steps, since))
     changed = steps_table(
         window_steps, site.by_id, site.series_pages, site.links, "", CHANGES_LIMIT
     )
     changed.ident = "what-changed"
-    newest = max((r["timestamp"] for r in site.latest.values()), default=None)
     groups: dict[tuple[str, str], list[Entry]] = {}
     for (model, _sid), runs in site.groups.ok_of_model.items():
         groups.setdefault((model, runs[-1]["precision"]), []).append(runs[-1])
@@ -93,12 +140,14 @@ def home_page(site: SiteContext) -> None:
         root="",
         empty=not site.runs,
         stats=stats,
-        since=fmt_time(site.since),
+        since=fmt_time(since),
         newest=fmt_time(newest),
         window_days=WINDOW_DAYS,
         changed=changed,
         changes_total=len(window_steps),
         regressions_in_window=sum(st.kind == "regression" for st in window_steps),
+        open=open_tables(site),
+        gates=gate_counts(site),
         last_updated=fmt_time(site.data.catalog.last_updated),
         fastest=fastest,
         machines=machine_rows(site.data, site.pages, site.groups.by_machine),

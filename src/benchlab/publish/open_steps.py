@@ -1,0 +1,138 @@
+"""The open-regressions table the home and regressions pages lead with: one row per
+regression still in effect (`detection.open_regressions`), with a sparkline of its series.
+
+One event seen in several metrics of one series (the same first bad run: peak, prefill and
+decode all drop with a slower build) is one row, led by its largest metric, the others named
+beside it, so a single slow build is not counted three times. The columns are few and short
+(before and after under the change, confidence without prose) so that the table fits the
+content column at 1440 px without hiding Confidence and "Runs after", and stacks as cards
+at 390 px (the CSS keys on the table's id)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from benchlab.catalog.format import Entry
+from benchlab.metrics import DEFAULT_METRIC, unit_of
+from benchlab.publish.detection import open_order
+from benchlab.publish.sparkline import sparkline
+from benchlab.publish.tables import Cell, Table, cell, cell_num, fmt_num, fmt_time, link
+from benchlab.regress import Step
+
+METRIC_NAMES = {
+    "peak_tok_per_sec": "peak aggregate",
+    "baseline_tok_per_sec": "batch-1",
+    "prefill_tok_per_sec": "prefill",
+    "decode_tok_per_sec": "decode",
+    "decode_ms_per_token": "time per token",
+    "ttft_ms": "time to first token",
+    "peak_rss_mb": "peak memory",
+    "gpu_mem_peak_mb": "GPU memory",
+    "joules_per_token": "energy per token",
+}
+
+COLUMNS = [
+    ("Trend", "text"),
+    ("Series", "text"),
+    ("Change", "num"),
+    ("First bad run (UTC)", "text"),
+    ("Build before → after", "text"),
+    ("Confidence", "num"),
+    ("Runs after", "num"),
+]
+
+
+def metric_name(metric: str) -> str:
+    return METRIC_NAMES.get(metric, metric.replace("_", " "))
+
+
+@dataclass(frozen=True)
+class Event:
+    """One regression of one series, as seen in one or more of its metrics."""
+
+    lead: Step
+    also: tuple[Step, ...] = ()
+
+
+def events(steps: Sequence[Step]) -> list[Event]:
+    """Open regressions grouped by (series, first bad run), each led by its headline metric
+    where that stepped, else by its largest change; in `open_order` of the leads."""
+    grouped: dict[tuple[str, str], list[Step]] = {}
+    for step in steps:
+        grouped.setdefault((step.series, step.first_bad_run), []).append(step)
+    out = []
+    for members in grouped.values():
+        members.sort(key=lambda s: (s.metric != DEFAULT_METRIC, open_order(s)))
+        out.append(Event(members[0], tuple(members[1:])))
+    return sorted(out, key=lambda e: open_order(e.lead))
+
+
+def _change(event: Event) -> Cell:
+    step = event.lead
+    unit = unit_of(step.metric) or ""
+    text = Markup('<strong class="bl-open__pct">{}</strong>').format(f"{100 * step.change:+.1f} %")
+    text += Markup('<span class="bl-open__sub">{} {} → {} {}</span>').format(
+        metric_name(step.metric), fmt_num(step.before, 2), fmt_num(step.after, 2), unit
+    )
+    if event.also:
+        also = ", ".join(f"{metric_name(s.metric)} {100 * s.change:+.0f} %" for s in event.also)
+        text += Markup('<span class="bl-open__sub">also {}</span>').format(also)
+    return (text, f"{abs(step.change):.6g}")
+
+
+def _versions(step: Step) -> Markup:
+    before = step.version_before or "not recorded"
+    after = step.version_after or "not recorded"
+    if step.version_changed:
+        return Markup("{} → <strong>{}</strong>").format(before, after)
+    return Markup("same: {}").format(after)
+
+
+def _confidence(step: Step) -> Cell:
+    text = f"{step.confidence:.3f}" if step.confidence < 0.999 else "≥ 0.999"
+    if step.corroborated_by:
+        return (
+            Markup('{} <span class="bl-open__sub" title="{} more series on this machine stepped '
+                   'with it">+{} series agree</span>').format(
+                text, step.corroborated_by, step.corroborated_by),
+            f"{step.confidence:.6f}",
+        )  # fmt: skip
+    return (Markup("{}").format(text), f"{step.confidence:.6f}")
+
+
+def open_table(
+    found: Sequence[Event],
+    history_of: dict[str, list[Entry]],
+    by_id: dict[str, Entry],
+    series_link: dict[str, str],
+    run_link: dict[str, str],
+    ident: str,
+    limit: int,
+) -> Table:
+    """The rows of `found`: sparkline, series, change (with before → after), first bad run,
+    build either side, confidence, runs after. `series_link` and `run_link` give the hrefs
+    of series pages and first bad runs (the caller records the runs it links)."""
+    rows = []
+    for event in found[:limit]:
+        step = event.lead
+        history = history_of.get(step.series, [])
+        title = f"{step.label}: {metric_name(step.metric)}, {len(history)} runs"
+        href = series_link.get(step.series)
+        bad = by_id.get(step.first_bad_run)
+        stamp = fmt_time(step.first_bad_timestamp)
+        when = link(run_link[step.first_bad_run], stamp) if bad is not None else stamp
+        rows.append(
+            [
+                cell(sparkline(history, step.metric, step.first_bad_run, title), ""),
+                cell(link(href, step.label) if href else step.label, step.label),
+                _change(event),
+                cell(when, step.first_bad_timestamp),
+                cell(_versions(step)),
+                _confidence(step),
+                cell_num(step.runs_after, 0),
+            ]
+        )
+    return Table(list(COLUMNS), rows, hidden=max(0, len(found) - limit), ident=ident)
