@@ -13,7 +13,8 @@ Rules, in one place:
 - ttft_ms: time to the first token at the spec's prompt size, prompt tokens over the
   prefill rate (the chosen point's tokens when the spec names no prompt size);
 - peak / baseline / speedup: batch.json's peak and batch-1 baseline, speedup = peak/baseline
-  when batch.json does not state it;
+  when batch.json does not state it; the peak is a batched aggregate, so a curve with no
+  point over batch 1 (llama-bench measures one sequence) has no peak and no speedup;
 - stddev and samples: where the backend measured them (llama-bench's `stddev_ts`, reps).
 A backend's own extra metrics (`ParsedRun.metrics`) are kept beside these but never
 override them.
@@ -223,6 +224,25 @@ def _ttft_ms(prefill: Any, prompt_tokens: int | None) -> float | None:
     return round(tokens / rate * 1000.0, 6)
 
 
+def _batched_peak(batch: Any) -> float | None:
+    """The peak aggregate rate over batch sizes, only where a batch over 1 was measured.
+
+    One name, one meaning: `peak_tok_per_sec` is a batched aggregate (batch 1 included,
+    when batching does not help). A backend that measured one sequence has no peak
+    aggregate: llama-bench's only curve point is its tg rate, and repeating it under this
+    name would rank a single-stream figure against another backend's batched one."""
+    peak = _get(batch, "peak")
+    sizes = [_get(p, "batch") for p in _get(batch, "points") or []] + [_get(peak, "batch")]
+    if not any(isinstance(size, int) and size > 1 for size in sizes):
+        return None
+    value = _number(_get(peak, "agg_tok_per_sec"))
+    if value is None:
+        curve = [_number(_get(p, "agg_tok_per_sec")) for p in _get(batch, "points") or []]
+        found = [v for v in curve if v is not None]
+        value = max(found) if found else None
+    return value
+
+
 def derive(
     kernel: Any,
     batch: Any,
@@ -251,11 +271,9 @@ def derive(
     if reps:
         metrics["samples"] = float(min(reps))
     peak, baseline = _get(batch, "peak"), _get(batch, "baseline")
-    peak_tps = _number(_get(peak, "agg_tok_per_sec"))
+    peak_tps = _batched_peak(batch)
     if peak_tps is None:
-        curve = [_number(_get(p, "agg_tok_per_sec")) for p in _get(batch, "points") or []]
-        curve = [v for v in curve if v is not None]
-        peak_tps = max(curve) if curve else None
+        peak = None  # a batch-1 "peak" is the baseline again, not a peak aggregate
     base_tps = _number(_get(baseline, "tok_per_sec"))
     speedup = _number(_get(peak, "speedup_vs_baseline"))
     if speedup is None and peak_tps is not None and base_tps:

@@ -39,9 +39,10 @@ def test_each_format_becomes_one_run_with_prefill_and_decode(
     kernel = read_model(run_dir / "kernel.json", KernelResults)
     assert kernel.benchmark.prefill[0].tok_per_sec == pytest.approx(prefill)
     assert kernel.benchmark.decode.tok_per_sec == pytest.approx(decode)
-    assert read_model(run_dir / "batch.json", BatchResults).peak.agg_tok_per_sec == pytest.approx(
-        decode
-    )
+    batch = read_model(run_dir / "batch.json", BatchResults)
+    assert batch.peak is None  # one sequence measured: no peak aggregate, not the tg rate
+    assert [(p.batch, p.agg_tok_per_sec) for p in batch.points] == [(1, pytest.approx(decode))]
+    assert "peak_tok_per_sec" not in read_model(run_dir / "record.json", RunRecord).metrics
     manifest = read_model(run_dir / "manifest.json", RunManifest)
     assert manifest.provenance["file"] == name  # a name, never an absolute path
     assert manifest.provenance["source"] == "llama-bench"

@@ -10,7 +10,8 @@ the rate, taking `avg_ts` when present, else the samples (`samples_ts`, `samples
 Mapping onto the run files (ARCHITECTURE.md, The run files): prompt tests (n_prompt > 0, n_gen = 0)
 are kernel.json prefill points, a generation test (n_gen > 0, n_prompt = 0) is the decode result,
 pp+tg tests are kept as `combined`; llama-bench has no batched decode, so batch.json holds the one
-batch-1 point the decode test measured.
+batch-1 point the decode test measured and no peak: its peak aggregate is "not measured", never
+the tg rate again (llama-batched-bench is not built by tools/llama/).
 
 spec.params: model_path (required), binary ("llama-bench"), reps (-r), batch (-b),
 ubatch (-ub), n_gpu_layers (-ngl), depth (-d), repack (--repack: 0 keeps the weights as the
@@ -304,6 +305,7 @@ def results_from_rows(
             {"batch": 1, "agg_tok_per_sec": decode["tok_per_sec"], "per_user_ms_per_tok": ms}
         )
     curve = batch_curve(points)
+    curve["peak"] = None  # one sequence measured: no peak aggregate (ARCHITECTURE.md, Metrics)
     batch = BatchResults.model_validate(
         {
             "$schema": BatchResults.SCHEMA_ID,
@@ -313,7 +315,8 @@ def results_from_rows(
             "precision": precision,
             "workers": first.get("n_threads"),
             **curve,
-            "note": "llama-bench measures one sequence; the curve is its batch-1 point",
+            "note": "llama-bench measures one sequence; the curve is its batch-1 point and "
+            "there is no peak aggregate",
         }
     )
     facts = row_facts(first)
