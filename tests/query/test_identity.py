@@ -220,12 +220,12 @@ def test_compare_by_build_exact(golden_builds: Path, capsys: pytest.CaptureFixtu
     assert out == dedent(
         """
         build: A = b4500 (1a2b3c4d), B = b4600 (5e6f7a8b)
-        model         machine  precision  threads  shape      test   t/s b4500 (1a2b3c4d)  ±95%  t/s b4600 (5e6f7a8b)  ±95%  speedup
-        ------------  -------  ---------  -------  ---------  -----  --------------------  ----  --------------------  ----  -------
-        Llama-3.2-1B  pi5      q4_k_m           2  p512/n128  pp512                 20.00     -                 22.00     -    1.10x
-        Llama-3.2-1B  pi5      q4_k_m           2  p512/n128  tg128                  5.00     -                  5.50     -    1.10x
-        Llama-3.2-1B  pi5      q4_k_m           4  p512/n128  pp512                 36.00     -                 40.50  6.35    1.12x
-        Llama-3.2-1B  pi5      q4_k_m           4  p512/n128  tg128                  8.00     -                  7.40  2.54    0.93x
+        model         machine  precision  threads  shape      test   t/s b4500 (1a2b3c4d)  ±95%  t/s b4600 (5e6f7a8b)  ±95%  speedup  mark
+        ------------  -------  ---------  -------  ---------  -----  --------------------  ----  --------------------  ----  -------  ----
+        Llama-3.2-1B  pi5      q4_k_m           2  p512/n128  pp512                 20.00     -                 22.00     -    1.10x  ?
+        Llama-3.2-1B  pi5      q4_k_m           2  p512/n128  tg128                  5.00     -                  5.50     -    1.10x  ?
+        Llama-3.2-1B  pi5      q4_k_m           4  p512/n128  pp512                 36.00     -                 40.50  6.35    1.12x  ~
+        Llama-3.2-1B  pi5      q4_k_m           4  p512/n128  tg128                  8.00     -                  7.40  2.54    0.93x  ~
         """  # noqa: E501
     )
     assert err == "bench: note: measurements not compared: 2 only under b4600 (5e6f7a8b)\n"
@@ -242,10 +242,10 @@ def test_compare_by_build_named_values_markdown(
         """
         ### build: A = b4400 (0a1b2c3d), B = b4600 (5e6f7a8b)
 
-        | model | machine | precision | threads | shape | test | t/s b4400 (0a1b2c3d) | ±95% | t/s b4600 (5e6f7a8b) | ±95% | speedup |
-        |---|---|---|---:|---|---|---:|---:|---:|---:|---:|
-        | Llama-3.2-1B | pi5 | q4_k_m | 4 | p512/n128 | pp512 | 30.00 | - | 40.50 | 6.35 | 1.35x |
-        | Llama-3.2-1B | pi5 | q4_k_m | 4 | p512/n128 | tg128 | 7.00 | - | 7.40 | 2.54 | 1.06x |
+        | model | machine | precision | threads | shape | test | t/s b4400 (0a1b2c3d) | ±95% | t/s b4600 (5e6f7a8b) | ±95% | speedup | mark |
+        |---|---|---|---:|---|---|---:|---:|---:|---:|---:|---|
+        | Llama-3.2-1B | pi5 | q4_k_m | 4 | p512/n128 | pp512 | 30.00 | - | 40.50 | 6.35 | 1.35x | + |
+        | Llama-3.2-1B | pi5 | q4_k_m | 4 | p512/n128 | tg128 | 7.00 | - | 7.40 | 2.54 | 1.06x | ~ |
         """  # noqa: E501
     )
 
@@ -277,7 +277,7 @@ def test_compare_by_machine(golden_builds: Path, capsys: pytest.CaptureFixture[s
     )
     assert code == 0
     header, *rows = [line.split(",") for line in out.splitlines()]
-    assert header == "model,precision,threads,shape,test,a,pm_a,b,pm_b,speedup".split(",")
+    assert header == "model,precision,threads,shape,test,a,pm_a,b,pm_b,speedup,mark".split(",")
     expected = [("pp512", 40.5, 12.706 * 0.5, 150.0), ("tg128", 7.4, 12.706 * 0.2, 30.0)]
     for row, (test, a, pm_a, b) in zip(rows, expected, strict=True):
         assert row[:5] == ["Llama-3.2-1B", "q4_k_m", "4", "p512/n128", test] and row[8] == ""

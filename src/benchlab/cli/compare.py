@@ -37,10 +37,15 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
         "over A's; a run id may be shortened to any prefix that names one run. "
         "With --by build|revision|machine (as llama.cpp's compare-llama-bench.py): two values "
         "A and B of the axis (--a, --b; default: the two newest builds or revisions present), "
-        "and for every measurement present under both, one row per test (pp512, tg128 ..., "
-        "and the batch peak) with tok/s under A, under B and the speedup B/A. A measurement is "
-        "the full identity less the axis (for machines, less the build too); each side is its "
-        "latest ok run (its run ids are in --format json). The filters apply to --by. "
+        "and one row per test and metric (pp512, tg128 ..., the batch peak, latencies, memory) "
+        "with the value under A, under B, the speedup of B over A (A/B for a lower-is-better "
+        "metric) and a mark: + B better, - B worse (the 95% intervals do not overlap), ~ within "
+        "noise (they overlap), ? one run a side. --match exact (default) pairs one measurement, "
+        "the full identity less the axis (for machines, less the build too); --match best pairs "
+        "model, precision, backend and test, each side at its best settings (threads, batch, "
+        "GPU layers ...), named in the row. Each side is the mean of its measurement's ok, "
+        "unmarked runs at its newest version, newest segment only (the level `bench best` "
+        "reports); the run ids are in --format json. The filters apply to --by. "
         f"{EXIT_ROWS}",
     )
     parser.add_argument(
@@ -56,6 +61,18 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--a", metavar="VALUE", help="the reference value of --by (A)")
     parser.add_argument("--b", metavar="VALUE", help="the value compared with A (B)")
+    parser.add_argument(
+        "--match",
+        choices=("exact", "best"),
+        default="exact",
+        help="with --by: exact (one measurement under both, the default) or best (model, "
+        "precision and test, each side at its best settings)",
+    )
+    parser.add_argument(
+        "--only-changed",
+        action="store_true",
+        help="with --by: only the rows marked + or - (a significant change)",
+    )
     _add_filters(parser, status_default="ok")
     parser.set_defaults(handler=run_compare)
 
@@ -73,6 +90,8 @@ def run_compare(args: argparse.Namespace) -> int:
         return _compare_axis(args)
     if args.a is not None or args.b is not None:
         raise QueryError("compare: --a and --b go with --by build|revision|machine")
+    if args.match != "exact" or args.only_changed:
+        raise QueryError("compare: --match and --only-changed go with --by build|revision|machine")
     return _compare_run_ids(args)
 
 
@@ -118,31 +137,20 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
 
 
 def _compare_axis(args: argparse.Namespace) -> int:
-    from benchlab.query.compare import compare_axis
+    from benchlab.query.compare import changed, compare_axis
     from benchlab.query.render import Section
 
-    filters = _filters(args)
-    result = compare_axis(_catalog(), filters, args.by, args.a, args.b)
-    specs = [("model", "model", "text")]
-    if args.by != "machine":
-        specs.append(("machine_id", "machine", "text"))
-    specs.append(("precision", "precision", "text"))
-    if len({row["backend"] for row in result.rows}) > 1:
-        specs.append(("backend", "backend", "text"))
-    specs += [("threads", "threads", "int"), ("shape", "shape", "text")]
-    if any(row.get("revision") for row in result.rows):
-        specs.append(("revision", "revision", "text"))
-    repeated = any(row["pm_a"] is not None or row["pm_b"] is not None for row in result.rows)
-    specs += [("test", "test", "text"), ("a", f"t/s {result.a}", "num")]
-    if repeated:  # means of repeats: say how sure each side is
-        specs.append(("pm_a", "±95%", "num"))
-    specs.append(("b", f"t/s {result.b}", "num"))
-    if repeated:
-        specs.append(("pm_b", "±95%", "num"))
-    specs.append(("speedup", "speedup", "ratio"))
+    result = compare_axis(_catalog(), _filters(args), args.by, args.a, args.b, args.match)
+    rows = [row for row in result.rows if changed(row)] if args.only_changed else result.rows
     title = f"{args.by}: A = {result.a}, B = {result.b}"
-    if result.rows or args.format == "json":
-        _emit([Section(_columns(*specs), result.rows, title=title)], args.format, result.as_json())
+    if args.match == "best":
+        title += " (each side at its best settings)"
+    if rows or args.format == "json":
+        data = result.as_json()
+        data["rows"] = rows
+        shown = [_unit_shown(row) for row in rows]
+        section = Section(_columns(*_axis_specs(args.by, result, rows)), shown, title=title)
+        _emit([section], args.format, data)
     alone = [(n, value) for n, value in ((result.only_a, result.a), (result.only_b, result.b)) if n]
     if alone:
         told = "; ".join(f"{n} only under {value}" for n, value in alone)
@@ -153,4 +161,44 @@ def _compare_axis(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if not rows:
+        print(f"bench: no significant change between {result.a} and {result.b}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _unit_shown(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with its unit saying where the smaller number wins."""
+    if row["better"] != "lower":
+        return row
+    return {**row, "unit": f"{row['unit']}, lower is better"}
+
+
+def _axis_specs(axis: str, result: Any, rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The columns of `compare --by`: those that tell its rows apart, then the values."""
+    specs = [("model", "model", "text")]
+    if axis != "machine":
+        specs.append(("machine_id", "machine", "text"))
+    specs.append(("precision", "precision", "text"))
+    if len({row["backend"] for row in rows}) > 1:
+        specs.append(("backend", "backend", "text"))
+    if result.match == "best":
+        specs.append(("settings", "settings", "text"))
+    else:
+        specs.append(("threads", "threads", "int"))
+    specs.append(("shape", "shape", "text"))
+    if any(row.get("revision") for row in rows):
+        specs.append(("revision", "revision", "text"))
+    specs.append(("test", "test", "text"))
+    if any(row["unit"] != "tok/s" for row in rows):
+        specs.append(("unit", "unit", "text"))
+    repeated = any(row["pm_a"] is not None or row["pm_b"] is not None for row in rows)
+    unit = "t/s " if all(row["unit"] == "tok/s" for row in rows) else ""
+    specs.append(("a", f"{unit}{result.a}", "num"))
+    if repeated:  # means of repeats: say how sure each side is
+        specs.append(("pm_a", "±95%", "num"))
+    specs.append(("b", f"{unit}{result.b}", "num"))
+    if repeated:
+        specs.append(("pm_b", "±95%", "num"))
+    specs += [("speedup", "speedup", "ratio"), ("mark", "mark", "text")]
+    return specs

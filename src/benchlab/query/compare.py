@@ -1,8 +1,27 @@
 """`bench compare --by build|revision|machine`: two values of an axis side by side.
 
-Moved out of `query.verbs` so the compare answer has one home that the CLI
-(`cli.compare`) and the site's compare page (`publish.pages.compare`) both call
-(ARCHITECTURE.md, Measurement identity).
+The one home of the compare answer: the CLI (`cli.compare`) and the site's compare page
+(`publish.pages.compare`) both call `compare_axis` / `compare_pair`, so they print the same
+numbers for one comparison (ARCHITECTURE.md, Compare).
+
+Two ways to pair runs (`match`):
+
+- `exact` (the default, as llama.cpp's compare-llama-bench.py): a row pairs one measurement
+  (the full identity less the axis) measured under A and under B;
+- `best` (the fleet question, "which machine runs this model at this precision fastest,
+  each at its best settings"): a row pairs a model, precision, backend and test (the
+  workload: prompt, generation, depth), and each side is its configuration (threads, batch,
+  GPU layers, flash-attn, KV types, other axes) with the best current level for the row's
+  metric; the row names both configurations.
+
+Which repeats count (`side_values`, the one rule): a side's runs of one measurement that are
+ok, not marked outliers (`stats.is_outlier`) and carry the metric, at that side's newest
+version of it; of those, the newest segment (`query.level.current_level`, the same level
+`bench best` reports). The side's value is that segment's mean, with its 95% t-interval.
+
+Each row is marked `+` (B better than A), `-` (B worse) or `~` (within noise) by the rule in
+`significance`, in the metric's own direction (`metrics.lower_is_better`: a latency that
+went up is `-`), and `?` where each side has a single run and there is no spread to judge.
 """
 
 from __future__ import annotations
@@ -14,14 +33,23 @@ from typing import Any
 
 from benchlab.catalog.read import LoadedCatalog
 from benchlab.errors import QueryError
-from benchlab.identity import SERIES_FIELDS, build_label, identity_key
-from benchlab.metrics import lower_is_better
+from benchlab.identity import SERIES_FIELDS, build_label, identity_key, shape, test_names
+from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
 from benchlab.query.filters import Filters, chronological, select
-from benchlab.stats import OUTLIER_TAG
+from benchlab.query.level import counts, current_level
+from benchlab.stats import summarize
 
 COMPARE_AXES = ("build", "revision", "machine")
+MATCHES = ("exact", "best")
+"""`exact`: one measurement under both values; `best`: each side at its best settings."""
 
-# --- compare along an axis ----------------------------------------------------------------
+MARKS = {
+    "+": "B better than A (the 95% intervals do not overlap)",
+    "-": "B worse than A (the 95% intervals do not overlap)",
+    "~": "within noise (the 95% intervals overlap)",
+    "?": "one run a side: no spread to judge noise by",
+}
+"""What a row's mark means (`significance`)."""
 
 _AXIS_FIELDS: dict[str, tuple[str, ...]] = {
     # The identity fields that vary along the axis; the rest must be equal to pair two runs.
@@ -29,12 +57,38 @@ _AXIS_FIELDS: dict[str, tuple[str, ...]] = {
     "revision": ("revision",),
     "machine": ("machine_id", "backend_version", "backend_build", "backend_commit", "revision"),
 }
-_TEST_METRICS = (
-    # (metric, the llama-bench test prefix it measures, the label when the entry has no test)
-    ("prefill_tok_per_sec", "pp", "prefill"),
-    ("decode_tok_per_sec", "tg", "decode"),
-    ("peak_tok_per_sec", None, "batch peak"),
-)
+SETTING_FIELDS = (
+    "threads", "batch_sizes", "n_batch", "n_ubatch", "gpu_layers", "flash_attn", "type_k",
+    "type_v", "axes", "settings",
+)  # fmt: skip
+"""How a measurement was run rather than what it measures: `match=best` picks the best of
+these per side. The model's file details (digest, size, params) are left out of the match
+too: the question names a model and a precision, not a file."""
+_MODEL_FILE = ("model_digest", "model_size", "model_params")
+
+ROW_METRICS = (
+    "prefill_tok_per_sec", "ttft_ms", "decode_tok_per_sec", "decode_ms_per_token",
+    "peak_tok_per_sec", "baseline_tok_per_sec", "speedup",
+    *(m for m in CATALOG_METRICS if m not in (
+        "prefill_tok_per_sec", "ttft_ms", "decode_tok_per_sec", "decode_ms_per_token",
+        "peak_tok_per_sec", "baseline_tok_per_sec", "speedup",
+    )),
+)  # fmt: skip
+"""Every catalog metric, in row order: a compare row for each one the runs carry."""
+_TEST_OF = {
+    # metric -> (the llama-bench test prefix it measures, the label without one)
+    "prefill_tok_per_sec": ("pp", "prefill"),
+    "ttft_ms": ("pp", "first token"),
+    "decode_tok_per_sec": ("tg", "decode"),
+    "decode_ms_per_token": ("tg", "decode"),
+}
+_LABEL = {
+    "baseline_tok_per_sec": "batch 1",
+    "speedup": "peak / batch 1",
+    "peak_rss_mb": "peak rss",
+    "gpu_mem_peak_mb": "gpu memory",
+    "joules_per_token": "energy",
+}
 
 
 def axis_value(entry: dict[str, Any], axis: str) -> str | None:
@@ -49,17 +103,27 @@ def axis_value(entry: dict[str, Any], axis: str) -> str | None:
     raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
 
 
-def _pair_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
-    """What two runs must share to sit on one compare row: the full identity less the
-    axis's own fields (for `machine`, less the version axis too: two machines rarely run
-    the same build, and the row shows each side's build)."""
-    skip = _AXIS_FIELDS[axis]
-    fields = [name for name in SERIES_FIELDS if name not in skip]
+def _pair_fields(axis: str) -> list[str]:
+    fields = [name for name in SERIES_FIELDS if name not in _AXIS_FIELDS[axis]]
     if axis == "build":
         fields.append("revision")
     elif axis == "revision":
         fields += ["backend_version", "backend_build", "backend_commit"]
-    return tuple(_hashable(entry.get(name)) for name in fields)
+    return fields
+
+
+def _pair_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
+    """What two runs must share to sit on one compare row: the full identity less the
+    axis's own fields (for `machine`, less the version axis too: two machines rarely run
+    the same build, and the row shows each side's build)."""
+    return tuple(_hashable(entry.get(name)) for name in _pair_fields(axis))
+
+
+def _best_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
+    """What `match=best` pairs on: the pair key less the settings and the model file."""
+    skip = (*SETTING_FIELDS, *_MODEL_FILE)
+    kept = [_hashable(entry.get(name)) for name in _pair_fields(axis) if name not in skip]
+    return (*kept, entry.get("model_id") or entry.get("model"))
 
 
 def _hashable(value: Any) -> Any:
@@ -72,8 +136,8 @@ def _hashable(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class AxisComparison:
-    """`bench compare --by AXIS`: two values A and B of the axis and, for every measurement
-    present under both, one row per test with the value under each and B/A.
+    """`bench compare --by AXIS`: two values A and B of the axis and one row per test and
+    metric present under both, with each side's value, B's speedup over A and the mark.
 
     `only_a` / `only_b` count the measurements found under one value alone: they are not
     compared, and the CLI says how many there were rather than dropping them silently.
@@ -86,15 +150,18 @@ class AxisComparison:
     values: list[str] = field(default_factory=list)
     only_a: int = 0
     only_b: int = 0
+    match: str = "exact"
 
     def as_json(self) -> dict[str, Any]:
         return {
             "axis": self.axis,
+            "match": self.match,
             "a": self.a,
             "b": self.b,
             "values": self.values,
             "only_a": self.only_a,
             "only_b": self.only_b,
+            "marks": MARKS,
             "rows": self.rows,
         }
 
@@ -152,66 +219,172 @@ def _few(values: Sequence[str], n: int = 8) -> str:
     return shown + (f" (and {len(values) - n} more)" if len(values) > n else "") or "none"
 
 
+# --- which repeats count, and what they say -------------------------------------------------
+
+
+def side_values(runs: Sequence[dict[str, Any]], metric: str) -> list[float]:
+    """THE rule for which repeats count, for the CLI and the site alike: of one measurement's
+    runs under one axis value (oldest first, its newest version only), those that are ok, not
+    marked outliers and carry the metric (`level.counts`), and of those the newest segment
+    (`level.current_level`): the runs behind the level `bench best` reports."""
+    history = [float(run[metric]) for run in runs if counts(run, metric)]
+    level = current_level(history)
+    return [] if level is None else history[level.start :]
+
+
+def _side(runs: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
+    """One side of a compare row: the mean of the repeats that count and how sure it is."""
+    values = side_values(runs, metric)
+    if not values:
+        return None
+    stats = summarize(values)
+    ci = (
+        [stats.ci_low, stats.ci_high]
+        if stats.ci_low is not None and stats.ci_high is not None
+        else None
+    )
+    return {"mean": stats.mean, "n": stats.n, "stddev": stats.stddev, "ci95": ci}
+
+
+def significance(
+    metric: str, side_a: dict[str, Any] | None, side_b: dict[str, Any] | None
+) -> str | None:
+    """`+`, `-`, `~` or `?` for B against A (None where a side has no value).
+
+    The rule: each side's interval is the 95% t-interval of its mean (a single run is the
+    point it measured); the difference is significant when the two intervals do not
+    overlap, and then `+` where B is better in the metric's direction, `-` where worse.
+    Overlapping intervals are `~`. With one run on each side there is no spread at all, so
+    no way to tell a change from noise: `?`.
+    """
+    if side_a is None or side_b is None:
+        return None
+    if side_a["n"] < 2 and side_b["n"] < 2:
+        return "?"
+    low_a, high_a = side_a["ci95"] or (side_a["mean"], side_a["mean"])
+    low_b, high_b = side_b["ci95"] or (side_b["mean"], side_b["mean"])
+    if low_a <= high_b and low_b <= high_a:
+        return "~"
+    better = (
+        side_b["mean"] < side_a["mean"]
+        if lower_is_better(metric)
+        else side_b["mean"] > side_a["mean"]
+    )
+    return "+" if better else "-"
+
+
+def changed(row: dict[str, Any]) -> bool:
+    """A row `--only-changed` keeps: significantly better or worse."""
+    return row.get("mark") in ("+", "-")
+
+
+# --- the measurements under each value ------------------------------------------------------
+
+
+@dataclass
+class Sides:
+    """The runs of `entries` grouped once per axis value and measurement, so that any number
+    of pairs (the site compares many) reuse one pass and one level per side and metric."""
+
+    axis: str
+    present: list[str]
+    repeats: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]]
+    _levels: dict[tuple[str, tuple[Any, ...], str], dict[str, Any] | None] = field(
+        default_factory=dict, repr=False
+    )
+
+    def side(self, value: str, key: tuple[Any, ...], metric: str) -> dict[str, Any] | None:
+        """A measurement's side for `metric` (memoised: the site asks for it per pair)."""
+        slot = (value, key, metric)
+        if slot not in self._levels:
+            self._levels[slot] = _side(self.repeats[(value, key)], metric)
+        return self._levels[slot]
+
+    def keys(self, value: str, match: str) -> dict[tuple[Any, ...], list[tuple[Any, ...]]]:
+        """The row keys under `value` and, for each, the measurements (pair keys) behind it."""
+        out: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        for (v, key), runs in self.repeats.items():
+            if v == value:
+                row_key = key if match == "exact" else _best_key(runs[-1], self.axis)
+                out.setdefault(row_key, []).append(key)
+        return out
+
+
+def gather(entries: Iterable[dict[str, Any]], axis: str) -> Sides:
+    """Group the ok runs among `entries` by axis value and measurement, oldest first; each
+    measurement's repeats are the runs of its newest version (its latest run's identity)."""
+    if axis not in COMPARE_AXES:
+        raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
+    ok = [e for e in entries if e.get("status", "ok") == "ok"]
+    repeats: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]] = {}
+    for entry in chronological(ok):
+        value = axis_value(entry, axis)
+        if value is not None:
+            repeats.setdefault((value, _pair_key(entry, axis)), []).append(entry)
+    for key, runs in repeats.items():  # repeats are runs of the exact same measurement
+        exact = identity_key(runs[-1])
+        repeats[key] = [run for run in runs if identity_key(run) == exact]
+    return Sides(axis, axis_values(ok, axis), repeats)
+
+
+# --- compare ----------------------------------------------------------------------------------
+
+
 def compare_axis(
     catalog: LoadedCatalog,
     filters: Filters,
     axis: str,
     a: str | None = None,
     b: str | None = None,
+    match: str = "exact",
 ) -> AxisComparison:
-    """`bench compare --by build|revision|machine`, as llama.cpp's compare-llama-bench.py.
+    """`bench compare --by build|revision|machine [--match exact|best]`.
 
-    A and B default to the newest two values present (`axis_values`) that share a
-    measurement (`_default_pair`); for machines, whose order means nothing, both must be
-    given unless exactly two are present. Under each
-    value, each measurement's ok runs are its repeats (runs tagged `outlier` left out):
-    each of its tests (pp512, tg128 ... and the batch peak) is one row with the mean under
-    A, the mean under B and B/A, plus each side's count, standard deviation and 95%
-    confidence interval (`benchlab.stats`). With one run a side, its value is that run's.
-    The latest run of each side is named in the row (a real run `bench show` can open).
+    A and B default to the newest two values present (`axis_values`) that share a row
+    (`_default_pair`); for machines, whose order means nothing, both must be given unless
+    exactly two are present. Each row is one test and metric with each side's value (the
+    mean of the repeats that count, `side_values`), its count, standard deviation and 95%
+    interval, B's speedup over A and the mark (`significance`). The latest run of each side
+    is named in the row (a real run `bench show` can open).
     """
-    if axis not in COMPARE_AXES:
-        raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
-    entries = [e for e in select(catalog.runs, filters) if e.get("status", "ok") == "ok"]
-    present = axis_values(entries, axis)
+    if match not in MATCHES:
+        raise QueryError(f"--match: expected one of {', '.join(MATCHES)}, got {match!r}")
+    sides = gather(select(catalog.runs, filters), axis)
+    present = sides.present
     if len(present) < 2 and (a is None or b is None):
         raise QueryError(
             f"compare --by {axis}: need two {axis} values to compare, "
             f"found {len(present)} ({_few(present)})"
             + (f" among runs matching {filters.describe()}" if filters.describe() else "")
         )
-    value_a = _match_value(a, entries, axis, "--a") if a is not None else None
-    value_b = _match_value(b, entries, axis, "--b") if b is not None else None
+    ok = [e for runs in sides.repeats.values() for e in runs]
+    value_a = _match_value(a, ok, axis, "--a") if a is not None else None
+    value_b = _match_value(b, ok, axis, "--b") if b is not None else None
     if axis == "machine" and (value_a is None or value_b is None) and len(present) > 2:
         raise QueryError(
             f"compare --by machine: give --a and --b (machines present: {_few(sorted(present))})"
         )
-    repeats: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]] = {}
-    for entry in chronological(entries):
-        value = axis_value(entry, axis)
-        if value is not None and OUTLIER_TAG not in entry.get("tags", ()):
-            repeats.setdefault((value, _pair_key(entry, axis)), []).append(entry)
-    for key, runs in repeats.items():  # repeats are runs of the exact same measurement
-        exact = identity_key(runs[-1])
-        repeats[key] = [run for run in runs if identity_key(run) == exact]
-    latest = {key: runs[-1] for key, runs in repeats.items()}
-    keys: dict[str, set[tuple[Any, ...]]] = {value: set() for value in present}
-    for value, key in latest:
-        keys[value].add(key)
+    keys = {value: set(sides.keys(value, match)) for value in present}
     value_a, value_b = _default_pair(present, keys, value_a, value_b, axis)
-    keys_a, keys_b = keys[value_a], keys[value_b]
+    return compare_pair(sides, value_a, value_b, match)
+
+
+def compare_pair(sides: Sides, a: str, b: str, match: str = "exact") -> AxisComparison:
+    """The rows of A against B over measurements already gathered (`gather`)."""
+    keys_a, keys_b = sides.keys(a, match), sides.keys(b, match)
     rows: list[dict[str, Any]] = []
-    for key in keys_a & keys_b:
-        rows += _test_rows(repeats[(value_a, key)], repeats[(value_b, key)], axis)
+    for key in keys_a.keys() & keys_b.keys():
+        rows += _rows(sides, a, b, keys_a[key], keys_b[key], match)
     rows.sort(key=_row_order)
     return AxisComparison(
-        axis,
-        value_a,
-        value_b,
+        sides.axis,
+        a,
+        b,
         rows,
-        values=present,
-        only_a=len(keys_a - keys_b),
-        only_b=len(keys_b - keys_a),
+        values=sides.present,
+        only_a=len(keys_a.keys() - keys_b.keys()),
+        only_b=len(keys_b.keys() - keys_a.keys()),
+        match=match,
     )
 
 
@@ -249,67 +422,127 @@ def _default_pair(
     raise QueryError(f"compare --by {axis}: need two {axis} values, found {_few(present)}")
 
 
-def _side(runs: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
-    """One side of a compare row: the mean of its repeats and how sure it is."""
-    from benchlab.stats import summarize
+def _pick(
+    sides: Sides, value: str, measurements: list[tuple[Any, ...]], metric: str
+) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
+    """The measurement among `measurements` with the best level for `metric` (ties: the
+    first in identity order, so the answer never depends on dict order)."""
+    lower = lower_is_better(metric)
+    best: tuple[tuple[Any, ...], dict[str, Any] | None] = (measurements[0], None)
+    for key in sorted(measurements, key=repr):
+        side = sides.side(value, key, metric)
+        if side is None:
+            continue
+        held = best[1]
+        if held is None or (side["mean"] < held["mean"] if lower else side["mean"] > held["mean"]):
+            best = (key, side)
+    return best
 
-    values = [float(run[metric]) for run in runs if run.get(metric) is not None]
-    if not values:
-        return None
-    stats = summarize(values)
-    ci = (
-        [stats.ci_low, stats.ci_high]
-        if stats.ci_low is not None and stats.ci_high is not None
-        else None
-    )
-    return {"mean": stats.mean, "n": stats.n, "stddev": stats.stddev, "ci95": ci}
 
-
-def _test_rows(
-    runs_a: list[dict[str, Any]], runs_b: list[dict[str, Any]], axis: str
+def _rows(
+    sides: Sides,
+    a: str,
+    b: str,
+    measurements_a: list[tuple[Any, ...]],
+    measurements_b: list[tuple[Any, ...]],
+    match: str,
 ) -> list[dict[str, Any]]:
-    from benchlab.identity import shape
+    """One row per metric either side carries, for one row key."""
+    rows = []
+    for metric in ROW_METRICS:
+        key_a, side_a = _pick(sides, a, measurements_a, metric)
+        key_b, side_b = _pick(sides, b, measurements_b, metric)
+        if side_a is None and side_b is None:
+            continue
+        runs_a, runs_b = sides.repeats[(a, key_a)], sides.repeats[(b, key_b)]
+        rows.append(_row(sides.axis, match, metric, runs_a, runs_b, side_a, side_b))
+    return rows
 
+
+def _row(
+    axis: str,
+    match: str,
+    metric: str,
+    runs_a: list[dict[str, Any]],
+    runs_b: list[dict[str, Any]],
+    side_a: dict[str, Any] | None,
+    side_b: dict[str, Any] | None,
+) -> dict[str, Any]:
     run_a, run_b = runs_a[-1], runs_b[-1]
-    tests = list(run_a.get("tests") or ())
-    base = {
+    value_a = side_a["mean"] if side_a else None
+    value_b = side_b["mean"] if side_b else None
+    row = {
         "model": run_a["model"],
         "machine_id": run_a["machine_id"] if axis != "machine" else None,
         "precision": run_a["precision"],
         "backend": run_a.get("backend"),
-        "threads": run_a.get("threads"),
-        "shape": shape(run_a) or None,
+        "threads": run_a.get("threads") if match == "exact" else None,
+        "shape": (shape(run_a) if match == "exact" else _workload(run_a)) or None,
+        "test": row_test(run_a, metric),
+        "metric": metric,
+        "unit": unit_of(metric),
+        "better": "lower" if lower_is_better(metric) else "higher",
         "run_a": run_a["run_id"],
         "run_b": run_b["run_id"],
+        "a": value_a,
+        "b": value_b,
+        "speedup": _axis_speedup(metric, value_a, value_b),
+        "mark": significance(metric, side_a, side_b),
+        "stats_a": side_a,
+        "stats_b": side_b,
+        "pm_a": _half_width(side_a),
+        "pm_b": _half_width(side_b),
     }
     if axis == "build":
-        base["revision"] = run_a.get("revision")
-    rows = []
-    for metric, prefix, fallback in _TEST_METRICS:
-        side_a, side_b = _side(runs_a, metric), _side(runs_b, metric)
-        if side_a is None and side_b is None:
-            continue
-        value_a = side_a["mean"] if side_a else None
-        value_b = side_b["mean"] if side_b else None
-        names = [t for t in tests if prefix and t.startswith(prefix)]
-        test = names[0] if names else fallback
-        if metric == "peak_tok_per_sec" and run_a.get("batch_sizes"):
-            test = f"batch peak b{max(run_a['batch_sizes'])}"
-        rows.append(
-            {
-                **base,
-                "test": test,
-                "metric": metric,
-                "a": value_a,
-                "b": value_b,
-                "speedup": _axis_speedup(metric, value_a, value_b),
-                "stats_a": side_a,
-                "stats_b": side_b,
-                "pm_a": _half_width(side_a),
-                "pm_b": _half_width(side_b),
-            }
-        )
-    return rows
+        row["revision"] = run_a.get("revision")
+    if match == "best":
+        row["settings_a"] = settings_label(run_a)
+        row["settings_b"] = settings_label(run_b)
+        row["settings"] = f"A: {row['settings_a']}, B: {row['settings_b']}"
+    return row
+
+
+def row_test(entry: dict[str, Any], metric: str) -> str:
+    """The row's test: llama-bench's own name (`pp512`, `tg128`) for the prefill and decode
+    metrics, from the workload fields (so a light site entry names it as the full one does),
+    else from the run's test list; `batch peak b8` for the peak; a short name otherwise."""
+    if metric in _TEST_OF:
+        prefix, fallback = _TEST_OF[metric]
+        names = test_names(entry.get("prompt_tokens"), entry.get("gen_tokens"), entry.get("depth"))
+        names = [t for t in names or list(entry.get("tests") or ()) if t.startswith(prefix)]
+        return names[0] if names else fallback
+    if metric == "peak_tok_per_sec":
+        sizes = entry.get("batch_sizes")
+        return f"batch peak b{max(sizes)}" if sizes else "batch peak"
+    return _LABEL.get(metric, metric)
+
+
+def _workload(entry: dict[str, Any]) -> str:
+    """The shape less the settings: what `match=best` holds equal."""
+    return shape({k: entry.get(k) for k in ("prompt_tokens", "gen_tokens", "depth")})
+
+
+def settings_label(entry: dict[str, Any]) -> str:
+    """A configuration as people say it: `16 threads, b512/ub128, fa, ngl 99`."""
+    parts = []
+    if entry.get("threads") is not None:
+        parts.append(f"{entry['threads']} thread{'s' if entry['threads'] != 1 else ''}")
+    else:
+        parts.append("threads not recorded")
+    if entry.get("batch_sizes"):
+        sizes = entry["batch_sizes"]
+        parts.append(f"batch {min(sizes)}-{max(sizes)}" if len(sizes) > 1 else f"batch {sizes[0]}")
+    if entry.get("n_batch") or entry.get("n_ubatch"):
+        parts.append(f"b{entry.get('n_batch') or '-'}/ub{entry.get('n_ubatch') or '-'}")
+    if entry.get("gpu_layers") is not None:
+        parts.append(f"ngl {entry['gpu_layers']}")
+    if entry.get("flash_attn"):
+        parts.append("fa")
+    if entry.get("type_k") or entry.get("type_v"):
+        parts.append(f"kv {entry.get('type_k') or '-'}/{entry.get('type_v') or '-'}")
+    for name, value in sorted((entry.get("axes") or {}).items()):
+        parts.append(f"{name}={value}")
+    return ", ".join(parts)
 
 
 def _axis_speedup(metric: str, a: float | None, b: float | None) -> float | None:
@@ -330,7 +563,6 @@ def _half_width(side: dict[str, Any] | None) -> float | None:
 
 
 def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
-    metric_rank = [m for m, _, _ in _TEST_METRICS].index(row["metric"])
     return (
         row["model"],
         row["precision"],
@@ -338,6 +570,6 @@ def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
         row["backend"] or "",
         row["threads"] if row["threads"] is not None else -1,
         row["shape"] or "",
-        metric_rank,
+        ROW_METRICS.index(row["metric"]),
         row["test"],
     )
