@@ -1,0 +1,225 @@
+"""Segmentation of one series' whole history into runs of a constant level.
+
+The method, in four steps (ARCHITECTURE.md, Regression detection):
+
+1. **The series' own noise.** `noise_scale` estimates the standard deviation of the run to
+   run noise from the first differences, the largest fifth left out: a step moves one
+   difference and an outlier run two, so neither inflates the estimate, and a slow drift
+   barely moves any. Every threshold below is in units of this figure, so a noisy series
+   needs a larger step than a quiet one, and the answer does not depend on units.
+2. **Outliers bounded, not trusted.** `despike` clips each run to within 3 noise deviations
+   of the running median of five around it. A wedged run then weighs like a slightly
+   unlucky one; the edges of a real step survive a median filter untouched.
+3. **Optimal partitioning.** `partition` finds the cuts that minimise the squared error of a
+   piecewise-constant fit plus a penalty per cut (an exact dynamic programme, O(n^2)), the
+   penalty growing with log n. Unlike binary segmentation it sees a regression that was
+   fixed later (a pulse) as two cuts at once; the best single split of a pulse is weak.
+   Among equally placed cuts the fit prefers the one that explains the largest change, so
+   a noise-low run just before a drop does not take the blame.
+4. **A test per cut.** `find_cuts` then tests each cut against its neighbouring segments:
+   a z-test of the two segments' (despiked) means with the known noise, multiplied by the
+   number of places the cut could have been (Bonferroni over the scan), a minimum size in
+   noise deviations and in relative change, and a check that a straight line (a drift)
+   does not explain the two segments as well as a step does. The weakest failing cut goes,
+   the rest are tested again, until every cut passes.
+
+Across the many series of a catalog, `benchlab.regress.control_fdr` keeps the false
+discovery rate at the significance level (Benjamini-Hochberg over the series' p-values).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CLIP = 3.0
+"""Runs are clipped to within this many noise deviations of the running median."""
+PENALTY = 3.0
+"""The cost of one more cut, per log(n), in units of the noise variance."""
+DRIFT_GAIN = 4.0
+"""A step must beat a straight line through its two segments by this much squared error,
+per log of the window's length, in units of the noise variance."""
+SHORT = 5
+"""A segment shorter than this (a short pulse, a first or newest segment of a few runs) is
+where heavy-tailed noise fakes steps: its cuts need `SHORT_EFFECT`."""
+SHORT_EFFECT = 4.0
+TRIM = 0.8
+"""The share of the smallest squared first differences that estimates the noise."""
+
+
+def _chi2_1_trimmed_mean(share: float) -> float:
+    """E[X | X <= q] for X chi-squared with one degree of freedom, q its `share` quantile.
+
+    x f_1(x) is the chi-squared density with three degrees of freedom, so the partial mean
+    is that distribution's CDF at q: erf(sqrt(q/2)) - sqrt(2q/pi) exp(-q/2)."""
+    lo, hi = 0.0, 20.0
+    for _ in range(100):  # the quantile by bisection on P(X <= q) = erf(sqrt(q / 2))
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if math.erf(math.sqrt(mid / 2)) < share else (lo, mid)
+    q = (lo + hi) / 2
+    partial = math.erf(math.sqrt(q / 2)) - math.sqrt(2 * q / math.pi) * math.exp(-q / 2)
+    return partial / share
+
+
+_TRIMMED_MEAN = _chi2_1_trimmed_mean(TRIM)
+
+
+def noise_scale(values: Sequence[float]) -> float:
+    """The standard deviation of the run-to-run noise, from the smallest `TRIM` share of
+    the squared first differences (consistent for Gaussian noise; a step, an outlier run or
+    a slow drift leaves it almost unmoved). Never 0: a constant series gets a tiny scale
+    relative to its level, so any change of it is large."""
+    import numpy as np
+
+    y = np.asarray(values, dtype=float)
+    if len(y) < 2:
+        return 1e-9 * (abs(float(y[0])) if len(y) else 1.0) or 1e-300
+    squares = np.sort(np.diff(y) ** 2)
+    kept = squares[: max(1, math.ceil(TRIM * len(squares)))]
+    sigma = math.sqrt(float(kept.mean()) / (2 * _TRIMMED_MEAN))
+    floor = 1e-9 * max(float(np.median(np.abs(y))), 1e-300)
+    return max(sigma, floor)
+
+
+def despike(values: Sequence[float], sigma: float) -> Any:
+    """`values` clipped to the running median of five (fewer at the ends) +- CLIP sigma."""
+    import numpy as np
+
+    y = np.asarray(values, dtype=float)
+    n = len(y)
+    if n < 3:
+        return y.copy()
+    padded = np.concatenate([y[:1], y[:1], y, y[-1:], y[-1:]])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 5)
+    centre = np.median(windows, axis=1)
+    centre[0], centre[-1] = np.median(y[:3]), np.median(y[-3:])
+    return np.clip(y, centre - CLIP * sigma, centre + CLIP * sigma)
+
+
+def partition(z: Any, penalty: float, min_segment: int) -> list[int]:
+    """The cuts (first index of each new segment) minimising the squared error of a
+    piecewise-constant fit to `z` plus `penalty` per cut, every segment at least
+    `min_segment` long: optimal partitioning by dynamic programming."""
+    import numpy as np
+
+    n = len(z)
+    if n < 2 * min_segment:
+        return []
+    s1 = np.concatenate([[0.0], np.cumsum(z)])
+    s2 = np.concatenate([[0.0], np.cumsum(np.square(z))])
+    best = np.full(n + 1, np.inf)
+    best[0] = -penalty
+    last = np.zeros(n + 1, dtype=int)
+    for end in range(min_segment, n + 1):
+        starts = np.arange(0, end - min_segment + 1)
+        starts = starts[(starts == 0) | (starts >= min_segment)]
+        length = end - starts
+        cost = s2[end] - s2[starts] - np.square(s1[end] - s1[starts]) / length
+        total = best[starts] + cost + penalty
+        pick = int(np.argmin(total))
+        best[end], last[end] = total[pick], starts[pick]
+    cuts = []
+    end = n
+    while end > 0:
+        end = int(last[end])
+        if end > 0:
+            cuts.append(end)
+    return sorted(cuts)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One cut between two neighbouring segments and the evidence for it."""
+
+    index: int
+    p_value: float
+    effect: float
+    """|mean after - mean before| of the despiked runs, in noise deviations."""
+    change: float
+    """(median after - median before) / median before, of the raw runs."""
+    drift_gain: float
+    """How much less squared error (in noise variances) the step leaves than a line."""
+
+
+def _line_sse(y: Any) -> float:
+    import numpy as np
+
+    x = np.arange(len(y), dtype=float)
+    x -= x.mean()
+    centred = y - y.mean()
+    slope = float((x * centred).sum() / (x * x).sum())
+    return float(np.square(centred - slope * x).sum())
+
+
+def _sse(y: Any) -> float:
+    return float(((y - y.mean()) ** 2).sum())
+
+
+def judge(raw: Any, clean: Any, sigma: float, lo: int, cut: int, hi: int, min_segment: int) -> Cut:
+    """The evidence for a cut at `cut` between the segments [lo, cut) and [cut, hi)."""
+    import numpy as np
+
+    before, after = clean[lo:cut], clean[cut:hi]
+    residuals = np.concatenate([before - before.mean(), after - after.mean()])
+    spread = math.sqrt(float(np.square(residuals).sum()) / max(1, len(residuals) - 2))
+    delta = float(after.mean() - before.mean()) / max(sigma, spread)
+    z = abs(delta) / math.sqrt(1 / len(before) + 1 / len(after))
+    places = max(1, len(raw) - 2 * min_segment + 1)
+    p_value = min(1.0, places * math.erfc(z / math.sqrt(2)))
+    mb, ma = float(np.median(raw[lo:cut])), float(np.median(raw[cut:hi]))
+    change = (ma - mb) / abs(mb) if mb else math.inf
+    window = clean[lo:hi]
+    gain = (_line_sse(window) - _sse(before) - _sse(after)) / sigma**2
+    return Cut(cut, p_value, abs(delta), change, gain)
+
+
+def _needed_effect(min_effect: float, before: int, after: int) -> float:
+    """The size (noise deviations) a cut needs: more where either side is a short segment."""
+    return min_effect if min(before, after) >= SHORT else max(min_effect, SHORT_EFFECT)
+
+
+def segment_bounds(cuts: Sequence[int], n: int) -> list[tuple[int, int]]:
+    """[start, end) of each segment that `cuts` (first indices of new segments) make."""
+    bounds = [0, *cuts, n]
+    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1) if bounds[i] < bounds[i + 1]]
+
+
+def find_cuts(
+    values: Sequence[float],
+    *,
+    alpha: float,
+    min_change: float,
+    min_segment: int,
+    min_effect: float,
+) -> list[Cut]:
+    """Every step in `values` that passes its test (module docstring), oldest first."""
+    import numpy as np
+
+    raw = np.asarray(values, dtype=float)
+    n = len(raw)
+    if n < 2 * min_segment:
+        return []
+    sigma = noise_scale(raw)
+    clean = despike(raw, sigma)
+    cuts = partition(clean / sigma, PENALTY * math.log(n), min_segment)
+    while cuts:
+        bounds = [0, *cuts, n]
+        judged = [
+            judge(raw, clean, sigma, bounds[i], bounds[i + 1], bounds[i + 2], min_segment)
+            for i in range(len(cuts))
+        ]
+        failing = [
+            c
+            for c, lo, hi in zip(judged, bounds, bounds[2:], strict=False)
+            if c.p_value >= alpha
+            or c.effect < _needed_effect(min_effect, c.index - lo, hi - c.index)
+            or abs(c.change) < min_change
+            or c.drift_gain < DRIFT_GAIN * math.log(hi - lo)
+        ]
+        if not failing:
+            return judged
+        weakest = max(failing, key=lambda c: (c.p_value, -c.effect))
+        cuts.remove(weakest.index)
+    return []
