@@ -38,6 +38,7 @@ from typing import Any, Literal
 from benchlab.errors import QueryError
 from benchlab.identity import series_label, series_of, version_label
 from benchlab.metrics import DEFAULT_METRIC, lower_is_better
+from benchlab.stats import is_outlier
 
 REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads")
 """The identity fields a report row repeats as columns; `series` and `label` name the rest."""
@@ -64,12 +65,14 @@ def sort_key(entry: Entry) -> tuple[str, str]:
 
 def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[str, History]:
     """Ok runs with a value for `metric`, by series id (`series_of`), oldest first; the
-    series come in `sort_key` order."""
+    series come in `sort_key` order. Runs marked as outliers (`stats.is_outlier`) are left
+    out: no answer ranks, averages or detects with them."""
     grouped: dict[str, History] = defaultdict(list)
     for entry in entries:
         value = entry.get(metric)
         if (
             entry.get("status", "ok") == "ok"
+            and not is_outlier(entry)
             and isinstance(value, (int, float))
             and not isinstance(value, bool)
             and math.isfinite(value)
@@ -176,44 +179,66 @@ def find_steps(
     permutations: int = 999,
     seed: int = 0,
 ) -> list[tuple[int, float]]:
-    """Every step by binary segmentation: (first index after the step, p-value), in order.
+    """Every step of the whole history: (first index after the step, p-value), in order.
 
-    A split counts when its permutation p-value is below `alpha` AND the segment medians
-    differ by at least `min_change` (relative) AND by `min_effect` robust standard
-    deviations of the noise: significant but negligible steps, and wobbles no larger than
-    the series' own noise, are noise to whoever reads the report.
+    The segmentation of `benchlab.segment` (module docstring): optimal partitioning of the
+    despiked series, then a test per cut against its neighbouring segments. A cut counts
+    when its p-value is below `alpha` AND the segment medians differ by at least
+    `min_change` (relative) AND by `min_effect` deviations of the series' own noise (more
+    next to a segment of fewer than `segment.SHORT` runs) AND a straight line does not
+    explain it. `permutations` and `seed` are accepted for the callers written against the
+    rank scan (`best_split`); the cut test is analytic and uses neither.
     """
-    found: list[tuple[int, float]] = []
+    del permutations, seed
+    from benchlab.segment import find_cuts
 
-    def visit(lo: int, hi: int) -> None:
-        result = best_split(
-            values[lo:hi], min_segment=min_segment, permutations=permutations, seed=seed
+    cuts = find_cuts(
+        values,
+        alpha=alpha,
+        min_change=min_change,
+        min_segment=min_segment,
+        min_effect=min_effect,
+    )
+    return [(cut.index, cut.p_value) for cut in cuts]
+
+
+def segments(
+    values: Sequence[float],
+    *,
+    alpha: float = 0.01,
+    min_change: float = 0.01,
+    min_segment: int = 3,
+    min_effect: float = MIN_EFFECT,
+) -> list[tuple[int, int]]:
+    """[start, end) of every segment of constant level in `values`, oldest first: the cuts
+    of `find_steps` and, where the newest runs stand outside every run since the last cut
+    (`tail_step`, a suspect), a last segment of those runs. An empty series has none."""
+    from benchlab.segment import segment_bounds
+
+    if not values:
+        return []
+    cuts = [
+        cut
+        for cut, _ in find_steps(
+            values,
+            alpha=alpha,
+            min_change=min_change,
+            min_segment=min_segment,
+            min_effect=min_effect,
         )
-        if result is None:
-            return
-        split, p_value = result
-        before, after = median(values[lo : lo + split]), median(values[lo + split : hi])
-        if p_value >= alpha or before == 0 or abs(after - before) / abs(before) < min_change:
-            return
-        found.append((lo + split, p_value))
-        visit(lo, lo + split)
-        visit(lo + split, hi)
+    ]
+    start = cuts[-1] if cuts else 0
+    tail = tail_step(values, start, min_change=min_change)
+    if tail is not None and tail[0] - start >= MIN_BASELINE:
+        cuts.append(tail[0])
+    return segment_bounds(cuts, len(values))
 
-    visit(0, len(values))
-    found.sort()
-    # The effect is judged between neighbouring cuts, once segmentation is done: at the top
-    # level a segment may still hold a second step, whose spread would hide the first.
-    while found:
-        bounds = [0, *(cut for cut, _ in found), len(values)]
-        effects = [
-            effect_size(values[bounds[i] : bounds[i + 1]], values[bounds[i + 1] : bounds[i + 2]])
-            for i in range(len(found))
-        ]
-        weakest = min(range(len(found)), key=lambda i: effects[i])
-        if effects[weakest] >= min_effect:
-            break
-        del found[weakest]
-    return found
+
+def current_segment(values: Sequence[float], **options: Any) -> tuple[int, int]:
+    """[start, end) of the newest segment: the runs at the series' current level, the answer
+    to "what does this machine do today" (`segments`; options as there). (0, 0) if empty."""
+    found = segments(values, **options)
+    return found[-1] if found else (0, 0)
 
 
 @dataclass(frozen=True)
@@ -241,6 +266,13 @@ class Step:
     runs_after: int = 0
     effect: float = 0.0
     corroborated_by: int = 0
+    open: bool = False
+    """Still in effect at the newest run: the newest segment's level is still beyond the
+    noise on the far side of the level before the step (no later step undid it). A
+    regression later fixed is not open; a suspect, at the newest runs, always is."""
+    p_value: float = 1.0
+    """The step's own p-value (confidence is 1 - p_value, clipped by corroboration);
+    `control_fdr` ranks series by it."""
 
     @property
     def version_changed(self) -> bool:
@@ -272,6 +304,7 @@ class Step:
             runs_after=self.runs_after,
             effect=round(self.effect, 2),
             corroborated_by=self.corroborated_by,
+            open=self.open,
         )
         return row
 
@@ -347,77 +380,153 @@ def detect(
     min_effect: float = MIN_EFFECT,
     suspects: bool = True,
 ) -> list[Step]:
-    """Step changes in every series' history, oldest first within a series: confirmed steps
-    (rank scan, permutation test, effect size) and, with `suspects`, a step among the newest
-    runs too recent to confirm (`tail_step`), its confidence raised where other series of
-    the same machine stepped the same way at the same time (`fisher_combined`)."""
+    """Every step in every series' whole history, oldest first within a series: confirmed
+    steps (`find_steps`), kept where the false discovery rate across all the series tested
+    stays at `alpha` (`control_fdr`), and, with `suspects`, a step among the newest runs too
+    recent to confirm (`tail_step`), its confidence raised where other series of the same
+    machine stepped the same way at the same time (`corroborate`)."""
     steps: list[Step] = []
-    for runs in histories(entries, metric).values():
-        fields = _series_fields(runs[0][0])
-        values = [value for _, value in runs]
-        cuts = find_steps(
-            values,
+    grouped = histories(entries, metric)
+    for runs in grouped.values():
+        steps += series_steps(
+            runs,
+            metric,
             alpha=alpha,
             min_change=min_change,
             min_segment=min_segment,
             min_effect=min_effect,
+            suspects=suspects,
         )
-        bounds = [0, *(cut for cut, _ in cuts), len(values)]
-        found: list[tuple[int, float, float, float, float, str]] = []
-        for number, (cut, p_value) in enumerate(cuts, start=1):
-            segment_before = values[bounds[number - 1] : cut]
-            segment_after = values[cut : bounds[number + 1]]
+    return corroborate(control_fdr(steps, len(grouped), alpha))
+
+
+def series_steps(
+    runs: History,
+    metric: str,
+    *,
+    alpha: float,
+    min_change: float,
+    min_segment: int,
+    min_effect: float,
+    suspects: bool,
+) -> list[Step]:
+    """The steps of one series' history (`detect` without the catalog-wide parts)."""
+    from benchlab.segment import noise_scale
+
+    fields = _series_fields(runs[0][0])
+    values = [value for _, value in runs]
+    cuts = find_steps(
+        values,
+        alpha=alpha,
+        min_change=min_change,
+        min_segment=min_segment,
+        min_effect=min_effect,
+    )
+    bounds = [0, *(cut for cut, _ in cuts), len(values)]
+    found: list[tuple[int, float, float, float, float, str]] = []
+    for number, (cut, p_value) in enumerate(cuts, start=1):
+        segment_before = values[bounds[number - 1] : cut]
+        segment_after = values[cut : bounds[number + 1]]
+        found.append(
+            (
+                cut,
+                p_value,
+                median(segment_before),
+                median(segment_after),
+                effect_size(segment_before, segment_after),
+                "confirmed",
+            )
+        )
+    newest = values[bounds[-2] :]
+    if suspects:
+        tail = tail_step(values, bounds[-2], min_change=min_change)
+        if tail is not None and tail[0] - bounds[-2] >= MIN_BASELINE:
+            first, p_value, effect = tail
             found.append(
                 (
-                    cut,
+                    first,
                     p_value,
-                    median(segment_before),
-                    median(segment_after),
-                    effect_size(segment_before, segment_after),
-                    "confirmed",
+                    median(values[bounds[-2] : first]),
+                    median(values[first:]),
+                    effect,
+                    "suspect",
                 )
             )
-        if suspects:
-            tail = tail_step(values, bounds[-2], min_change=min_change)
-            if tail is not None and tail[0] - bounds[-2] >= MIN_BASELINE:
-                first, p_value, effect = tail
-                found.append(
-                    (
-                        first,
-                        p_value,
-                        median(values[bounds[-2] : first]),
-                        median(values[first:]),
-                        effect,
-                        "suspect",
-                    )
-                )
-        for cut, p_value, before, after, effect, status in found:
-            change = (after - before) / before
-            good, bad = runs[cut - 1][0], runs[cut][0]
-            steps.append(
-                Step(
-                    fields["series"],
-                    fields["label"],
-                    metric,
-                    bad["run_id"],
-                    bad["timestamp"],
-                    good["run_id"],
-                    before,
-                    after,
-                    change,
-                    1.0 - p_value,
-                    _kind(metric, change),
-                    version_before=version_label(good),
-                    version_after=version_label(bad),
-                    revision_before=good.get("revision"),
-                    revision_after=bad.get("revision"),
-                    identity={**fields, "last_good_timestamp": good["timestamp"]},
-                    status=status,  # type: ignore[arg-type]
-                    runs_after=len(values) - cut,
-                    effect=effect,
-                )
+            newest = values[first:]
+    level, noise = median(newest), noise_scale(values)
+    steps = []
+    for cut, p_value, before, after, effect, status in found:
+        change = (after - before) / before
+        good, bad = runs[cut - 1][0], runs[cut][0]
+        still = (level - before) * math.copysign(1.0, after - before)
+        steps.append(
+            Step(
+                fields["series"],
+                fields["label"],
+                metric,
+                bad["run_id"],
+                bad["timestamp"],
+                good["run_id"],
+                before,
+                after,
+                change,
+                1.0 - p_value,
+                _kind(metric, change),
+                version_before=version_label(good),
+                version_after=version_label(bad),
+                revision_before=good.get("revision"),
+                revision_after=bad.get("revision"),
+                identity={
+                    **fields,
+                    "last_good_timestamp": good["timestamp"],
+                    "confirmed_in_series": len(cuts),
+                },
+                status=status,  # type: ignore[arg-type]
+                runs_after=len(values) - cut,
+                effect=effect,
+                open=status == "suspect"
+                or still > max(min_change * abs(before), min_effect * noise),
+                p_value=p_value,
             )
-    return corroborate(steps)
+        )
+    return steps
+
+
+def control_fdr(steps: Sequence[Step], tested: int, alpha: float = 0.01) -> list[Step]:
+    """The confirmed steps that survive Benjamini-Hochberg across `tested` series at level
+    `alpha`; suspects pass as they are (they never fail a gate and are counted apart).
+
+    Each series (with its metric) is one hypothesis, "this history has a step", its p-value
+    the smallest of its steps' times their number (Bonferroni within the series). With R of
+    the `tested` series discovered, a discovered series keeps the steps whose own p-value is
+    at most alpha R / tested (Benjamini and Bogomolov's selective level). So among hundreds
+    of noise-only series a few chance dips do not each become a "confirmed" regression."""
+    by_series: dict[tuple[str, str], list[Step]] = defaultdict(list)
+    for step in steps:
+        if step.status == "confirmed":
+            by_series[(step.series, step.metric)].append(step)
+    if not by_series:
+        return list(steps)
+    tested = max(tested, len(by_series))
+    p_series = {  # the count found before any filtering: filtering twice changes nothing
+        key: min(
+            1.0,
+            found[0].identity.get("confirmed_in_series", len(found))
+            * min(s.p_value for s in found),
+        )
+        for key, found in by_series.items()
+    }
+    ranked = sorted(p_series.values())
+    discovered = max(
+        (k for k, p in enumerate(ranked, start=1) if p <= alpha * k / tested), default=0
+    )
+    level = alpha * discovered / tested
+    return [
+        step
+        for step in steps
+        if step.status != "confirmed"
+        or (p_series[(step.series, step.metric)] <= level and step.p_value <= level)
+    ]
 
 
 def corroborate(steps: Sequence[Step]) -> list[Step]:
@@ -528,8 +637,12 @@ def compare_latest(
 ) -> list[Comparison]:
     """The latest run of each series on `machine` against a baseline in the same series.
 
-    The baseline is the given run (its series only) or else the median of the `window` runs
-    before the latest, so one lucky or unlucky run does not become the yardstick. A series
+    The baseline is the given run (its series only) or else the median of the last stable
+    segment before the newest runs (`segments`): after a step, even one many runs ago, the
+    runs since are already at the new level, and the median of the last few of them would
+    call a regression still in effect "no change". Where the history has one segment, the
+    baseline is the median of its runs before the latest, so one lucky or unlucky run does
+    not become the yardstick. `window` is accepted for older callers and unused. A series
     with a single run has nothing to compare with and is left out: a fresh clone's first
     sweep (threads 1 and 2, two models, two precisions) is eight one-run series, not a
     comparison of a t1 run with a t2 run.
@@ -554,9 +667,9 @@ def compare_latest(
             base_label = baseline_run
             base_version = version_label(base_entry)
         elif len(runs) >= 2:
-            previous = runs[-1 - window : -1]
+            previous = _stable_baseline(runs)
             base_value = median(v for _, v in previous)
-            base_label = f"median of {len(previous)} previous run(s)"
+            base_label = f"median of {len(previous)} run(s) of the last stable segment"
             versions = sorted({version_label(e) or "" for e, _ in previous})
             base_version = ", ".join(v for v in versions if v) or None
         else:
@@ -581,6 +694,16 @@ def compare_latest(
             )
         )
     return results
+
+
+def _stable_baseline(runs: History) -> History:
+    """The runs of the last stable segment before the newest one (`segments`); with a
+    single segment, all its runs before the latest."""
+    found = segments([value for _, value in runs])
+    if len(found) >= 2:
+        start, end = found[-2]
+        return runs[start:end]
+    return runs[:-1]
 
 
 def parse_threshold(text: str, flag: str = "--threshold") -> float:

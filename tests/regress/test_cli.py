@@ -52,7 +52,20 @@ def test_detect_finds_the_step_and_exits_1(catalog: Path, capsys: pytest.Capture
 def test_a_stable_machine_passes_the_gate(catalog: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["--store", str(catalog), "regression", "--machine", "laptop"]) == 0
     out = capsys.readouterr().out
-    assert "laptop" in out and "median of 5 previous run(s)" in out
+    assert "laptop" in out and "median of 39 run(s) of the last stable segment" in out
+
+
+def test_the_baseline_is_the_last_stable_segment_not_the_slow_recent_runs(
+    catalog: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """pi5 dropped 25 % twenty runs ago: the median of the last 5 runs (already slow) said
+    "no"; the segment before the step says "yes"."""
+    args = ["--store", str(catalog), "regression", "--machine", "pi5", "--format", "json"]
+    assert main(args) == 1
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["baseline"] == "median of 20 run(s) of the last stable segment"
+    assert row["baseline_value"] == pytest.approx(100, rel=0.03)
+    assert row["regression"] is True and -30 < row["change"] < -20
 
 
 def test_latest_vs_named_baseline(catalog: Path, capsys: pytest.CaptureFixture) -> None:

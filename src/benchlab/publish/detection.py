@@ -12,7 +12,7 @@ from weakref import WeakKeyDictionary
 from benchlab.catalog.format import Entry
 from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC
 from benchlab.pool import cpus, pool_map
-from benchlab.regress import Step, corroborate, detect, histories, sort_key
+from benchlab.regress import Step, control_fdr, corroborate, detect, histories, sort_key
 from benchlab.stats import is_outlier
 
 PARALLEL_RUNS = 20_000
@@ -41,7 +41,8 @@ def detect_per_series(
 ) -> tuple[list[Step], dict[str, list[Step]]]:
     """`detect` over every ok run (the headline metric), and each series' decode steps.
 
-    `detect` reads each series alone, then corroborates suspects across series; a series
+    `detect` reads each series alone, then keeps the false discovery rate across series
+    (`control_fdr`) and corroborates suspects across series; a series
     yields at most one suspect per metric, so running it per series (in parallel), ordering
     the results as `detect` orders series and corroborating them together gives exactly
     `detect(all ok runs)`. `workers` defaults to one per CPU from `PARALLEL_RUNS` runs on."""
@@ -54,7 +55,8 @@ def detect_per_series(
         _set_detect_input({})
     found = dict(zip(sids, results, strict=True))
     ordered = sorted((key, sid) for sid, (key, _, _) in found.items() if key is not None)
-    steps = corroborate([step for _, sid in ordered for step in found[sid][1]])
+    merged = [step for _, sid in ordered for step in found[sid][1]]
+    steps = corroborate(control_fdr(merged, len(ordered)))  # FDR across all series, as detect
     return steps, {sid: decode for sid, (_, _, decode) in found.items()}
 
 
