@@ -5,6 +5,7 @@
     ├── StoreError                the store is missing, unsafe or inconsistent
     │   └── SchemaError           a file on disk does not match its schema
     ├── QueryError                a query cannot be answered (unknown metric, no run)
+    │   └── NoMatchError          nothing matches what was asked (exit 1)
     ├── ParseError                a benchmark ran but its output could not be parsed
     ├── MeasurementError          a benchmark ran on a live device and said no
     └── DeviceError               transport: the device could not be reached or kept
@@ -43,6 +44,13 @@ class SchemaError(StoreError):
 
 class QueryError(BenchlabError):
     """A query cannot be answered as asked."""
+
+
+class NoMatchError(QueryError):
+    """Nothing matches what was asked (an unknown run id): an answer, not a fault (exit 1,
+    as every query verb exits when no run matches; ARCHITECTURE.md, Errors and exit codes)."""
+
+    exit_code = 1
 
 
 class ParseError(BenchlabError):

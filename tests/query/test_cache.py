@@ -75,7 +75,7 @@ def test_batch_curves_survive_the_cache(golden: Path, capsys: pytest.CaptureFixt
         if entry["run_id"] == LAPTOP_Q8:
             entry["batch_curve"] = CURVE
     write_v3_catalog(golden, runs)
-    argv = ["best", "--model", "smollm2-135m", "--format", "json"]
+    argv = ["best", "--ever", "--model", "smollm2-135m", "--format", "json"]
     cold = run_cli(capsys, *argv)
     assert store.query_cache.is_file()
     warm = run_cli(capsys, *argv)

@@ -66,8 +66,12 @@ def _kind(name: str, annotation: Any, required: bool) -> str:
         return "status"
     if args == {models.FailureKind, type(None)}:
         return "failure_kind"
+    if args == {models.GateStatus, type(None)}:
+        return "verdict"
     if args == {list[models.BatchCurvePoint], type(None)}:
         return "curve"
+    if args == {dict[str, models.ExtraMetric], type(None)}:
+        return "extras"
     return f"unknown: {annotation!r}"
 
 

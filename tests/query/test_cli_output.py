@@ -96,43 +96,54 @@ def test_list_csv(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ]
 
 
-def test_list_empty_says_so_and_exits_0(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_list_empty_says_so_and_exits_1(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(capsys, "list", "--model", "nosuch") == (
-        0,
+        1,
         "",
         "bench: no runs match --model nosuch "
         "(no model 'nosuch' in the catalog; known: qwen3-1.7b, smollm2-135m)\n",
     )
     code, out, _ = run_cli(capsys, "list", "--model", "nosuch", "--format", "json")
-    assert (code, out) == (0, "[]\n")
+    assert (code, out) == (1, "[]\n")
 
 
 def test_best_table(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(
-        capsys, "best", "--model", "smollm2-135m", "--metric", "peak_tok_per_sec"
+        capsys, "best", "--ever", "--model", "smollm2-135m", "--metric", "peak_tok_per_sec"
     )
     assert (code, err) == (0, "")
     assert out == dedent(
         """
-        machine         model         precision  threads  shape    version         peak_tok_per_sec  timestamp             run id
-        --------------  ------------  ---------  -------  -------  --------------  ----------------  --------------------  --------------------------------------------------------------
-        anthony-laptop  SmolLM2-135M  q8               4  p32/n16  benchlab 0.1.0            862.20  2025-01-06T12:00:00Z  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
+        machine         model         precision  backend    threads  shape    version         peak_tok_per_sec  timestamp             run id
+        --------------  ------------  ---------  ---------  -------  -------  --------------  ----------------  --------------------  --------------------------------------------------------------
+        anthony-laptop  SmolLM2-135M  q8         reference        4  p32/n16  benchlab 0.1.0            862.20  2025-01-06T12:00:00Z  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used.
         """  # noqa: E501
     )
 
 
 def test_best_by_machine_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(
-        capsys, "best", "--model", "SmolLM2-135M", "--by", "machine", "--format", "markdown"
+        capsys,
+        "best",
+        "--ever",
+        "--model",
+        "SmolLM2-135M",
+        "--by",
+        "machine",
+        "--format",
+        "markdown",
     )
     assert code == 0
     assert out == dedent(
         """
-        | machine | model | precision | threads | shape | version | peak_tok_per_sec | timestamp | run id |
-        |---|---|---|---:|---|---|---:|---|---|
-        | anthony-laptop | SmolLM2-135M | q8 | 4 | p32/n16 | benchlab 0.1.0 | 862.20 | 2025-01-06T12:00:00Z | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
-        | mac-m3pro | SmolLM2-135M | q8 | 8 | p32/n16 | benchlab 0.1.0 | 640.50 | 2025-01-05T10:30:00Z | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
-        | pi5 | SmolLM2-135M | q4 | - | p32/n16 | benchlab 0.1.0 | 95.50 | 2025-01-08T08:00:00Z | pi5-smollm2-135m-q4-batch-0badcafe-20250108T080000Z |
+        | machine | model | precision | backend | threads | shape | version | peak_tok_per_sec | timestamp | run id |
+        |---|---|---|---|---:|---|---|---:|---|---|
+        | anthony-laptop | SmolLM2-135M | q8 | reference | 4 | p32/n16 | benchlab 0.1.0 | 862.20 | 2025-01-06T12:00:00Z | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
+        | mac-m3pro | SmolLM2-135M | q8 | reference | 8 | p32/n16 | benchlab 0.1.0 | 640.50 | 2025-01-05T10:30:00Z | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
+        | pi5 | SmolLM2-135M | q4 | reference | - | p32/n16 | benchlab 0.1.0 | 95.50 | 2025-01-08T08:00:00Z | pi5-smollm2-135m-q4-batch-0badcafe-20250108T080000Z |
+
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used.
         """  # noqa: E501
     )
 
@@ -141,6 +152,7 @@ def test_best_other_metric_json_and_csv(golden: Path, capsys: pytest.CaptureFixt
     code, out, _ = run_cli(
         capsys,
         "best",
+        "--ever",
         "--model",
         "smollm2-135m",
         "--metric",
@@ -151,11 +163,12 @@ def test_best_other_metric_json_and_csv(golden: Path, capsys: pytest.CaptureFixt
     assert code == 0
     assert [r["run_id"] for r in json.loads(out)] == [MAC_Q8]
     code, out, _ = run_cli(
-        capsys, "best", "--model", "smollm2-135m", "--metric", "speedup", "--format", "csv"
-    )
+        capsys, "best", "--ever", "--model", "smollm2-135m", "--metric", "speedup", "--format",
+        "csv",
+    )  # fmt: skip
     assert out.splitlines() == [
-        "machine_id,model,precision,threads,shape,version,speedup,timestamp,run_id",
-        f"anthony-laptop,SmolLM2-135M,q8,4,p32/n16,benchlab 0.1.0,12.21,2025-01-06T12:00:00Z,"
+        "machine_id,model,precision,backend,threads,shape,version,speedup,timestamp,run_id",
+        f"anthony-laptop,SmolLM2-135M,q8,reference,4,p32/n16,benchlab 0.1.0,12.21,2025-01-06T12:00:00Z,"
         f"{LAPTOP_Q8}",
     ]
 
@@ -200,25 +213,31 @@ def test_unknown_metric_is_one_line_listing_valid_ones(
 
 
 def test_table_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "table", "--model", "smollm2-135m", "--precision", "q8")
+    code, out, _ = run_cli(
+        capsys, "table", "--ever", "--model", "smollm2-135m", "--precision", "q8"
+    )
     assert code == 0
     assert out == dedent(
         """
-        machine         precision  threads  shape    version         peak tok/s  baseline tok/s  speedup  prefill tok/s  decode tok/s  run id
-        --------------  ---------  -------  -------  --------------  ----------  --------------  -------  -------------  ------------  --------------------------------------------------------------
-        anthony-laptop  q8               4  p32/n16  benchlab 0.1.0      862.20           70.60   12.21x        2245.60        128.20  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
-        mac-m3pro       q8               8  p32/n16  benchlab 0.1.0      640.50           80.10    8.00x        1800.00        150.30  mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z
+        machine         precision  backend    threads  shape    version         peak tok/s  baseline tok/s  speedup  prefill tok/s  decode tok/s  run id
+        --------------  ---------  ---------  -------  -------  --------------  ----------  --------------  -------  -------------  ------------  --------------------------------------------------------------
+        anthony-laptop  q8         reference        4  p32/n16  benchlab 0.1.0      862.20           70.60   12.21x        2245.60        128.20  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
+        mac-m3pro       q8         reference        8  p32/n16  benchlab 0.1.0      640.50           80.10    8.00x        1800.00        150.30  mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used.
         """  # noqa: E501
     )
     code, out, _ = run_cli(
-        capsys, "table", "--model", "smollm2-135m", "--precision", "q8", "--format", "markdown"
-    )
+        capsys, "table", "--ever", "--model", "smollm2-135m", "--precision", "q8", "--format",
+        "markdown",
+    )  # fmt: skip
     assert out == dedent(
         """
-        | machine | precision | threads | shape | version | peak tok/s | baseline tok/s | speedup | prefill tok/s | decode tok/s | run id |
-        |---|---|---:|---|---|---:|---:|---:|---:|---:|---|
-        | anthony-laptop | q8 | 4 | p32/n16 | benchlab 0.1.0 | 862.20 | 70.60 | 12.21x | 2245.60 | 128.20 | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
-        | mac-m3pro | q8 | 8 | p32/n16 | benchlab 0.1.0 | 640.50 | 80.10 | 8.00x | 1800.00 | 150.30 | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
+        | machine | precision | backend | threads | shape | version | peak tok/s | baseline tok/s | speedup | prefill tok/s | decode tok/s | run id |
+        |---|---|---|---:|---|---|---:|---:|---:|---:|---:|---|
+        | anthony-laptop | q8 | reference | 4 | p32/n16 | benchlab 0.1.0 | 862.20 | 70.60 | 12.21x | 2245.60 | 128.20 | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
+        | mac-m3pro | q8 | reference | 8 | p32/n16 | benchlab 0.1.0 | 640.50 | 80.10 | 8.00x | 1800.00 | 150.30 | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
+
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used.
         """  # noqa: E501
     )
 
@@ -227,10 +246,11 @@ def test_table_failed_runs_only_with_status(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = run_cli(
-        capsys, "table", "--model", "smollm2-135m", "--status", "failed", "--format", "csv"
-    )
+        capsys, "table", "--ever", "--model", "smollm2-135m", "--status", "failed", "--format",
+        "csv",
+    )  # fmt: skip
     assert code == 0
-    row = "pi5,q8,4,p32/n16,benchlab 0.1.0,,,,,,pi5-smollm2-135m-q8"
+    row = "pi5,q8,reference,4,p32/n16,benchlab 0.1.0,,,,,,pi5-smollm2-135m-q8"
     assert out.splitlines()[1].startswith(row)
     code, out, err = run_cli(capsys, "table", "--model", "nosuch")
     assert (code, out) == (1, "")
@@ -335,9 +355,10 @@ def test_compare_markdown_json_three_runs_and_missing_values(
     assert out.startswith("### runs\n\n| run | run id |")
 
 
-def test_compare_unknown_run_id_exits_2(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_unknown_run_id_exits_1(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # No such run is "no match" (exit 1), as every query verb; a bad request is 2.
     code, out, err = run_cli(capsys, "compare", "--run-id", LAPTOP_Q8, "--run-id", "nope")
-    assert (code, out) == (2, "")
+    assert (code, out) == (1, "")
     assert err == f"bench: error: {golden / 'catalog.json'}: no run 'nope' in the catalog\n"
     code, _, err = run_cli(capsys, "compare", "--run-id", LAPTOP_Q8)
     assert code == 2
@@ -350,5 +371,5 @@ def test_store_flag_points_at_the_store(
     golden: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("BENCHLAB_STORE")
-    code, out, _ = run_cli(capsys, "--store", str(golden), "best", "--format", "csv")
+    code, out, _ = run_cli(capsys, "--store", str(golden), "best", "--ever", "--format", "csv")
     assert code == 0 and LAPTOP_Q8 in out

@@ -237,9 +237,9 @@ def test_ties_go_to_the_newer_run_then_the_smaller_id(tmp_path: Path) -> None:
     columns = open_columns(path, min_bytes=0)
     assert columns is not None
     for by in (None, "machine", "series"):
-        assert best_runs(columns, Filters(), "peak_tok_per_sec", by) == [newer_b]
-    assert machine_table(columns, Filters()) == [newer_b]
-    assert best_runs(columns, Filters(until="2025-01-13"), "peak_tok_per_sec") == [older]
+        assert best_runs(columns, Filters(), "peak_tok_per_sec", by, ever=True) == [newer_b]
+    assert machine_table(columns, Filters(), ever=True) == [newer_b]
+    assert best_runs(columns, Filters(until="2025-01-13"), "peak_tok_per_sec", ever=True) == [older]
 
 
 # --- the cache on disk ---------------------------------------------------------------------
@@ -303,7 +303,7 @@ def test_a_changed_shard_is_read_again_and_the_others_reused(
     after = _segments(store)
     changed = {name for name in before if after[name] != before[name]}
     assert changed == {columnar._segment_path(Store(store).query_cache.parent, touched).name}
-    assert best_runs(columns, Filters(), "peak_tok_per_sec") == [newer]
+    assert best_runs(columns, Filters(), "peak_tok_per_sec", ever=True) == [newer]
 
 
 def test_worker_processes_read_a_cold_cache(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

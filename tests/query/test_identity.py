@@ -70,16 +70,17 @@ def test_table_one_row_per_series_exact(
 ) -> None:
     # No batch peak on llama-bench kernel runs: ranked by decode tok/s. pi5 t4's best run is
     # b4500's (8.00 tok/s), though b4600 ran later.
-    code, out, err = run_cli(capsys, "table", "--model", "llama-3.2-1b")
+    code, out, err = run_cli(capsys, "table", "--ever", "--model", "llama-3.2-1b")
     assert (code, err) == (0, "")
     assert out == dedent(
         """
-        machine    precision  threads  shape      version           peak tok/s  baseline tok/s  speedup  prefill tok/s  decode tok/s  run id
-        ---------  ---------  -------  ---------  ----------------  ----------  --------------  -------  -------------  ------------  --------------------------------------------------------------
-        mac-m3pro  q4_0             8  p512/n128  b4600 (5e6f7a8b)           -               -        -         310.00         60.00  mac-m3pro-llama-3.2-1b-q4_0-kernel-4600cccc-20250210T100000Z
-        mac-m3pro  q4_k_m           4  p512/n128  b4600 (5e6f7a8b)           -               -        -         150.00         30.00  mac-m3pro-llama-3.2-1b-q4_k_m-kernel-4600dddd-20250210T110000Z
-        pi5        q4_k_m           4  p512/n128  b4500 (1a2b3c4d)           -               -        -          36.00          8.00  pi5-llama-3.2-1b-q4_k_m-kernel-4500bbbb-20250201T090000Z
-        pi5        q4_k_m           2  p512/n128  b4600 (5e6f7a8b)           -               -        -          22.00          5.50  pi5-llama-3.2-1b-q4_k_m-kernel-4600aaaa-20250210T080000Z
+        machine    precision  backend      threads  shape      version           peak tok/s  baseline tok/s  speedup  prefill tok/s  decode tok/s  run id
+        ---------  ---------  -----------  -------  ---------  ----------------  ----------  --------------  -------  -------------  ------------  --------------------------------------------------------------
+        mac-m3pro  q4_0       llama-bench        8  p512/n128  b4600 (5e6f7a8b)           -               -        -         310.00         60.00  mac-m3pro-llama-3.2-1b-q4_0-kernel-4600cccc-20250210T100000Z
+        mac-m3pro  q4_k_m     llama-bench        4  p512/n128  b4600 (5e6f7a8b)           -               -        -         150.00         30.00  mac-m3pro-llama-3.2-1b-q4_k_m-kernel-4600dddd-20250210T110000Z
+        pi5        q4_k_m     llama-bench        4  p512/n128  b4500 (1a2b3c4d)           -               -        -          36.00          8.00  pi5-llama-3.2-1b-q4_k_m-kernel-4500bbbb-20250201T090000Z
+        pi5        q4_k_m     llama-bench        2  p512/n128  b4600 (5e6f7a8b)           -               -        -          22.00          5.50  pi5-llama-3.2-1b-q4_k_m-kernel-4600aaaa-20250210T080000Z
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used.
         """  # noqa: E501
     )
 
@@ -87,14 +88,16 @@ def test_table_one_row_per_series_exact(
 def test_table_without_model_has_a_model_column(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run_cli(capsys, "table", "--threads", "2", "--format", "markdown")
+    code, out, _ = run_cli(capsys, "table", "--ever", "--threads", "2", "--format", "markdown")
     assert code == 0
     assert out == dedent(
         """
-        | model | machine | precision | threads | shape | version | peak tok/s | baseline tok/s | speedup | prefill tok/s | decode tok/s | run id |
-        |---|---|---|---:|---|---|---:|---:|---:|---:|---:|---|
-        | Llama-3.2-1B | pi5 | q4_k_m | 2 | p512/n128 | b4600 (5e6f7a8b) | - | - | - | 22.00 | 5.50 | pi5-llama-3.2-1b-q4_k_m-kernel-4600aaaa-20250210T080000Z |
-        | SmolLM2-135M | local | f32 | 2 | p32/n16 | benchlab 0.1.0 | 51.30 | 27.10 | 1.89x | 702.90 | 28.31 | local-smollm2-135m-f32-batch-055bf275-20261201T034102Z |
+        | model | machine | precision | backend | threads | shape | version | peak tok/s | baseline tok/s | speedup | prefill tok/s | decode tok/s | run id |
+        |---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|---|
+        | Llama-3.2-1B | pi5 | q4_k_m | llama-bench | 2 | p512/n128 | b4600 (5e6f7a8b) | - | - | - | 22.00 | 5.50 | pi5-llama-3.2-1b-q4_k_m-kernel-4600aaaa-20250210T080000Z |
+        | SmolLM2-135M | local | f32 | reference | 2 | p32/n16 | benchlab 0.1.0 | 51.30 | 27.10 | 1.89x | 702.90 | 28.31 | local-smollm2-135m-f32-batch-055bf275-20261201T034102Z |
+
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used.
         """  # noqa: E501
     )
 
@@ -131,36 +134,42 @@ def test_best_by_machine_says_which_measurement_won(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = run_cli(
-        capsys, "best", "--model", "llama-3.2-1b", "--by", "machine", "--metric",
+        capsys, "best", "--ever", "--model", "llama-3.2-1b", "--by", "machine", "--metric",
         "decode_tok_per_sec",
     )  # fmt: skip
     assert code == 0
     assert out == dedent(
         """
-        machine    model         precision  threads  shape      version           decode_tok_per_sec  timestamp             run id
-        ---------  ------------  ---------  -------  ---------  ----------------  ------------------  --------------------  ------------------------------------------------------------
-        mac-m3pro  Llama-3.2-1B  q4_0             8  p512/n128  b4600 (5e6f7a8b)               60.00  2025-02-10T10:00:00Z  mac-m3pro-llama-3.2-1b-q4_0-kernel-4600cccc-20250210T100000Z
-        pi5        Llama-3.2-1B  q4_k_m           4  p512/n128  b4500 (1a2b3c4d)                8.00  2025-02-01T09:00:00Z  pi5-llama-3.2-1b-q4_k_m-kernel-4500bbbb-20250201T090000Z
+        machine    model         precision  backend      threads  shape      version           decode_tok_per_sec  timestamp             run id
+        ---------  ------------  ---------  -----------  -------  ---------  ----------------  ------------------  --------------------  ------------------------------------------------------------
+        mac-m3pro  Llama-3.2-1B  q4_0       llama-bench        8  p512/n128  b4600 (5e6f7a8b)               60.00  2025-02-10T10:00:00Z  mac-m3pro-llama-3.2-1b-q4_0-kernel-4600cccc-20250210T100000Z
+        pi5        Llama-3.2-1B  q4_k_m     llama-bench        4  p512/n128  b4500 (1a2b3c4d)                8.00  2025-02-01T09:00:00Z  pi5-llama-3.2-1b-q4_k_m-kernel-4500bbbb-20250201T090000Z
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used.
         """  # noqa: E501
     )
 
 
 def test_best_by_series(golden_builds: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "best", "--model", "smollm2-135m", "--by", "series")
+    code, out, _ = run_cli(capsys, "best", "--ever", "--model", "smollm2-135m", "--by", "series")
     assert code == 0
     assert out == dedent(
         """
-        series         machine  model         precision  threads  shape    version         peak_tok_per_sec  timestamp             run id
-        -------------  -------  ------------  ---------  -------  -------  --------------  ----------------  --------------------  ------------------------------------------------------
-        s5fb149ae0359  local    SmolLM2-135M  f32              2  p32/n16  benchlab 0.1.0             51.30  2026-12-01T03:41:40Z  local-smollm2-135m-f32-batch-055bf275-20261201T034102Z
-        sf04ee9c55d32  local    SmolLM2-135M  f32              1  p32/n16  benchlab 0.1.0             32.97  2026-12-01T03:41:15Z  local-smollm2-135m-f32-batch-6e8547bf-20261201T034102Z
+        series         machine  model         precision  backend    threads  shape    version         peak_tok_per_sec  timestamp             run id
+        -------------  -------  ------------  ---------  ---------  -------  -------  --------------  ----------------  --------------------  ------------------------------------------------------
+        s5fb149ae0359  local    SmolLM2-135M  f32        reference        2  p32/n16  benchlab 0.1.0             51.30  2026-12-01T03:41:40Z  local-smollm2-135m-f32-batch-055bf275-20261201T034102Z
+        sf04ee9c55d32  local    SmolLM2-135M  f32        reference        1  p32/n16  benchlab 0.1.0             32.97  2026-12-01T03:41:15Z  local-smollm2-135m-f32-batch-6e8547bf-20261201T034102Z
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used.
         """  # noqa: E501
     )
 
 
 def test_best_by_series_as_functions(builds: LoadedCatalog) -> None:
     rows = best_runs(
-        builds, Filters(model="llama-3.2-1b", status="ok"), "decode_tok_per_sec", "series"
+        builds,
+        Filters(model="llama-3.2-1b", status="ok"),
+        "decode_tok_per_sec",
+        "series",
+        ever=True,
     )
     assert ids(rows) == [MAC_T8_B4600, MAC_T4_B4600, PI5_T4_B4500, PI5_T2_B4600]
     with pytest.raises(QueryError, match="--by: expected one of machine, series"):
@@ -369,9 +378,9 @@ def test_axis_values_order_by_build_number() -> None:
 
 
 def test_machine_table_function_is_per_series(builds: LoadedCatalog) -> None:
-    rows = machine_table(builds, Filters(model="smollm2-135m"))
+    rows = machine_table(builds, Filters(model="smollm2-135m"), ever=True)
     assert ids(rows) == [LOCAL_T2, LOCAL_T1]
-    failed = machine_table(builds, Filters(status="failed"))
+    failed = machine_table(builds, Filters(status="failed"), ever=True)
     assert ids(failed) == [PI5_T2_B4600_FAILED]
 
 

@@ -19,6 +19,7 @@ def test_bench_cli_shim_best(golden: Path) -> None:
             sys.executable,
             str(REPO / "tools" / "bench_cli.py"),
             "best",
+            "--ever",
             "--model",
             "smollm2-135m",
             "--metric",

@@ -179,5 +179,5 @@ def test_show_refuses_unsafe_ids(
 
 def test_show_unknown_run_id(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "show", "nope")
-    assert (code, out) == (2, "")
+    assert (code, out) == (1, "")  # no match: exit 1, as every query verb
     assert err == f"bench: error: {golden / 'catalog.json'}: no run 'nope' in the catalog\n"

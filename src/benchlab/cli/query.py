@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+from benchlab.cli.args import count, date_or_time, thread_count
+
 FORMATS = ("table", "json", "csv", "markdown")
 """As query.render.FORMATS (a test keeps them equal; importing render here costs start-up)."""
 
@@ -20,12 +22,17 @@ METRIC_HELP = (
 )
 
 EXIT_ROWS = (
-    "exit status: 0 when rows are printed; 1 when no run matches (a message on stderr; "
-    "--format json still prints []); 2 on an error: missing or malformed catalog, bad flag value."
+    "exit status (every query verb): 0 when rows are printed; 1 when no run matches (one line "
+    "on stderr; --format json still prints []); 2 on an error: missing or malformed catalog, "
+    "bad flag value."
 )
-EXIT_LIST = (
-    "exit status: 0, also when no run matches (a message on stderr; --format json prints []); "
-    "2 on an error: missing or malformed catalog, bad flag value."
+EXIT_LIST = EXIT_ROWS
+LEVEL_NOTE = (
+    "best and table answer with each series' current level: the mean of its newest segment "
+    "(the ok, unmarked runs since the last step the detector finds among its newest 64 runs), "
+    "with its 95% interval and run count; a level whose runs vary more than 10% (coefficient "
+    "of variation) is flagged unstable. --ever: the best single run ever instead. Runs marked "
+    "outliers (bench mark-outlier) never count."
 )
 FORMAT_NOTE = (
     "formats: table (rich on a terminal, aligned text when piped), json (full entries, "
@@ -68,7 +75,9 @@ def _add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> Non
         "--precision",
         help="precision: a family (q4 matches q4_0, q4_k_m ...) or an exact type (q4_k_m)",
     )
-    parser.add_argument("--threads", type=int, metavar="N", help="runs made with N threads")
+    parser.add_argument(
+        "--threads", type=thread_count, metavar="N", help="runs made with N threads (N >= 1)"
+    )
     parser.add_argument("--backend", help="backend name, e.g. llama-bench, reference")
     parser.add_argument(
         "--build",
@@ -77,8 +86,19 @@ def _add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> Non
     parser.add_argument(
         "--series", metavar="ID", help="one series (a measurement over time): its id or a prefix"
     )
-    parser.add_argument("--since", metavar="YYYY-MM-DD", help="runs on or after this date")
-    parser.add_argument("--until", metavar="YYYY-MM-DD", help="runs on or before this date")
+    parser.add_argument(
+        "--since",
+        type=date_or_time,
+        metavar="WHEN",
+        help="runs on or after this date (YYYY-MM-DD) or UTC time (2025-07-04T12:00, Z or an "
+        "offset allowed)",
+    )
+    parser.add_argument(
+        "--until",
+        type=date_or_time,
+        metavar="WHEN",
+        help="runs on or before this date (the whole day) or time, as --since",
+    )
     parser.add_argument(
         "--tag", action="append", default=[], help="runs carrying this tag (repeat: all of them)"
     )
@@ -91,15 +111,16 @@ def _add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> Non
 
 
 def _filters(args: argparse.Namespace) -> Any:
-    from benchlab.query.filters import Filters, parse_date
+    from benchlab.query.filters import Filters, check_range
 
     status = args.status or args.status_default
+    check_range(args.since, args.until)
     return Filters(
         model=args.model,
         machine=args.machine,
         precision=args.precision,
-        since=parse_date(args.since, "--since") if args.since else None,
-        until=parse_date(args.until, "--until") if args.until else None,
+        since=args.since,
+        until=args.until,
         tags=tuple(args.tag),
         status=None if status == "any" else status,
         threads=args.threads,
@@ -138,12 +159,12 @@ def _answer(verb: Any, *args: Any) -> tuple[Any, list[dict[str, Any]]]:
 
 
 def _no_match(filters: Any, catalog: Any) -> str:
-    """'no runs match ...', and where --model names no model at all, the nearest ones."""
-    from benchlab.query.verbs import unknown_model_hint
+    """'no runs match ...', and where an id filter names nothing at all, the nearest values."""
+    from benchlab.query.verbs import unknown_filter_hint
 
     described = filters.describe()
     message = f"bench: no runs match {described}" if described else "bench: the catalog has no runs"
-    hint = unknown_model_hint(catalog, filters)
+    hint = unknown_filter_hint(catalog, filters)
     return f"{message} ({hint})" if hint else message
 
 
@@ -207,11 +228,20 @@ def _register_list(subparsers: argparse._SubParsersAction) -> None:
     _add_filters(parser, status_default="any")
     parser.add_argument(
         "--limit",
-        type=int,
+        type=count,
         metavar="N",
-        help="only the newest N runs (still printed oldest first)",
+        help="only the newest N runs (still printed oldest first); N >= 1",
     )
     parser.set_defaults(handler=run_list)
+
+
+def _declared_columns(rows: list[dict[str, Any]]) -> list[Any]:
+    """A column per declared metric the listed runs carry, headed with its unit
+    (`p99_ms (ms)`; ARCHITECTURE.md, Metrics)."""
+    from benchlab.metrics import declared_metrics, unit_of
+
+    present = [m for m in declared_metrics() if any(r.get(m) is not None for r in rows)]
+    return _columns(*((m, f"{m} ({unit_of(m)})", "num") for m in present))
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -233,10 +263,12 @@ def run_list(args: argparse.Namespace) -> int:
         ("status", "status", "text"),
         ("peak_tok_per_sec", "peak tok/s", "num"),
     )
+    columns += _declared_columns(rows)
     if rows or args.format in ("json", "csv"):
         _emit([Section(columns, _display(rows, args.format))], args.format, _entries_out(rows))
     if not rows:
         print(_no_match(filters, catalog), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -249,8 +281,9 @@ def _register_show(subparsers: argparse._SubParsersAction) -> None:
         "show",
         "show one run: manifest, record, batch curve and prefill from its run dir",
         "When the run dir is absent on this clone (runs/ is private and gitignored), show "
-        "prints the catalog entry and says so on stderr. exit status: 0 when shown; "
-        "2 when the run id is unknown, ambiguous or unsafe, or a file is malformed.",
+        "prints the catalog entry and says so on stderr. exit status: 0 when shown; 1 when "
+        "no run has that id (one line on stderr); 2 when the id is ambiguous or unsafe, or a "
+        "file is malformed.",
     )
     parser.add_argument(
         "run_id", metavar="RUN_ID", help="a run id, or any prefix of it that names one run"
@@ -303,19 +336,70 @@ def run_show(args: argparse.Namespace) -> int:
 
 # --- table --------------------------------------------------------------------------------
 
+SHAPE_NOTE = (
+    "shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch "
+    "and micro-batch, fa = flash attention; threads: the CPU threads the run used."
+)
+
 
 def _register_table(subparsers: argparse._SubParsersAction) -> None:
     parser = _parser(
         subparsers,
         "table",
-        "comparison table: one row per machine and series, its best run by peak tok/s",
+        "comparison table: one row per machine and series at its current level",
         "A series is one measurement followed over time: same machine, model, precision, "
         "backend, threads, shape ... (the version axis aside), so a machine run at two thread "
-        "counts has two rows. Without --model a model column is added. Only ok runs count "
-        f"unless --status says otherwise. {EXIT_ROWS}",
+        "counts, or with two backends, has two rows. Each metric is the mean over the series' "
+        "newest segment; the level, its ±95% and run count are of the first of peak, decode, "
+        "prefill tok/s the series measured. Without --model a model column is added. Only ok "
+        f"runs count. {LEVEL_NOTE} {EXIT_ROWS}",
     )
     _add_filters(parser, status_default="ok")
+    _add_ever(parser)
     parser.set_defaults(handler=run_table)
+
+
+def _add_ever(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ever",
+        action="store_true",
+        help="the best single run ever instead of the current level (an outlier never wins)",
+    )
+
+
+def _levels_answer(verb: Any, *args: Any, ever: bool) -> tuple[Any, list[dict[str, Any]]]:
+    """`_answer` with the step memo of the store's private cache (query.level): the
+    segmentation of a history already seen is not searched again."""
+    from functools import partial
+
+    if ever:
+        return _answer(partial(verb, ever=True), *args)
+    from benchlab.query.level import MEMO_NAME, load_memo, save_memo
+
+    path = _store_root().query_cache.parent / MEMO_NAME
+    memo = load_memo(path)
+    size = len(memo)
+    answer = _answer(partial(verb, memo=memo), *args)
+    save_memo(path, memo, size)
+    return answer
+
+
+def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    """Rows for the table: each metric at its level (`levels`, else the level's own metric),
+    the level's ±95%, run count and an `unstable` flag; json shows the entries with their
+    `level` as they are."""
+    out = _display(rows, fmt)
+    if fmt == "json":
+        return out
+    for row in out:
+        level = row.get("level")
+        if not level:
+            continue
+        row.update(row.get("levels") or {level["metric"]: level["value"]})
+        row["level_pm"] = level["pm95"]
+        row["level_n"] = level["n"]
+        row["level_flag"] = "unstable" if level["unstable"] else None
+    return out
 
 
 def run_table(args: argparse.Namespace) -> int:
@@ -323,24 +407,32 @@ def run_table(args: argparse.Namespace) -> int:
     from benchlab.query.verbs import machine_table
 
     filters = _filters(args)
-    catalog, rows = _answer(machine_table, filters)
+    catalog, rows = _levels_answer(machine_table, filters, ever=args.ever)
     specs = [] if args.model else [("model", "model", "text")]
     specs += [
         ("machine_id", "machine", "text"),
         ("precision", "precision", "text"),
+        ("backend", "backend", "text"),
         ("threads", "threads", "int"),
         ("shape", "shape", "text"),
         ("version", "version", "text"),
         ("peak_tok_per_sec", "peak tok/s", "num"),
+    ]
+    if not args.ever:
+        specs += [("level_pm", "±95%", "num"), ("level_n", "runs", "int")]
+    specs += [
         ("baseline_tok_per_sec", "baseline tok/s", "num"),
         ("speedup", "speedup", "ratio"),
         ("prefill_tok_per_sec", "prefill tok/s", "num"),
         ("decode_tok_per_sec", "decode tok/s", "num"),
-        ("run_id", "run id", "id"),
     ]
+    if not args.ever:
+        specs.append(("level_flag", "noise", "text"))
+    specs.append(("run_id", "newest run" if not args.ever else "run id", "id"))
+    note = SHAPE_NOTE if args.ever else f"{SHAPE_NOTE} {_LEVEL_LEGEND}"
     if rows or args.format == "json":
         _emit(
-            [Section(_columns(*specs), _display(rows, args.format))],
+            [Section(_columns(*specs), _level_display(rows, args.format), note=note)],
             args.format,
             _entries_out(rows),
         )
@@ -350,6 +442,12 @@ def run_table(args: argparse.Namespace) -> int:
     return 0
 
 
+_LEVEL_LEGEND = (
+    "tok/s: the mean of the series' newest segment (runs since its last step); ±95% and runs "
+    "are of that level (peak, else decode); noise: unstable where the runs vary over 10%."
+)
+
+
 # --- best ---------------------------------------------------------------------------------
 
 
@@ -357,10 +455,10 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
     parser = _parser(
         subparsers,
         "best",
-        "the best run for a model by a metric (higher is better)",
-        "--by machine: the best run of each machine (its threads and shape say which "
-        "measurement won); --by series: the best run of each series. Only ok runs count unless "
-        f"--status says otherwise. {EXIT_ROWS}",
+        "the series at the best current level by a metric (its direction: higher or lower)",
+        "--by machine: the best series of each machine (its threads and shape say which "
+        "measurement won); --by series: every series at its level. Only ok runs count. "
+        f"{LEVEL_NOTE} {EXIT_ROWS}",
     )
     _add_filters(parser, status_default="ok")
     parser.add_argument("--metric", default="peak_tok_per_sec", help=f"one of: {METRIC_HELP}")
@@ -369,6 +467,7 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
         choices=("machine", "series"),
         help="one row per machine or per series instead of one overall",
     )
+    _add_ever(parser)
     parser.set_defaults(handler=run_best)
 
 
@@ -379,23 +478,33 @@ def run_best(args: argparse.Namespace) -> int:
 
     metric = check_metric(args.metric)
     filters = _filters(args)
-    catalog, rows = _answer(best_runs, filters, metric, args.by)
+    catalog, rows = _levels_answer(best_runs, filters, metric, args.by, ever=args.ever)
     specs = [
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),
         ("precision", "precision", "text"),
+        ("backend", "backend", "text"),
         ("threads", "threads", "int"),
         ("shape", "shape", "text"),
         ("version", "version", "text"),
-        (metric, metric, "num"),
-        ("timestamp", "timestamp", "text"),
-        ("run_id", "run id", "id"),
     ]
+    if args.ever:
+        specs += [(metric, metric, "num"), ("timestamp", "timestamp", "text")]
+    else:
+        specs += [
+            (metric, f"{metric} (level)", "num"),
+            ("level_pm", "±95%", "num"),
+            ("level_n", "runs", "int"),
+            ("level_flag", "noise", "text"),
+            ("timestamp", "newest run at", "text"),
+        ]
+    specs.append(("run_id", "run id" if args.ever else "newest run", "id"))
     if args.by == "series":
         specs.insert(0, ("series", "series", "id"))
+    note = SHAPE_NOTE if args.ever else f"{SHAPE_NOTE} {_LEVEL_LEGEND}"
     if rows or args.format == "json":
         _emit(
-            [Section(_columns(*specs), _display(rows, args.format))],
+            [Section(_columns(*specs), _level_display(rows, args.format), note=note)],
             args.format,
             _entries_out(rows),
         )
@@ -443,4 +552,5 @@ def run_summary(args: argparse.Namespace) -> int:
         _emit([Section(columns, rows)], args.format, rows)
     if not rows:
         print(_no_match(filters, catalog), file=sys.stderr)
+        return 1
     return 0

@@ -5,31 +5,72 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from benchlab.catalog.read import METRICS
 from benchlab.errors import QueryError
 from benchlab.identity import precision_family, series_of
 from benchlab.ids import slug
-from benchlab.metrics import LOWER_IS_BETTER
+from benchlab.metrics import LOWER_IS_BETTER, check_known
 
 # --- filters ------------------------------------------------------------------------------
 
 
 def parse_date(text: str, flag: str) -> str:
-    """A `--since/--until` value as YYYY-MM-DD; anything else is a one-line QueryError."""
+    """A `--since/--until` value: a date as YYYY-MM-DD, or an ISO date-time (`2025-07-04T12:00`,
+    with seconds, a `Z` or an offset) as the UTC time `YYYY-MM-DDTHH:MM:SSZ` (one without an
+    offset is read as UTC, as the catalog's timestamps are); anything else is a one-line
+    QueryError."""
+    raw = text.strip()
     try:
-        if len(text) == 10:
-            return datetime.strptime(text, "%Y-%m-%d").strftime("%Y-%m-%d")
+        if len(raw) == 10:
+            return datetime.strptime(raw, "%Y-%m-%d").strftime("%Y-%m-%d")
+        if len(raw) > 10 and raw[10] in "Tt ":
+            return utc_stamp(raw)
     except ValueError:
         pass
-    raise QueryError(f"{flag}: expected a date YYYY-MM-DD, got {text!r}")
+    raise QueryError(
+        f"{flag}: expected a date YYYY-MM-DD or a date-time such as 2025-07-04T12:00 "
+        f"(Z or an offset allowed), got {text!r}"
+    )
+
+
+def utc_stamp(text: str) -> str:
+    """An ISO date-time as `YYYY-MM-DDTHH:MM:SSZ` in UTC (naive: read as UTC); ValueError
+    where it is not one."""
+    moment = datetime.fromisoformat(text.replace("z", "Z"))
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_range(since: str | None, until: str | None) -> None:
+    """Refuse `--since` after `--until`: an empty window asked by mistake, not a question."""
+    if since is None or until is None:
+        return
+    width = min(len(since), len(until))
+    if since[:width] > until[:width]:
+        raise QueryError(f"--since {since} is after --until {until}: no run can match")
+
+
+def _entry_stamp(entry: dict[str, Any]) -> str:
+    """An entry's timestamp as `utc_stamp` writes it (the catalog's own are already)."""
+    stamp: str = entry["timestamp"]
+    if len(stamp) == 20 and stamp.endswith("Z"):
+        return stamp
+    try:
+        return utc_stamp(stamp)
+    except ValueError:
+        return stamp
 
 
 def check_metric(metric: str) -> str:
-    if metric not in METRICS:
-        raise QueryError(f"--metric: unknown metric {metric!r}; valid: {', '.join(METRICS)}")
+    """`metric` if a verb can rank it: a registry metric, or one the loaded catalog's runs
+    declare one way (ARCHITECTURE.md, Metrics); else a one-line QueryError."""
+    problem = check_known(metric, METRICS)
+    if problem is not None:
+        raise QueryError(f"--metric: {problem}")
     return metric
 
 
@@ -126,10 +167,16 @@ def select(runs: Iterable[dict[str, Any]], filters: Filters) -> list[dict[str, A
             rows = [e for e in rows if e["precision"].lower() == precision]
     if filters.since is not None:
         since = filters.since
-        rows = [e for e in rows if e["timestamp"][:10] >= since]
+        if len(since) == 10:
+            rows = [e for e in rows if e["timestamp"][:10] >= since]
+        else:  # a date-time: to the second, in UTC
+            rows = [e for e in rows if _entry_stamp(e) >= since]
     if filters.until is not None:
         until = filters.until
-        rows = [e for e in rows if e["timestamp"][:10] <= until]
+        if len(until) == 10:
+            rows = [e for e in rows if e["timestamp"][:10] <= until]
+        else:
+            rows = [e for e in rows if _entry_stamp(e) <= until]
     if filters.tags:
         wanted_tags = set(filters.tags)
         rows = [e for e in rows if wanted_tags.issubset(e.get("tags", ()))]

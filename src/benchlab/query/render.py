@@ -46,6 +46,9 @@ class Section:
     columns: Sequence[Column]
     rows: Sequence[Mapping[str, Any]]
     title: str | None = None
+    note: str | None = None
+    """What the columns mean, printed under the table (text, markdown, rich); csv and json
+    carry data only."""
 
 
 def visible(text: str) -> str:
@@ -134,6 +137,8 @@ def _text_block(section: Section) -> list[str]:
     lines = [section.title] if section.title else []
     lines += [line(header), line(["-" * w for w in widths])]
     lines += [line(texts) for texts in body]
+    if section.note:
+        lines.append(section.note)
     return lines
 
 
@@ -157,6 +162,8 @@ def to_markdown(sections: Sequence[Section]) -> str:
         for row in section.rows:
             texts = [_md_escape(cell(row.get(c.key), c.kind)) for c in section.columns]
             lines.append("| " + " | ".join(texts) + " |")
+        if section.note:
+            lines += ["", _md_escape(section.note)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
@@ -189,7 +196,9 @@ def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
 
     terminal = Console(file=stream).width
     for section in sections:
-        table = Table(title=section.title, title_justify="left")
+        table = Table(
+            title=section.title, title_justify="left", caption=section.note, caption_justify="left"
+        )
         texts = [[cell(row.get(c.key), c.kind) for c in section.columns] for row in section.rows]
         needed = 1
         for i, column in enumerate(section.columns):

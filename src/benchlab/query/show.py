@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.read import ENTRY_FIELDS, entry_curve, full_entry, load_catalog
-from benchlab.errors import QueryError, SchemaError, StoreError
+from benchlab.metrics import EXTRA_FIELD
+from benchlab.errors import NoMatchError, QueryError, SchemaError, StoreError
 
 # --- show ---------------------------------------------------------------------------------
 
@@ -58,7 +59,7 @@ def resolve_run_id(known: Sequence[str], asked: str, where: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise QueryError(f"{where}: no run {asked!r} in the catalog")
+        raise NoMatchError(f"{where}: no run {asked!r} in the catalog")
     shown = ", ".join(matches[:CANDIDATES_SHOWN])
     more = len(matches) - CANDIDATES_SHOWN
     raise QueryError(
@@ -112,7 +113,7 @@ def show_run(store_root: Path, run_id: str) -> RunDetails:
             )
         if missing_catalog is not None:
             raise missing_catalog
-        raise QueryError(f"{store.catalog_path}: no run {run_id!r} in the catalog")
+        raise NoMatchError(f"{store.catalog_path}: no run {run_id!r} in the catalog")
     documents, missing = _read_run_dir(run_dir)
     notes = []
     if entry is None:
@@ -186,8 +187,10 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
     model = manifest.get("model", {})
     facts: list[tuple[str, Any]] = [("run_id", details.run_id), ("source", details.source)]
     if details.source == "catalog":
-        skip = ("run_id", "batch_curve")  # the curve is a table of its own
+        skip = ("run_id", "batch_curve", EXTRA_FIELD)  # the curve is a table of its own
         facts += [(key, entry.get(key)) for key in ENTRY_FIELDS if key not in skip]
+        facts += declared_facts(entry)
+        facts += _judgement_facts(entry)[1:]  # the gate is among ENTRY_FIELDS already
         return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
     status = record["status"] if record else entry.get("status", "ok")
     decode = kernel.get("benchmark", {}).get("decode") or {}
@@ -222,13 +225,39 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
         ("duration_s", (record.get("timings") or {}).get("duration_s") if record else None),
         *(_resource_facts(record) if _measured_by_agent(record) else []),
         *(_system_facts(record.get("system")) if record else []),
+        *declared_facts(entry),
+        *_judgement_facts(entry),
         ("path", details.path),
     ]
     return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
 
 
+def _judgement_facts(entry: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The catalog's verdicts on a run (ARCHITECTURE.md, The catalog: marks and verdicts):
+    its gate (`gate`, with `gate_detail`), then its outlier mark and the mark's reason."""
+    from benchlab.catalog.marks import REASON_FIELD
+    from benchlab.stats import is_outlier
+
+    gate, detail = entry.get("gate"), entry.get("gate_detail")
+    mark = None
+    if is_outlier(entry):
+        reason = entry.get(REASON_FIELD)
+        mark = f"marked ({reason})" if reason else "marked"
+    return [("gate", f"{gate} ({detail})" if gate and detail else gate), ("outlier", mark)]
+
+
 NOT_MEASURED = "not measured"
 """What a resource reads where the device has no counter for it: never 0."""
+
+
+def declared_facts(entry: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A run's declared metrics (ARCHITECTURE.md, Metrics), each with its unit and the
+    direction its sweep declared: `p99_ms  8.00 ms (lower is better)`."""
+    extra = entry.get(EXTRA_FIELD) or {}
+    return [
+        (name, f"{held['value']:.2f} {held['unit']} ({held['better']} is better)")
+        for name, held in sorted(extra.items())
+    ]
 
 
 def _measured_by_agent(record: dict[str, Any] | None) -> bool:

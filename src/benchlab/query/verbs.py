@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
-from benchlab.identity import series_of
-from benchlab.metrics import LOWER_IS_BETTER, lower_is_better, unit_of
+from benchlab.identity import build_label, series_of
+from benchlab.metrics import LOWER_IS_BETTER, declared_metrics, lower_is_better, unit_of
 from benchlab.query.filters import (
     TABLE_METRICS,
     Filters,
@@ -31,7 +31,9 @@ from benchlab.query.filters import (
     ranked,
     select,
 )
+from benchlab.query.level import SeriesLevel, StepMemo, best_levels, series_levels
 from benchlab.query.show import resolve_run_id
+from benchlab.stats import is_outlier
 
 if TYPE_CHECKING:
     from benchlab.query.colcache import Columns
@@ -67,25 +69,61 @@ def best_runs(
     filters: Filters,
     metric: str = DEFAULT_METRIC,
     by: str | None = None,
+    *,
+    ever: bool = False,
+    memo: StepMemo | None = None,
 ) -> list[dict[str, Any]]:
-    """`bench best`: the run with the highest `metric`, or the best per machine or per
-    series (`by`), best first.
+    """`bench best`: the series at the best current level (`query.level`), or the best
+    series of each machine, or every series (`by`), best first. Each row is the newest run
+    of the series' newest segment with its `level` beside it.
 
+    `ever`: the best single run instead (as before levels), an outlier never among them.
     Ties go to the newer run, then the smaller run id (as `ranked`).
     """
+    if not isinstance(catalog, LoadedCatalog) and metric not in METRICS:
+        from benchlab.query.colcache.key import Unanswerable
+
+        raise Unanswerable(f"{metric}: a declared metric; the loaded catalog knows it")
     check_metric(metric)
     if by not in (None, *BEST_BY):
         raise QueryError(f"--by: expected one of {', '.join(BEST_BY)}, got {by!r}")
+    if not ever:
+        levels = _levels(catalog, filters, metric, (), memo)
+        group = {None: None, "machine": _machine_of, "series": _series_id}[by]
+        return [item.row() for item in best_levels(levels, group)]
     if not isinstance(catalog, LoadedCatalog):
         return ranked(catalog.best(filters, metric, by), metric)
-    candidates = [e for e in select(catalog.runs, filters) if e.get(metric) is not None]
+    candidates = [
+        e for e in select(catalog.runs, filters) if e.get(metric) is not None and not is_outlier(e)
+    ]
     if by is None:
         if not candidates:
             return []
         top = (min if metric in LOWER_IS_BETTER else max)(e[metric] for e in candidates)
         return ranked([e for e in candidates if e[metric] == top], metric)[:1]
-    group = (lambda e: e["machine_id"]) if by == "machine" else series_of
-    return ranked(_best_per(candidates, group, (metric,)), metric)
+    group_of = (lambda e: e["machine_id"]) if by == "machine" else series_of
+    return ranked(_best_per(candidates, group_of, (metric,)), metric)
+
+
+def _machine_of(item: SeriesLevel) -> str:
+    return str(item.latest["machine_id"])
+
+
+def _series_id(item: SeriesLevel) -> str:
+    return item.series
+
+
+def _levels(
+    catalog: Runs,
+    filters: Filters,
+    metric: str,
+    means: Sequence[str],
+    memo: StepMemo | None,
+) -> list[SeriesLevel]:
+    """Every matching series at its current level, from the loaded catalog or the columns."""
+    if isinstance(catalog, LoadedCatalog):
+        return series_levels(select(catalog.runs, filters), metric, memo, means)
+    return catalog.levels(filters, metric, means, memo)
 
 
 _MISSING = float("-inf")
@@ -119,25 +157,64 @@ def _best_per(
     return [row for _, row in best.values()]
 
 
-def machine_table(catalog: Runs, filters: Filters) -> list[dict[str, Any]]:
-    """`bench table`: one row per (machine, series), its best run by `TABLE_METRICS`.
+TABLE_COLUMNS = (
+    "peak_tok_per_sec",
+    "baseline_tok_per_sec",
+    "speedup",
+    "prefill_tok_per_sec",
+    "decode_tok_per_sec",
+)
+"""The metrics `table` shows, each the mean over the series' newest segment."""
 
-    A series already names its machine, so this is the best run per series. Rows are
-    grouped by model (sorted by model slug), fastest first within a model: a table of
-    several models is read one model at a time.
+
+def machine_table(
+    catalog: Runs, filters: Filters, *, ever: bool = False, memo: StepMemo | None = None
+) -> list[dict[str, Any]]:
+    """`bench table`: one row per (machine, series) at its current level (`query.level`).
+
+    A series' level is of the first of `TABLE_METRICS` its runs measured (a llama-bench
+    kernel run has no batch peak: its level is its decode rate); each row carries `levels`,
+    every `TABLE_COLUMNS` metric's mean over the same newest segment. `ever`: each series'
+    best single run instead, by `TABLE_METRICS` in turn (an outlier never wins).
+
+    A series already names its machine, so this is one row per series. Rows are grouped by
+    model (sorted by model slug), best first within a model: a table of several models is
+    read one model at a time.
     """
-    if isinstance(catalog, LoadedCatalog):
-        rows = _best_per(select(catalog.runs, filters), series_of, TABLE_METRICS)
+    if ever:
+        if isinstance(catalog, LoadedCatalog):
+            runs = [e for e in select(catalog.runs, filters) if not is_outlier(e)]
+            rows = _best_per(runs, series_of, TABLE_METRICS)
+        else:
+            rows = catalog.table(filters)
+        value = _entry_value
     else:
-        rows = catalog.table(filters)
+        rows = [item.row() for item in _table_levels(catalog, filters, memo)]
+        value = _level_value
     rows.sort(key=lambda e: e["run_id"])
     rows.sort(key=lambda e: e["timestamp"], reverse=True)  # ties: the newer run
-    rows.sort(
-        key=lambda e: tuple(_MISSING if e.get(m) is None else e[m] for m in TABLE_METRICS),
-        reverse=True,
-    )
+    rows.sort(key=lambda e: tuple(value(e, m) for m in TABLE_METRICS), reverse=True)
     rows.sort(key=model_key)  # stable: keeps the ranking within each model
     return rows
+
+
+def _entry_value(row: dict[str, Any], metric: str) -> float:
+    value = row.get(metric)
+    return _MISSING if value is None else float(value)
+
+
+def _level_value(row: dict[str, Any], metric: str) -> float:
+    value = row["levels"].get(metric)
+    return _MISSING if value is None else float(value)
+
+
+def _table_levels(catalog: Runs, filters: Filters, memo: StepMemo | None) -> list[SeriesLevel]:
+    """Each series at the level of the first TABLE_METRICS metric it has a history for."""
+    found: dict[str, SeriesLevel] = {}
+    for metric in TABLE_METRICS:
+        for item in _levels(catalog, filters, metric, TABLE_COLUMNS, memo):
+            found.setdefault(item.series, item)
+    return list(found.values())
 
 
 @dataclass(frozen=True)
@@ -163,7 +240,7 @@ def compare_runs(catalog: LoadedCatalog, run_ids: Sequence[str]) -> Comparison:
     found = {e["run_id"]: e for e in catalog.runs if e["run_id"] in wanted}
     runs = [found[run_id] for run_id in full_ids]
     metrics = []
-    for metric in METRICS:
+    for metric in (*METRICS, *declared_metrics()):
         values = [run.get(metric) for run in runs]
         if metric in LOWER_IS_BETTER and all(value is None for value in values):
             continue  # memory and energy only where a compared run measured them
@@ -244,17 +321,40 @@ def _few(values: Sequence[str], n: int = 8) -> str:
 # --- no match -----------------------------------------------------------------------------
 
 
+_HINTED: tuple[tuple[str, str, str, Callable[[dict[str, Any]], Any]], ...] = (
+    # (Filters field, what it names, the columns' stand-in column, the value people type)
+    ("model", "model", "model", model_key),
+    ("machine", "machine", "machine", lambda e: e["machine_id"]),
+    ("precision", "precision", "precision", lambda e: e["precision"]),
+    ("backend", "backend", "backend", lambda e: e.get("backend")),
+    ("build", "build", "version", build_label),
+    ("threads", "thread count", "threads", lambda e: e.get("threads")),
+    ("series", "series", "series", series_of),
+)
+
+
+def unknown_filter_hint(catalog: Runs, filters: Filters) -> str | None:
+    """Where an id filter (`--model --machine --precision --backend --build --threads
+    --series`) names nothing in the catalog at all, say so and suggest the nearest known
+    values (difflib), or list them: a typo should not read as "no runs yet"."""
+    hints = []
+    for name, noun, column, value_of in _HINTED:
+        asked = getattr(filters, name)
+        if asked is None:
+            continue
+        # The columns give one stand-in entry per distinct value: all this reads.
+        runs = catalog.runs if isinstance(catalog, LoadedCatalog) else catalog.stand_ins(column)
+        if not runs or select(runs, Filters(**{name: asked})):
+            continue
+        known = sorted({str(v) for v in map(value_of, runs) if v is not None})
+        close = difflib.get_close_matches(str(asked).lower(), known, n=3, cutoff=0.5)
+        if close:
+            hints.append(f"no {noun} {asked!r} in the catalog; did you mean {', '.join(close)}?")
+        else:
+            hints.append(f"no {noun} {asked!r} in the catalog; known: {_few(known)}")
+    return "; ".join(hints) or None
+
+
 def unknown_model_hint(catalog: Runs, filters: Filters) -> str | None:
-    """Where `--model` names no model of the catalog at all, say so and suggest the nearest
-    known ones (difflib), or list them: a typo should not read as "no runs yet"."""
-    # The columns give one stand-in entry per (model, model_id) present: all this reads.
-    runs = catalog.runs if isinstance(catalog, LoadedCatalog) else catalog.stand_ins("model")
-    if filters.model is None or not runs:
-        return None
-    if select(runs, Filters(model=filters.model)):
-        return None
-    known = sorted({model_key(e) for e in runs})
-    close = difflib.get_close_matches(filters.model.lower(), known, n=3, cutoff=0.5)
-    if close:
-        return f"no model {filters.model!r} in the catalog; did you mean {', '.join(close)}?"
-    return f"no model {filters.model!r} in the catalog; known: {_few(known)}"
+    """`unknown_filter_hint` for `--model` alone (kept for its callers)."""
+    return unknown_filter_hint(catalog, Filters(model=filters.model))

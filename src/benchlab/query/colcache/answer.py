@@ -23,6 +23,8 @@ from benchlab.query.colcache.arrays import (
 )
 from benchlab.query.colcache.key import Unanswerable
 from benchlab.query.filters import TABLE_METRICS, Filters, select
+from benchlab.query.level import SeriesLevel, StepMemo, current_level, segment_mean
+from benchlab.stats import is_outlier
 
 _STAND_INS: dict[str, Callable[[Any], dict[str, Any]]] = {
     # One entry per distinct value, carrying only the fields the filters of that column read.
@@ -83,6 +85,7 @@ class Columns:
         self._array = array
         self._keep = keep  # the memory map the arrays view
         self._segments: dict[int, Any] = dict(enumerate(segments or ()))
+        self.marks: dict[str, Any] = header.get("marks", {})  # outlier marks of the head
 
     def array(self, name: str) -> np.ndarray:
         return self._array(name)
@@ -106,6 +109,8 @@ class Columns:
             if value == spec.default:
                 continue
             columns = FILTER_COLUMNS.get(spec.name)
+            if spec.name in ("since", "until") and len(value) != 10:
+                columns = None  # a date-time: the date column holds days only
             if columns is None:
                 raise Unanswerable(f"no column for the filter {spec.name!r}")
             passing: np.ndarray | None = None
@@ -128,7 +133,7 @@ class Columns:
         group = {None: None, "machine": "machine", "series": "series"}.get(by, "?")
         if group == "?":
             raise Unanswerable(f"no grouping {by!r}")
-        having = ~np.isnan(self.array(f"metric:{metric}"))
+        having = ~np.isnan(self.array(f"metric:{metric}")) & self._unmarked()
         mask = self.mask(filters)
         rows = np.flatnonzero(having if mask is None else having & mask)
         return self.entries(self._winners(rows, (metric,), group))
@@ -137,8 +142,65 @@ class Columns:
         """`machine_table`'s rows (unsorted): the best run of each series by TABLE_METRICS
         in turn, a missing value lowest."""
         mask = self.mask(filters)
-        rows = np.arange(self.n) if mask is None else np.flatnonzero(mask)
+        unmarked = self._unmarked()
+        rows = np.flatnonzero(unmarked if mask is None else unmarked & mask)
         return self.entries(self._winners(rows, TABLE_METRICS, "series"))
+
+    def _unmarked(self) -> np.ndarray:
+        """The runs not marked outliers (`stats.is_outlier`): they never win."""
+        tags = np.fromiter((not is_outlier({"tags": v}) for v in self.tables["tags"]), dtype=bool)
+        return tags[self.array("code:tags")]
+
+    def counting(self, metric: str) -> np.ndarray:
+        """The runs a history for `metric` holds (`level.counts`): ok, a value, unmarked."""
+        ok = np.fromiter((v == "ok" for v in self.tables["status"]), dtype=bool)
+        having = ~np.isnan(self.array(f"metric:{metric}"))
+        return having & ok[self.array("code:status")] & self._unmarked()
+
+    def levels(
+        self,
+        filters: Filters,
+        metric: str,
+        means: Sequence[str] = (),
+        memo: StepMemo | None = None,
+    ) -> list[SeriesLevel]:
+        """`level.series_levels` of the runs passing `filters`: each series' history in
+        time order (timestamp, then run id, compared as Python compares the strings) goes to
+        the same `current_level`, and only each series' newest run is read back."""
+        if metric not in METRICS or any(name not in METRICS for name in means):
+            raise Unanswerable(f"no column for the metric {metric!r}")
+        mask = self.mask(filters)
+        counting = self.counting(metric)
+        rows = np.flatnonzero(counting if mask is None else counting & mask)
+        if not len(rows):
+            return []
+        series = self.array("code:series")[rows]
+        order = np.lexsort((self.strings("run_ids", rows), self.strings("stamps", rows), series))
+        rows, series = rows[order], series[order]
+        bounds = np.flatnonzero(series[1:] != series[:-1]) + 1
+        values = self.array(f"metric:{metric}")[rows]
+        columns = {name: self.array(f"metric:{name}") for name in means}
+        found = []
+        for part, part_values in zip(np.split(rows, bounds), np.split(values, bounds), strict=True):
+            level = current_level(part_values.tolist(), memo)
+            assert level is not None
+            segment = part[level.start :]
+            found.append(
+                (
+                    int(segment[-1]),
+                    level,
+                    {
+                        name: segment_mean(v for v in column[segment].tolist() if v == v)
+                        for name, column in columns.items()
+                    },
+                )
+            )
+        latest = self.entries(row for row, _, _ in found)
+        names = self.tables["series"]
+        return [
+            SeriesLevel(names[int(self.array("code:series")[row])], metric, level, entry, averages)
+            for (row, level, averages), entry in zip(found, latest, strict=True)
+        ]
 
     def _winners(self, rows: np.ndarray, metrics: Sequence[str], group: str | None) -> list[int]:
         """The best of `rows` (of each `group`): the highest value of each metric in turn (a
@@ -203,14 +265,18 @@ class Columns:
         return strings
 
     def entries(self, rows: Iterable[int]) -> list[dict[str, Any]]:
-        """The full entries of `rows`, read back from their lines."""
-        return _read_rows(
+        """The full entries of `rows`, read back from their lines, under the head's outlier
+        marks (`catalog.marks.present`)."""
+        from benchlab.catalog.marks import present_all
+
+        found = _read_rows(
             self.root,
             self.files,
             (self.array("file"), self.array("offset"), self.array("length")),
             self.array("inline"),
             rows,
         )
+        return present_all(found, self.marks)
 
 
 def _filled(values: np.ndarray) -> np.ndarray:

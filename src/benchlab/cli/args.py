@@ -1,0 +1,112 @@
+"""argparse `type=` validators shared by the verbs: nonsense is refused, not answered.
+
+A value argparse refuses through `ArgumentTypeError` is one line naming the flag on stderr
+and exit 2, before anything is read or written (ARCHITECTURE.md, Errors and exit codes).
+`--limit 0` asks for no rows, `--threads 0` for a run no one can make, `--alpha 5` for a
+confidence of -400%, `--threshold 500%` for a change no throughput can drop by: each is a
+typo, and an answer to it ("the catalog has no runs", 539 "confirmed" steps) misleads.
+
+Only the standard library at module level: every verb module imports this at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def count(text: str) -> int:
+    """A count of 1 or more (`--limit`, `--keep`, `--workers` ...)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return value
+
+
+def thread_count(text: str) -> int:
+    """A thread count: 1 or more (a run is made with at least one thread)."""
+    try:
+        return count(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a thread count of 1 or more, got {text!r}"
+        ) from None
+
+
+def index(text: str) -> int:
+    """An index of 0 or more (a repeat index)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got {text!r}")
+    return value
+
+
+def positive(text: str) -> float:
+    """A finite number above 0 (seconds, days)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+    return value
+
+
+def alpha(text: str) -> float:
+    """A significance level strictly between 0 and 1 (0.01 is a 99% confidence)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a significance level between 0 and 1 such as 0.01, got {text!r}"
+        )
+    return value
+
+
+def threshold(text: str) -> str:
+    """A relative change strictly between 0% and 100% (`5%` or `0.05`); returned as written,
+    for `regress.parse_threshold`, which reads it."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a percentage such as 5% or a fraction such as 0.05, got {text!r}"
+        ) from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a change between 0% and 100% (exclusive) such as 5% or 0.05, got {text!r}"
+        )
+    return raw
+
+
+def port(text: str) -> int:
+    """A TCP port: 1 to 65535, or 0 for one the system picks."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return value
+
+
+def date_or_time(text: str) -> str:
+    """`--since/--until`: YYYY-MM-DD, or an ISO date-time (`2025-07-04T12:00`, with or
+    without seconds, `Z` or an offset), as `query.filters.parse_date` reads it (imported
+    here, when the flag is given: the one definition)."""
+    from benchlab.errors import QueryError
+    from benchlab.query.filters import parse_date
+
+    try:
+        return parse_date(text, "")
+    except QueryError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(": ")) from None
