@@ -19,6 +19,7 @@ SITE_ASSETS = (
     "plotly.js",
     "plotly-basic.LICENSE",
     "benchlab.js",
+    "compare.js",
     "benchlab.css",
     "iframe-worker.js",
     "iframe-worker.LICENSE",

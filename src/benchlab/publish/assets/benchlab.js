@@ -6,7 +6,7 @@
      series are drawn, and a click on a point opens its run page;
    - filter bars (machine / model / precision), their state kept in the URL hash;
    - sortable tables (click or Enter on a heading);
-   - the compare page (axis, A, B; state in the hash) and the run page.
+   - the run page (the compare page has its own script, compare.js).
    Points carry customdata [machine, model, precision, run id, time, label, version, series];
    user strings reach the DOM only through textContent. */
 (function () {
@@ -283,83 +283,6 @@
     return wrap;
   }
 
-  /* --- the compare page ------------------------------------------------------------------ */
-
-  function comparePage() {
-    var box = document.getElementById("bl-compare");
-    var index = ((window.BENCHLAB_COMPARE_INDEX || {}).index) || null;
-    if (!box || !index || !index.axes.length) { return; }
-    var pick = {};
-    ["axis", "a", "b"].forEach(function (k) { pick[k] = box.querySelector("[data-compare=" + k + "]"); });
-    var note = box.querySelector("[data-compare=note]");
-    var target = box.querySelector("[data-compare=table]");
-    var byAxis = {};
-    index.axes.forEach(function (entry) {
-      byAxis[entry.axis] = entry;
-      pick.axis.appendChild(el("option", entry.axis, { value: entry.axis }));
-    });
-    function fillValues(axis) {
-      var entry = byAxis[axis];
-      ["a", "b"].forEach(function (k) {
-        pick[k].textContent = "";
-        entry.values.forEach(function (v, i) { pick[k].appendChild(el("option", v, { value: String(i) })); });
-      });
-    }
-    function show() {
-      var axis = pick.axis.value, entry = byAxis[axis];
-      var i = parseInt(pick.a.value, 10), j = parseInt(pick.b.value, 10);
-      setHash({ by: axis, a: entry.values[i], b: entry.values[j] });
-      target.textContent = "";
-      if (i === j) { note.textContent = "Pick two different values."; return; }
-      var swap = i > j, key = axis + "-" + Math.min(i, j) + "-" + Math.max(i, j);
-      if (entry.pairs.indexOf(key) < 0) { note.textContent = "These two share no measurement."; return; }
-      loadScript("bl/compare/" + key + ".js").then(function () {
-        var data = window.BENCHLAB_COMPARE[key];
-        var a = swap ? data.b : data.a, b = swap ? data.a : data.b;
-        note.textContent = axis + ": A = " + a + ", B = " + b + ". Speedup is B/A; " +
-          (swap ? data.only_b : data.only_a) + " measurement(s) only under A and " +
-          (swap ? data.only_a : data.only_b) + " only under B are not compared" +
-          (data.hidden ? "; " + data.hidden + " more row(s) left out." : ".");
-        var columns = [["Model", "text"]];
-        if (axis !== "machine") { columns.push(["Machine", "text"]); }
-        columns = columns.concat([["Precision", "text"], ["Backend", "text"], ["Threads", "num"],
-          ["Shape", "text"], ["Test", "text"], ["t/s A", "num"], ["t/s B", "num"], ["Speedup", "num"]]);
-        var rows = data.rows.map(function (r) {
-          var va = swap ? r.b : r.a, vb = swap ? r.a : r.b;
-          var la = swap ? r.link_b : r.link_a, lb = swap ? r.link_a : r.link_b;
-          var pa = swap ? r.pm_b : r.pm_a, pb = swap ? r.pm_a : r.pm_b;
-          var na = swap ? r.n_b : r.n_a, nb = swap ? r.n_a : r.n_b;
-          function shown(v, pm, n) {
-            return fmt(v, 2) + (pm ? " ± " + fmt(pm, 2) : "") + (n > 1 ? " (n=" + n + ")" : "");
-          }
-          var speed = va && vb !== null ? vb / va : null;
-          var row = [r.model];
-          if (axis !== "machine") { row.push(r.machine_id); }
-          return row.concat([r.precision, r.backend, r.threads, r.shape, r.test,
-            { text: shown(va, pa, na), href: la, v: va }, { text: shown(vb, pb, nb), href: lb, v: vb },
-            { text: speed === null ? "–" : fmt(speed, 2) + "×", v: speed }]);
-        });
-        target.appendChild(htmlTable(columns, rows, "", true));
-      }, function (e) { note.textContent = String(e.message); });
-    }
-    var state = hashState();
-    var first = byAxis[state.by] ? state.by : index.axes[0].axis;
-    pick.axis.value = first;
-    fillValues(first);
-    function choose(axis, a, b) {
-      var entry = byAxis[axis];
-      var def = entry.default.split("-");
-      var ia = entry.values.indexOf(a), ib = entry.values.indexOf(b);
-      pick.a.value = String(ia >= 0 ? ia : def[1]);
-      pick.b.value = String(ib >= 0 ? ib : def[2]);
-    }
-    choose(first, state.a, state.b);
-    pick.axis.addEventListener("change", function () { fillValues(pick.axis.value); choose(pick.axis.value); show(); });
-    pick.a.addEventListener("change", show);
-    pick.b.addEventListener("change", show);
-    show();
-  }
-
   /* --- the run page ---------------------------------------------------------------------- */
 
   var RUN_METRICS = [["peak_tok_per_sec", "Peak aggregate tok/s"], ["baseline_tok_per_sec", "Batch-1 tok/s"],
@@ -440,7 +363,6 @@
   function start() {
     all("table[data-bl-sort]").forEach(sortable);
     tableFilters();
-    comparePage();
     withPlotly().then(function (Plotly) {
       if (!Plotly) { return; }
       charts().forEach(function (div) { render(Plotly, div); });

@@ -1,5 +1,12 @@
-"""The compare page: `bench compare --by` for pairs of machines, builds and
-revisions, each pair a small script the page loads when picked, and the cost table."""
+"""The compare page: `bench compare --by` for pairs of machines, builds and revisions, each
+pair a small script the page loads when picked (assets/compare.js draws it), and the cost
+table.
+
+The rows are `query.compare.compare_pair`'s own, over the same ok runs and by the same rule
+for which repeats count (`query.compare.side_values`) as `bench compare --by`, so the page and
+the CLI print the same numbers for one comparison (ARCHITECTURE.md, Compare). Every row of a
+pair is in its script: the page filters, sorts and pages through all of them.
+"""
 
 from __future__ import annotations
 
@@ -9,22 +16,22 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
-from benchlab.identity import VERSION_FIELDS
 from benchlab.publish.charts import build_charts, cost_rows
 from benchlab.publish.context import SiteContext
 from benchlab.publish.tables import fmt_num
 from benchlab.publish.templating import json_script
-from benchlab.query.filters import Filters
 
 COST_LIMIT = 100
-COMPARE_VALUES = 6
-COMPARE_ROWS = 400
-COMPARE_REPEATS = 5
-"""Newest repeats of a measurement the compare page averages (`bench compare` takes all)."""
+COMPARE_VALUES = 10
+"""Machines (those with the most runs), builds or revisions (the newest) offered per axis;
+the page names how many more there are, and `bench compare --by` compares any of them."""
 COMPARE_FIELDS = (
-    "model", "machine_id", "precision", "backend", "threads", "shape", "test", "a", "b", "speedup",
-    "pm_a", "pm_b",
+    "model", "machine_id", "precision", "backend", "threads", "shape", "test", "metric", "unit",
+    "better", "a", "b", "speedup", "pm_a", "pm_b", "mark", "settings_a", "settings_b",
 )  # fmt: skip
+MODES = {"machine": ("best", "exact"), "build": ("exact",), "revision": ("exact",)}
+"""The matches offered per axis, the default first: machines in a real fleet rarely share
+every setting, so their default is each side at its best settings."""
 
 
 def compare_page(site: SiteContext) -> None:
@@ -51,29 +58,25 @@ def compare_page(site: SiteContext) -> None:
         "compare.md",
         "compare.md.j2",
         root="",
-        index=Markup(json_script("BENCHLAB_COMPARE_INDEX", "index", index)),
+        index=Markup(json_script("BENCHLAB_CMP_INDEX", "index", index)),
         has_pairs=bool(index["axes"]),
-        repeats=COMPARE_REPEATS,
         chart=cost,
+        plotly=not cost.empty,
         cost_rows=cost_table,
     )
 
 
 def compare_data(site: SiteContext) -> dict[str, Any]:
-    """The compare page's tables, computed by `query.compare.compare_axis` (the function
-    behind `bench compare --by`) for every pair among the newest builds and revisions
-    and among the machines with the most runs; each pair is a small script the page
-    loads when picked. Returns the index the page embeds."""
-    from benchlab.catalog.read import LoadedCatalog
-    from benchlab.errors import QueryError
-    from benchlab.query.compare import axis_values, compare_axis
+    """Every pair among the offered values of each axis, in each of its matches, as one
+    script per pair and match; returns the index the page embeds."""
+    from benchlab.query.compare import gather
 
-    ok_runs = _newest_repeats(site)
+    ok_runs = [run for history in site.groups.ok_of.values() for run in history]
     by_id = {r["run_id"]: r for r in ok_runs}
-    catalog = LoadedCatalog(path=site.data.catalog.path, runs=ok_runs)
     index: dict[str, Any] = {"axes": []}
-    for axis in ("machine", "build", "revision"):
-        values = axis_values(ok_runs, axis)
+    for axis, modes in MODES.items():
+        sides = gather(ok_runs, axis)
+        values = sides.present
         if len(values) < 2:
             continue
         if axis == "machine":
@@ -81,54 +84,46 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
             chosen = sorted(sorted(values, key=lambda v: (-counts[v], v))[:COMPARE_VALUES])
         else:
             chosen = values[-COMPARE_VALUES:]
-        pairs: list[str] = []
-        for i, a in enumerate(chosen):
-            for j in range(i + 1, len(chosen)):
-                try:
-                    result = compare_axis(catalog, Filters(), axis, a, chosen[j])
-                except QueryError:
-                    continue
-                if not result.rows:
-                    continue
-                pair = f"{axis}-{i}-{j}"
-                _pair_file(site, pair, result, by_id)
-                pairs.append(pair)
-        if pairs:
-            # compare_axis's own default for builds and revisions: the newest two.
-            default = pairs[-1] if axis != "machine" else pairs[0]
+        pairs = {mode: _pairs(site, sides, chosen, mode, by_id) for mode in modes}
+        if any(pairs.values()):
             index["axes"].append(
-                {"axis": axis, "values": chosen, "pairs": pairs, "default": default}
+                {
+                    "axis": axis,
+                    "values": chosen,
+                    "left_out": len(values) - len(chosen),
+                    "modes": list(modes),
+                    "pairs": pairs,
+                }
             )
     return index
 
 
-def _newest_repeats(site: SiteContext) -> list[Entry]:
-    """The ok runs the compare page reads, in full, oldest first. compare_axis averages each
-    side's repeats (the ok runs of one exact identity); a page must stay bounded at any
-    catalog size, so each identity brings only its newest COMPARE_REPEATS runs: the tables
-    are compare_axis's own over those."""
-    by_identity: dict[tuple[Any, ...], list[Entry]] = {}
-    for sid, history in site.groups.ok_of.items():
-        for run in history:
-            key = (sid, *map(run.get, VERSION_FIELDS))  # scalars: the reader checks
-            by_identity.setdefault(key, []).append(run)
-    return site.data.full(
-        sorted(
-            (run for runs in by_identity.values() for run in runs[-COMPARE_REPEATS:]),
-            key=lambda r: (r["timestamp"], r["run_id"]),
-        )
-    )
+def _pairs(
+    site: SiteContext, sides: Any, chosen: list[str], mode: str, by_id: dict[str, Entry]
+) -> list[str]:
+    """Write each pair's script that has rows; the pair keys written (`i-j`, i < j)."""
+    from benchlab.query.compare import compare_pair
+
+    written = []
+    for i, a in enumerate(chosen):
+        for j in range(i + 1, len(chosen)):
+            result = compare_pair(sides, a, chosen[j], mode)
+            if result.rows:
+                key = f"{i}-{j}"
+                _pair_file(site, f"{sides.axis}-{mode}-{key}", result, by_id)
+                written.append(key)
+    return written
 
 
 def _pair_file(site: SiteContext, pair: str, result: Any, by_id: dict[str, Entry]) -> None:
-    """`bl/compare/<pair>.js`: one pair's `compare_axis` result (its first COMPARE_ROWS
-    rows, each linking the run pages of both sides)."""
+    """`bl/compare/<axis>-<match>-<i>-<j>.js`: one pair's rows, all of them, each linking
+    the newest run of both sides."""
     rows = []
-    for row in result.rows[:COMPARE_ROWS]:
+    for row in result.rows:
         run_a, run_b = by_id.get(row["run_a"]), by_id.get(row["run_b"])
         rows.append(
             {
-                **{k: row.get(k) for k in COMPARE_FIELDS},
+                **{k: row.get(k) for k in COMPARE_FIELDS if row.get(k) is not None},
                 "n_a": (row.get("stats_a") or {}).get("n"),
                 "n_b": (row.get("stats_b") or {}).get("n"),
                 "link_a": site.links.run(run_a, "") if run_a else None,
@@ -136,13 +131,13 @@ def _pair_file(site: SiteContext, pair: str, result: Any, by_id: dict[str, Entry
             }
         )
     site.files[f"bl/compare/{pair}.js"] = json_script(
-        "BENCHLAB_COMPARE",
+        "BENCHLAB_CMP",
         pair,
         {
             "a": result.a,
             "b": result.b,
+            "match": result.match,
             "rows": rows,
-            "hidden": max(0, len(result.rows) - COMPARE_ROWS),
             "only_a": result.only_a,
             "only_b": result.only_b,
         },
