@@ -26,19 +26,27 @@ from benchlab.publish.charts import (
 )
 from benchlab.publish.data import load_public
 from benchlab.query.filters import Filters
+from benchlab.query.level import series_levels
 
 
-def test_throughput_chart_shows_newest_run_per_series(public_store):
+def test_throughput_chart_shows_each_machine_at_its_current_level(public_store):
     data = load_public(Store(public_store))
     [chart] = build_charts(data, Filters(model="SmolLM2-135M", precision="q8"), ["throughput"])
     [trace] = chart.figure["data"]
     assert trace["x"] == ["gpu-box", "laptop", "pi5"]
-    newest = latest_by_series(shown(data.runs, Filters(model="SmolLM2-135M", precision="q8")))
-    by_machine = {run["machine_id"]: run for run in newest.values()}
-    assert len(by_machine) == len(newest) == 3
-    assert trace["y"] == [by_machine[m]["peak_tok_per_sec"] for m in trace["x"]]
+    runs = shown(data.runs, Filters(model="SmolLM2-135M", precision="q8"))
+    levels = {lv.latest["machine_id"]: lv for lv in series_levels(runs, "peak_tok_per_sec")}
+    assert len(levels) == 3
+    assert trace["y"] == [levels[m].level.value for m in trace["x"]]
+    # The level is the mean of the newest segment, not the newest run alone.
+    newest = latest_by_series(runs)
+    assert trace["y"] != [
+        next(r for r in newest.values() if r["machine_id"] == m)["peak_tok_per_sec"]
+        for m in trace["x"]
+    ]
     assert all(p[4].endswith("Z") and p[1] == "SmolLM2-135M" for p in trace["customdata"])
-    assert all("t4" in p[5] and p[6] == "benchlab 0.1.0" for p in trace["customdata"])
+    assert all("4 threads" in p[9] and p[6] == "benchlab 0.1.0" for p in trace["customdata"])
+    assert all(p[10].startswith("mean of 12 runs") for p in trace["customdata"])
 
 
 def test_selection_filters_machines_and_run_type(public_store):
@@ -93,7 +101,7 @@ def test_user_strings_are_entities_in_figures_and_json_cannot_close_a_script(pub
     text = chart_json(chart)
     assert "<" not in text and ">" not in text
     decoded = json.loads(text)
-    assert decoded["data"][0]["y"][0].startswith("&lt;script&gt;")  # one machine: bars by series
+    assert decoded["data"][0]["customdata"][0][1].startswith("&lt;script&gt;")
     assert chart.rows[0]["model"] == XSS_MODEL  # CSV keeps the real name
 
 
@@ -214,9 +222,9 @@ def test_peak_aggregate_and_decode_never_share_an_axis(public_store):
     peak, decode = build_charts(data, Filters(model="SmolLM2-135M"), ["throughput", "decode"])
     assert peak.figure["layout"]["yaxis"]["title"]["text"].startswith("Peak aggregate")
     assert decode.figure["layout"]["yaxis"]["title"]["text"].startswith("Decode")
-    newest = latest_by_series(shown(data.runs, Filters(model="SmolLM2-135M")))
-    peaks = {r["peak_tok_per_sec"] for r in newest.values()}
-    decodes = {r["decode_tok_per_sec"] for r in newest.values()}
+    runs = shown(data.runs, Filters(model="SmolLM2-135M"))
+    peaks = {lv.level.value for lv in series_levels(runs, "peak_tok_per_sec")}
+    decodes = {lv.level.value for lv in series_levels(runs, "decode_tok_per_sec")}
     assert {y for t in peak.figure["data"] for y in t["y"]} <= peaks
     assert {y for t in decode.figure["data"] for y in t["y"]} <= decodes
     [split] = build_charts(data, Filters(model="SmolLM2-135M"), ["prefill-decode"])
@@ -224,7 +232,7 @@ def test_peak_aggregate_and_decode_never_share_an_axis(public_store):
     assert axes == {("y", "prefill"), ("y2", "decode")}
 
 
-def test_colour_by_model_dash_by_precision_and_the_top_series_drawn():
+def test_colour_by_what_differs_most_a_second_channel_within_a_colour_and_the_top_drawn():
     runs = []
     for machine in ("a", "b", "c"):
         for model in ("m1", "m2", "m3"):
@@ -235,14 +243,18 @@ def test_colour_by_model_dash_by_precision_and_the_top_series_drawn():
     assert len(lines) == 16  # 18 series: the chart carries the top 16 (each has its own page)
     assert "(top 16 of 18 series)" in chart.figure["layout"]["title"]["text"]
     by_model: dict[str, set[str]] = {}
-    by_precision: dict[str, set[str]] = {}
     for trace in lines:
-        model, precision = trace["customdata"][0][1], trace["customdata"][0][2]
-        by_model.setdefault(model, set()).add(trace["line"]["color"])
-        by_precision.setdefault(precision, set()).add(trace["line"]["dash"])
+        by_model.setdefault(trace["customdata"][0][1], set()).add(trace["line"]["color"])
+    # Model and machine both have three values: colour goes to the model (STYLE_DIMS order).
     assert all(len(colors) == 1 for colors in by_model.values())
     assert len({c for colors in by_model.values() for c in colors}) == 3
-    assert all(len(d) == 1 for d in by_precision.values()) and len(by_precision) == 2
+    # Two lines of one colour never share a dash or a marker.
+    for channel in ("dash", "symbol"):
+        part = "line" if channel == "dash" else "marker"
+        pairs = [(t["line"]["color"], t[part][channel]) for t in lines]
+        assert len(set(pairs)) == len(pairs), channel
+    # The legend names what differs, in words.
+    assert lines[0]["name"] == "m1 · a · q4"
     drawn = [t for t in lines if t.get("visible", True) is True]
     assert len(drawn) == 8
     assert chart.figure["layout"]["meta"] == {"hidden": 8, "total": 16, "dropped": 2}
@@ -280,10 +292,9 @@ def test_runs_differing_only_in_threads_are_two_lines_of_the_trend(threads_store
     [trend, throughput] = build_charts(data, filters, ["trend", "throughput"])[::-1]
     lines = [t for t in trend.figure["data"] if t["name"] != "regression"]
     assert len(lines) == 2
-    assert sorted(t["name"] for t in lines) == [
-        "gpu-box q8 reference t1 p32/n16",  # one model: its name is the page's, not the line's
-        "gpu-box q8 reference t4 p32/n16",
-    ]
+    # The legend names what differs, in words ("1 thread", never "t1").
+    assert sorted(t["name"] for t in lines) == ["1 thread", "4 threads"]
+    assert len({(t["line"]["color"], t["line"]["dash"], t["marker"]["symbol"]) for t in lines}) == 2
     assert all(len(t["x"]) == 12 for t in lines)
     assert {row["threads"] for row in trend.rows} == {1, 4}
     [bars] = throughput.figure["data"]  # one machine: a bar per series

@@ -63,33 +63,95 @@
 
   function narrow() { return window.innerWidth < 600; }
 
+  function dark() { return document.body.getAttribute("data-md-color-scheme") === "slate"; }
+
+  function ink(data) {
+    /* The palette's black (Okabe-Ito's eighth colour) is drawn in the text colour on a dark
+       theme, where black would vanish. */
+    if (!dark()) { return data; }
+    var text = JSON.stringify(data);
+    return text.indexOf('"#000000"') < 0 ? data : JSON.parse(text.split('"#000000"').join(JSON.stringify(theme().font.color)));
+  }
+
+  function draw(Plotly, div) {
+    /* (Re)draw a chart from its whole data under the page's filters and its metric. */
+    var layout = Object.assign({}, div.blLayout, theme());
+    var picked = metricOf(div);
+    if (picked) { layout[picked.axis] = JSON.parse(JSON.stringify(picked.layout)); }
+    var data = filtered(ink(div.blOriginal), wantedFor(div), div.blSpec.layout.meta || {});
+    var none = div.blOriginal.length > 0 && !data.some(function (t) {
+      return t.visible !== false && (t.x || t.y || []).length > 0;
+    });
+    if (div.blNoMatch) { div.blNoMatch.hidden = !none; }
+    return div.blDrawn ? Plotly.react(div, data, layout) : Plotly.newPlot(div, data, layout, div.blSpec.config);
+  }
+
+  function metricOf(div) {
+    var metrics = ((div.blSpec.layout.meta || {}).metrics) || [];
+    for (var i = 0; i < metrics.length; i++) { if (metrics[i].name === div.blMetric) { return metrics[i]; } }
+    return null;
+  }
+
+  function wantedFor(div) {
+    var wanted = currentFilters();
+    if (div.blMetric) { wanted.metric = div.blMetric; }
+    return wanted;
+  }
+
+  function metricPicker(Plotly, div) {
+    /* A chart that carries several metrics (meta.metrics) gets a selector of its own. */
+    var metrics = ((div.blSpec.layout.meta || {}).metrics) || [];
+    if (!metrics.length) { return; }
+    var state = hashState();
+    div.blMetric = metrics[0].name;
+    metrics.forEach(function (m) { if (m.name === state.metric) { div.blMetric = m.name; } });
+    if (metrics.length < 2) { return; }
+    var label = el("label", "Metric ", { "class": "bl-metric" });
+    var select = el("select", null, { "data-metric": div.getAttribute("data-chart") });
+    metrics.forEach(function (m) { select.appendChild(el("option", m.title, { value: m.name })); });
+    select.value = div.blMetric;
+    select.addEventListener("change", function () {
+      div.blMetric = select.value;
+      var next = hashState();
+      next.metric = select.value;
+      setHash(next);
+      draw(Plotly, div);
+    });
+    label.appendChild(select);
+    div.parentNode.insertBefore(label, div);
+  }
+
   function render(Plotly, div) {
     var spec = (window.BENCHLAB_CHARTS || {})[div.getAttribute("data-chart")];
     if (!spec) { return; }
     div.blOriginal = spec.data;
     div.blSpec = spec;
-    var layout = Object.assign({}, spec.layout, theme());
+    var layout = Object.assign({}, spec.layout);
     if (narrow()) {
       layout.margin = Object.assign({}, layout.margin, { l: 44, r: 6 });
       layout.title = Object.assign({}, layout.title, { font: { size: 13 } });
-      if (spec.data.length > 5) {
+      if (spec.data.filter(function (t) { return t.visible !== false; }).length > 5) {
         /* A crowded legend would bury a phone-sized plot: hover names each line instead. */
         layout.showlegend = false;
         layout.height = 380;
         layout.margin.b = 56;
       }
     }
-    Plotly.newPlot(div, filtered(spec.data, currentFilters()), layout, spec.config);
+    div.blLayout = layout;
+    div.blNoMatch = el("p", "No runs match this filter: choose another value, or All.", { "class": "bl-nomatch", role: "status" });
+    div.blNoMatch.hidden = true;
+    div.parentNode.insertBefore(div.blNoMatch, div);
+    metricPicker(Plotly, div);
+    draw(Plotly, div);
+    div.blDrawn = true;
     var meta = spec.layout.meta || {};
     if (meta.hidden) {
       var button = el("button", "Show all " + meta.total + " series", { type: "button", "class": "bl-showall" });
       button.addEventListener("click", function () {
         var shownAll = button.getAttribute("data-all") === "1";
-        var visible = div.data.map(function (t, i) {
-          var original = div.blOriginal[i] || {};
-          return shownAll ? (original.visible === undefined ? true : original.visible) : true;
-        });
-        Plotly.restyle(div, { visible: visible });
+        if (shownAll) { draw(Plotly, div); } else {
+          Plotly.restyle(div, { visible: div.data.map(function (t) { return t.visible === false ? false : true; }) });
+        }
         button.setAttribute("data-all", shownAll ? "0" : "1");
         button.textContent = shownAll ? "Show all " + meta.total + " series" : "Show the top " + (meta.total - meta.hidden) + " only";
       });
@@ -106,7 +168,7 @@
   }
 
   function retheme(Plotly) {
-    charts().forEach(function (div) { if (div.blSpec) { Plotly.relayout(div, { "font.color": theme().font.color }); } });
+    charts().forEach(function (div) { if (div.blDrawn) { draw(Plotly, div); } });
   }
 
   function keep(point, wanted) {
@@ -117,12 +179,20 @@
     return true;
   }
 
-  function filtered(data, wanted) {
+  function chosen(trace, wanted) {
+    /* A trace made for one filter state (meta.when: a machine's best at q4 is not its best
+       overall) is shown only in that state, and only for the chart's current metric. */
+    var when = (trace.meta || {}).when;
+    if (!when) { return true; }
+    return Object.keys(when).every(function (k) { return (wanted[k] || "") === when[k]; });
+  }
+
+  function filtered(data, wanted, meta) {
     var any = DIMS.some(function (d) { return wanted[d]; });
-    if (!any) { return data; }
-    return data.map(function (trace) {
+    var out = data.map(function (trace) {
+      if (!chosen(trace, wanted)) { return Object.assign({}, trace, { visible: false }); }
       var custom = trace.customdata || [];
-      if (!custom.length) { return trace; }
+      if (!any || !custom.length) { return trace; }
       var index = [];
       for (var i = 0; i < custom.length; i++) { if (keep(custom[i], wanted)) { index.push(i); } }
       var copy = {};
@@ -131,12 +201,38 @@
         copy[key] = Array.isArray(value) && value.length === custom.length
           ? index.map(function (i) { return value[i]; }) : value;
       });
-      if (trace.marker && Array.isArray(trace.marker.color) && trace.marker.color.length === custom.length) {
-        copy.marker = Object.assign({}, trace.marker, { color: index.map(function (i) { return trace.marker.color[i]; }) });
+      var marker = trace.marker;
+      if (marker) {
+        /* Per-point colours, symbols and bar patterns follow their points. */
+        var m = Object.assign({}, marker);
+        var shape = (marker.pattern || {}).shape;
+        ["color", "symbol"].forEach(function (part) {
+          if (Array.isArray(marker[part]) && marker[part].length === custom.length) {
+            m[part] = index.map(function (i) { return marker[part][i]; });
+          }
+        });
+        if (Array.isArray(shape) && shape.length === custom.length) {
+          m.pattern = Object.assign({}, marker.pattern, { shape: index.map(function (i) { return shape[i]; }) });
+        }
+        copy.marker = m;
       }
       copy.visible = index.length > 0 ? (trace.visible === undefined ? true : trace.visible) : false;
       return copy;
     });
+    return meta && meta.pick ? pick(out, meta.pick) : out;
+  }
+
+  function pick(data, sizes) {
+    /* Among the series that match, the best-scored (meta.score) are drawn, the next ones
+       wait in the legend, the rest stay out: the top is picked after filtering. */
+    var order = [];
+    data.forEach(function (t, i) { if (t.visible !== false && (t.x || []).length) { order.push(i); } });
+    order.sort(function (a, b) { return ((data[b].meta || {}).score || 0) - ((data[a].meta || {}).score || 0) || a - b; });
+    var out = data.map(function (t) { return Object.assign({}, t, { visible: false }); });
+    order.forEach(function (index, rank) {
+      out[index].visible = rank < sizes[0] ? true : rank < sizes[1] ? "legendonly" : false;
+    });
+    return out;
   }
 
   function currentFilters() {
@@ -172,10 +268,7 @@
       var next = hashState();
       selects.forEach(function (select) { next[select.getAttribute("data-dim")] = select.value; });
       setHash(next);
-      var wanted = currentFilters();
-      charts().forEach(function (div) {
-        if (div.blOriginal) { Plotly.react(div, filtered(div.blOriginal, wanted), div.layout); }
-      });
+      charts().forEach(function (div) { if (div.blDrawn) { draw(Plotly, div); } });
     }
   }
 
@@ -317,12 +410,22 @@
         lead.appendChild(document.createTextNode(" "));
         lead.appendChild(el("span", "unstable", { "class": "bl-badge bl-badge--unstable", title: run.unstable }));
       }
+      if (run.gate) {
+        lead.appendChild(document.createTextNode(" "));
+        lead.appendChild(el("span", "gate " + run.gate.verdict, { "class": "bl-badge bl-badge--gate-" + run.gate.verdict, title: run.gate.detail || ("gate " + run.gate.verdict) }));
+      }
+      if (run.outlier) {
+        lead.appendChild(document.createTextNode(" "));
+        lead.appendChild(el("span", "outlier", { "class": "bl-badge bl-badge--outlier", title: "marked as an outlier: " + run.outlier }));
+      }
       lead.appendChild(document.createTextNode(" " + run.timestamp.replace("T", " ").replace("Z", "") + " UTC · attempt " +
         (run.attempt || 1) + "/" + (run.attempts || run.attempt || 1) + " · " + (run.warnings || 0) + " warning(s) · "));
       if (data.series_page) { lead.appendChild(el("a", "series history", { href: data.series_page })); }
       box.appendChild(lead);
       box.appendChild(el("p", run.run_id, { "class": "bl-runid" }));
       if (run.error) { box.appendChild(el("p", run.error, { "class": "bl-callout bl-callout--empty" })); }
+      if (run.outlier) { box.appendChild(el("p", "Marked as an outlier (" + run.outlier + "): left out of best, tables, compare and the detector.", { "class": "bl-callout bl-callout--outlier" })); }
+      if (run.gate && run.gate.detail) { box.appendChild(el("p", "Gate " + run.gate.verdict + ": " + run.gate.detail, { "class": "bl-gate-detail" })); }
       box.appendChild(el("h2", "Metrics"));
       box.appendChild(htmlTable([["Metric", "text"], ["Value", "num"]],
         RUN_METRICS.filter(function (m) { return run[m[0]] !== undefined; })
@@ -372,6 +475,9 @@
         .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
     });
   }
+
+  /* What the series page's own script (bl/series.js) draws and sorts with. */
+  window.BENCHLAB_UI = { render: render, sortable: sortable, withPlotly: withPlotly, loadScript: loadScript, el: el };
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);

@@ -1,5 +1,5 @@
-"""Bar charts across machines: throughput (or decode) per series, prefill vs decode, and
-cost per million tokens."""
+"""Bar charts across machines: throughput (or decode) per machine at its best, prefill vs
+decode, and cost per million tokens. Bars always stand on a linear axis from zero."""
 
 from __future__ import annotations
 
@@ -11,113 +11,27 @@ from benchlab.publish.charts.base import (
     EXTRA,
     HOVER_RUN,
     Chart,
-    Styles,
     csv_columns,
     csv_row,
     esc,
-    label,
     latest_by_series,
     peer_groups,
     point_data,
     throughput,
 )
-from benchlab.publish.charts.layout import (
-    METRIC_TITLES,
-    PALETTE,
-    WIDE_RANGE,
-    base_layout,
-    log_y_if_wide,
-    top,
-)
+from benchlab.publish.charts.layout import base_layout
+from benchlab.publish.charts.levels import machine_chart
+from benchlab.publish.charts.palette import PALETTE
 from benchlab.publish.data import PublicData
 
 
 def throughput_chart(
     runs: Sequence[Entry], slug: str = "throughput", metric: str = "peak_tok_per_sec"
 ) -> Chart:
-    """`metric` vs machine: newest run per series, a bar group per series less machine,
-    coloured by model. Peak aggregate and decode are two charts, never one axis."""
-    title_metric = METRIC_TITLES[metric]
-    latest = [r for r in latest_by_series(runs).values() if r.get(metric) is not None]
-    styles = Styles.of(latest)
-    traces = []
-    hover = HOVER_RUN + "<br><b>%{y:,.1f} tok/s</b><extra></extra>"
-    one_machine = len({r["machine_id"] for r in latest}) == 1
-    if one_machine:
-        # One machine (its own page): a horizontal bar per series, fastest on top, so the
-        # long series names read level instead of slanting under the axis.
-        ordered = sorted(latest, key=lambda r: (r[metric], r["run_id"]))
-        traces.append(
-            {
-                "type": "bar",
-                "orientation": "h",
-                "name": esc(ordered[0]["machine_id"]),
-                "y": [esc(label(r, machine=False)) for r in ordered],
-                "x": [r[metric] for r in ordered],
-                "customdata": [point_data(r) for r in ordered],
-                "marker": {"color": [styles.color(r) for r in ordered]},
-                "hovertemplate": hover.replace("%{y:,.1f}", "%{x:,.1f}"),
-            }
-        )
-    else:
-        for _name, members in peer_groups(latest):
-            traces.append(
-                {
-                    "type": "bar",
-                    "name": esc(styles.name(members[0], machine=False)),
-                    "x": [r["machine_id"] for r in members],
-                    "y": [r[metric] for r in members],
-                    "customdata": [point_data(r) for r in members],
-                    "marker": {
-                        "color": PALETTE[len(traces) % len(PALETTE)]
-                        if styles.key != "model"
-                        else styles.color(members[0]),
-                        "pattern": {"shape": _pattern(styles, members[0]["precision"])},
-                    },
-                    "hovertemplate": hover,
-                }
-            )
-    rows = [csv_row(r, tok_per_sec=r[metric], timestamp=r["timestamp"]) for r in latest]
-    short = "Peak aggregate throughput" if metric == "peak_tok_per_sec" else "Decode speed"
-    if one_machine:
-        layout = base_layout(f"{short} by series (newest run)", title_metric, "")
-        layout["yaxis"].pop("rangemode")
-        layout["yaxis"]["automargin"] = True
-        layout["xaxis"]["rangemode"] = "tozero"
-        layout["height"] = 140 + 24 * len(latest)
-        layout["showlegend"] = False
-        values = [row["tok_per_sec"] for row in rows]
-        positive = [v for v in values if v and v > 0]
-        if positive and max(positive) / min(positive) > WIDE_RANGE:
-            layout["xaxis"].update(type="log", dtick="D2")
-            layout["xaxis"].pop("rangemode")
-            layout["xaxis"]["title"]["text"] += " (log scale)"
-        return Chart(
-            slug,
-            f"{short} by series",
-            {"data": traces, "layout": layout},
-            rows,
-            csv_columns("tok_per_sec", "timestamp"),
-        )
-    layout = base_layout(f"{short} by machine (newest run)", "", title_metric, barmode="group")
-    log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
-    top(traces, layout, [max(t["y"], default=0) for t in traces])
-    return Chart(
-        slug,
-        f"{short} by machine",
-        {"data": traces, "layout": layout},
-        rows,
-        csv_columns("tok_per_sec", "timestamp"),
-        note="" if rows else f"No successful runs with {title_metric.lower()} yet.",
-    )
-
-
-_PATTERNS = ("", "/", ".", "x", "-", "|", "+", "\\")
-
-
-def _pattern(styles: Styles, precision: str) -> str:
-    """Bars have no dash: a fill pattern tells precisions apart instead."""
-    return _PATTERNS[list(styles.dashes).index(precision) % len(_PATTERNS)]
+    """`metric` per machine, each at its best series' current level (`levels.machine_chart`;
+    one machine: a bar per series). Peak aggregate and decode are two charts, never one
+    axis."""
+    return machine_chart(runs, slug, (metric,))
 
 
 def prefill_decode_chart(runs: Sequence[Entry], slug: str = "prefill-decode") -> Chart:
@@ -130,8 +44,8 @@ def prefill_decode_chart(runs: Sequence[Entry], slug: str = "prefill-decode") ->
     groups = peer_groups(latest)
     traces = []
     for phase, attr, color in (
-        ("prefill", "prefill_tok_per_sec", "#3b6fd4"),
-        ("decode", "decode_tok_per_sec", "#e07b39"),
+        ("prefill", "prefill_tok_per_sec", PALETTE[0]),
+        ("decode", "decode_tok_per_sec", PALETTE[1]),
     ):
         for index, (name, group) in enumerate(groups):
             members = [r for r in group if r.get(attr) is not None]

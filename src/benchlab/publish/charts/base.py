@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -14,10 +14,10 @@ from typing import Any
 from benchlab.catalog.format import Entry
 from benchlab.catalog.read import entry_curve
 from benchlab.errors import StoreError
-from benchlab.identity import series_id, series_label, series_of, version_label
+from benchlab.identity import series_id, series_label, series_of, shape, version_label
 from benchlab.layout import read_json
 from benchlab.models import BatchResults
-from benchlab.publish.charts.layout import DASHES, PALETTE, SYMBOLS
+from benchlab.publish.charts.palette import PALETTE, Look, assign, look
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.regress import Step, detect, sort_key
 
@@ -34,50 +34,106 @@ def throughput(run: Entry) -> float | None:
     return peak if peak is not None else run.get("decode_tok_per_sec")
 
 
+STYLE_DIMS = ("model", "machine_id", "precision", "threads", "backend", "shape")
+"""What tells two series on one chart apart, in the order colour prefers them on a tie."""
+
+
+def dim_value(run: Entry, dim: str) -> Any:
+    """A run's value along one of `STYLE_DIMS` (the workload shape as `identity.shape`)."""
+    return shape(run) if dim == "shape" else run.get(dim)
+
+
+def describe(run: Entry, dims: Sequence[str]) -> str:
+    """A legend entry in words, naming only `dims`: `laptop · q4 · 2 threads`, never `t2`."""
+    parts = []
+    for dim in dims:
+        value = dim_value(run, dim)
+        if dim == "threads":
+            plural = "" if value == 1 else "s"
+            parts.append("threads not recorded" if value is None else f"{value} thread{plural}")
+        elif dim == "shape":
+            parts.append(shape_words(run) or "no shape")
+        elif value is not None:
+            parts.append(str(value))
+    return " · ".join(parts)
+
+
+def shape_words(run: Entry) -> str:
+    """`identity.shape` spelled out: `prompt 32, 16 generated` for `p32/n16`."""
+    text = shape(run)
+    prompt, gen = run.get("prompt_tokens"), run.get("gen_tokens")
+    if prompt or gen:
+        text = text.replace(
+            f"p{prompt or 0}/n{gen or 0}", f"prompt {prompt or 0}, {gen or 0} generated"
+        )
+    return text
+
+
 @dataclass(frozen=True)
 class Styles:
-    """Colour by model, dash and marker by precision: the same model is the same colour on
-    every chart of a page, and a precision is told apart without colour (print, colour
-    blindness). Where every run is of one model (a model's page) colour goes to the
-    machine instead, and names leave the model out (`name`)."""
+    """Colour by the one field that most tells a chart's series apart (model, machine,
+    precision, threads, backend or shape: whichever has the most values the palette can
+    hold, `STYLE_DIMS` order on a tie), then a dash, marker and bar pattern of its own for
+    each series sharing that colour (`palette.assign`). So four lines of one model on a
+    machine's page differ in colour by what differs between them, and two series never share
+    colour, dash and marker. Legends name only the fields that differ (`name`)."""
 
     key: str
-    colors: dict[str, str]
-    dashes: dict[str, str]
-    symbols: dict[str, str]
+    varying: tuple[str, ...]
+    looks: dict[tuple[Any, Any], Look]
 
     @classmethod
     def of(cls, runs: Iterable[Entry]) -> Styles:
         runs = list(runs)
-        models = sorted({r["model"] for r in runs})
-        key = "model" if len(models) > 1 else "machine_id"
-        names = sorted({r[key] for r in runs})
-        precisions = sorted({r["precision"] for r in runs})
-        return cls(
-            key,
-            {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(names)},
-            {p: DASHES[i % len(DASHES)] for i, p in enumerate(precisions)},
-            {p: SYMBOLS[i % len(SYMBOLS)] for i, p in enumerate(precisions)},
-        )
+        values = {dim: {_sortable(dim_value(r, dim)) for r in runs} for dim in STYLE_DIMS}
+        varying = tuple(dim for dim in STYLE_DIMS if len(values[dim]) > 1)
+        fits = [d for d in varying if len(values[d]) <= len(PALETTE)]
+        if fits:
+            key = max(fits, key=lambda d: (len(values[d]), -STYLE_DIMS.index(d)))
+        elif varying:
+            key = min(varying, key=lambda d: (len(values[d]), STYLE_DIMS.index(d)))
+        else:
+            key = "model"
+        styles = cls(key, varying, {})
+        styles.looks.update(assign(styles.keys(r) for r in runs))
+        return styles
+
+    def keys(self, run: Entry) -> tuple[Any, Any]:
+        rest = tuple(_sortable(dim_value(run, d)) for d in self.varying if d != self.key)
+        return (_sortable(dim_value(run, self.key)), rest)
+
+    def look(self, run: Entry) -> Look:
+        """The run's series' look; a series `of` never saw gets the next free dash of its
+        colour (or the next colour), so a caller's partial view still draws distinctly."""
+        key = self.keys(run)
+        found = self.looks.get(key)
+        if found is None:
+            colors = sorted({k[0] for k in self.looks} | {key[0]}, key=str)
+            within = sum(1 for k in self.looks if k[0] == key[0])
+            found = self.looks[key] = look(colors.index(key[0]), within)
+        return found
 
     def color(self, run: Entry) -> str:
-        return self.colors[run[self.key]]
+        return self.look(run).color
 
     def name(self, run: Entry, machine: bool = True) -> str:
-        """The series label, less the model where the colour key is the machine."""
-        if self.key == "model":
-            return label(run, machine=machine)
-        fields: dict[str, Any] = {**run, "model_id": None, "model": None}
-        if not machine:
-            fields["machine_id"] = None
-        return series_label(fields)
+        """The legend entry: the fields that differ between the chart's series, in words
+        (less the machine where an axis of machines says it)."""
+        dims = [d for d in self.varying if machine or d != "machine_id"]
+        return describe(run, dims or ("precision", "threads"))
 
     def line(self, run: Entry, color: str | None = None) -> dict[str, Any]:
-        color = color or self.color(run)
+        found = self.look(run)
+        color = color or found.color
         return {
-            "line": {"color": color, "dash": self.dashes[run["precision"]]},
-            "marker": {"color": color, "symbol": self.symbols[run["precision"]], "size": 6},
+            "line": {"color": color, "dash": found.dash},
+            "marker": {"color": color, "symbol": found.symbol, "size": 7},
         }
+
+
+def _sortable(value: Any) -> Any:
+    """A hashable, comparable stand-in for a field's value (None sorts first)."""
+    return "" if value is None else value if isinstance(value, (str, int, float)) else str(value)
 
 
 def latest_by_series(runs: Iterable[Entry]) -> dict[str, Entry]:

@@ -3,31 +3,21 @@ titles of each metric (`METRIC_TITLES`) and when an axis turns logarithmic."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from benchlab.metrics import CATALOG_METRICS, better_word, lower_is_better, unit_of
+from benchlab.publish.charts.palette import DASHES as DASHES  # re-exported: its home
+from benchlab.publish.charts.palette import PALETTE
+from benchlab.publish.charts.palette import SYMBOLS as SYMBOLS
 
 _FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 TOP_SERIES = 8
 """Series drawn by default; the rest are in the legend, one click (or "show all") away."""
 KEEP_SERIES = 16
 """Series a chart carries at most; the others are on their own series pages."""
-DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "hexagon")
 _GRID = "rgba(128,128,128,0.25)"
-PALETTE = (
-    "#3b6fd4",
-    "#e07b39",
-    "#3a9d5d",
-    "#c8423c",
-    "#8a5cc2",
-    "#2aa3b3",
-    "#b8913a",
-    "#d45c9a",
-    "#5f6b7a",
-    "#7fb13a",
-)
 
 
 _NAMES = {
@@ -141,16 +131,107 @@ def top(
         layout["meta"] = meta
 
 
-WIDE_RANGE = 20.0
-"""A y range wider than this ratio is drawn on a log axis, or the slow series lie flat at 0."""
+WIDE_RANGE = 100.0
+"""A range wider than this ratio (two decades) is drawn on a log axis, or the slow series lie
+flat at 0; a narrower one stays linear, from zero."""
+
+
+def wide(values: Sequence[float | None]) -> bool:
+    """Whether the positive `values` span more than `WIDE_RANGE`."""
+    positive = [v for v in values if v is not None and v > 0]
+    return bool(positive) and max(positive) / min(positive) > WIDE_RANGE
+
+
+def tick_text(value: float) -> str:
+    """A tick label that carries its magnitude: `200`, `5k`, `1.2M`, `0.05`."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def ticks_125(values: Sequence[float | None]) -> list[float]:
+    """1, 2, 5 per decade from below the smallest positive value to above the largest."""
+    positive = [v for v in values if v is not None and v > 0]
+    if not positive:
+        return []
+    low = math.floor(math.log10(min(positive)))
+    high = math.ceil(math.log10(max(positive)))
+    ticks = [m * 10.0**e for e in range(low, high + 1) for m in (1, 2, 5)]
+    lo = max(t for t in ticks if t <= min(positive))
+    hi = min((t for t in ticks if t >= max(positive)), default=ticks[-1])
+    return [float(f"{t:.6g}") for t in ticks if lo <= t <= hi]
+
+
+def log_axis(axis: dict[str, Any], values: Sequence[float | None]) -> None:
+    """Make `axis` logarithmic with every 1-2-5 tick labelled in full (`200`, `5k`: never a
+    bare `2` or `5` whose decade the reader must guess), and its title says so."""
+    ticks = ticks_125(values)
+    axis["type"] = "log"
+    axis.pop("rangemode", None)
+    axis.pop("dtick", None)
+    axis.update(tickmode="array", tickvals=ticks, ticktext=[tick_text(t) for t in ticks])
+    title = axis["title"]
+    title["text"] = f"{title['text']} (log scale)"
 
 
 def log_y_if_wide(layout: dict[str, Any], values: Sequence[float | None]) -> None:
-    """Linear unless the range demands a log axis, and then the axis title says so."""
-    positive = [v for v in values if v is not None and v > 0]
-    if positive and max(positive) / min(positive) > WIDE_RANGE:
-        layout["yaxis"]["type"] = "log"
-        layout["yaxis"]["dtick"] = "D2"  # 1, 2, 5 per decade: readable at phone size
-        layout["yaxis"].pop("rangemode", None)
-        title = layout["yaxis"]["title"]
-        title["text"] = f"{title['text']} (log scale)"
+    """Linear unless the range demands a log axis (`wide`), and then a labelled one."""
+    if wide(values):
+        log_axis(layout["yaxis"], values)
+
+
+def numeric_axis(axis: dict[str, Any], values: Sequence[float | None]) -> None:
+    """A numeric x axis of counts (threads, batch sizes): linear unless the range demands
+    log (`wide`); few distinct values are each a labelled tick, many get plotly's own
+    spacing, so 128 thread counts never make 128 overlapping labels."""
+    present = sorted({v for v in values if v is not None and v > 0})
+    axis.pop("dtick", None)
+    if wide(present):
+        log_axis(axis, present)
+        if len(present) <= 12:
+            axis.update(tickvals=present, ticktext=[tick_text(v) for v in present])
+        return
+    axis["type"] = "linear"
+    if len(present) <= 12:
+        axis.update(tickmode="array", tickvals=present, ticktext=[tick_text(v) for v in present])
+    else:
+        axis.update(tickmode="auto", nticks=10, tickformat=",~r")
+
+
+POOL_SERIES = 400
+"""Series a chart carries at most: the page's filters re-pick the top among them."""
+
+
+def pool(
+    traces: list[dict[str, Any]],
+    layout: dict[str, Any],
+    score: Sequence[float],
+    limit: int = POOL_SERIES,
+) -> None:
+    """Like `top`, but the traces past `KEEP_SERIES` stay in the figure (hidden from the
+    plot and the legend, `visible: false`), up to `limit`, each with its score in
+    `meta.score`: the page's filters pick the top series again among those that match
+    (assets/benchlab.js), so a filter acts on all of the data, not on a pre-picked top."""
+    order = sorted(range(len(traces)), key=lambda i: (-score[i], i))
+    dropped = order[limit:]
+    for i in sorted(dropped, reverse=True):
+        del traces[i]
+    kept = sorted(order[:limit])
+    position = {index: p for p, index in enumerate(kept)}
+    for rank, index in enumerate(order[:limit]):
+        trace = traces[position[index]]
+        trace["meta"] = {**trace.get("meta", {}), "score": score[index]}
+        if rank >= KEEP_SERIES:
+            trace["visible"] = False
+        elif rank >= TOP_SERIES:
+            trace["visible"] = "legendonly"
+    shown = min(len(traces), KEEP_SERIES)
+    fit_legend(layout, shown)
+    meta: dict[str, Any] = {"pick": [TOP_SERIES, KEEP_SERIES]}
+    if shown > TOP_SERIES:
+        meta.update(hidden=shown - TOP_SERIES, total=shown)
+    if dropped:
+        meta["dropped"] = len(dropped)
+        layout["title"]["text"] += f" (top {limit} of {limit + len(dropped)} series)"
+    layout["meta"] = meta

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import html
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
-from benchlab.publish.charts import label, latest_by_series, throughput_chart
+from benchlab.publish.charts import label, latest_by_series
+from benchlab.publish.charts.base import STYLE_DIMS, describe
+from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
 from benchlab.publish.context import HISTORY_RUNS, NO_OUTCOMES, SiteContext
 from benchlab.publish.data import PublicData
 from benchlab.publish.links import Pages
@@ -135,9 +138,9 @@ def machine_pages(site: SiteContext) -> list[Any]:
         sids = sids_of.get(machine_id, [])
         latest = [site.latest[sid] for sid in sids]
         prefix = f"machine-{machine_id}-"
+        histories = [site.groups.ok_of[sid] for sid in sids]
         charts = [
-            throughput_chart(latest, prefix + "throughput"),
-            throughput_chart(latest, prefix + "decode", "decode_tok_per_sec"),
+            machine_chart(tails(histories), prefix + "throughput", present_metrics(latest)),
             site.trend(sids, prefix + "trend"),
         ]  # fmt: skip
         site.add_charts(charts)
@@ -164,6 +167,7 @@ def machine_pages(site: SiteContext) -> list[Any]:
             "machine.md.j2",
             root="../",
             machine_id=machine_id,
+            models=sorted({r["model"] for r in latest}) or ["–"],
             summary={
                 "runs": len(mine),
                 "ok": outcome["ok"],
@@ -189,4 +193,33 @@ def machine_pages(site: SiteContext) -> list[Any]:
             history=site.runs_table(newest_runs, "../", HISTORY_RUNS, machine=False),
         )
         nav.append({html.escape(machine_id): f"machines/{site.pages.machine(machine_id)}"})
+    site.files[SEARCH_ENTRIES] = json.dumps(series_entries(site), sort_keys=True) + "\n"
     return nav
+
+
+SEARCH_ENTRIES = "_slots/search-entries.json"
+"""Extra search index entries, one per series page (`publish.hooks.on_post_build` adds
+them): a series page's own text is numbers, so it stays out of the index, and its id and
+label, in the `identity.series_label` form and in words, go in instead."""
+
+
+def series_entries(site: SiteContext) -> list[dict[str, str]]:
+    """A search entry per series with a page: its label as title; its id, machine, model
+    and label (short and in words) as text, so `t2`, `2 threads` and `s1a2b…` all find it."""
+    entries = []
+    for sid in sorted(site.series_pages):
+        run = site.latest[sid]
+        words = describe(run, STYLE_DIMS)
+        page = site.series_pages[sid]  # a page name (`x.md`) or the one page's address
+        text = (
+            f"Series {sid}: {label(run)}. {words}. Machine {run['machine_id']}, "
+            f"model {run['model']}."
+        )
+        entries.append(
+            {  # the search shows title and text as HTML: user strings go in as entities
+                "location": f"series/{page[:-3]}.html" if page.endswith(".md") else page,
+                "title": html.escape(label(run)),
+                "text": html.escape(text),
+            }
+        )
+    return entries

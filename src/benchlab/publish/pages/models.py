@@ -7,14 +7,16 @@ from typing import Any
 
 from benchlab.identity import shape, version_label
 from benchlab.ids import slug
-from benchlab.publish.charts import scaling_chart, threads_chart, throughput_chart
+from benchlab.publish.charts import scaling_chart, threads_chart
+from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
 from benchlab.publish.context import SiteContext, best_per_machine
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, link
 
 
 def model_pages(site: SiteContext) -> list[Any]:
-    """The fastest machines per precision (sorted tables), then the charts: peak and
-    decode by machine, batch scaling per thread count, decode by threads, history."""
+    """The fastest machines per precision (sorted tables), then the charts: every machine at
+    its best configuration for any metric the runs carry (a selector), batch scaling,
+    decode by thread count (a numeric axis), history."""
     nav = []
     for model, name in site.pages.models.items():
         mine = site.groups.by_model.get(model, [])
@@ -22,9 +24,9 @@ def model_pages(site: SiteContext) -> list[Any]:
         latest = list(latest_map.values())
         site.data.upgrade(latest)  # the scaling chart reads their batch curves
         prefix = f"model-{name.removesuffix('.md')}-"
+        histories = [site.groups.ok_of_model[(model, sid)] for sid in latest_map]
         charts = [
-            throughput_chart(latest, prefix + "throughput"),
-            throughput_chart(latest, prefix + "decode", "decode_tok_per_sec"),
+            machine_chart(tails(histories), prefix + "throughput", present_metrics(latest)),
             scaling_chart(latest, site.data.store_root, prefix + "scaling"),
             threads_chart(latest, prefix + "threads"),
             site.trend(latest_map, prefix + "trend", model),
@@ -79,6 +81,8 @@ def model_pages(site: SiteContext) -> list[Any]:
             "model.md.j2",
             root="../",
             model=model,
+            ids=sorted({r.get("model_id") or "" for r in mine} - {""}),
+            machines=sorted({r["machine_id"] for r in mine}),
             summary={
                 "ok": sum(len(runs) for runs in
                           (site.groups.ok_of_model[(model, sid)] for sid in latest_map)),
