@@ -496,9 +496,9 @@ def _row(
     if axis == "build":
         row["revision"] = run_a.get("revision")
     if match == "best":
-        row["settings_a"] = settings_label(run_a)
-        row["settings_b"] = settings_label(run_b)
-        row["settings"] = f"A: {row['settings_a']}, B: {row['settings_b']}"
+        row["settings_a"] = settings_label(run_a, run_b)
+        row["settings_b"] = settings_label(run_b, run_a)
+        row["settings"] = f"A: {row['settings_a']}; B: {row['settings_b']}"
     return row
 
 
@@ -522,27 +522,51 @@ def _workload(entry: dict[str, Any]) -> str:
     return shape({k: entry.get(k) for k in ("prompt_tokens", "gen_tokens", "depth")})
 
 
-def settings_label(entry: dict[str, Any]) -> str:
-    """A configuration as people say it: `16 threads, b512/ub128, fa, ngl 99`."""
+def settings_label(entry: dict[str, Any], other: dict[str, Any] | None = None) -> str:
+    """A configuration as people say it (`16 threads, b512/ub128, fa, ngl 99`): the thread
+    count always, the other settings where they differ from `other`'s (the row's other side:
+    what both share tells the reader nothing)."""
     parts = []
-    if entry.get("threads") is not None:
-        parts.append(f"{entry['threads']} thread{'s' if entry['threads'] != 1 else ''}")
-    else:
-        parts.append("threads not recorded")
-    if entry.get("batch_sizes"):
-        sizes = entry["batch_sizes"]
-        parts.append(f"batch {min(sizes)}-{max(sizes)}" if len(sizes) > 1 else f"batch {sizes[0]}")
-    if entry.get("n_batch") or entry.get("n_ubatch"):
-        parts.append(f"b{entry.get('n_batch') or '-'}/ub{entry.get('n_ubatch') or '-'}")
-    if entry.get("gpu_layers") is not None:
-        parts.append(f"ngl {entry['gpu_layers']}")
-    if entry.get("flash_attn"):
-        parts.append("fa")
-    if entry.get("type_k") or entry.get("type_v"):
-        parts.append(f"kv {entry.get('type_k') or '-'}/{entry.get('type_v') or '-'}")
-    for name, value in sorted((entry.get("axes") or {}).items()):
-        parts.append(f"{name}={value}")
+    for name, text in _setting_parts(entry):
+        if name == "threads" or other is None or entry.get(name) != other.get(name):
+            parts.append(text)
     return ", ".join(parts)
+
+
+def _setting_parts(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    threads = entry.get("threads")
+    parts = [
+        (
+            "threads",
+            "threads not recorded"
+            if threads is None
+            else f"{threads} thread{'s' if threads != 1 else ''}",
+        )
+    ]
+    sizes = entry.get("batch_sizes")
+    if sizes:
+        parts.append(
+            (
+                "batch_sizes",
+                f"batch {min(sizes)}-{max(sizes)}" if len(sizes) > 1 else f"batch {sizes[0]}",
+            )
+        )
+    if entry.get("n_batch") or entry.get("n_ubatch"):
+        parts.append(
+            ("n_batch", f"b{entry.get('n_batch') or '-'}/ub{entry.get('n_ubatch') or '-'}")
+        )
+    if entry.get("gpu_layers") is not None:
+        parts.append(("gpu_layers", f"ngl {entry['gpu_layers']}"))
+    if entry.get("flash_attn") is not None:
+        parts.append(("flash_attn", "fa" if entry["flash_attn"] else "no fa"))
+    if entry.get("type_k") or entry.get("type_v"):
+        parts.append(("type_k", f"kv {entry.get('type_k') or '-'}/{entry.get('type_v') or '-'}"))
+    axes = entry.get("axes") or {}
+    if axes:
+        parts.append(("axes", " ".join(f"{k}={v}" for k, v in sorted(axes.items()))))
+    if entry.get("settings"):
+        parts.append(("settings", f"device settings {str(entry['settings'])[:8]}"))
+    return parts
 
 
 def _axis_speedup(metric: str, a: float | None, b: float | None) -> float | None:
