@@ -49,12 +49,15 @@ History = list[tuple[Entry, float]]
 MIN_EFFECT = 1.5
 """A confirmed step moves the median by at least this many robust standard deviations of
 the series' noise. Uniform +-10 % noise has a robust sd of 7.4 %: a 5.9 % wobble is 0.8."""
-SUSPECT_EFFECT = 3.0
+SUSPECT_EFFECT = 4.0
 """A suspect (too few runs after it to confirm) must stand this far outside the noise."""
 MIN_BASELINE = 4
 """Runs since the last step that a tail check needs as its baseline."""
 MAX_TAIL = 5
 """The most newest runs the tail check looks at."""
+MIN_TAIL = 2
+"""The fewest: one newest run beyond the rest is as often a wedged run as a step (on the
+generated histories of tools/perf/regress.py, most single-run suspects were noise)."""
 
 
 def sort_key(entry: Entry) -> tuple[str, str]:
@@ -267,9 +270,10 @@ class Step:
     effect: float = 0.0
     corroborated_by: int = 0
     open: bool = False
-    """Still in effect at the newest run: the newest segment's level is still beyond the
-    noise on the far side of the level before the step (no later step undid it). A
-    regression later fixed is not open; a suspect, at the newest runs, always is."""
+    """Still in effect at the newest run: the newest segment's level is still on the far side
+    of the level before the step, by more than the noise, `min_change` and half the step (no
+    later step undid most of it). A regression later fixed is not open; a suspect, at the
+    newest runs, always is."""
     p_value: float = 1.0
     """The step's own p-value (confidence is 1 - p_value, clipped by corroboration);
     `control_fdr` ranks series by it."""
@@ -324,19 +328,20 @@ def tail_step(
     suspect_effect: float = SUSPECT_EFFECT,
     min_baseline: int = MIN_BASELINE,
     max_tail: int = MAX_TAIL,
+    min_tail: int = MIN_TAIL,
 ) -> tuple[int, float, float] | None:
     """A step among the newest runs too recent to confirm: (first index of the tail,
     one-sided p-value, effect), or None.
 
     The baseline is `values[start:]` less the tail (the runs since the last confirmed step).
-    The tail is the longest run of newest values (at most `max_tail`) that all lie below the
+    The tail is the longest run of newest values (`min_tail` to `max_tail`) that all lie below the
     baseline's minimum, or all above its maximum. Under no change every ordering is equally
     likely, so the chance that the k newest of n runs are the k lowest is 1 / C(n, k): an
     exact p-value for any noise distribution. The median of the tail must also differ from
     the baseline's by `min_change` and by `suspect_effect` robust deviations of the baseline.
     """
     n = len(values)
-    for k in range(max_tail, 0, -1):  # the longest tail that qualifies
+    for k in range(max_tail, min_tail - 1, -1):  # the longest tail that qualifies
         base = values[start : n - k]
         tail = values[n - k :]
         if len(base) < min_baseline:
@@ -485,7 +490,8 @@ def series_steps(
                 runs_after=len(values) - cut,
                 effect=effect,
                 open=status == "suspect"
-                or still > max(min_change * abs(before), min_effect * noise),
+                or still
+                > max(min_change * abs(before), min_effect * noise, abs(after - before) / 2),
                 p_value=p_value,
             )
         )

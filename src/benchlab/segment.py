@@ -141,6 +141,9 @@ class Cut:
     """(median after - median before) / median before, of the raw runs."""
     drift_gain: float
     """How much less squared error (in noise variances) the step leaves than a line."""
+    separated: bool = True
+    """Every run of the shorter side, if it is under `SHORT` runs, lies on its own side of
+    the midpoint between the two medians: two wedged runs among three are not a segment."""
 
 
 def _line_sse(y: Any) -> float:
@@ -172,7 +175,11 @@ def judge(raw: Any, clean: Any, sigma: float, lo: int, cut: int, hi: int, min_se
     change = (ma - mb) / abs(mb) if mb else math.inf
     window = clean[lo:hi]
     gain = (_line_sse(window) - _sse(before) - _sse(after)) / sigma**2
-    return Cut(cut, p_value, abs(delta), change, gain)
+    mid = (mb + ma) / 2
+    short = raw[lo:cut] if cut - lo <= hi - cut else raw[cut:hi]
+    side = mb if cut - lo <= hi - cut else ma
+    separated = len(short) >= SHORT or bool(np.all((short - mid) * (side - mid) > 0))
+    return Cut(cut, p_value, abs(delta), change, gain, separated)
 
 
 def _needed_effect(min_effect: float, before: int, after: int) -> float:
@@ -217,6 +224,7 @@ def find_cuts(
             or c.effect < _needed_effect(min_effect, c.index - lo, hi - c.index)
             or abs(c.change) < min_change
             or c.drift_gain < DRIFT_GAIN * math.log(hi - lo)
+            or not c.separated
         ]
         if not failing:
             return judged

@@ -212,7 +212,7 @@ def test_a_wobble_no_larger_than_the_noise_is_not_a_confirmed_step() -> None:
 
 def test_a_recent_step_with_too_few_runs_to_confirm_is_a_suspect() -> None:
     rng = np.random.default_rng(3)
-    values = [100 * rng.uniform(0.9, 1.1) for _ in range(11)] + [70.0, 71.0]
+    values = [100 * rng.uniform(0.9, 1.1) for _ in range(11)] + [60.0, 61.0]
     [step] = detect(entries(values))
     assert step.status == "suspect" and step.kind == "regression"
     assert step.first_bad_run == "pi5-run-011" and step.runs_after == 2
@@ -224,12 +224,20 @@ def test_suspects_of_one_machine_corroborate_each_other() -> None:
     rng = np.random.default_rng(4)
     history = []
     for model in ("a", "b", "c"):
-        values = [100 * rng.uniform(0.9, 1.1) for _ in range(11)] + [70.0]
+        values = [100 * rng.uniform(0.9, 1.1) for _ in range(10)] + [60.0, 61.0]
         history += entries(values, tag=model, model_id=model, model=model)
     steps = detect(history)
     assert len(steps) == 3 and {s.status for s in steps} == {"suspect"}
     assert all(s.corroborated_by == 2 for s in steps)
-    assert all(s.confidence > 0.9 > 1 - 2 / 12 for s in steps)  # stronger than each alone
+    assert all(s.confidence > 0.99 > 1 - 2 / 66 for s in steps)  # stronger than each alone
+
+
+def test_one_newest_run_beyond_the_rest_is_not_a_suspect() -> None:
+    """As often a wedged run as a step: it waits for a second run."""
+    rng = np.random.default_rng(3)
+    values = [100 * rng.uniform(0.9, 1.1) for _ in range(11)] + [60.0]
+    assert detect(entries(values)) == []
+    assert [s.status for s in detect(entries([*values, 61.0]))] == ["suspect"]
 
 
 def test_fisher_combined_matches_the_chi_squared_tail() -> None:

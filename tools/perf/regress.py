@@ -1,146 +1,288 @@
-"""Detection rate and false alarms of `benchlab.regress.find_steps` on synthetic histories.
+"""Step detection against asv's, on the same generated histories, with known answers.
 
-Each history has 40 runs of a throughput with Gaussian noise of a given coefficient of
-variation; stepped histories drop by the given size at run 20. A step counts as detected
-when a step is found within 2 runs of the true one. False alarms are counted on step-free
-histories, per 1,000 runs. Side by side: a conbench-style distribution check (each run's
-z-score against the 10 runs before it, flagged at |z| > 5), applied run by run.
+Each draw is a catalog of daily throughput series (15, 30 or 60 runs; noise of 2 % or 5 %):
+`--noise` noise-only series, spread over seven noise models (gaussian, uniform, Student t
+with 3 degrees of freedom, Laplace, bimodal, a slow linear drift, occasional wedged runs 30 %
+slow), and `--planted` series of each planted kind, their noise model drawn from the same
+seven: a step of 10, 20 or 30 % either way a quarter of the way in (old, still open), three
+runs from the end (recent, still open), and a pulse (a step, then back after max(3, n/4)
+runs: a regression or improvement later undone).
 
-Then the fleet case the site must answer: a fleet of ~3,000 runs spread over ~220 series
-holds ~13 runs per series with uniform +-10 % noise; one machine's series take a -28 % step
-with only k runs after it. "before" is the detector as it was (alpha 0.01, no effect-size
-gate, no tail check: `min_effect=0, suspects=False`); "after" is today's default (confirmed
-steps need 1.5 robust deviations; a recent step with few runs after it is `suspect`).
-False alarms on step-free 13-run series are split into confirmed and suspect.
+Figures, per detector:
+- found: planted steps with a reported step in the same direction within 2 runs;
+- exact: planted steps whose first bad run is reported exactly;
+- false /100: steps reported in noise-only series, per 100 series;
+- extra /100: steps reported in planted series away from every planted step, per 100.
 
-    python tools/perf/regress.py [--trials 200]
+Detectors: "asv" is `asv.step_detect.detect_steps` (asv's penalised L1 segmentation,
+`solve_potts_autogamma`; every segment boundary is a step) on the series as times
+(1/throughput); "ours" is `benchlab.regress.detect` over the whole catalog at once
+(confirmed and suspect steps, the false discovery rate controlled across all series);
+"before" (with `--before REV`) is `detect` as it was at that git revision.
+
+The open-regression table asks what the home page asks: which regressions are still in
+effect at the newest run. Truth: an open step down, and the fall back of an upward pulse.
+"asv" is `detect_regressions(steps, 0.05)` (what `asv publish` writes to regressions.json);
+"ours" is the steps with `kind == "regression"` and `open`. "fixed listed" counts the
+regressions that were later undone (downward pulses) listed as open, per 100 such.
+
+Last, the fleet-scale time: `detect` over 430 series of 15 runs.
+
+    python tools/perf/regress.py [--seed 20261203] [--before 51d7c8d]
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from benchlab.regress import detect, find_steps
+from benchlab.identity import series_id
+from benchlab.regress import detect
 
-LENGTH, AT = 40, 20
-STEPS = (0.02, 0.05, 0.10, 0.20, 0.30)
-NOISE = (0.01, 0.02, 0.05, 0.10)
-
-
-def history(rng: np.random.Generator, step: float, cov: float) -> list[float]:
-    level = np.where(np.arange(LENGTH) < AT, 100.0, 100.0 * (1 - step))
-    return list(level * (1 + rng.normal(0, cov, LENGTH)))
+MODELS = ("gaussian", "uniform", "t3", "laplace", "bimodal", "drift", "outliers")
+KINDS = ("old", "recent", "pulse")
 
 
-def zscore_flags(values: list[float], lookback: int = 10, threshold: float = 5.0) -> list[int]:
-    """Indices a conbench-style check flags: |z| of a run against the `lookback` before it."""
-    flags = []
-    for index in range(lookback, len(values)):
-        window = np.asarray(values[index - lookback : index])
-        spread = window.std(ddof=1)
-        if spread > 0 and abs(values[index] - window.mean()) / spread > threshold:
-            flags.append(index)
-    return flags
+@dataclass
+class Series:
+    """One generated history and its truth: each planted step's first index and sign."""
+
+    values: list[float]
+    model: str
+    planted: list[tuple[int, int]] = field(default_factory=list)
+    open_regression: int | None = None
+    fixed_regression: int | None = None
 
 
-def table(title: str, detector, rng: np.random.Generator, trials: int) -> None:
-    print(f"\n{title}: detection rate (%), {trials} histories of {LENGTH} runs, step at {AT}")
-    print("step \\ CoV " + "".join(f"{c:>8.0%}" for c in NOISE))
-    for step in STEPS:
-        cells = []
-        for cov in NOISE:
-            hits = sum(
-                any(abs(i - AT) <= 2 for i in detector(history(rng, step, cov)))
-                for _ in range(trials)
-            )
-            cells.append(100 * hits / trials)
-        print(f"{step:>10.0%} " + "".join(f"{c:>8.1f}" for c in cells))
-    alarms = [
-        1000 * sum(len(detector(history(rng, 0.0, cov))) for _ in range(trials)) / (trials * LENGTH)
-        for cov in NOISE
-    ]
-    print("false alarms per 1,000 step-free runs")
-    print("      none " + "".join(f"{a:>8.2f}" for a in alarms))
+def noise(rng: np.random.Generator, model: str, n: int, cov: float) -> np.ndarray:
+    """Relative noise of standard deviation about `cov` under one of `MODELS`."""
+    if model == "gaussian":
+        return rng.normal(0, cov, n)
+    if model == "uniform":
+        return rng.uniform(-(3**0.5) * cov, 3**0.5 * cov, n)
+    if model == "t3":
+        return rng.standard_t(3, n) * cov / 3**0.5
+    if model == "laplace":
+        return rng.laplace(0, cov / 2**0.5, n)
+    if model == "bimodal":
+        return rng.choice([-cov, cov], n) + rng.normal(0, cov / 4, n)
+    if model == "drift":
+        return rng.normal(0, cov, n) + np.linspace(0, rng.uniform(-3, 3) * cov, n)
+    return np.where(rng.random(n) < 0.05, -0.3, rng.normal(0, cov, n))  # outliers
 
 
-FLEET_LENGTH = 13
-FLEET_STEP = 0.28
-TAILS = (1, 2, 3, 5, 8)
+def generate(rng: np.random.Generator, kind: str) -> Series:
+    n = int(rng.choice([15, 30, 60]))
+    cov = float(rng.choice([0.02, 0.05]))
+    model = str(rng.choice(MODELS))
+    level = np.full(n, 100.0)
+    size = float(rng.choice([0.1, 0.2, 0.3])) * float(rng.choice([-1, 1]))
+    sign = 1 if size > 0 else -1
+    series = Series([], model)
+    if kind in ("old", "recent"):
+        at = n // 4 if kind == "old" else n - 3
+        level[at:] *= 1 + size
+        series.planted = [(at, sign)]
+        series.open_regression = at if sign < 0 else None
+    elif kind == "pulse":
+        at, back = n // 3, n // 3 + max(3, n // 4)
+        level[at:back] *= 1 + size
+        series.planted = [(at, sign), (back, -sign)]
+        series.open_regression = back if sign > 0 else None
+        series.fixed_regression = at if sign < 0 else None
+    series.values = list(level * (1 + noise(rng, model, n, cov)))
+    return series
 
 
-def fleet_history(rng: np.random.Generator, runs_after: int, step: float) -> list[float]:
-    """A fleet-sized series: uniform +-10 % noise, the step `runs_after` runs from the end."""
-    noise = rng.uniform(0.9, 1.1, FLEET_LENGTH)
-    level = np.where(np.arange(FLEET_LENGTH) < FLEET_LENGTH - runs_after, 100.0, 100 * (1 - step))
-    return list(level * noise)
+def draw(seed: int, noise_only: int, planted: int) -> list[Series]:
+    rng = np.random.default_rng(seed)
+    out = [generate(rng, "noise") for _ in range(noise_only)]
+    return out + [generate(rng, kind) for kind in KINDS for _ in range(planted)]
 
 
-def _entries(values: list[float]) -> list[dict]:
-    return [
-        {
-            "run_id": f"r{i:03d}",
-            "series": "s1",
-            "machine_id": "m",
-            "model": "x",
-            "precision": "q4",
-            "timestamp": f"2026-01-{1 + i:02d}T00:00:00Z",
-            "status": "ok",
-            "peak_tok_per_sec": v,
-        }
-        for i, v in enumerate(values)
-    ]
+def entries(all_series: list[Series]) -> list[dict[str, Any]]:
+    """The draw as catalog entries: one model per series, one run per day."""
+    out = []
+    for number, series in enumerate(all_series):
+        for day, value in enumerate(series.values):
+            entry = {
+                "run_id": f"s{number:04d}-{day:03d}",
+                "machine_id": f"m{number % 7}",
+                "timestamp": f"2026-{1 + day // 28:02d}-{1 + day % 28:02d}T00:00:00Z",
+                "model": f"model-{number:04d}",
+                "model_id": f"model-{number:04d}",
+                "precision": "q4",
+                "backend": "reference",
+                "mode": "decode",
+                "threads": 1,
+                "status": "ok",
+                "tags": [],
+                "peak_tok_per_sec": value,
+            }
+            entry["series"] = series_id(entry)
+            out.append(entry)
+    return out
 
 
-def fleet_table(rng: np.random.Generator, trials: int) -> None:
-    """Found (confirmed or suspect, at the right run) and false alarms, before and after."""
-    settings = {
-        "before": {"min_effect": 0.0, "suspects": False},
-        "after": {},
+Found = list[tuple[int, int, bool]]
+"""Reported steps of one series: (first bad index, sign of the change, open regression)."""
+
+
+def by_catalog(detect_fn: Callable[..., list[Any]], all_series: list[Series]) -> list[Found]:
+    found: list[Found] = [[] for _ in all_series]
+    for step in detect_fn(entries(all_series)):
+        number, day = (int(part) for part in step.first_bad_run[1:].split("-"))
+        is_open = step.kind == "regression" and getattr(step, "open", False)
+        found[number].append((day, 1 if step.change > 0 else -1, is_open))
+    return found
+
+
+def by_asv(all_series: list[Series]) -> list[Found]:
+    from asv.step_detect import detect_regressions, detect_steps
+
+    found: list[Found] = []
+    for series in all_series:
+        times = [100.0 / v for v in series.values]
+        steps = detect_steps(times)
+        _, _, jumps = detect_regressions(steps, 0.05)
+        opened = {after for _, after, _, _ in jumps or ()}
+        reported = [(steps[i][0], 1 if steps[i][2] < steps[i - 1][2] else -1, False)
+                    for i in range(1, len(steps))]  # fmt: skip
+        reported += [(after, -1, True) for after in opened]
+        found.append(reported)
+    return found
+
+
+def scores(all_series: list[Series], found: list[Found]) -> dict[str, float]:
+    planted = hit = exact = noise_only = false = extra = stepped = 0
+    opened = open_hit = open_exact = open_false = fixed = fixed_listed = 0
+    for series, got in zip(all_series, found, strict=True):
+        steps = [(day, sign) for day, sign, is_open in got if not is_open]
+        opens = [day for day, _, is_open in got if is_open]
+        if not series.planted:
+            noise_only += 1
+            false += len(steps)
+            open_false += len(opens)
+            continue
+        stepped += 1
+        for at, sign in series.planted:
+            planted += 1
+            hit += any(abs(day - at) <= 2 and s == sign for day, s in steps)
+            exact += any(day == at and s == sign for day, s in steps)
+        extra += sum(all(abs(day - at) > 2 for at, _ in series.planted) for day, _ in steps)
+        if series.open_regression is not None:
+            opened += 1
+            open_hit += any(abs(day - series.open_regression) <= 2 for day in opens)
+            open_exact += series.open_regression in opens
+        if series.fixed_regression is not None:
+            fixed += 1
+            fixed_listed += any(abs(day - series.fixed_regression) <= 2 for day in opens)
+    return {
+        "found": 100 * hit / planted,
+        "exact": 100 * exact / planted,
+        "false": 100 * false / noise_only,
+        "extra": 100 * extra / stepped,
+        "open found": 100 * open_hit / opened,
+        "open exact": 100 * open_exact / opened,
+        "open false": 100 * open_false / noise_only,
+        "fixed listed": 100 * fixed_listed / fixed,
     }
+
+
+def ours_open(detect_fn: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+    """`detect` with each step reported once as a step and, if an open regression, again."""
+
+    def run(rows: list[dict[str, Any]]) -> list[Any]:
+        out = []
+        for step in detect_fn(rows):
+            out.append(_Reported(step.first_bad_run, step.change, step.kind, False))
+            if step.kind == "regression" and getattr(step, "open", False):
+                out.append(_Reported(step.first_bad_run, step.change, step.kind, True))
+        return out
+
+    return run
+
+
+@dataclass
+class _Reported:
+    first_bad_run: str
+    change: float
+    kind: str
+    open: bool
+
+
+def load_before(rev: str) -> types.ModuleType:
+    """`benchlab.regress` as it was at git revision `rev`, as a module of its own."""
+    source = subprocess.run(
+        ["git", "show", f"{rev}:src/benchlab/regress.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    module = types.ModuleType("regress_before")
+    sys.modules["regress_before"] = module
+    exec(compile(source, f"{rev}:regress.py", "exec"), module.__dict__)
+    return module
+
+
+def report(seed: int, args: argparse.Namespace, before: types.ModuleType | None) -> None:
+    all_series = draw(seed, args.noise, args.planted)
+    detectors: dict[str, Callable[[], list[Found]]] = {
+        "asv": lambda: by_asv(all_series),
+        "ours": lambda: by_catalog(ours_open(detect), all_series),
+    }
+    if before is not None:
+        detectors["before"] = lambda: by_catalog(ours_open(before.detect), all_series)
     print(
-        f"\nfleet case: {FLEET_LENGTH}-run series, uniform +-10% noise, "
-        f"-{FLEET_STEP:.0%} step k runs from the end, {trials} trials"
+        f"\nseed {seed}: {args.noise} noise-only series, {args.planted} of each planted kind "
+        f"({', '.join(KINDS)}), noise models {', '.join(MODELS)}"
     )
-    print("found (%)  k = " + "".join(f"{k:>7d}" for k in TAILS) + "   false alarms / 1,000 runs")
-    for name, kw in settings.items():
-        cells = []
-        for k in TAILS:
-            hits = 0
-            for _ in range(trials):
-                steps = detect(_entries(fleet_history(rng, k, FLEET_STEP)), **kw)
-                at = FLEET_LENGTH - k
-                hits += any(
-                    s.kind == "regression" and abs(int(s.first_bad_run[1:]) - at) <= 1
-                    for s in steps
-                )
-            cells.append(100 * hits / trials)
-        confirmed = suspect = 0
-        for _ in range(trials):
-            for s in detect(_entries(fleet_history(rng, 0, 0.0)), **kw):
-                confirmed += s.status == "confirmed"
-                suspect += s.status == "suspect"
-        scale = 1000 / (trials * FLEET_LENGTH)
-        print(
-            f"{name:>9}       "
-            + "".join(f"{c:>7.1f}" for c in cells)
-            + f"   confirmed {confirmed * scale:.2f}, suspect {suspect * scale:.2f}"
-        )
+    header = ("found %", "exact %", "false/100", "extra/100",
+              "open found %", "open exact %", "open false/100", "fixed listed %", "s")  # fmt: skip
+    print(f"{'detector':>9} " + " ".join(f"{h:>14}" for h in header))
+    for name, run in detectors.items():
+        started = time.perf_counter()
+        figures = scores(all_series, run())
+        elapsed = time.perf_counter() - started
+        cells = [f"{v:>14.1f}" for v in figures.values()] + [f"{elapsed:>14.1f}"]
+        print(f"{name:>9} " + " ".join(cells))
+
+
+def fleet_time(before: types.ModuleType | None) -> None:
+    """`detect` over 430 series of 15 runs (the fleet's shape): median of 3 timings."""
+    rng = np.random.default_rng(1)
+    rows = entries([generate(rng, "noise") for _ in range(430)])
+    rows = [r for r in rows if int(r["run_id"].split("-")[1]) < 15]
+    timed = {"ours": detect} | ({"before": before.detect} if before is not None else {})
+    for name, fn in timed.items():
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            fn(rows)
+            times.append(time.perf_counter() - started)
+        print(f"fleet: detect over 430 series x 15 runs, {name}: {sorted(times)[1]:.2f} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--seed", type=int, action="append", help="default: 20261203 and 7")
+    parser.add_argument("--noise", type=int, default=300, help="noise-only series per draw")
+    parser.add_argument("--planted", type=int, default=100, help="series per planted kind")
+    parser.add_argument("--before", metavar="REV", help="also score detect at git REV")
     args = parser.parse_args()
-    rng = np.random.default_rng(20261201)
-    started = time.perf_counter()
-    table("benchlab (rank scan + permutation test)",
-          lambda v: [i for i, _ in find_steps(v)], rng, args.trials)  # fmt: skip
-    table("conbench-style z-score, lookback 10, |z| > 5", zscore_flags, rng, args.trials)
-    fleet_table(rng, args.trials)
-    print(f"\n{time.perf_counter() - started:.1f} s")
+    before = load_before(args.before) if args.before else None
+    for seed in args.seed or [20261203, 7]:
+        report(seed, args, before)
+    print()
+    fleet_time(before)
 
 
 if __name__ == "__main__":
