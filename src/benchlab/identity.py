@@ -79,6 +79,7 @@ AXIS_PARAMS_IGNORED = frozenset(
         "pattern",
         "version",
         "revision",
+        "metrics",  # declarations of what a run reports (unit, direction), not an axis
         # Mapped onto named identity fields.
         "batch",
         "ubatch",

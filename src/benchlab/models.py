@@ -411,6 +411,15 @@ class BatchCurvePoint(_Open):
     agg_tok_per_sec: float
 
 
+class ExtraMetric(_Closed):
+    """One declared metric of a run in the catalog (`benchlab.metrics.EXTRA_FIELD`): its value
+    with the unit and direction its config declared, so every clone ranks it the same way."""
+
+    value: float
+    unit: str = Field(min_length=1, max_length=32)
+    better: Literal["higher", "lower"]
+
+
 class CatalogEntry(_Open):
     """One run as the public catalog lists it: redacted, flat, queryable.
 
@@ -500,6 +509,11 @@ class CatalogEntry(_Open):
     )
     track_value: float | None = Field(
         default=None, description="An imported tracked value (asv track_*); lower wins."
+    )
+    extra_metrics: dict[str, ExtraMetric] | None = Field(
+        default=None,
+        description="The metrics a sweep declared (`metrics:` with a unit and a direction), "
+        "by name; ranked like registry metrics (ARCHITECTURE.md, Metrics).",
     )
     path: str | None = Field(default=None, description="Run dir relative to the store root.")
     batch_curve: list[BatchCurvePoint] | None = Field(
@@ -679,6 +693,11 @@ class SweepConfig(_Closed):
         description="Params whose values the public catalog may show as (scrubbed, bounded) "
         "text; every other param value is published only as a number, a boolean or a short "
         "slug, and withheld otherwise.",
+    )
+    metrics: dict[str, Any] | None = Field(
+        default=None,
+        description="Extra metrics the runs report, declared once with a unit and a direction "
+        "({p99_ms: {unit: ms, better: lower}}); the catalog and every verb rank them so.",
     )
     gates: list[GateConfig] = Field(
         default_factory=list,

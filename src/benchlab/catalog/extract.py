@@ -26,7 +26,7 @@ from benchlab.layout import (
     loads_json,
     parse_model,
 )
-from benchlab.metrics import CATALOG_FIELDS
+from benchlab.metrics import CATALOG_FIELDS, EXTRA_FIELD, declare, extra_entry
 from benchlab.metrics import derive as derive_metrics
 from benchlab.models import HOLE_ERROR_PREFIX, HOLE_TAG
 from benchlab.redact import Policy, ScanMemo, scrub_public
@@ -380,6 +380,22 @@ def check_public_entry(
     return warnings
 
 
+def _declared_metrics(
+    metrics: dict[str, float | None], spec: models.RunSpec | None, record_path: Path | str
+) -> dict[str, dict[str, Any]] | None:
+    """The run's declared metrics as the catalog carries them (ARCHITECTURE.md, Metrics):
+    each metric its sweep declared (`metrics:`, in the spec's params) that the run
+    measured, with the declared unit and direction. A declaration that is not one is a
+    SchemaError naming the record."""
+    if spec is None or not spec.params.get("metrics"):
+        return None
+    try:
+        declared = declare(f"{record_path}: $.spec.params", spec.params["metrics"])
+    except BenchlabError as exc:
+        raise SchemaError(str(exc)) from None
+    return extra_entry(metrics, declared)
+
+
 def entry_from_docs(
     run_id: str,
     manifest: models.RunManifest | None,
@@ -446,6 +462,7 @@ def entry_from_docs(
         metrics, tests = {}, []
     for name in CATALOG_FIELDS:
         entry[name] = metrics.get(name)
+    entry[EXTRA_FIELD] = _declared_metrics(metrics, spec, record_path)
     samples = metrics.get("samples")
     if samples is not None:
         entry["samples"] = int(samples)

@@ -101,13 +101,16 @@ ENTRY_FIELDS: dict[str, str] = {
     "warnings": "int?",
     "samples": "int?",
     **{m.name: m.kind for m in REGISTRY.values() if m.kind in ("num", "spread")},
+    "extra_metrics": "extras",
     "path": "str?",
     "batch_curve": "curve",
 }
 """`models.CatalogEntry` as kinds: str (required), str? (optional string), int?, bool?,
 ints? (null or a list of integers), obj? (null or an object), num (an optional metric,
 declared with its direction in `benchlab.metrics.REGISTRY`), spread (an optional
-standard deviation), strs (a list of strings), status, failure_kind, curve (null or a list
+standard deviation), extras (null or a run's declared metrics, {name: {value, unit,
+better}}: `benchlab.metrics.EXTRA_FIELD`), strs (a list of strings), status, failure_kind,
+curve (null or a list
 of {batch: int, agg_tok_per_sec: number}).
 tests/query keeps it equal to the model."""
 

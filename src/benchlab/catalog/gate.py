@@ -40,6 +40,7 @@ from benchlab.catalog.format import (
     STATUSES,
 )
 from benchlab.errors import SchemaError, StoreError
+from benchlab.metrics import EXTRA_NAME, MAX_DECLARED, MAX_EXTRA_VALUE, MAX_UNIT, REGISTRY
 
 MAX_SHARD_BYTES = 48 * 1024 * 1024
 """A shard is ~7 MB at a million runs of the synthetic fleet; GitHub refuses files over
@@ -197,6 +198,8 @@ def kind_schema(kind: str) -> dict[str, Any]:
         return {"enum": [*FAILURE_KINDS, None]}
     if base == "curve":
         return _curve_schema()
+    if base == "extras":
+        return _extras_schema()
     raise ValueError(f"unknown field kind {kind!r}")
 
 
@@ -384,6 +387,68 @@ def _curve_point(point: Any) -> str | None:
     return _fields_problem(rest, {}) if rest else None
 
 
+_EXTRA_NAME = re.compile(EXTRA_NAME)
+_EXTRA_KEYS = ["better", "unit", "value"]
+
+
+def _not_extra() -> list[str]:
+    """Names a declared metric may not take: an entry field's or a registry metric's."""
+    return sorted({*LINE_FIELDS, *REGISTRY})
+
+
+_NOT_EXTRA = frozenset(_not_extra())
+
+
+def _extras_schema() -> dict[str, Any]:
+    """`extra_metrics` (ARCHITECTURE.md, Metrics): the twin of `_extras`."""
+    bound = {"type": "number", "minimum": -MAX_EXTRA_VALUE, "maximum": MAX_EXTRA_VALUE}
+    unit = {**_text_schema(limit=MAX_UNIT), "minLength": 1}
+    held = {
+        "type": "object",
+        "required": _EXTRA_KEYS,
+        "properties": {"value": bound, "unit": unit, "better": {"enum": ["higher", "lower"]}},
+        "additionalProperties": False,
+    }
+    return {
+        "type": ["object", "null"],
+        "maxProperties": MAX_DECLARED,
+        "propertyNames": {"pattern": EXTRA_NAME, "not": {"enum": _not_extra()}},
+        "additionalProperties": held,
+    }
+
+
+def _extras(value: Any) -> str | None:
+    """A run's declared metrics: at most MAX_DECLARED names by EXTRA_NAME (none an entry
+    field's or a registry metric's), each {value: a finite number within +-1e12, unit: short
+    visible text, better: higher|lower} and nothing else."""
+    if type(value) is not dict:
+        return f"expected an object, got {_json_type(value)}"
+    if len(value) > MAX_DECLARED:
+        return f"{len(value)} metrics (at most {MAX_DECLARED})"
+    for name, held in value.items():
+        if type(name) is not str or not _EXTRA_NAME.match(name) or name in _NOT_EXTRA:
+            return f"{_shown(name)}: not a declared metric name"
+        if type(held) is not dict or sorted(held) != _EXTRA_KEYS:
+            return f"{name}: expected {{value, unit, better}}"
+        number = held["value"]
+        if type(number) is not float and type(number) is not int:
+            return f"{name}.value: expected a number, got {_json_type(number)}"
+        if not -MAX_EXTRA_VALUE <= number <= MAX_EXTRA_VALUE:
+            return f"{name}.value: {_shown(number)} is out of range (|n| <= 1e12)"
+        problem = _text(held["unit"], limit=MAX_UNIT)
+        if problem is None and not held["unit"]:
+            problem = "empty"
+        if problem is not None:
+            return f"{name}.unit: {problem}"
+        if held["better"] not in ("higher", "lower"):
+            return f"{name}.better: expected higher or lower, got {_shown(held['better'])}"
+    return None
+
+
+extras_problem = _extras
+"""What the loader's fast check asks of `extra_metrics` too: one rule, two readers."""
+
+
 def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
     return lambda value: None if value is None else check(value)
 
@@ -408,6 +473,7 @@ _CHECKERS: dict[str, Callable[[Any], str | None]] = {
         else f"expected one of {', '.join(FAILURE_KINDS)} or null, got {_shown(v)}"
     ),
     "curve": _nullable(lambda v: _items(v, _curve_point)),
+    "extras": _nullable(lambda v: _extras(v)),
 }
 for _kind in ("id", "series", "model_id", "text", "int", "ints", "bool", "num", "obj"):
     _CHECKERS[f"{_kind}?"] = _nullable(_CHECKERS[_kind])

@@ -108,6 +108,9 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
         from benchlab.catalog.gate import warn
 
         warn(list(loaded.problems))
+    from benchlab.metrics import adopt
+
+    adopt(loaded.runs)  # declared metrics: lifted and learned (ARCHITECTURE.md, Metrics)
     return loaded
 
 
@@ -426,6 +429,13 @@ def _check_rare(path: Path, i: int, entry: dict[str, Any]) -> None:
     axes = entry.get("axes")
     if axes is not None and type(axes) is not dict:
         raise _fail(path, f"$.runs[{i}].axes", "an object or null", axes)
+    extra = entry.get("extra_metrics")
+    if extra is not None:  # declared metrics (ARCHITECTURE.md, Metrics): the gate's check
+        from benchlab.catalog.gate import extras_problem
+
+        problem = extras_problem(extra)
+        if problem is not None:
+            raise SchemaError(f"{path}: $.runs[{i}].extra_metrics: {problem}")
 
 
 def _check_curve(path: Path, i: int, curve: Any) -> None:

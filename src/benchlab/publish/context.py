@@ -177,14 +177,14 @@ class SiteContext:
         that draws it: the runs `downsample` keeps, and the regressions. Exact where every
         history drawn holds one model name (always on a model's page): then the first run
         of a thinned history names its series as the first of the whole one does, and the
-        styles come from the whole histories' models, machines and precisions."""
+        styles come from each series' fields, as those of the whole histories do."""
         sids = sorted(sids)
         keys = [(model, sid) for sid in sids]
         if model is None and any(sid in self.groups.mixed for sid in sids):
             return trend_chart(self.ok_runs_of(sids), slug, self.regressions,
                                max_points=TREND_POINTS)  # fmt: skip
         runs: list[Entry] = []
-        kinds: set[tuple[str, str, str]] = set()
+        newest: list[Entry] = []  # one run per series: all that `Styles.of` tells apart
         for key in keys:
             thinned = self._thinned.get(key)
             if thinned is None:
@@ -194,13 +194,9 @@ class SiteContext:
                 thinned = [r for r in drawn if r["run_id"] in keep or r["run_id"] in self.flagged]
                 self._thinned[key] = thinned
             if thinned:
-                kinds.add(
-                    (thinned[-1]["model"], thinned[-1]["machine_id"], thinned[-1]["precision"])
-                )
+                newest.append(thinned[-1])
             runs.extend(thinned)
-        styles = Styles.of(
-            {"model": m, "machine_id": machine, "precision": p} for m, machine, p in sorted(kinds)
-        )
+        styles = Styles.of(newest)
         return trend_chart(runs, slug, self.regressions, max_points=None, styles=styles)
 
     def runs_table(

@@ -293,6 +293,7 @@ PUBLIC_VALUE_SHAPES: dict[str, tuple[str, ...]] = {
     "track_value": (NUMBER,),
     "path": (STRUCTURE,),
     "batch_curve": (STRUCTURE,),
+    "extra_metrics": (STRUCTURE,),
 }
 """Every field a catalog entry may publish, and the shapes its value may have. A field
 not listed here is withheld whatever it holds."""
@@ -351,6 +352,8 @@ def value_shape_ok(
     shapes = PUBLIC_VALUE_SHAPES.get(field)
     if shapes is None:
         return False
+    if field == "extra_metrics":
+        return _extras_ok(value, policy)
     for kind in shapes:
         if kind in (ID, STRUCTURE):
             return _structure_ok(field, value)
@@ -371,6 +374,27 @@ def value_shape_ok(
         elif isinstance(value, str) and _string_shape(kind, value, policy):
             return True
     return False
+
+
+_EXTRA_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def _extras_ok(value: Any, policy: Policy) -> bool:
+    """A run's declared metrics (ARCHITECTURE.md, Metrics): names of the declared pattern,
+    numbers, a direction, and a unit that is short tell-free text (a config wrote it)."""
+    if not isinstance(value, dict):
+        return False
+    for name, held in value.items():
+        if not isinstance(name, str) or not _EXTRA_NAME.fullmatch(name):
+            return False
+        if not isinstance(held, dict) or not _is_number(held.get("value")):
+            return False
+        unit = held.get("unit")
+        if held.get("better") not in ("higher", "lower") or not isinstance(unit, str):
+            return False
+        if len(unit) > 32 or not _string_shape(TEXT, unit, policy):
+            return False
+    return True
 
 
 def _structure_ok(field: str, value: Any) -> bool:

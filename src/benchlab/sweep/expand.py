@@ -26,6 +26,7 @@ from typing import Any
 from benchlab.benchmarks import BACKENDS
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import SPEC_HASH_CHARS, settings_digest, spec_id
+from benchlab.metrics import declare
 from benchlab.models import Policies, RunSpec, SweepConfig
 
 MAX_POINTS = 10_000
@@ -151,7 +152,7 @@ def make_spec(
         "prompt_tokens": point.get("prompt_tokens"),
         "gen_tokens": point.get("gen_tokens"),
         "batch_sizes": list(point.get("batch_sizes") or []),
-        "params": dict(point.get("params") or {}),
+        "params": _with_declared(config, dict(point.get("params") or {})),
         "failover_from": failover_from,
         "repeat": point.get("repeat") or None,
     }
@@ -171,6 +172,17 @@ def make_spec(
         hash_chars=SPEC_HASH_CHARS,
     )
     return RunSpec(spec_id=identity, experiment=config.experiment, tags=tags, **fields)
+
+
+def _with_declared(config: SweepConfig, params: dict[str, Any]) -> dict[str, Any]:
+    """A point's params with the config's `metrics:` declarations (ARCHITECTURE.md,
+    Metrics): the run record carries them to the catalog; a backend's own
+    `params.metrics` wins for a name both declare."""
+    if not config.metrics:
+        return params
+    own = params.get("metrics")
+    params["metrics"] = {**config.metrics, **(own if isinstance(own, dict) else {})}
+    return params
 
 
 def device_settings(config: SweepConfig, device: str) -> str | None:
@@ -262,6 +274,7 @@ def matrix_axes(config: SweepConfig, where: str) -> dict[str, list[Any]]:
         axes[key] = _counts(matrix.get(key), where, key)
     axes["batch_sizes"] = _batch_sizes(matrix.get("batch_sizes"), where)
     axes["params"] = _params(matrix.get("params"), where)
+    declare(where, config.metrics)  # one line naming metrics.<name>.<field>, before any run
 
     for index, device in enumerate(axes["device"]):
         if device not in config.devices:
