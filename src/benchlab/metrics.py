@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -121,7 +122,28 @@ CATALOG_RESOURCES = ("peak_rss_mb", "gpu_mem_peak_mb", "joules_per_token")
 """The RESOURCES a catalog entry carries (energy_j stays in the record: it grows with the
 run's length, so it compares nothing across runs)."""
 
-LOWER_IS_BETTER = frozenset(m.name for m in REGISTRY.values() if m.lower_is_better)
+_REGISTRY_LOWER = frozenset(m.name for m in REGISTRY.values() if m.lower_is_better)
+
+
+class _LowerIsBetter(AbstractSet[str]):
+    """The registry's lower-is-better metrics and those the loaded catalog declares
+    (`adopt`): one set every verb asks, whichever way a metric was declared."""
+
+    def __contains__(self, name: object) -> bool:
+        if name in _REGISTRY_LOWER:
+            return True
+        held = _DECLARED.get(name) if isinstance(name, str) else None
+        return held is not None and held.lower_is_better
+
+    def __iter__(self) -> Iterator[str]:
+        yield from sorted(_REGISTRY_LOWER)
+        yield from sorted(n for n, m in _DECLARED.items() if m.lower_is_better)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+LOWER_IS_BETTER: AbstractSet[str] = _LowerIsBetter()
 """Metrics where the smaller value is the better run; every other metric is higher-is-better."""
 
 DEFAULT_MAX_CV = 0.10
@@ -179,9 +201,88 @@ def declare(where: str, declared: Any) -> dict[str, Metric]:
 
 
 def unit_of(metric: str) -> str | None:
-    """The declared unit of `metric`, None for one the registry does not know."""
-    known = REGISTRY.get(metric)
+    """The declared unit of `metric`, None for one neither the registry nor the loaded
+    catalog declares."""
+    known = REGISTRY.get(metric) or _DECLARED.get(metric)
     return known.unit if known is not None else None
+
+
+# --- declared metrics in the catalog (ARCHITECTURE.md, Metrics) ----------------------------
+
+EXTRA_FIELD = "extra_metrics"
+"""The catalog entry field of a run's declared metrics: {name: {value, unit, better}}."""
+EXTRA_NAME = r"^[a-z][a-z0-9_]{0,63}$"
+"""A declared metric's name (the pattern `declare` holds configs to, and the gate pulled
+lines to)."""
+MAX_UNIT = 32
+MAX_EXTRA_VALUE = 1e12
+"""A declared value is finite and within +-1e12 (a declared metric may be signed)."""
+
+_DECLARED: dict[str, Metric] = {}
+"""The declarations of the catalog last adopted (`adopt`): what `lower_is_better`,
+`unit_of` and `--metric` know beside the registry."""
+_AMBIGUOUS: dict[str, str] = {}
+"""Names two runs of that catalog declare differently, and how: no verb ranks them."""
+
+
+def extra_entry(
+    metrics: Mapping[str, Any], declared: Mapping[str, Metric]
+) -> dict[str, dict[str, Any]] | None:
+    """A run's `extra_metrics` entry field: each declared metric it measured (a finite
+    number), with the declaration's unit and direction, so a pulled clone reads the meaning
+    from the line itself; None when there is none. A declared name the registry or the
+    entry already holds is never an extra (one name, one meaning)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, metric in sorted(declared.items()):
+        value = _number(metrics.get(name))
+        if name in REGISTRY or value is None or not math.isfinite(value):
+            continue
+        if abs(value) > MAX_EXTRA_VALUE:
+            continue
+        out[name] = {"value": value, "unit": metric.unit, "better": metric.better}
+    return out or None
+
+
+def adopt(entries: Iterable[dict[str, Any]]) -> None:
+    """Make a loaded catalog's declared metrics first-class for every verb: lift each run's
+    `extra_metrics` values to entry fields of their own (in memory; the stored line keeps
+    them under `extra_metrics`), and learn each declaration, so `--metric p99_ms`, `best`,
+    `compare`, the detector and the charts rank it in its declared direction. A name two
+    runs declare differently is learned as ambiguous: `check_known` refuses it by name."""
+    _DECLARED.clear()
+    _AMBIGUOUS.clear()
+    for entry in entries:
+        extra = entry.get(EXTRA_FIELD)
+        if not extra:
+            continue
+        for name, held in extra.items():
+            entry[name] = held["value"]
+            if name in _AMBIGUOUS:
+                continue
+            known = _DECLARED.get(name)
+            if known is None:
+                _DECLARED[name] = Metric(name, held["unit"], held["better"], "declared", "num")
+            elif (known.unit, known.better) != (held["unit"], held["better"]):
+                _AMBIGUOUS[name] = (
+                    f"declared as {known.unit} ({known.better} is better) and as "
+                    f"{held['unit']} ({held['better']} is better) by different runs"
+                )
+                del _DECLARED[name]
+
+
+def declared_metrics() -> tuple[str, ...]:
+    """The adopted catalog's declared metric names, sorted."""
+    return tuple(sorted(_DECLARED))
+
+
+def check_known(metric: str, known: Iterable[str]) -> str | None:
+    """Why `metric` cannot be ranked (unknown, or declared two ways); None when it can."""
+    if metric in known or metric in _DECLARED:
+        return None
+    if metric in _AMBIGUOUS:
+        return f"metric {metric!r} is {_AMBIGUOUS[metric]}; rename one of them"
+    valid = [*known, *declared_metrics()]
+    return f"unknown metric {metric!r}; valid: {', '.join(valid)}"
 
 
 def better_word(metric: str) -> str:

@@ -1,0 +1,135 @@
+"""Declared metrics reach the catalog and every verb (ARCHITECTURE.md, Metrics).
+
+A sweep declares `p99_ms` (ms, lower is better) once, at the top of its config; the command
+backend reports it; `bench catalog build` carries it in each entry's `extra_metrics` with
+its unit and direction; `bench best --metric p99_ms` gives the smallest, and `bench show`
+and `bench compare` print it with its unit. Pulled lines are gated: a declared metric with
+a bad name, too many names or a number out of range is set aside by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.kit.configs import write_sweep
+from tests.sweep.lab import ONE_ATTEMPT
+
+from benchlab.catalog.gate import line_problem
+from benchlab.cli import main
+
+# p99 in ms: 9 - threads, so the t2 point is the best (smallest); decode 10 + threads.
+CODE = (
+    "import json; t = {threads}; "
+    "print(json.dumps(dict(decode=10 + t, lat=dict(p99=9.0 - t), rps=100.0 * t)))"
+)
+
+
+@pytest.fixture
+def built(tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    path = write_sweep(
+        tmp_path / "declared.yaml",
+        experiment="declared",
+        policies=ONE_ATTEMPT,
+        metrics={"p99_ms": {"unit": "ms", "better": "lower"}},
+        matrix={
+            "backend": "command",
+            "threads": [1, 2, 3],
+            "params": {
+                "argv": ["{python}", "-c", CODE],
+                "fields": {"decode": "decode", "p99_ms": "lat.p99", "rps": "rps"},
+                "metrics": {"rps": {"unit": "requests/s", "better": "higher"}},
+            },
+        },
+    )
+    assert main(["run", str(path), "--quiet"]) == 0
+    assert main(["catalog", "build"]) == 0
+    return store
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
+    capsys.readouterr()
+    assert main([*argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_entries_carry_declared_metrics_with_unit_and_direction(
+    built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [
+        json.loads(line)
+        for shard in sorted((built / "catalog").rglob("*.jsonl"))
+        for line in shard.read_text().splitlines()
+        if line
+    ]
+    assert len(lines) == 3
+    extra = {e["threads"]: e["extra_metrics"] for e in lines}
+    assert extra[2]["p99_ms"] == {"value": 7.0, "unit": "ms", "better": "lower"}
+    assert extra[3]["rps"] == {"value": 300.0, "unit": "requests/s", "better": "higher"}
+    assert all("p99_ms" not in e for e in lines)  # stored under extra_metrics only
+    assert all("metrics" not in (e.get("axes") or {}) for e in lines)  # not an axis
+
+
+def test_best_ranks_a_declared_metric_in_its_declared_direction(
+    built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [low] = _json(capsys, "best", "--metric", "p99_ms", "--ever")
+    assert (low["threads"], low["p99_ms"]) == (3, 6.0)  # lower is better: the smallest
+    [high] = _json(capsys, "best", "--metric", "rps", "--ever")
+    assert (high["threads"], high["rps"]) == (3, 300.0)
+    capsys.readouterr()
+    assert main(["best", "--metric", "p98_ms"]) == 2
+    err = capsys.readouterr().err
+    assert "--metric: unknown metric 'p98_ms'" in err and "p99_ms" in err  # listed as valid
+
+
+def test_list_show_and_compare_print_it_with_its_unit(
+    built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = _json(capsys, "list")
+    assert sorted(r["p99_ms"] for r in runs) == [6.0, 7.0, 8.0]
+    run_id = next(r["run_id"] for r in runs if r["threads"] == 1)
+    capsys.readouterr()
+    assert main(["list"]) == 0
+    header, _, *lines = capsys.readouterr().out.splitlines()
+    assert "p99_ms (ms)" in header and "rps (requests/s)" in header
+    assert sorted(line.split()[-2] for line in lines) == ["6.00", "7.00", "8.00"]
+    assert main(["show", run_id]) == 0
+    out = capsys.readouterr().out
+    assert "p99_ms" in out and "8.00 ms" in out
+    other = next(r["run_id"] for r in runs if r["threads"] == 2)
+    compared = _json(capsys, "compare", "--run-id", run_id, "--run-id", other)
+    rows = {m["metric"]: m for m in compared["metrics"]}
+    assert rows["p99_ms"]["unit"] == "ms"
+    assert rows["p99_ms"]["verdicts"] == ["same", "better"]  # 7 ms after 8 ms: better
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"P99": {"value": 1.0, "unit": "ms", "better": "lower"}}, "not a declared metric name"),
+        ({"threads": {"value": 1.0, "unit": "ms", "better": "lower"}}, "not a declared metric"),
+        ({"ttft_ms": {"value": 1.0, "unit": "ms", "better": "lower"}}, "not a declared metric"),
+        ({"p99_ms": {"value": 1e13, "unit": "ms", "better": "lower"}}, "out of range"),
+        ({"p99_ms": {"value": "7", "unit": "ms", "better": "lower"}}, "expected a number"),
+        ({"p99_ms": {"value": 7.0, "unit": "ms", "better": "up"}}, "higher or lower"),
+        ({"p99_ms": {"value": 7.0, "unit": "m\u202es", "better": "lower"}}, "p99_ms.unit"),
+        ({"p99_ms": {"value": 7.0, "unit": "ms"}}, "expected {value, unit, better}"),
+        ({f"m{i}": {"value": 1, "unit": "ms", "better": "lower"} for i in range(17)}, "at most"),
+    ],
+)
+def test_the_gate_refuses_a_bad_declared_metric_by_name(extra: dict, message: str) -> None:
+    entry = {
+        "run_id": "r1",
+        "machine_id": "m",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "model": "tiny",
+        "precision": "f32",
+        "extra_metrics": extra,
+    }
+    problem = line_problem(entry)
+    assert problem is not None and problem.startswith("extra_metrics: ")
+    assert message in problem
+    good = {"p99_ms": {"value": 7.0, "unit": "ms", "better": "lower"}}
+    assert line_problem({**entry, "extra_metrics": good}) is None
