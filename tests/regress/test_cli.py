@@ -92,7 +92,7 @@ def test_threshold_5_is_refused_and_5_percent_equals_0_05(
     assert main([*args, "--threshold", "5"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "--threshold '5' is ambiguous: write 5% for 5 percent or 0.05 as a fraction" in err
+    assert "--threshold: '5' is ambiguous: write 5% for 5 percent or 0.05 as a fraction" in err
     assert main([*args, "--threshold", "5%"]) == 1
     percent = capsys.readouterr().out
     assert main([*args, "--threshold", "0.05"]) == 1

@@ -40,7 +40,9 @@ VERB_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from benchlab.cli.args import OneLineParser
+
+    parser = OneLineParser(
         prog="bench",
         description="benchlab: run benchmark sweeps across a fleet, keep raw results private, "
         "publish a redacted catalog, and ask it questions.",
@@ -53,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the store root (default: $BENCHLAB_STORE, else experiments/benchmark "
         "in this or a parent directory)",
     )
-    subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
+    subparsers = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
     for name in VERB_MODULES:
         importlib.import_module(f"benchlab.cli.{name}").register(subparsers)
     return parser
@@ -62,7 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code so tests can call `main([...])` in-process."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code == 2:  # a refused flag value: its one line is printed, nothing ran
+            return 2
+        raise  # --help, --version
     if args.store:
         os.environ["BENCHLAB_STORE"] = args.store
     handler = getattr(args, "handler", None)

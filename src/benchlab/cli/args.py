@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import NoReturn
 
 
 def count(text: str) -> int:
@@ -81,6 +82,12 @@ def threshold(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"expected a percentage such as 5% or a fraction such as 0.05, got {text!r}"
         ) from None
+    if not raw.endswith("%") and value >= 1 and math.isfinite(value):
+        # 5 read as a fraction is 500%, read as 5% surprises whoever meant a fraction
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is ambiguous: write {raw}% for {raw} percent "
+            f"or {value / 100:g} as a fraction"
+        )
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(
             f"expected a change between 0% and 100% (exclusive) such as 5% or 0.05, got {text!r}"
@@ -110,3 +117,12 @@ def date_or_time(text: str) -> str:
         return parse_date(text, "")
     except QueryError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix(": ")) from None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose refusal is one line (`bench list: error: argument --limit:
+    ...`) and exit 2, without the usage block: the flag, the value and what was expected
+    say it all, and `--help` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")

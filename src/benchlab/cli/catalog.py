@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from benchlab.cli.args import count
+
 WARNINGS_SHOWN = 20
 """Absent run dirs are normal on a public clone: show a few, count the rest."""
 
@@ -72,7 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "brings them back. Commit catalog.json and the shards afterwards.",
     )
     resolve.add_argument("run_id", metavar="RUN_ID")
-    resolve.add_argument("--keep", type=int, required=True, metavar="N", help="copy to keep")
+    resolve.add_argument(
+        "--keep", type=count, required=True, metavar="N", help="copy to keep (1 or more)"
+    )
     resolve.set_defaults(handler=run_resolve)
 
     driver = verbs.add_parser(

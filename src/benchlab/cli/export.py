@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from benchlab.cli.args import count, port, positive
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -17,13 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("sweep_dir", type=Path, metavar="DIR", help="a runs/sweeps/<name> dir")
     parser.add_argument("--serve", action="store_true", help="serve /metrics over HTTP")
-    parser.add_argument("--port", type=int, default=10058, help="default: 10058")
+    parser.add_argument("--port", type=port, default=10058, help="default: 10058")
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
     )
     parser.add_argument(
         "--idle-timeout",
-        type=float,
+        type=positive,
         default=None,
         metavar="SECONDS",
         help="close a connection whose request head is not complete this long after it "
@@ -31,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=count,
         default=None,
         help="threads answering complete requests; idle or trickling connections never "
         "hold one (default: 4)",

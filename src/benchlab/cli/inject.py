@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from benchlab.cli.args import index
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -28,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     when = parser.add_mutually_exclusive_group()
     when.add_argument("--after", metavar="DURATION", help="not before now + DURATION (10m)")
     when.add_argument("--at", metavar="ISO", help="not before this UTC time")
-    parser.add_argument("--repeat", type=int, default=None, help="as this repeat index")
+    parser.add_argument(
+        "--repeat", type=index, default=None, help="as this repeat index (0 or more)"
+    )
     parser.set_defaults(handler=run)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from benchlab.cli.args import alpha, positive, threshold
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -31,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--baseline", metavar="RUN_ID", help="compare against this run")
     parser.add_argument(
         "--threshold",
+        type=threshold,
         default="5%",
         help="a change for the worse beyond this is a regression (a throughput dropping, a "
         "latency, memory or energy figure rising: metrics.REGISTRY says which): 5%% or 0.05 "
@@ -39,8 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--detect", action="store_true", help="find steps in every series")
     parser.add_argument("--model", help="only series of this model (with --detect)")
     parser.add_argument("--metric", default="peak_tok_per_sec", help="default: peak_tok_per_sec")
-    parser.add_argument("--alpha", type=float, default=0.01, help="significance (default 0.01)")
-    parser.add_argument("--min-change", default="1%", help="smallest step reported (default 1%%)")
+    parser.add_argument(
+        "--alpha", type=alpha, default=0.01, help="significance, in (0, 1) (default 0.01)"
+    )
+    parser.add_argument(
+        "--min-change", type=threshold, default="1%", help="smallest step reported (default 1%%)"
+    )
     parser.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
     ci = parser.add_argument_group(
         "CI gate (with --detect)",
@@ -51,9 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "regression at least that large. Suspects (too few runs after the step to confirm) are "
         "listed but never fail the job.",
     )
-    ci.add_argument("--window", type=float, metavar="DAYS", help="only steps in the last DAYS")
+    ci.add_argument("--window", type=positive, metavar="DAYS", help="only steps in the last DAYS")
     ci.add_argument(
         "--fail-over",
+        type=threshold,
         metavar="PCT",
         help="exit 1 only for a confirmed regression of at least PCT (e.g. 10%%; default: any)",
     )

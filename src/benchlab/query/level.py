@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,11 +179,14 @@ def series_levels(
     metric: str,
     memo: StepMemo | None = None,
     means: Sequence[str] = (),
+    skip: Collection[str] = (),
 ) -> list[SeriesLevel]:
-    """The current level of every series among `entries` that has a history for `metric`,
-    with the segment's mean of each of `means`."""
+    """The current level of every series among `entries` that has a history for `metric`
+    (but the series in `skip`), with the segment's mean of each of `means`."""
     out = []
     for series, runs in histories(entries, metric).items():
+        if series in skip:
+            continue
         level = current_level([float(e[metric]) for e in runs], memo)
         assert level is not None  # a history has at least one run
         segment = runs[level.start :]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -119,11 +119,13 @@ def _levels(
     metric: str,
     means: Sequence[str],
     memo: StepMemo | None,
+    skip: Collection[str] = (),
 ) -> list[SeriesLevel]:
-    """Every matching series at its current level, from the loaded catalog or the columns."""
+    """Every matching series (but those in `skip`) at its current level, from the loaded
+    catalog or the columns."""
     if isinstance(catalog, LoadedCatalog):
-        return series_levels(select(catalog.runs, filters), metric, memo, means)
-    return catalog.levels(filters, metric, means, memo)
+        return series_levels(select(catalog.runs, filters), metric, memo, means, skip)
+    return catalog.levels(filters, metric, means, memo, skip)
 
 
 _MISSING = float("-inf")
@@ -212,8 +214,8 @@ def _table_levels(catalog: Runs, filters: Filters, memo: StepMemo | None) -> lis
     """Each series at the level of the first TABLE_METRICS metric it has a history for."""
     found: dict[str, SeriesLevel] = {}
     for metric in TABLE_METRICS:
-        for item in _levels(catalog, filters, metric, TABLE_COLUMNS, memo):
-            found.setdefault(item.series, item)
+        for item in _levels(catalog, filters, metric, TABLE_COLUMNS, memo, skip=set(found)):
+            found[item.series] = item
     return list(found.values())
 
 

@@ -5,7 +5,7 @@ winners of `best` and `table` picked per group, and their lines read back in ful
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,7 @@ class Columns:
         metric: str,
         means: Sequence[str] = (),
         memo: StepMemo | None = None,
+        skip: Collection[str] = (),
     ) -> list[SeriesLevel]:
         """`level.series_levels` of the runs passing `filters`: each series' history in
         time order (timestamp, then run id, compared as Python compares the strings) goes to
@@ -174,9 +175,14 @@ class Columns:
         rows = np.flatnonzero(counting if mask is None else counting & mask)
         if not len(rows):
             return []
+        if skip:
+            names = self.tables["series"]
+            skipped = np.fromiter((name in skip for name in names), dtype=bool, count=len(names))
+            rows = rows[~skipped[self.array("code:series")[rows]]]
+            if not len(rows):
+                return []
+        rows = self._by_series_in_time_order(rows)
         series = self.array("code:series")[rows]
-        order = np.lexsort((self.strings("run_ids", rows), self.strings("stamps", rows), series))
-        rows, series = rows[order], series[order]
         bounds = np.flatnonzero(series[1:] != series[:-1]) + 1
         values = self.array(f"metric:{metric}")[rows]
         columns = {name: self.array(f"metric:{name}") for name in means}
@@ -201,6 +207,29 @@ class Columns:
             SeriesLevel(names[int(self.array("code:series")[row])], metric, level, entry, averages)
             for (row, level, averages), entry in zip(found, latest, strict=True)
         ]
+
+    def _by_series_in_time_order(self, rows: np.ndarray) -> np.ndarray:
+        """`rows` grouped by series, each oldest first by (timestamp, run id) as Python
+        compares the strings. The date codes are in date order (`combine`), so only runs of
+        one series on one day need their timestamps and ids read from the segments."""
+        days = len(self.tables["date"])
+        key = (
+            self.array("code:series")[rows].astype(np.int64) * days + self.array("code:date")[rows]
+        )
+        order = np.argsort(key, kind="stable")
+        rows, key = rows[order], key[order]
+        same = key[1:] == key[:-1]
+        tied = np.zeros(len(rows), dtype=bool)
+        tied[1:] |= same
+        tied[:-1] |= same
+        if tied.any():  # tied positions hold whole (series, day) blocks, in key order
+            at = np.flatnonzero(tied)
+            picked = rows[at]
+            inner = np.lexsort(
+                (self.strings("run_ids", picked), self.strings("stamps", picked), key[at])
+            )
+            rows[at] = picked[inner]
+        return rows
 
     def _winners(self, rows: np.ndarray, metrics: Sequence[str], group: str | None) -> list[int]:
         """The best of `rows` (of each `group`): the highest value of each metric in turn (a
