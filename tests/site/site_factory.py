@@ -224,3 +224,22 @@ def write_empty(root: Path) -> Store:
     store = Store(root)
     write_v3_catalog(root, [])
     return store
+
+
+def write_entries(root: Path, entries: list[CatalogEntry]) -> Store:
+    """Any generated runs as a public store (catalog and a bare inventory of their machines)."""
+    store = Store(root)
+    machines = sorted({r.machine_id for r in entries})
+    summaries = {
+        m: MachineSummary(
+            id=m, os="Linux", arch="x86_64", runs=sum(r.machine_id == m for r in entries),
+            last_run=max(r.timestamp for r in entries if r.machine_id == m),
+        )
+        for m in machines
+    }  # fmt: skip
+    write_v3_catalog(root, sorted(entries, key=lambda r: r.run_id), summaries)
+    write_model(
+        store.inventory_path,
+        MachineInventory(machines={m: InventoryEntry(id=m, os="Linux") for m in machines}),
+    )
+    return store

@@ -1,6 +1,11 @@
 """The regression detector over the site's series, per series in worker processes
 (`pool.pool_map`: fork where there, spawn elsewhere), merged as one `detect` would order
-and corroborate them."""
+and corroborate them; over every metric the runs carry (`detect_metrics`), marked outliers
+left out (`stats.is_outlier`).
+
+Also what the home page asks of the steps: which regressions are still in effect at the
+newest run of their series (`open_regressions`), and where the "what changed" window ends
+when a machine's wrong clock stamped a run in the future (`window`, `future_runs`)."""
 
 from __future__ import annotations
 
@@ -97,17 +102,20 @@ def metrics_of(runs: Sequence[Entry]) -> list[str]:
     ]
 
 
-def _detect_metrics(sid: str) -> tuple[tuple[str, str] | None, list[Step]]:
+def _detect_metrics(sid: str) -> tuple[tuple[str, str] | None, list[Step], int]:
     """One series' `detect` over each of its other metrics (`metrics_of`), marked runs
-    left out."""
+    left out, and how many metrics were tested."""
     runs = [r for r in _DETECT_INPUT[sid] if not is_outlier(r)]
     key = sort_key(runs[0]) if runs else None
-    return key, [step for m in metrics_of(runs) for step in detect(runs, m)]
+    metrics = metrics_of(runs)
+    return key, [step for m in metrics for step in detect(runs, m)], len(metrics)
 
 
 def detect_metrics(ok_of: dict[str, list[Entry]], workers: int | None = None) -> list[Step]:
     """`detect` over every metric but the headline and decode, of every series, ordered as
-    `detect` orders series, suspects corroborated together (per machine and direction)."""
+    `detect` orders series; the false discovery rate kept across every (series, metric)
+    history tested (`control_fdr`), suspects corroborated together (per machine and
+    direction)."""
     if workers is None:
         workers = workers_for(sum(len(runs) for runs in ok_of.values()))
     sids = sorted(ok_of, key=lambda sid: (-len(ok_of[sid]), sid))
@@ -115,9 +123,10 @@ def detect_metrics(ok_of: dict[str, list[Entry]], workers: int | None = None) ->
         results = pool_map(_detect_metrics, sids, workers, setup=_set_detect_input, shared=ok_of)
     finally:
         _set_detect_input({})
-    ordered = sorted((key, sid, steps) for sid, (key, steps) in zip(sids, results, strict=True)
+    ordered = sorted((key, sid, steps) for sid, (key, steps, _) in zip(sids, results, strict=True)
                      if key is not None)  # fmt: skip
-    return corroborate([step for _, _, steps in ordered for step in steps])
+    tested = sum(count for _, _, count in results)
+    return corroborate(control_fdr([step for _, _, steps in ordered for step in steps], tested))
 
 
 _METRIC_STEPS: WeakKeyDictionary[Any, list[Step]] = WeakKeyDictionary()
@@ -135,23 +144,25 @@ def site_metric_steps(site: Any) -> list[Step]:
 
 
 def still_in_effect(step: Step, later: Sequence[Step]) -> bool:
-    """Whether a regression is still in effect at the newest run of its series.
-
-    The detector's own verdict (`step.open`) where it gives one. Otherwise from the steps of
-    the same series and metric after it (`later`, oldest first): each step's `after` is the
-    level of the segment it starts, so the last one's is the series' level now. The
-    regression is undone when that level has come back more than half way to the level
-    before it (a fix, or a fix and a smaller new step); two regressions in a row both stay
-    in effect. An improvement is never "in effect" here."""
-    verdict = getattr(step, "open", None)
-    if isinstance(verdict, bool):
-        return verdict and step.kind == "regression"
+    """Whether a regression is still in effect at the newest run of its series: the
+    detector's own verdict (`step.open`) where its steps carry one, else `open_by_level`."""
     if step.kind != "regression":
         return False
+    verdict = getattr(step, "open", None)
+    if isinstance(verdict, bool):
+        return verdict
+    return open_by_level(step, later)
+
+
+def open_by_level(step: Step, later: Sequence[Step]) -> bool:
+    """Still in effect, judged from the steps of the same series and metric after it
+    (`later`, oldest first): each step's `after` is the level of the segment it starts, so
+    the last one's is the series' level now. The regression is undone when that level has
+    come back more than half way to the level before it (a fix, or a fix and a smaller new
+    step); two regressions in a row both stay in effect."""
     level = later[-1].after if later else step.after
-    drop = step.before - step.after  # signed: the direction of the metric is in it
-    still = step.before - level
-    return drop != 0 and still / drop > 0.5
+    drop = step.before - step.after  # signed: the metric's direction is in it
+    return drop != 0 and (step.before - level) / drop > 0.5
 
 
 def open_regressions(steps: Iterable[Step]) -> list[Step]:

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.metrics import DEFAULT_METRIC, unit_of
-from benchlab.publish.detection import open_order
+from benchlab.publish.detection import open_order, open_regressions, site_metric_steps
 from benchlab.publish.sparkline import sparkline
 from benchlab.publish.tables import Cell, Table, cell, cell_num, fmt_num, fmt_time, link
 from benchlab.regress import Step
+
+if TYPE_CHECKING:
+    from benchlab.publish.context import SiteContext
 
 METRIC_NAMES = {
     "peak_tok_per_sec": "peak aggregate",
@@ -68,6 +72,13 @@ def events(steps: Sequence[Step]) -> list[Event]:
         members.sort(key=lambda s: (s.metric != DEFAULT_METRIC, open_order(s)))
         out.append(Event(members[0], tuple(members[1:])))
     return sorted(out, key=lambda e: open_order(e.lead))
+
+
+def site_open(site: SiteContext) -> list[Step]:
+    """The regressions still in effect of a site: the headline's, decode's and every other
+    metric's steps (`detection.site_metric_steps`)."""
+    decode = [st for steps in site.decode_steps.values() for st in steps]
+    return open_regressions([*site.steps, *decode, *site_metric_steps(site)])
 
 
 def _change(event: Event) -> Cell:

@@ -10,8 +10,9 @@ from benchlab.catalog.format import Entry
 from benchlab.publish.charts import Chart, base_layout
 from benchlab.publish.context import SiteContext
 from benchlab.publish.data import PublicData
+from benchlab.publish.detection import FUTURE_TOLERANCE, build_time, future_runs
 from benchlab.publish.links import Pages
-from benchlab.publish.tables import fmt_time, is_hole
+from benchlab.publish.tables import fmt_time, is_hole, link
 
 
 def health_rows_and_chart(
@@ -75,8 +76,28 @@ def health_rows_and_chart(
     return rows, chart
 
 
+FUTURE_LIMIT = 20
+
+
 def health_page(site: SiteContext) -> None:
-    """Each machine's runs by outcome, and their chart."""
+    """Each machine's runs by outcome, and their chart; first, any run stamped in the
+    future (a wrong clock), which the home page's window sets aside (`detection.window`)."""
     rows, chart = health_rows_and_chart(site.data, site.pages, site.groups.by_machine)
     site.add_charts([chart])
-    site.page("health.md", "health.md.j2", root="", rows=rows, chart=chart)
+    ahead = future_runs(site.groups.all_of.values(), build_time())
+    future = [
+        {"machine": r["machine_id"], "page": site.pages.machine(r["machine_id"]),
+         "stamp": fmt_time(r["timestamp"]), "run": link(site.links.run(r, ""), "details")}
+        for r in ahead[:FUTURE_LIMIT]
+    ]  # fmt: skip
+    site.page(
+        "health.md",
+        "health.md.j2",
+        root="",
+        rows=rows,
+        chart=chart,
+        future=future,
+        future_total=len(ahead),
+        future_machines=sorted({r["machine_id"] for r in ahead}),
+        tolerance_hours=int(FUTURE_TOLERANCE.total_seconds() // 3600),
+    )

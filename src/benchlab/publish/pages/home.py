@@ -12,8 +12,8 @@ from typing import Any
 from benchlab.catalog.format import Entry
 from benchlab.ids import slug
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
-from benchlab.publish.detection import build_time, open_regressions, site_metric_steps, window
-from benchlab.publish.open_steps import events, open_table
+from benchlab.publish.detection import build_time, window
+from benchlab.publish.open_steps import events, open_table, site_open
 from benchlab.publish.pages.machines import machine_rows
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, neg, steps_table
 from benchlab.regress import Step, recent
@@ -28,10 +28,9 @@ GATE_FIELD = "gate"
 
 def open_tables(site: SiteContext, root: str = "") -> dict[str, Any]:
     """The open regressions of every metric of every series, confirmed and suspect apart,
-    as the tables and counts the home and regressions pages show."""
-    decode = [st for steps in site.decode_steps.values() for st in steps]
-    found = open_regressions([*site.steps, *decode, *site_metric_steps(site)])
-    series_link = {sid: f"{root}series/{name[:-3]}.html" for sid, name in site.series_pages.items()}
+    as the tables and counts the home page shows."""
+    found = site_open(site)
+    series_link = {sid: _series_href(name, root) for sid, name in site.series_pages.items()}
     run_link = {
         st.first_bad_run: site.links.run(site.by_id[st.first_bad_run], root)
         for st in found
@@ -45,6 +44,12 @@ def open_tables(site: SiteContext, root: str = "") -> dict[str, Any]:
         out[f"{status}_total"] = len(mine)
         out[f"{status}_series"] = len({e.lead.series for e in mine})
     return out
+
+
+def _series_href(name: str, root: str) -> str:
+    """A series' address from `site.series_pages`: its view on the one series page
+    (`series.html?s=<id>`), or a page of its own where the name is `series/<id>.md`."""
+    return f"{root}{name[:-3]}.html" if name.endswith(".md") else f"{root}{name}"
 
 
 def gate_counts(site: SiteContext) -> dict[str, int] | None:
