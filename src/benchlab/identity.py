@@ -327,3 +327,59 @@ def derive(
         if asked[name] is not None:
             asked[name] = str(asked[name])
     return asked
+
+
+# --- runs that did not record their thread count (ARCHITECTURE.md, Measurement identity) ---
+
+THREADS_NOT_RECORDED = "threads-not-recorded"
+"""The tag of a run with no recorded thread count that joined, or could not join, a series."""
+SERIES_NOTE = "series_note"
+"""The field (in memory, never stored) that says why such a run stands where it does."""
+_BUT_THREADS = tuple(name for name in SERIES_FIELDS if name != "threads")
+
+
+def _but_threads(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(_frozen(entry.get(name)) for name in _BUT_THREADS)
+
+
+def join_unrecorded_threads(entries: Sequence[dict[str, Any]]) -> int:
+    """Unknown is unknown: a run with no recorded thread count (an import that did not say)
+    joins the one series it matches on every other field, tagged THREADS_NOT_RECORDED;
+    where several series (thread counts) match it stands apart, tagged too, and its
+    SERIES_NOTE names them. Returns how many runs joined a series.
+
+    Run where a catalog is loaded, before any reader groups by series, so the detector,
+    best, compare and the site see one grouping (a planted regression is listed once, not
+    once per series the same measurement was split into)."""
+    unrecorded = [e for e in entries if e.get("threads") is None]
+    if not unrecorded:
+        return 0
+    near = {(e.get("machine_id"), e.get("model_id"), e.get("precision")) for e in unrecorded}
+    candidates: dict[tuple[Any, ...], dict[str, int]] = {}
+    for entry in entries:
+        threads = entry.get("threads")
+        if threads is None or (
+            (entry.get("machine_id"), entry.get("model_id"), entry.get("precision")) not in near
+        ):
+            continue
+        found = candidates.setdefault(_but_threads(entry), {})
+        found.setdefault(series_of(entry), threads)
+    joined = 0
+    for entry in unrecorded:
+        matched = candidates.get(_but_threads(entry))
+        if not matched:
+            continue
+        tags = entry.get("tags") or []
+        entry["tags"] = sorted({*tags, THREADS_NOT_RECORDED})
+        if len(matched) == 1:
+            [(series, threads)] = matched.items()
+            entry["series"] = series
+            entry[SERIES_NOTE] = f"threads not recorded; joined the t{threads} series {series}"
+            joined += 1
+        else:
+            counts = ", ".join(f"t{t}" for t in sorted(matched.values()))
+            entry[SERIES_NOTE] = (
+                f"threads not recorded; {len(matched)} series match it on every other field "
+                f"({counts}), so it stands apart"
+            )
+    return joined

@@ -111,6 +111,9 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
     from benchlab.metrics import adopt
 
     adopt(loaded.runs)  # declared metrics: lifted and learned (ARCHITECTURE.md, Metrics)
+    from benchlab.identity import join_unrecorded_threads
+
+    join_unrecorded_threads(loaded.runs)  # ARCHITECTURE.md, Measurement identity
     return loaded
 
 
