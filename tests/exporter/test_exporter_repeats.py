@@ -115,15 +115,16 @@ def sweep_dir(store: Path) -> Path:
     return sweep
 
 
-def test_repeats_of_a_point_are_one_series_of_their_median(
+def test_repeats_of_a_point_are_one_series_of_their_current_level(
     store: Path, sweep_dir: Path, prom_parse
 ) -> None:
+    # No step in five runs: the level is their mean (query.level.current_level).
     for index, decode in enumerate([10.0, 30.0, 20.0, 25.0, 5.0]):
         _repeat(store, "laptop", "laptop", index, decode)
     text = scrape(sweep_dir)
     parsed = prom_parse(text)
     [(labels, value)] = parsed[DECODE]["samples"]
-    assert value == 20.0 and "repeat" not in labels and "round" not in labels
+    assert value == 18.0 and "repeat" not in labels and "round" not in labels
     assert [v for _, v in parsed["benchlab_point_runs"]["samples"]] == [5.0]
     assert [v for _, v in parsed["benchlab_point_temperature_celsius"]["samples"]] == [54.0]
     _promtool(text)
@@ -173,3 +174,32 @@ def test_device_state_takes_its_machine_from_the_schedules_assignments(
     assert parsed["benchlab_breaker_trips"]["samples"] == [
         ({"machine": "box-c", "device": "local"}, 1.0)
     ]
+
+
+def test_a_point_that_regressed_is_exported_at_its_current_level(
+    store: Path, sweep_dir: Path, prom_parse
+) -> None:
+    # Rounds at ~100 tok/s, then ~72 (a 28% step): the exporter says what the point does
+    # now, as `bench best` and the site do, not the median of both levels (~86).
+    before = [100.0, 101.0, 99.0, 100.0, 102.0, 98.0]
+    after = [72.0, 71.0, 73.0, 72.0, 70.0, 74.0]
+    for index, decode in enumerate(before + after):
+        _repeat(store, "laptop", "laptop", index, decode)
+    parsed = prom_parse(scrape(sweep_dir))
+    [(_, value)] = parsed[DECODE]["samples"]
+    assert value == pytest.approx(72.0)
+
+
+def test_a_marked_outlier_never_feeds_the_exported_value(
+    store: Path, sweep_dir: Path, prom_parse
+) -> None:
+    for index, decode in enumerate([10.0, 12.0, 1000.0]):
+        _repeat(store, "laptop", "laptop", index, decode)
+    run_dir = next(p for p in store.rglob("record.json") if "0000000000000002" in str(p)).parent
+    record = json.loads((run_dir / "record.json").read_text())
+    record["tags"] = [*record.get("tags", []), "outlier"]
+    atomic_write_json(run_dir / "record.json", record)
+    parsed = prom_parse(scrape(sweep_dir))
+    [(_, value)] = parsed[DECODE]["samples"]
+    assert value == 11.0
+    assert [v for _, v in parsed["benchlab_point_runs"]["samples"]] == [2.0]

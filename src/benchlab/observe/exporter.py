@@ -21,7 +21,6 @@ descriptors for a few seconds, never a thread, and a real scrape still answers.
 from __future__ import annotations
 
 import logging
-import statistics
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -48,6 +47,8 @@ from benchlab.observe.server import (
     BoundedHTTPServer,
     PrereadHandler,
 )
+from benchlab.query.level import current_level
+from benchlab.stats import is_outlier
 from benchlab.sweep.schedule_log import read_retries
 
 log = logging.getLogger("benchlab.observe.exporter")
@@ -266,38 +267,39 @@ def _device_families(
 POINT_METRICS: tuple[tuple[str, str, str, str], ...] = (
     (
         "benchlab_point_prefill_tokens_per_second",
-        "Prefill throughput of a point: the median over its ok runs (repeats, rounds).",
+        "Prefill throughput of a point: its current level over its ok runs (repeats, rounds).",
         "prefill_tok_per_sec",
         "median",
     ),
     (
         "benchlab_point_decode_tokens_per_second",
-        "Decode throughput of a point: the median over its ok runs (repeats, rounds).",
+        "Decode throughput of a point: its current level over its ok runs (repeats, rounds).",
         "decode_tok_per_sec",
         "median",
     ),
     (
         "benchlab_point_peak_tokens_per_second",
-        "Peak batched aggregate throughput of a point: the median over its ok runs.",
+        "Peak batched aggregate throughput of a point: its current level over its ok runs.",
         "peak_tok_per_sec",
         "median",
     ),
     (
         "benchlab_point_decode_seconds_per_token",
-        "Time per output token of a point (seconds; lower is better): the median over its ok runs.",
+        "Time per output token of a point (seconds; lower is better): its current level over "
+        "its ok runs.",
         "decode_ms_per_token",
         "median_ms",
     ),
     (
         "benchlab_point_time_to_first_token_seconds",
-        "Time to first token at the point's prompt size (seconds; lower is better): the median "
-        "over its ok runs.",
+        "Time to first token at the point's prompt size (seconds; lower is better): its "
+        "current level over its ok runs.",
         "ttft_ms",
         "median_ms",
     ),
     (
         "benchlab_point_power_watts",
-        "Median power sampled on the device during the point (median over its ok runs).",
+        "Median power sampled on the device during the point (its level over its ok runs).",
         "telemetry:power_w:median",
         "median",
     ),
@@ -312,8 +314,11 @@ POINT_METRICS: tuple[tuple[str, str, str, str], ...] = (
 of one point with one label set, and a scrape may hold a series once: they are combined
 here rather than told apart by a `repeat` label, which a time budget would grow without
 bound (up to 10,000 rounds per point). `benchlab_point_runs` says how many runs each
-value combines; the spread between them is the catalog's to show. `median_ms` is the median
-of a millisecond metric given in seconds, Prometheus' base unit, as the family name says."""
+value combines (marked outliers left out); the spread between them is the catalog's to show.
+A rate is the point's current level (`query.level.current_level`: the mean of the newest
+segment of its runs, the one meaning of "best" the CLI and the site share); `median_ms` is a
+millisecond metric at its level given in seconds, Prometheus' base unit, as the family name
+says."""
 
 
 def _point_value(record: dict[str, Any], where: str) -> float | None:
@@ -342,13 +347,14 @@ def _point_families(
         kind = record.get("failure_kind") or ""
         status = str(record.get("status", ""))
         outcome_counts[(labels["machine"], labels["device"], status, kind)] += 1
-        if status == "ok":
+        if status == "ok" and not is_outlier(record):  # a marked run never counts
             points.setdefault(tuple(sorted(labels.items())), []).append(record)
     for (machine, device, status, kind), count in sorted(outcome_counts.items()):
         labels = {"machine": machine, "device": device, "status": status, "failure_kind": kind}
         finished.add(labels, count)
     for key, group in sorted(points.items()):
         labels = dict(key)
+        group.sort(key=_run_order)
         runs.add(labels, len(group))
         for family, (_, _, where, how) in zip(families, POINT_METRICS, strict=True):
             values = [v for v in (_point_value(r, where) for r in group) if v is not None]
@@ -357,13 +363,23 @@ def _point_families(
     return [finished, runs, *families]
 
 
+def _run_order(record: dict[str, Any]) -> tuple[str, str]:
+    """A point's runs oldest first: by start (else finish) time, then run id."""
+    timings = record.get("timings") or {}
+    started = timings.get("started_at") or timings.get("finished_at") or ""
+    return (str(started), str(record.get("run_id", "")))
+
+
 def _combine(values: list[float], how: str) -> float:
-    """One point's runs as one sample: their median, their maximum, or their median of a
-    millisecond metric in seconds."""
+    """One point's runs (oldest first) as one sample: a rate or a latency at its current
+    level, the one meaning of "best" every answer shares (`query.level.current_level`: the
+    mean of the newest segment, a step inside the sweep's rounds leaving the old level
+    out), a millisecond metric in seconds; a temperature at its maximum."""
     if how == "max":
         return max(values)
-    middle = statistics.median(values)
-    return middle / 1000.0 if how == "median_ms" else middle
+    level = current_level(values)
+    assert level is not None  # values is not empty
+    return level.value / 1000.0 if how == "median_ms" else level.value
 
 
 def collect(view: SweepView) -> list[MetricFamily]:
