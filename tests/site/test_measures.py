@@ -40,20 +40,19 @@ def _files(store: Path) -> dict[str, str]:
     return render_pages(load_public(Store(store))).files
 
 
-def _series_page(files: dict[str, str], machine: str) -> str:
+def _series_page(files: dict[str, str], machine: str) -> dict:
+    """The data the one series page draws a series from (bl/series/<sid>.js)."""
     pages = [
-        text
+        _payload(text)
         for path, text in files.items()
-        if path.startswith("series/") and "Tiny-Energy" in text and machine in text
+        if path.startswith("bl/series/s") and "Tiny-Energy" in text and machine in text
     ]
     assert len(pages) == 1
     return pages[0]
 
 
-def _sid(page: str) -> str:
-    found = re.search(r"<code>(s[0-9a-f]+)</code>", page)
-    assert found
-    return found.group(1)
+def _sid(page: dict) -> str:
+    return dict(page["identity"])["series"]
 
 
 def _runs(files: dict[str, str], sid: str) -> dict[str, dict]:
@@ -67,10 +66,8 @@ def _payload(text: str) -> dict:
     return json.loads(body[: body.rindex("}") + 1])
 
 
-def _row(page: str, name: str) -> str:
-    found = re.search(rf"<tr><td>{re.escape(name)}</td><td>([^<]*)</td></tr>", page)
-    assert found, name
-    return found.group(1)
+def _row(page: dict, name: str) -> str:
+    return dict(page["measures"])[name]
 
 
 def test_series_pages_show_measures_or_say_not_measured(store):
@@ -82,8 +79,7 @@ def test_series_pages_show_measures_or_say_not_measured(store):
     assert _row(bare, ENERGY) == NO_COUNTER
     assert _row(bare, "Time to first token (ms, lower is better)") == "not measured"
     assert _row(bare, "Peak resident memory (MiB, lower is better)") == "300.00 MiB"
-    table = bare[bare.index("## Memory, energy") : bare.index("## Steps found")]
-    assert not re.search(r"<td>0(\.0+)?( \w+)?</td>", table)
+    assert not any(re.fullmatch(r"0(\.0+)?( \w+)?", value) for _, value in bare["measures"])
 
 
 def test_run_details_say_not_measured_and_mark_unstable_runs(store):
@@ -105,12 +101,18 @@ def test_run_details_say_not_measured_and_mark_unstable_runs(store):
 def test_series_page_badges_its_unstable_run(store):
     files = _files(store)
     bare = _series_page(files, "laptop")
-    badge = re.search(r'<span class="bl-badge bl-badge--unstable" title="([^"]+)">unstable<', bare)
-    assert badge and "10%" in badge.group(1)
-    assert "bl-badge--unstable" not in _series_page(files, "gpu-box")
+    assert bare["unstable"] and "10%" in bare["unstable"]  # the page script badges it
+    assert bare["unstable_count"] == 1
+    assert _series_page(files, "gpu-box")["unstable"] is None
 
 
 def _chart(files: dict[str, str], slug: str) -> dict:
+    """A chart of a series page (in its series' data file), or of another page."""
+    for path, text in files.items():
+        if path.startswith("bl/series/s") and slug.split("-")[1] in path:
+            found = [c for c in _payload(text)["charts"] if c["slug"] == slug]
+            if found:
+                return found[0]
     text = next(t for p, t in files.items() if p.startswith("bl/charts/") and slug in p)
     return _payload(text)
 
@@ -138,7 +140,8 @@ def test_lower_is_better_charts_say_so_and_unstable_runs_are_ringed(store):
     assert "lower is better" not in peak["layout"]["yaxis"]["title"]["text"]
     assert not any(t.get("name") == "unstable runs" for t in peak["data"])
     laptop = _sid(_series_page(files, "laptop"))
-    assert not any(p.startswith("bl/charts/") and f"{laptop}-joules" in p for p in files)
+    assert not any(c["slug"] == f"series-{laptop}-joules_per_token"
+                   for c in _series_page(files, "laptop")["charts"])  # fmt: skip
     shaky = _figure(_chart(files, f"series-{laptop}-peak"))
     ringed = [t for t in shaky["data"] if t.get("name") == "unstable runs"]
     assert len(ringed) == 1 and len(ringed[0]["x"]) == 1

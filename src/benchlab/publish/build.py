@@ -44,9 +44,13 @@ def write_docs(data: PublicData, docs: Path, source: Path) -> Rendered:
     """Render the generated docs dir: hand-written pages from source/docs, then generated
     pages, then assets. The dir is replaced whole so no stale page survives."""
     rendered = render_pages(data)
-    for rel in rendered.files:  # before anything is removed or written
-        if Path(rel).is_absolute() or ".." in Path(rel).parts:
-            raise StoreError(f"{rel!a}: a page name outside the site; nothing written")
+    write_files(rendered, docs, source)
+    return rendered
+
+
+def write_files(rendered: Rendered, docs: Path, source: Path) -> None:
+    """Write rendered pages (with hand-written pages and assets) into a fresh docs dir."""
+    _check_names(rendered.files)
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)
@@ -58,12 +62,37 @@ def write_docs(data: PublicData, docs: Path, source: Path) -> Rendered:
                 continue
             (docs / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, docs / rel)
-    for rel, text in sorted(rendered.files.items()):
-        path = docs / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    _write_tree(rendered.files, docs)
     copy_assets(docs / "bl", SITE_ASSETS, durable=False)
-    return rendered
+
+
+def _check_names(files: dict[str, str]) -> None:
+    for rel in files:  # before anything is removed or written
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise StoreError(f"{rel!a}: a page name outside the site; nothing written")
+
+
+def _write_tree(files: dict[str, str], root: Path) -> None:
+    """Write files by relative path, each folder made once (thousands of data files)."""
+    made: set[Path] = set()
+    for rel, text in sorted(files.items()):
+        path = root / rel
+        if path.parent not in made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
+        path.write_text(text, encoding="utf-8")
+
+
+def _merge_into(src: Path, dst: Path) -> None:
+    """Move the tree `src` into `dst`: a folder `dst` lacks moves whole (one rename)."""
+    for item in sorted(src.iterdir()):
+        target = dst / item.name
+        if item.is_dir() and target.is_dir():
+            _merge_into(item, target)
+        else:
+            if target.is_dir():
+                shutil.rmtree(target)
+            shutil.move(str(item), str(target))
 
 
 def _epoch(stamp: str | None) -> int:
@@ -111,27 +140,77 @@ def _page_title(path: Path) -> str:
     return path.stem.replace("-", " ").capitalize()
 
 
+_MKDOCS_ENV = {"NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
+
+_RUNNER = """
+import os, sys
+from mkdocs.__main__ import cli
+for name in ("mkdocs.commands.build", "mkdocs.contrib.search", "material.plugins.search.plugin",
+             "material.plugins.offline.plugin", "markdown", "jinja2", "pymdownx"):
+    try:
+        __import__(name)
+    except ImportError:
+        pass
+line = sys.stdin.readline().rstrip("\\n").split("\\t")
+if len(line) != 2:
+    sys.exit(0)
+os.environ["SOURCE_DATE_EPOCH"] = line[1]
+cli(["build", "--strict", "--quiet", "-f", line[0]])
+"""
+"""`mkdocs build --strict --quiet -f CONFIG`, in a process started before the config
+exists: MkDocs, the theme and their plugins are imported while the pages are rendered, and
+the build starts when the config path and SOURCE_DATE_EPOCH arrive on stdin."""
+
+
+class MkdocsProcess:
+    """One `mkdocs build`, its interpreter started early (`_RUNNER`)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _RUNNER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, **_MKDOCS_ENV},
+        )
+        self.config_path: Path | None = None
+
+    def build(self, config: dict[str, Any], work: Path, epoch: int) -> None:
+        """Write the config and let the waiting process build it."""
+        self.config_path = work / "mkdocs.yml"
+        self.config_path.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{self.config_path}\t{epoch}\n")
+        self.proc.stdin.close()
+
+    def wait(self) -> None:
+        """The build's end; a failed build raises naming the config and MkDocs' last line."""
+        assert self.proc.stdout is not None
+        output = self.proc.stdout.read()
+        self.proc.wait()
+        if self.proc.returncode != 0:
+            lines = [ln for ln in output.splitlines() if ln.strip()]
+            reason = lines[-1] if lines else f"exit {self.proc.returncode}"
+            raise StoreError(f"{self.config_path}: mkdocs build --strict failed: {reason}")
+
+    def stop(self) -> None:
+        """End the process if it is still waiting or building (a render that failed)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+
 def run_mkdocs(config: dict[str, Any], work: Path, epoch: int) -> None:
-    config_path = work / "mkdocs.yml"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
-    env = {
-        **os.environ,
-        "NO_MKDOCS_2_WARNING": "1",
-        "SOURCE_DATE_EPOCH": str(epoch),
-        "PYTHONHASHSEED": "0",
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(config_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    if proc.returncode != 0:
-        lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-        reason = lines[-1] if lines else f"exit {proc.returncode}"
-        raise StoreError(f"{config_path}: mkdocs build --strict failed: {reason}")
+    runner = MkdocsProcess()
+    try:
+        runner.build(config, work, epoch)
+        runner.wait()
+    finally:
+        runner.stop()
 
 
 def build_site(
@@ -143,7 +222,10 @@ def build_site(
 ) -> Path:
     """Render the pages and (unless run_build is False) build the site into `output`.
 
-    Returns the generated docs dir when only rendering, else the output dir.
+    Returns the generated docs dir when only rendering, else the output dir. MkDocs builds
+    the pages while the series and run data files are rendered (`render_pages`'
+    `pages_done`); those files never pass through MkDocs: they are written beside the
+    output and moved into it once MkDocs is done.
     """
     source = source or default_source(data.store_root or Path.cwd())
     if not (source / "mkdocs.yml").is_file():
@@ -152,14 +234,32 @@ def build_site(
         target = docs or source / "docs" / "generated"
         write_docs(data, target, source)
         return target
-    with tempfile.TemporaryDirectory(prefix="benchlab-site-") as tmp:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="benchlab-site-") as tmp,
+        tempfile.TemporaryDirectory(prefix=".benchlab-data-", dir=output.parent) as staged,
+    ):
         work = Path(tmp)
         target = docs or work / "docs"
-        rendered = write_docs(data, target, source)
-        config = mkdocs_config(source, target, output, rendered.nav)
-        if output.exists():
-            shutil.rmtree(output)
-        run_mkdocs(config, work, _epoch(data.catalog.last_updated))
+        runner = MkdocsProcess()
+        try:
+
+            def pages_done(pages: Rendered) -> None:
+                write_files(pages, target, source)
+                if output.exists():
+                    shutil.rmtree(output)
+                config = mkdocs_config(source, target, output, pages.nav)
+                runner.build(config, work, _epoch(data.catalog.last_updated))
+
+            rendered = render_pages(data, pages_done=pages_done)
+            late = {rel: text for rel, text in rendered.files.items()
+                    if not (target / rel).is_file()}  # fmt: skip
+            _check_names(late)
+            _write_tree(late, Path(staged))
+            runner.wait()
+        finally:
+            runner.stop()
+        _merge_into(Path(staged), output)
     return output
 
 

@@ -135,6 +135,7 @@ class SiteContext:
         self.flagged = {g.run["run_id"] for g in self.regressions}
         self._thinned: dict[tuple[str | None, str], list[Entry]] = {}
         self.series_pages = series_page_names(self.latest.values())
+        """Series id -> its address on the one series page, relative to the site root."""
         self.steps_by_series: dict[str, list[Step]] = {}
         """Each series' steps, for its page (`pages.series`)."""
         self.run_links: dict[str, list[str]] = {}
@@ -162,7 +163,7 @@ class SiteContext:
         sid = series_of(run)
         shown_text = text if text is not None else label(run)
         if sid in self.series_pages:
-            return link(f"{root}series/{sid}.html", shown_text)
+            return link(f"{root}{self.series_pages[sid]}", shown_text)
         return Markup("{}").format(shown_text)
 
     def machine_link(self, machine_id: str, root: str) -> Markup:

@@ -74,8 +74,19 @@ class Links:
 
 
 def series_page_names(ok_runs: Iterable[Entry]) -> dict[str, str]:
-    """A page per series that has data (an ok run): `series/<series id>.md`."""
-    return {sid: series_file(sid, ".md") for sid in sorted({series_of(r) for r in ok_runs})}
+    """Every series that has data (an ok run), each to the address of its view on the one
+    series page (`series_url`, relative to the site root)."""
+    return {sid: series_url(sid) for sid in sorted({series_of(r) for r in ok_runs})}
+
+
+SERIES_PAGE = "series.html"
+"""The one series page: it reads `?s=<series id>` and loads that series' data file."""
+
+
+def series_url(sid: Any, root: str = "") -> str:
+    """`<root>series.html?s=<series id>`: a series' history (the id checked like a file
+    name, since the page turns it into one)."""
+    return f"{root}{SERIES_PAGE}?s={series_file(sid, '')}"
 
 
 _SERIES_ID = re.compile(SERIES)

@@ -7,7 +7,9 @@ punctuation escaped (`md` filter), so a model named `<script>alert(1)</script>` 
 
 Chart data goes to one small script per chart (bl/charts/<slug>.js) rather than inline in
 the page, so pages stay light and the search index holds words, not numbers; plotly.min.js
-is copied once into bl/.
+is copied once into bl/. A series and a run each have ONE page for all of them
+(series.html?s=<id>, run.html?s=<series>&r=<run>), drawn by its script from a data file per
+series (bl/series/<id>.js, bl/runs/<id>.js): MkDocs builds a handful of pages at any size.
 
 Runs are the catalog reader's entry dicts (`publish.data.PublicData`), filtered by the one
 filter and grouped by the one series key, like every chart: a table of the newest run per
@@ -19,6 +21,7 @@ regression detector finds, in the detector's series, with the version before and
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +34,8 @@ from benchlab.publish.pages.home import home_page
 from benchlab.publish.pages.machines import machine_pages
 from benchlab.publish.pages.models import model_pages
 from benchlab.publish.pages.regressions import regressions_page
-from benchlab.publish.pages.runs import run_data
-from benchlab.publish.pages.series import series_pages
+from benchlab.publish.pages.runs import run_data, run_page
+from benchlab.publish.pages.series import series_files, series_page
 
 __all__ = ["Rendered", "render_pages", "series_file"]
 """`series_file` too: the catalog gate's tests check page names through it."""
@@ -46,7 +49,14 @@ class Rendered:
     nav: list[Any]
 
 
-def render_pages(data: PublicData, workers: int | None = None) -> Rendered:
+PagesDone = Callable[[Rendered], None]
+"""Called once the pages (and every file MkDocs reads) are rendered, before the series and
+run data files: `publish.build` starts MkDocs there, so it builds while the data is made."""
+
+
+def render_pages(
+    data: PublicData, workers: int | None = None, pages_done: PagesDone | None = None
+) -> Rendered:
     """Every generated page, chart script and run data file, as text by relative path.
 
     Every page is bounded whatever the catalog's size: histories are downsampled
@@ -55,17 +65,18 @@ def render_pages(data: PublicData, workers: int | None = None) -> Rendered:
     details are published only for the runs some page shows. Runs are read in groups made
     once (`Groups`), light entries (`publish.data.load_site`) are made full only where a
     page shows them, and the step detector runs per series in `workers` processes
-    (`detect_per_series`)."""
+    (`detect_per_series`). Series and runs have one page each, drawn from a data file per
+    series (`pages.series`, `pages.runs`)."""
     # The runs live to the end of the render: frozen, the cycle collector never walks the
     # million of them again, and forked workers do not copy the pages it would touch.
     gc.freeze()
     try:
-        return _render(data, workers)
+        return _render(data, workers, pages_done)
     finally:
         gc.unfreeze()
 
 
-def _render(data: PublicData, workers: int | None) -> Rendered:
+def _render(data: PublicData, workers: int | None, pages_done: PagesDone | None) -> Rendered:
     site = SiteContext(data, workers)
     home_page(site)
     compare_page(site)
@@ -73,8 +84,8 @@ def _render(data: PublicData, workers: int | None) -> Rendered:
     health_page(site)
     machine_nav = machine_pages(site)
     model_nav = model_pages(site)
-    series_pages(site)
-    run_data(site)
+    series_page(site)
+    run_page(site)
     nav: list[Any] = [
         {"What changed": "index.md"},
         {"Compare": "compare.md"},
@@ -85,4 +96,8 @@ def _render(data: PublicData, workers: int | None) -> Rendered:
         nav.append({"Machines": machine_nav})
     if model_nav:
         nav.append({"Models": model_nav})
+    if pages_done is not None:
+        pages_done(Rendered(files=dict(site.files), nav=nav))
+    series_files(site)
+    run_data(site)
     return Rendered(files=site.files, nav=nav)

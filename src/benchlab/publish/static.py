@@ -20,11 +20,13 @@ SITE_ASSETS = (
     "plotly-basic.LICENSE",
     "benchlab.js",
     "compare.js",
+    "series.js",
     "benchlab.css",
     "iframe-worker.js",
     "iframe-worker.LICENSE",
 )
-"""What the MkDocs site loads from bl/ (the iframe worker makes search work from file://).
+"""What the MkDocs site loads from bl/ (the iframe worker makes search work from file://;
+series.js draws the one series page from a series' data file).
 
 The site's plotly is the *basic* partial bundle (scatter, bar, pie: every chart the site
 draws), 1.2 MB minified, shipped gzip-compressed inside `plotly.js` (~0.5 MB) and inflated

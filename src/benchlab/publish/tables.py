@@ -133,9 +133,7 @@ def steps_table(
         if show_series:
             page_name = series_pages.get(step.series)
             text = step.label
-            row.append(
-                cell(link(f"{root}series/{page_name[:-3]}.html", text) if page_name else text, text)
-            )
+            row.append(cell(link(f"{root}{page_name}", text) if page_name else text, text))
         row += [
             cell(run_cell, step.first_bad_timestamp),
             cell(_versions(step)),

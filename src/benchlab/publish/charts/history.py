@@ -26,8 +26,10 @@ from benchlab.publish.charts.base import (
     step_versions,
 )
 from benchlab.publish.charts.layout import METRIC_TITLES, base_layout, log_y_if_wide, top
+from benchlab.publish.charts.palette import PALETTE
 from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable
 from benchlab.regress import Step, sort_key
+from benchlab.stats import is_outlier
 
 
 def trend_chart(
@@ -163,18 +165,29 @@ def downsample(
 _STEP_COLORS = {"regression": "#c8423c", "improvement": "#3a9d5d", "suspect": "#d97706"}
 
 
+BAND_SDS = 2.0
+"""The noise band's half-width in robust standard deviations of the segment's own runs
+(1.4826 x their median absolute deviation): about 95% of a steady segment's runs fall
+inside it, whatever that series' noise."""
+
+
 def series_chart(
     runs: Sequence[Entry],
     steps: Sequence[Step],
     slug: str,
     metric: str = "peak_tok_per_sec",
-    threshold: float = 0.05,
+    band_sds: float = BAND_SDS,
 ) -> Chart:
     """One series over time (asv's per-benchmark graph): its points (each opens its run
-    page), a +-stddev band where runs measured one, a threshold band of +-`threshold`
-    around each segment's median between the detector's steps (bencher's bands), and the
-    steps themselves marked, with the version before and after in the hover."""
-    history = [r for r in runs if r.get(metric) is not None]
+    page), a +-stddev band where runs measured one, each segment between the detector's
+    confirmed steps drawn as a level line (its median) inside a noise band from the
+    segment's own spread (median +- `band_sds` robust sd), and the steps themselves marked,
+    with the version before and after in the hover. Runs marked as outliers
+    (`stats.is_outlier`) are drawn apart as hollow crosses and left out of the line, the
+    levels and the bands."""
+    everything = [r for r in runs if r.get(metric) is not None]
+    outliers = [r for r in everything if is_outlier(r)]
+    history = [r for r in everything if not is_outlier(r)]
     total = len(history)
     drawn = downsample(history)
     wanted = {s.first_bad_run for s in steps}
@@ -192,8 +205,8 @@ def series_chart(
             "x": [r["timestamp"] for r in drawn],
             "y": y,
             "customdata": [point_data(r) for r in drawn],
-            "line": {"color": "#3b6fd4", "width": 1.5},
-            "marker": {"size": 6, "color": "#3b6fd4"},
+            "line": {"color": RUNS_COLOR, "width": 1.5},
+            "marker": {"size": 6, "color": RUNS_COLOR},
             "hovertemplate": HOVER_RUN + f"<br><b>%{{y:,.2f}} {unit}</b><br>click: run page"
             "<extra></extra>",
         }
@@ -201,11 +214,13 @@ def series_chart(
     shaky = [r for r in drawn if is_unstable(r)]
     if shaky:
         traces.append(_unstable_trace(shaky, metric, unit))
+    if outliers:
+        traces.append(_outlier_trace(outliers[-MAX_POINTS:], metric, unit))
     by_id = {r["run_id"]: r for r in history}
     marked = [s for s in steps if s.first_bad_run in by_id]
     if marked:
         traces.append(_steps_trace(marked, by_id, metric))
-    shapes = _threshold_bands(history, marked, by_id, metric, threshold)
+    shapes = _noise_bands(history, marked, by_id, metric, band_sds)
     shapes += [_step_line(s) for s in marked]
     title = f"{METRIC_TITLES[metric].replace(' tokens/s', '').split(',')[0]} over time"
     if len(drawn) < total:
@@ -216,7 +231,8 @@ def series_chart(
     log_y_if_wide(layout, y)
     layout["annotations"] = [
         {
-            "text": f"band: ±{100 * threshold:g}% of each segment's median",
+            "text": f"line: each segment's median; band: ±{band_sds:g} robust sd of its own "
+            "runs" + (", outliers left out" if outliers else ""),
             "xref": "paper",
             "yref": "paper",
             "x": 1,
@@ -237,6 +253,62 @@ def series_chart(
         csv_columns("timestamp", column),
         note="" if rows else f"No run of this series reports {METRIC_TITLES[metric].lower()}.",
     )
+
+
+RUNS_COLOR = PALETTE[0]
+OUTLIER_COLOR = PALETTE[5]
+BAND_FILL = "rgba(0,158,115,0.13)"
+"""The band in the palette's bluish green (PALETTE[2]), light enough for the points."""
+LEVEL_COLOR = PALETTE[2]
+
+
+def _outlier_trace(runs: Sequence[Entry], metric: str, unit: str) -> dict[str, Any]:
+    """Runs marked as outliers: hollow crosses apart from the line, the mark's reason in
+    the hover; they count in no level, band or best."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": "marked outliers",
+        "x": [r["timestamp"] for r in runs],
+        "y": [r[metric] for r in runs],
+        "customdata": [
+            point_data(r, esc(r.get("outlier_reason") or "no reason given")) for r in runs
+        ],
+        "marker": {
+            "symbol": "x-open",
+            "size": 12,
+            "color": OUTLIER_COLOR,
+            "line": {"width": 2, "color": OUTLIER_COLOR},
+        },
+        "hovertemplate": HOVER_RUN + f"<br><b>%{{y:,.2f}} {unit}</b><br><b>outlier</b>: "
+        f"%{{customdata[{EXTRA}]}} (left out of levels, bands and best)<extra></extra>",
+    }
+
+
+def robust_sd(values: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation: a normal sample's sd, not moved by a few
+    wild runs. 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    centre = median(values)
+    return 1.4826 * median(abs(v - centre) for v in values)
+
+
+def segments(
+    history: Sequence[Entry], marked: Sequence[Step], by_id: dict[str, Entry]
+) -> list[tuple[int, int]]:
+    """[lo, hi) index ranges of `history` between its confirmed steps (the detector's
+    segmentation), oldest first."""
+    index = {r["run_id"]: i for i, r in enumerate(history)}
+    cuts = sorted(
+        {
+            index[s.first_bad_run]
+            for s in marked
+            if s.status == "confirmed" and s.first_bad_run in index
+        }
+    )
+    bounds = [0, *cuts, len(history)]
+    return [(lo, hi) for lo, hi in pairwise(bounds) if hi > lo]
 
 
 def _unstable_trace(runs: Sequence[Entry], metric: str, unit: str) -> dict[str, Any]:
@@ -331,39 +403,49 @@ def _steps_trace(marked: Sequence[Step], by_id: dict[str, Entry], metric: str) -
     }
 
 
-def _threshold_bands(
+def _noise_bands(
     history: Sequence[Entry],
     marked: Sequence[Step],
     by_id: dict[str, Entry],
     metric: str,
-    threshold: float,
+    band_sds: float,
 ) -> list[dict[str, Any]]:
-    """+-threshold around each segment's median, the history split at its confirmed steps."""
+    """Each segment's level (its median, a solid line) inside its noise band (median +-
+    `band_sds` robust sd of the segment's own runs): a noisy series gets a wide band, a
+    quiet one a narrow band. `history` holds no marked outlier."""
     shapes: list[dict[str, Any]] = []
-    cut_ids = sorted(
-        (by_id[s.first_bad_run]["timestamp"], s.first_bad_run)
-        for s in marked
-        if s.status == "confirmed"
-    )
-    index = {r["run_id"]: i for i, r in enumerate(history)}
-    bounds = [0, *sorted(index[run_id] for _, run_id in cut_ids), len(history)]
-    for lo, hi in pairwise(bounds):
-        segment = [r[metric] for r in history[lo:hi]]
-        if not segment:
-            continue
-        centre = median(segment)
+    for lo, hi in segments(history, marked, by_id):
+        values = [r[metric] for r in history[lo:hi]]
+        centre = median(values)
+        half = band_sds * robust_sd(values)
+        x0, x1 = history[lo]["timestamp"], history[hi - 1]["timestamp"]
         shapes.append(
             {
                 "type": "rect",
                 "xref": "x",
                 "yref": "y",
-                "x0": history[lo]["timestamp"],
-                "x1": history[hi - 1]["timestamp"],
-                "y0": centre * (1 - threshold),
-                "y1": centre * (1 + threshold),
-                "fillcolor": "rgba(58,157,93,0.12)",
-                "line": {"width": 1, "color": "rgba(58,157,93,0.5)", "dash": "dot"},
+                "x0": x0,
+                "x1": x1,
+                "y0": max(centre - half, 0.0),
+                "y1": centre + half,
+                "fillcolor": BAND_FILL,
+                "line": {"width": 0},
                 "layer": "below",
+                "name": "noise band",
+            }
+        )
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "y",
+                "x0": x0,
+                "x1": x1,
+                "y0": centre,
+                "y1": centre,
+                "line": {"width": 2, "color": LEVEL_COLOR},
+                "layer": "below",
+                "name": "level",
             }
         )
     return shapes

@@ -13,8 +13,9 @@ from benchlab.publish.links import series_file
 from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable, measure_rows
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
+from benchlab.stats import is_outlier
 
-_DETAIL_SKIP = frozenset({"path", "series"})
+_DETAIL_SKIP = frozenset({"path", "series", "gate", "gate_detail", "outlier_reason"})
 
 
 def run_details(run: Entry) -> dict[str, Any]:
@@ -30,12 +31,33 @@ def run_details(run: Entry) -> dict[str, Any]:
     detail["measures"] = measure_rows(run)
     if is_unstable(run):
         detail["unstable"] = UNSTABLE_TITLE
+    gate = gate_of(run)
+    if gate is not None:
+        detail["gate"] = gate
+    if is_outlier(run):
+        detail["outlier"] = str(run.get("outlier_reason") or "no reason given")
     return detail
 
 
-def run_data(site: SiteContext) -> None:
-    """The run page (one, client-rendered) and a details file per series it reads."""
+GATE_VERDICTS = ("passed", "failed", "unknown")
+
+
+def gate_of(run: Entry) -> dict[str, str] | None:
+    """The run's gate verdict and its detail, or None where no gate applied (the catalog
+    entry has no `gate`) or the verdict is not one of the three known words."""
+    verdict = run.get("gate")
+    if verdict not in GATE_VERDICTS:
+        return None
+    return {"verdict": str(verdict), "detail": str(run.get("gate_detail") or "")}
+
+
+def run_page(site: SiteContext) -> None:
+    """The run page: one, client-rendered, for every run."""
     site.page("run.md", "run.md.j2", root="")
+
+
+def run_data(site: SiteContext) -> None:
+    """A details file per series, of the runs the pages link (rendered after them)."""
     site.run_links = {
         sid: sorted(rid for rid in run_ids if rid in site.by_id)
         for sid, run_ids in site.links.linked.items()
@@ -50,7 +72,7 @@ def run_file(site: SiteContext, sid: str) -> None:
         for run in site.data.full(site.by_id[rid] for rid in site.run_links[sid])
     }
     payload = {
-        "series_page": f"series/{sid}.html" if sid in site.series_pages else None,
+        "series_page": site.series_pages.get(sid),
         "runs": members,
     }
     name = series_file(sid, ".js")

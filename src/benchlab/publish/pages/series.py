@@ -1,4 +1,14 @@
-"""A page per series with data: asv's per-benchmark graph, its steps, its runs."""
+"""The series page: ONE page (`series.html?s=<series id>`) that draws any series from its
+data file, like the run page. Rendering a Markdown page per series made MkDocs build
+hundreds of pages whose every copy carried the whole theme and nav; the data files are
+written once and hold only the series' own numbers (ARCHITECTURE.md, Publishing and
+redaction).
+
+`bl/series/<series id>.js` holds asv's per-benchmark graph for the series (its points, each
+segment's level inside a noise band from the segment's own spread, marked outliers and
+unstable runs, the detector's steps), its current level, the newest run's gate verdict, its
+steps and runs tables and its identity. `bl/series/index.js` (and `index.json`, for hooks
+such as search) lists every series: id, label, address, machine, model, precision."""
 
 from __future__ import annotations
 
@@ -8,21 +18,23 @@ from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import SERIES_FIELDS, version_label
-from benchlab.publish.charts import builds_chart, downsample, label, series_chart
+from benchlab.metrics import DEFAULT_MAX_CV, DEFAULT_METRIC
+from benchlab.publish.charts import Chart, builds_chart, downsample, label, series_chart
+from benchlab.publish.charts.output import PLOTLY_CONFIG
 from benchlab.publish.context import HISTORY_RUNS, STEPS_LIMIT, SiteContext
-from benchlab.publish.measures import (
-    MEASURES,
-    UNSTABLE_TITLE,
-    is_unstable,
-    measure_rows,
-    unstable_badge,
-)
-from benchlab.publish.tables import neg, steps_table
+from benchlab.publish.links import series_file
+from benchlab.publish.measures import MEASURES, UNSTABLE_TITLE, is_unstable, measure_rows
+from benchlab.publish.pages.runs import gate_of
+from benchlab.publish.tables import Table, is_hole, neg, steps_table
+from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
+from benchlab.query.level import current_level
 from benchlab.regress import Step
+from benchlab.stats import is_outlier
 
-SERIES_BAND = 0.05
-"""The threshold band drawn around each segment's median on a series' page."""
+POINT_FIELDS = 8
+"""A chart point's shared customdata (`charts.base.point_data` less chart extras): traces
+whose points hold only these refer to rows of the file's `points` table instead (`cdi`)."""
 
 
 def identity_value(value: Any) -> str:
@@ -33,7 +45,7 @@ def identity_value(value: Any) -> str:
 
 def drawn_runs(history: Sequence[Entry], steps: Sequence[Step], metric: str) -> list[Entry]:
     """The runs `series_chart(history, steps, ..., metric)` draws as points."""
-    with_metric = [r for r in history if r.get(metric) is not None]
+    with_metric = [r for r in history if r.get(metric) is not None and not is_outlier(r)]
     drawn = downsample(with_metric)
     wanted = {s.first_bad_run for s in steps}
     present = {r["run_id"] for r in drawn}
@@ -41,57 +53,195 @@ def drawn_runs(history: Sequence[Entry], steps: Sequence[Step], metric: str) -> 
 
 
 def series_pages(site: SiteContext) -> None:
-    """asv's per-benchmark graph, one page per series with data (in `workers`)."""
+    """The one series page and every series' data (`series_page`, then `series_files`)."""
+    series_page(site)
+    series_files(site)
+
+
+def series_page(site: SiteContext) -> None:
+    """The one series page (its script draws whichever series the address names)."""
+    site.page("series.md", "series.md.j2", root="")
+
+
+def series_files(site: SiteContext) -> None:
+    """The series index and a data file per series with data (in `workers`)."""
     site.steps_by_series = {}
     for st in site.steps:
         site.steps_by_series.setdefault(st.series, []).append(st)
-    in_workers(site, series_page, list(site.series_pages))
+    index = [series_entry(site, sid) for sid in site.series_pages]
+    site.files["bl/series/index.js"] = json_script("BENCHLAB_SERIES_INDEX", "all", index)
+    # JSON for hooks (search entries); < > & escaped as in every data script.
+    text = json.dumps({"series": index}, sort_keys=True, ensure_ascii=True, indent=0)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    site.files["bl/series/index.json"] = text + "\n"
+    in_workers(site, series_data, list(site.series_pages))
 
 
-def series_page(site: SiteContext, sid: str) -> None:
-    name = site.series_pages[sid]
+def series_entry(site: SiteContext, sid: str) -> dict[str, Any]:
+    """One row of the series index: what search and the series list need."""
+    newest = site.latest[sid]
+    return {
+        "id": sid,
+        "label": label(newest),
+        "url": site.series_pages[sid],
+        "machine": newest["machine_id"],
+        "model": newest["model"],
+        "precision": newest.get("precision"),
+        "runs": len(site.groups.ok_of[sid]),
+    }
+
+
+def series_data(site: SiteContext, sid: str) -> None:
+    """`bl/series/<sid>.js`: everything the series page shows of one series."""
     history = site.groups.ok_of[sid]
     newest = history[-1]
     mine_steps = site.steps_by_series.get(sid, [])
     decode_steps = site.decode_steps.get(sid, [])
     # The decode chart's band reads each drawn run's decode_stddev.
     site.data.upgrade(drawn_runs(history, decode_steps, "decode_tok_per_sec"))
+    site.data.upgrade([newest])
     charts = [
-        series_chart(history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec",
-                     SERIES_BAND),
-        series_chart(history, decode_steps,
-                     f"series-{sid}-decode", "decode_tok_per_sec", SERIES_BAND),
-        *(series_chart(history, [], f"series-{sid}-{m}", m, SERIES_BAND) for m in MEASURES),
-        builds_chart(history, f"series-{sid}-builds"),
-    ]  # fmt: skip
-    charts = [c for c in charts if not c.empty]
-    site.add_charts(charts)
-    identity = [
-        (field_name, identity_value(newest.get(field_name)))
-        for field_name in SERIES_FIELDS
-        if newest.get(field_name) is not None
+        series_chart(history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec"),
+        series_chart(history, decode_steps, f"series-{sid}-decode", "decode_tok_per_sec"),
+        *(series_chart(history, [], f"series-{sid}-{m}", m) for m in MEASURES),
+        builds_chart([r for r in history if not is_outlier(r)], f"series-{sid}-builds"),
     ]
+    charts = [c for c in charts if not c.empty]
+    for chart in charts:
+        site.links.from_chart(chart)
+    points, figures = compact_charts(charts)
     ordered = sorted(mine_steps, key=lambda st: neg(st.first_bad_timestamp))
-    site.page(
-        f"series/{name}",
-        "series.md.j2",
-        root="../",
-        title=label(newest),
-        sid=sid,
-        machine=site.machine_link(newest["machine_id"], "../"),
-        model=site.model_link(newest["model"], "../"),
-        identity=identity,
-        count=len(history),
-        version=version_label(newest) or "not recorded",
-        charts=charts,
-        measures=measure_rows(newest),
-        unstable=unstable_badge(newest),
-        unstable_count=sum(1 for r in history if is_unstable(r)),
-        unstable_title=UNSTABLE_TITLE,
-        steps=steps_table(
-            ordered, site.by_id, site.series_pages, site.links, "../", STEPS_LIMIT,
-            show_series=False,
-        ),
-        runs=site.runs_table(site.groups.all_of[sid][::-1], "../", HISTORY_RUNS,
-                             machine=False),
-    )  # fmt: skip
+    macros = site.env.get_template("_macros.md.j2").module
+    steps = steps_table(ordered, site.by_id, site.series_pages, site.links, "", STEPS_LIMIT,
+                        show_series=False)  # fmt: skip
+    newest_first = site.groups.all_of[sid][::-1]
+    payload = {
+        "title": label(newest),
+        "machine": {
+            "text": newest["machine_id"],
+            "href": f"machines/{site.pages.machine(newest['machine_id'])[:-3]}.html",
+        },
+        "model": {
+            "text": newest["model"],
+            "href": f"models/{site.pages.model(newest['model'])[:-3]}.html",
+        },
+        "count": len(history),
+        "version": version_label(newest) or "not recorded",
+        "newest": {"run_id": newest["run_id"], "href": site.links.run(newest, "")},
+        "gate": gate_of(newest),
+        "unstable": UNSTABLE_TITLE if is_unstable(newest) else None,
+        "unstable_count": sum(1 for r in history if is_unstable(r)),
+        "unstable_title": UNSTABLE_TITLE,
+        "outliers": sum(1 for r in history if is_outlier(r)),
+        "level": level_of(history, DEFAULT_METRIC),
+        "points": points,
+        "charts": figures,
+        "measures": measure_rows(newest),
+        "steps": _table_html(macros, steps) if steps.rows else None,
+        "runs": runs_rows(site, sid, newest_first),
+        "runs_hidden": max(0, len(newest_first) - HISTORY_RUNS),
+        "identity": [
+            [field_name, identity_value(newest.get(field_name))]
+            for field_name in SERIES_FIELDS
+            if newest.get(field_name) is not None
+        ]
+        + [["series", sid]],
+    }
+    site.files[f"bl/series/{series_file(sid, '.js')}"] = json_script(
+        "BENCHLAB_SERIES", sid, payload
+    )
+
+
+RUN_COLUMNS = ("time", "run_id", "model", "precision", "threads", "status", "peak", "decode",
+               "build", "attempt", "flags")  # fmt: skip
+"""The fields of a row of the series page's runs table (`runs_rows`), in order."""
+
+
+def runs_rows(site: SiteContext, sid: str, newest_first: Sequence[Entry]) -> list[list[Any]]:
+    """The newest `HISTORY_RUNS` runs as plain rows (`RUN_COLUMNS`) that the page script
+    turns into a sortable table with textContent: values, not HTML, so a long history costs
+    no escaping here. Each run is linked, so its details are published."""
+    shown = list(newest_first[:HISTORY_RUNS])
+    site.data.upgrade(shown)
+    site.links.linked.setdefault(sid, set()).update(r["run_id"] for r in shown)
+    rows = []
+    for run in shown:
+        attempt, attempts = run.get("attempt"), run.get("attempts")
+        flags = [word for word, on in (("unstable", is_unstable(run)),
+                                        ("outlier", is_outlier(run))) if on]  # fmt: skip
+        if run.get("gate") in ("passed", "failed", "unknown"):
+            flags.append(f"gate {run['gate']}")
+        rows.append(
+            [run["timestamp"], run["run_id"], run["model"], run.get("precision"),
+             run.get("threads"), _status(run), run.get("peak_tok_per_sec"),
+             run.get("decode_tok_per_sec"), version_label(run) or None,
+             f"{attempt}/{attempts}" if attempt and attempts else None, flags]
+        )  # fmt: skip
+    return rows
+
+
+def _status(run: Entry) -> str:
+    """ok, hole, or failed with its kind: the words of `tables.status_badge`."""
+    if is_hole(run):
+        return "hole"
+    if run.get("status", "ok") == "ok":
+        return "ok"
+    kind = run.get("failure_kind")
+    return f"failed · {kind}" if kind else "failed"
+
+
+def _table_html(macros: Any, table: Table) -> dict[str, Any]:
+    """A table as the HTML the pages' slots hold (every cell built with escaping by
+    `publish.tables`), with its count of rows left out."""
+    return {"html": str(macros.table_html(table)), "hidden": table.hidden}
+
+
+def level_of(history: Sequence[Entry], metric: str) -> dict[str, Any] | None:
+    """The series' current level (`query.level.current_level`: the newest segment's mean,
+    outliers left out) with its interval and CV; `unstable` where the CV is over the stated
+    `metrics.DEFAULT_MAX_CV`."""
+    values = [r[metric] for r in history if r.get(metric) is not None and not is_outlier(r)]
+    level = current_level(values)
+    if level is None:
+        return None
+    return {
+        "metric": metric,
+        "value": level.value,
+        "pm": level.pm,
+        "n": level.n,
+        "cv": level.cv,
+        "unstable": level.unstable,
+        "max_cv": DEFAULT_MAX_CV,
+    }
+
+
+def compact_charts(charts: Sequence[Chart]) -> tuple[list[list[Any]], list[dict[str, Any]]]:
+    """The charts as Plotly figures whose plain points refer to one shared table: a run is
+    drawn on several charts of the page, and its eight customdata fields are written once.
+    The page script puts `customdata` back from `cdi` before drawing."""
+    points: list[list[Any]] = []
+    row_of: dict[str, int] = {}
+    figures = []
+    for chart in charts:
+        traces = []
+        for trace in chart.figure["data"]:
+            custom = trace.get("customdata")
+            if custom and all(len(p) == POINT_FIELDS for p in custom):
+                trace = dict(trace)
+                indices = []
+                for point in trace.pop("customdata"):
+                    key = point[3]
+                    if key not in row_of:
+                        row_of[key] = len(points)
+                        points.append(point)
+                    indices.append(row_of[key])
+                trace["cdi"] = indices
+            traces.append(trace)
+        config = dict(PLOTLY_CONFIG)
+        config["toImageButtonOptions"] = {
+            **PLOTLY_CONFIG["toImageButtonOptions"],
+            "filename": chart.slug,
+        }
+        figures.append({"slug": chart.slug, "title": chart.title, "data": traces,
+                        "layout": chart.figure["layout"], "config": config})  # fmt: skip
+    return points, figures
