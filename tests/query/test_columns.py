@@ -28,7 +28,11 @@ from benchlab.layout import Store
 from benchlab.query.colcache import CACHE_NAME, MODE_ENV, SEGMENT_DIR, open_columns, refresh
 from benchlab.query.colcache import arrays as columnar
 from benchlab.query.filters import Filters
-from benchlab.query.verbs import best_runs, machine_table, unknown_model_hint
+from benchlab.query.verbs import (
+    best_runs,
+    machine_table,
+    unknown_filter_hint,
+)
 
 from .conftest import builds_entries, golden_entries
 
@@ -201,12 +205,15 @@ def test_columns_answer_as_the_python_verbs(catalog: dict[str, Any], asks: list[
             return
         assert columns.n == len(loaded.runs)
         for ask in asks:
-            assert machine_table(columns, ask) == machine_table(loaded, ask)
-            assert unknown_model_hint(columns, ask) == unknown_model_hint(loaded, ask)
-            for metric in ("peak_tok_per_sec", "decode_tok_per_sec", "speedup"):
-                for by in (None, "machine", "series"):
-                    fast = best_runs(columns, ask, metric, by)
-                    assert fast == best_runs(loaded, ask, metric, by), (metric, by)
+            for ever in (False, True):  # the current level, and the best run ever
+                assert machine_table(columns, ask, ever=ever) == machine_table(
+                    loaded, ask, ever=ever
+                )
+                for metric in ("peak_tok_per_sec", "decode_tok_per_sec", "speedup"):
+                    for by in (None, "machine", "series"):
+                        fast = best_runs(columns, ask, metric, by, ever=ever)
+                        assert fast == best_runs(loaded, ask, metric, by, ever=ever), (metric, by)
+            assert unknown_filter_hint(columns, ask) == unknown_filter_hint(loaded, ask)
 
 
 def test_columns_answer_the_golden_stores(tmp_path: Path) -> None:

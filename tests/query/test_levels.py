@@ -1,0 +1,203 @@
+"""One meaning of "best" (ARCHITECTURE.md, Best: the current level): `bench best` and
+`bench table` answer with each series' current level, `--ever` with the best run ever; a
+marked outlier never wins nor counts; a noisy level is flagged; the columnar cache and the
+loaded catalog give the same levels."""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.kit.catalog import write_v3_catalog
+from tests.kit.cli import run_cli
+from tests.kit.entries import make_entry
+
+from benchlab.catalog.read import load_catalog
+from benchlab.query.colcache import open_columns
+from benchlab.query.filters import Filters
+from benchlab.query.level import LEVEL_WINDOW, current_level
+from benchlab.query.verbs import best_runs, machine_table
+
+START = datetime(2025, 5, 1, tzinfo=timezone.utc)
+
+
+def _stamp(day: float) -> str:
+    return (START + timedelta(days=day)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _series(
+    machine: str, values: list[float], *, threads: int = 4, first_day: float = 0.0
+) -> list[dict[str, Any]]:
+    """One series: a run a day with these peak rates, oldest first."""
+    out = []
+    for i, value in enumerate(values):
+        day = first_day + i
+        stamp = _stamp(day)
+        run_id = f"{machine}-smollm2-135m-q8-batch-a1b2c3d4-{stamp[:10].replace('-', '')}T{i:06d}Z"
+        out.append(
+            make_entry(
+                run_id,
+                machine,
+                stamp,
+                threads=threads,
+                peak_tok_per_sec=value,
+                decode_tok_per_sec=value / 10,
+                prefill_tok_per_sec=value * 2,
+                baseline_tok_per_sec=value / 8,
+                speedup=8.0,
+            )
+        )
+    return out
+
+
+def _noisy(level: float, n: int, seed: int, spread: float = 0.01) -> list[float]:
+    rng = random.Random(seed)
+    return [round(level * rng.uniform(1 - spread, 1 + spread), 2) for _ in range(n)]
+
+
+REGRESSED = _noisy(11851.0, 30, 1) + _noisy(11851.0 * 0.72, 20, 2)
+"""A series that regressed 28% twenty runs ago and stayed there (issue 22's example)."""
+
+
+@pytest.fixture
+def regressed_store(store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    runs = _series("box", REGRESSED)
+    runs += _series("pi5", _noisy(300.0, 10, 3))
+    write_v3_catalog(store, runs)
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    return store
+
+
+def test_current_level_is_the_newest_segment() -> None:
+    level = current_level(REGRESSED)
+    assert level is not None
+    assert level.start == 30 and level.n == 20 and level.steps >= 1
+    assert level.value == pytest.approx(sum(REGRESSED[30:]) / 20)
+    assert level.ci_low is not None and level.ci_low < level.value < level.ci_high
+    assert not level.unstable
+
+
+def test_a_flat_history_is_one_segment_and_one_run_has_no_interval() -> None:
+    flat = current_level(_noisy(100.0, 12, 4))
+    assert flat is not None and (flat.start, flat.steps, flat.n) == (0, 0, 12)
+    alone = current_level([5.0])
+    assert alone is not None and (alone.value, alone.n, alone.pm) == (5.0, 1, None)
+    assert current_level([]) is None
+
+
+def test_the_segmentation_looks_at_the_newest_window_only() -> None:
+    old_step = _noisy(50.0, 40, 5) + _noisy(100.0, LEVEL_WINDOW, 6)
+    level = current_level(old_step)
+    assert level is not None and level.start == 40 and level.n == LEVEL_WINDOW
+
+
+def test_noisy_repeats_are_flagged_unstable() -> None:
+    level = current_level([100.0, 130.0, 80.0, 120.0, 90.0])
+    assert level is not None and level.cv is not None and level.cv > 0.10 and level.unstable
+
+
+def test_best_is_the_current_level_and_ever_the_old_best(
+    regressed_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "best", "--format", "json")
+    assert (code, err) == (0, "")
+    [row] = json.loads(out)
+    level = row["level"]
+    assert row["machine_id"] == "box" and level["n"] == 20
+    assert level["value"] == pytest.approx(sum(REGRESSED[30:]) / 20)
+    assert level["value"] < 0.75 * max(REGRESSED)  # not the best run of before the step
+    assert row["run_id"].endswith("T000049Z")  # the newest run names the row
+    code, out, _ = run_cli(capsys, "best", "--ever", "--format", "json")
+    [ever] = json.loads(out)
+    assert ever["peak_tok_per_sec"] == max(REGRESSED) and "level" not in ever
+    code, out, _ = run_cli(capsys, "best")
+    assert code == 0
+    assert f"{sum(REGRESSED[30:]) / 20:.2f}" in out and "±95%" in out and "runs" in out
+
+
+def test_table_rows_are_levels_with_their_noise(
+    regressed_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(capsys, "table", "--format", "json")
+    assert code == 0
+    rows = {row["machine_id"]: row for row in json.loads(out)}
+    box = rows["box"]
+    assert box["levels"]["peak_tok_per_sec"] == pytest.approx(sum(REGRESSED[30:]) / 20)
+    assert box["levels"]["decode_tok_per_sec"] == pytest.approx(sum(REGRESSED[30:]) / 200)
+    assert box["level"]["pm95"] > 0 and box["level"]["unstable"] is False
+    code, out, _ = run_cli(capsys, "table")
+    header = out.splitlines()[0]
+    assert "backend" in header and "±95%" in header and "noise" in header
+    assert "threads: the CPU threads the run used" in out  # the columns are explained
+
+
+def test_an_unstable_level_is_flagged_in_text_and_json(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_v3_catalog(store, _series("busy", [100.0, 160.0, 70.0, 130.0, 60.0]))
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    code, out, _ = run_cli(capsys, "best", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["level"]["unstable"] is True
+    _, out, _ = run_cli(capsys, "table")
+    assert " unstable " in out.splitlines()[2] + " "
+
+
+def test_a_marked_outlier_never_wins_nor_counts(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = _series("box", [100.0, 101.0, 99.0, 5000.0])
+    runs[-1]["tags"] = [*runs[-1]["tags"], "outlier"]
+    write_v3_catalog(store, runs)
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    for argv in (["best"], ["best", "--ever"], ["table"], ["table", "--ever"]):
+        code, out, _ = run_cli(capsys, *argv, "--format", "json")
+        [row] = json.loads(out)
+        assert code == 0 and row["run_id"] != runs[-1]["run_id"], argv
+        assert row.get("level", {"n": 3})["n"] == 3
+        assert row.get("level", {"value": 0})["value"] < 200
+
+
+# --- the columns cache gives the same levels ---------------------------------------------
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A few series, each with up to two steps, some runs on one day (ties on the date)."""
+    runs: list[dict[str, Any]] = []
+    for s in range(draw(st.integers(1, 3))):
+        levels = draw(st.lists(st.sampled_from((50.0, 100.0, 140.0)), min_size=1, max_size=3))
+        per = draw(st.integers(1, 12))
+        values = [
+            v * draw(st.sampled_from((0.98, 1.0, 1.01, 1.03))) for v in levels for _ in range(per)
+        ]
+        series = _series(f"m{s}", values, threads=s + 1)
+        for entry in series:
+            if draw(st.integers(0, 4)) == 0:  # two runs of a day: ordered by time, then id
+                entry["timestamp"] = entry["timestamp"][:11] + "00:00:00Z"
+            if draw(st.integers(0, 9)) == 0:
+                entry["tags"] = [*entry["tags"], "outlier"]
+        runs += series
+    return runs
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs=histories())
+def test_the_columns_and_the_entries_agree_on_levels(runs: list[dict[str, Any]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_v3_catalog(Path(tmp), runs)
+        loaded = load_catalog(path)
+        columns = open_columns(path, min_bytes=0)
+        assert columns is not None
+        for ask in (Filters(), Filters(status="ok"), Filters(machine="m0")):
+            assert machine_table(columns, ask) == machine_table(loaded, ask)
+            for by in (None, "machine", "series"):
+                fast = best_runs(columns, ask, "peak_tok_per_sec", by)
+                assert fast == best_runs(loaded, ask, "peak_tok_per_sec", by)
