@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.read import ENTRY_FIELDS, entry_curve, full_entry, load_catalog
+from benchlab.identity import SERIES_NOTE
 from benchlab.metrics import EXTRA_FIELD
 from benchlab.errors import NoMatchError, QueryError, SchemaError, StoreError
 
@@ -190,6 +191,7 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
         skip = ("run_id", "batch_curve", EXTRA_FIELD)  # the curve is a table of its own
         facts += [(key, entry.get(key)) for key in ENTRY_FIELDS if key not in skip]
         facts += declared_facts(entry)
+        facts.append((SERIES_NOTE, entry.get(SERIES_NOTE)))
         facts += _judgement_facts(entry)[1:]  # the gate is among ENTRY_FIELDS already
         return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
     status = record["status"] if record else entry.get("status", "ok")
@@ -226,6 +228,7 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
         *(_resource_facts(record) if _measured_by_agent(record) else []),
         *(_system_facts(record.get("system")) if record else []),
         *declared_facts(entry),
+        (SERIES_NOTE, entry.get(SERIES_NOTE)),  # threads not recorded: which series
         *_judgement_facts(entry),
         ("path", details.path),
     ]

@@ -133,6 +133,8 @@ class Columns:
         group = {None: None, "machine": "machine", "series": "series"}.get(by, "?")
         if group == "?":
             raise Unanswerable(f"no grouping {by!r}")
+        if group == "series":
+            self._series_as_stored()
         having = ~np.isnan(self.array(f"metric:{metric}")) & self._unmarked()
         mask = self.mask(filters)
         rows = np.flatnonzero(having if mask is None else having & mask)
@@ -141,10 +143,29 @@ class Columns:
     def table(self, filters: Filters) -> list[dict[str, Any]]:
         """`machine_table`'s rows (unsorted): the best run of each series by TABLE_METRICS
         in turn, a missing value lowest."""
+        self._series_as_stored()
         mask = self.mask(filters)
         unmarked = self._unmarked()
         rows = np.flatnonzero(unmarked if mask is None else unmarked & mask)
         return self.entries(self._winners(rows, TABLE_METRICS, "series"))
+
+    def _series_as_stored(self) -> None:
+        """Unanswerable where a run without a recorded thread count may join another series
+        (`identity.join_unrecorded_threads`, applied where the catalog loads; ARCHITECTURE.md,
+        Measurement identity): the columns hold the stored series ids and not every field the
+        join compares, so the loaded catalog answers. The test is on machine, model and
+        precision alone: it may send a catalog there that needed no join, never the other way."""
+        unknown = [i for i, value in enumerate(self.tables["threads"]) if value is None]
+        if not unknown:
+            return
+        missing = np.isin(self.array("code:threads"), unknown)
+        if not missing.any():
+            return
+        key = np.zeros(self.n, dtype=np.int64)
+        for column in ("machine", "model", "precision"):
+            key = key * (len(self.tables[column]) + 1) + self.array(f"code:{column}")
+        if np.isin(key[~missing], key[missing]).any():
+            raise Unanswerable("a run without a recorded thread count may join a series")
 
     def _unmarked(self) -> np.ndarray:
         """The runs not marked outliers (`stats.is_outlier`): they never win."""
@@ -170,6 +191,7 @@ class Columns:
         the same `current_level`, and only each series' newest run is read back."""
         if metric not in METRICS or any(name not in METRICS for name in means):
             raise Unanswerable(f"no column for the metric {metric!r}")
+        self._series_as_stored()
         mask = self.mask(filters)
         counting = self.counting(metric)
         rows = np.flatnonzero(counting if mask is None else counting & mask)
