@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.catalog.read import LoadedCatalog
-from benchlab.errors import QueryError
+from benchlab.errors import NoMatchError, QueryError
 from benchlab.identity import SERIES_FIELDS, build_label, identity_key, shape, test_names
 from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
 from benchlab.query.filters import Filters, chronological, select
@@ -352,7 +352,8 @@ def compare_axis(
     sides = gather(select(catalog.runs, filters), axis)
     present = sides.present
     if len(present) < 2 and (a is None or b is None):
-        raise QueryError(
+        # No run at all matches: "no match", exit 1 as every query verb (NoMatchError).
+        raise (QueryError if present else NoMatchError)(
             f"compare --by {axis}: need two {axis} values to compare, "
             f"found {len(present)} ({_few(present)})"
             + (f" among runs matching {filters.describe()}" if filters.describe() else "")
