@@ -201,3 +201,32 @@ def test_the_columns_and_the_entries_agree_on_levels(runs: list[dict[str, Any]])
             for by in (None, "machine", "series"):
                 fast = best_runs(columns, ask, "peak_tok_per_sec", by)
                 assert fast == best_runs(loaded, ask, "peak_tok_per_sec", by)
+
+
+# --- a record's partial metrics -----------------------------------------------------------
+
+
+def test_table_keeps_the_prefill_and_baseline_show_prints(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An agent that reported only some metrics in record.json: kernel.json and batch.json
+    # still hold the prefill and the baseline, and the catalog takes them from there.
+    from tests.kit.runs import write_run
+
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    run_id = "box-smollm2-135m-q8-batch-a1b2c3d4-20250501T000000Z"
+    run_dir = write_run(store, run_id, machine_id="box")
+    path = run_dir / "record.json"
+    record = json.loads(path.read_text())
+    shown_prefill = record["metrics"]["prefill_tok_per_sec"]
+    shown_baseline = record["metrics"]["baseline_tok_per_sec"]
+    assert shown_prefill is not None and shown_baseline is not None
+    record["metrics"] = {"peak_tok_per_sec": record["metrics"]["peak_tok_per_sec"]}
+    path.write_text(json.dumps(record))
+    assert run_cli(capsys, "catalog", "build")[0] == 0
+    code, out, _ = run_cli(capsys, "table", "--format", "json")
+    [row] = json.loads(out)
+    assert code == 0
+    assert row["prefill_tok_per_sec"] == shown_prefill
+    assert row["baseline_tok_per_sec"] == shown_baseline
+    assert row["levels"]["prefill_tok_per_sec"] == shown_prefill

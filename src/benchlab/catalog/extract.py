@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from benchlab import models
-from benchlab.errors import BenchlabError, SchemaError, StoreError
+from benchlab.errors import BenchlabError, ParseError, SchemaError, StoreError
 from benchlab.identity import IDENTITY_FIELDS, SERIES_FIELDS, precision_family, series_id
 from benchlab.identity import derive as derive_identity
 from benchlab.ids import check_id, slug
@@ -455,6 +455,17 @@ def entry_from_docs(
     metrics: dict[str, float | None]
     if record is not None and (record.metrics or record.status != "ok"):
         metrics, tests = dict(record.metrics), list(record.tests)
+        if record.status == "ok" and kernel is not None and batch is not None:
+            # A record's partial metrics do not hide what kernel.json and batch.json hold
+            # (prefill, baseline): the one derivation fills what the record left out.
+            try:
+                derived, derived_tests = derive_metrics(kernel, batch, prompt_tokens=prompt_tokens)
+            except ParseError:
+                derived, derived_tests = {}, []
+            for key, value in derived.items():
+                if metrics.get(key) is None:
+                    metrics[key] = value
+            tests = tests or derived_tests
     elif kernel is not None and batch is not None:
         derived, tests = derive_metrics(kernel, batch, prompt_tokens=prompt_tokens)
         metrics = {k: v for k, v in derived.items()}
