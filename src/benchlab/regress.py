@@ -32,6 +32,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from statistics import median
 from typing import Any, Literal
 
@@ -270,10 +271,10 @@ class Step:
     effect: float = 0.0
     corroborated_by: int = 0
     open: bool = False
-    """Still in effect at the newest run: the newest segment's level is still on the far side
-    of the level before the step, by more than the noise, `min_change` and half the step (no
-    later step undid most of it). A regression later fixed is not open; a suspect, at the
-    newest runs, always is."""
+    """Still in effect at the newest run: every segment since the step, the newest included,
+    stays on the far side of the level before it by more than the noise, `min_change` and
+    half the step (no later step undid most of it). A regression later fixed is not open,
+    even if a new regression follows; a suspect, at the newest runs, is."""
     p_value: float = 1.0
     """The step's own p-value (confidence is 1 - p_value, clipped by corroboration);
     `control_fdr` ranks series by it."""
@@ -442,7 +443,7 @@ def series_steps(
                 "confirmed",
             )
         )
-    newest = values[bounds[-2] :]
+    levels = [(lo, median(values[lo:hi])) for lo, hi in pairwise(bounds)]
     if suspects:
         tail = tail_step(values, bounds[-2], min_change=min_change)
         if tail is not None and tail[0] - bounds[-2] >= MIN_BASELINE:
@@ -457,13 +458,14 @@ def series_steps(
                     "suspect",
                 )
             )
-            newest = values[first:]
-    level, noise = median(newest), noise_scale(values)
+            levels[-1:] = [(levels[-1][0], found[-1][2]), (first, found[-1][3])]
+    noise = noise_scale(values)
     steps = []
     for cut, p_value, before, after, effect, status in found:
         change = (after - before) / before
         good, bad = runs[cut - 1][0], runs[cut][0]
-        still = (level - before) * math.copysign(1.0, after - before)
+        margin = max(min_change * abs(before), min_effect * noise, abs(after - before) / 2)
+        later = [level for start, level in levels if start >= cut]
         steps.append(
             Step(
                 fields["series"],
@@ -489,13 +491,19 @@ def series_steps(
                 status=status,  # type: ignore[arg-type]
                 runs_after=len(values) - cut,
                 effect=effect,
-                open=status == "suspect"
-                or still
-                > max(min_change * abs(before), min_effect * noise, abs(after - before) / 2),
+                open=_still_open(before, after, later, margin),
                 p_value=p_value,
             )
         )
     return steps
+
+
+def _still_open(before: float, after: float, later: Sequence[float], margin: float) -> bool:
+    """A step is open while every segment since it stays beyond `margin` on its side of the
+    level before it: once a later step undoes it (a fix), it stays fixed, even if a new
+    regression later takes the level there again (that one is a step of its own)."""
+    side = math.copysign(1.0, after - before)
+    return all((level - before) * side > margin for level in later)
 
 
 def control_fdr(steps: Sequence[Step], tested: int, alpha: float = 0.01) -> list[Step]:
