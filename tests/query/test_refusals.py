@@ -40,6 +40,7 @@ REFUSED = [
     (["export", "SWEEP", "--port", "70000"], "--port"),
     (["catalog", "resolve", LAPTOP_Q8, "--keep", "0"], "--keep"),
     (["inject", "CONFIG", "--repeat", "-1"], "--repeat"),
+    (["onboard", "--cost-per-hour", "nan"], "--cost-per-hour"),
 ]
 
 

@@ -59,6 +59,17 @@ def positive(text: str) -> float:
     return value
 
 
+def non_negative(text: str) -> float:
+    """A finite number of 0 or more (a cost)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {text!r}")
+    return value
+
+
 def alpha(text: str) -> float:
     """A significance level strictly between 0 and 1 (0.01 is a 99% confidence)."""
     try:

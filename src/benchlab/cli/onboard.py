@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from benchlab.cli.args import non_negative
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -31,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="slug naming the machine (default: the device id, else .bench-machine-id)",
     )
     parser.add_argument("--tags", default="", help="comma-separated tags, e.g. gpu,a100,linux")
-    parser.add_argument("--cost-per-hour", type=float, help="USD per hour, for cost per token")
+    parser.add_argument(
+        "--cost-per-hour", type=non_negative, help="USD per hour, for cost per token"
+    )
     parser.add_argument("--device", help="a device of --config to onboard remotely")
     parser.add_argument("--config", type=Path, help="the sweep config declaring --device")
     parser.add_argument("--no-smoke", action="store_true", help="skip the smoke benchmark")
