@@ -249,25 +249,60 @@ def adopt(entries: Iterable[dict[str, Any]]) -> None:
     them under `extra_metrics`), and learn each declaration, so `--metric p99_ms`, `best`,
     `compare`, the detector and the charts rank it in its declared direction. A name two
     runs declare differently is learned as ambiguous: `check_known` refuses it by name."""
-    _DECLARED.clear()
-    _AMBIGUOUS.clear()
+    learn(declarations(lift(entries)))
+
+
+def lift(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries that declare metrics, each value lifted to an entry field of its name."""
+    lifted = []
     for entry in entries:
         extra = entry.get(EXTRA_FIELD)
-        if not extra:
-            continue
-        for name, held in extra.items():
-            entry[name] = held["value"]
-            if name in _AMBIGUOUS:
-                continue
-            known = _DECLARED.get(name)
-            if known is None:
-                _DECLARED[name] = Metric(name, held["unit"], held["better"], "declared", "num")
-            elif (known.unit, known.better) != (held["unit"], held["better"]):
-                _AMBIGUOUS[name] = (
-                    f"declared as {known.unit} ({known.better} is better) and as "
-                    f"{held['unit']} ({held['better']} is better) by different runs"
-                )
-                del _DECLARED[name]
+        if extra:
+            for name, held in extra.items():
+                entry[name] = held["value"]
+            lifted.append(entry)
+    return lifted
+
+
+def declarations(entries: Iterable[Mapping[str, Any]]) -> dict[str, list[str] | None]:
+    """{name: [unit, better]} of what `entries` declare; None for a name declared two ways.
+    JSON-shaped, so the columnar cache keeps it in its header."""
+    found: dict[str, list[str] | None] = {}
+    for entry in entries:
+        for name, held in (entry.get(EXTRA_FIELD) or {}).items():
+            shape = [held["unit"], held["better"]]
+            if name not in found:
+                found[name] = shape
+            elif found[name] is not None and found[name] != shape:
+                found[name] = None
+    return found
+
+
+def merge_declarations(
+    parts: Iterable[Mapping[str, list[str] | None]],
+) -> dict[str, list[str] | None]:
+    """`declarations` of several parts (the columnar cache's segments) as of their union."""
+    out: dict[str, list[str] | None] = {}
+    for part in parts:
+        for name, shape in part.items():
+            if name not in out:
+                out[name] = None if shape is None else list(shape)
+            elif out[name] is not None and out[name] != shape:
+                out[name] = None
+    return out
+
+
+def learn(found: Mapping[str, list[str] | None]) -> None:
+    """Hold `found` (`declarations`) as the catalog's: what `lower_is_better`, `unit_of` and
+    `--metric` know beside the registry; a name declared two ways is ambiguous."""
+    _DECLARED.clear()
+    _AMBIGUOUS.clear()
+    for name, shape in found.items():
+        if shape is None:
+            _AMBIGUOUS[name] = "declared with two different units or directions by different runs"
+        else:
+            unit, better = shape
+            _DECLARED[name] = Metric(name, unit, "lower" if better == "lower" else "higher", "")
 
 
 def declared_metrics() -> tuple[str, ...]:

@@ -17,6 +17,8 @@ from tests.sweep.lab import ONE_ATTEMPT
 
 from benchlab.catalog.gate import line_problem
 from benchlab.cli import main
+from benchlab.layout import Store
+from benchlab.query.colcache import MODE_ENV, open_columns
 
 # p99 in ms: 9 - threads, so the t2 point is the best (smallest); decode 10 + threads.
 CODE = (
@@ -71,13 +73,21 @@ def test_the_entries_carry_declared_metrics_with_unit_and_direction(
     assert all("metrics" not in (e.get("axes") or {}) for e in lines)  # not an axis
 
 
+@pytest.mark.parametrize("mode", ["never", "always"])
 def test_best_ranks_a_declared_metric_in_its_declared_direction(
-    built: Path, capsys: pytest.CaptureFixture[str]
+    built: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
+    monkeypatch.setenv(MODE_ENV, mode)  # the loaded catalog, then the columnar cache
     [low] = _json(capsys, "best", "--metric", "p99_ms", "--ever")
     assert (low["threads"], low["p99_ms"]) == (3, 6.0)  # lower is better: the smallest
     [high] = _json(capsys, "best", "--metric", "rps", "--ever")
     assert (high["threads"], high["rps"]) == (3, 300.0)
+    [level] = _json(capsys, "best", "--metric", "p99_ms")  # the best current level
+    assert (level["threads"], level["p99_ms"]) == (3, 6.0)
+    if mode == "always":
+        columns = open_columns(Store(built))
+        assert columns is not None and columns.has_column("p99_ms")  # stored there
+        assert columns.declared["p99_ms"] == ["ms", "lower"]
     capsys.readouterr()
     assert main(["best", "--metric", "p98_ms"]) == 2
     err = capsys.readouterr().err

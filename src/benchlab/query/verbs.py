@@ -80,11 +80,7 @@ def best_runs(
     `ever`: the best single run instead (as before levels), an outlier never among them.
     Ties go to the newer run, then the smaller run id (as `ranked`).
     """
-    if not isinstance(catalog, LoadedCatalog) and metric not in METRICS:
-        from benchlab.query.colcache.key import Unanswerable
-
-        raise Unanswerable(f"{metric}: a declared metric; the loaded catalog knows it")
-    check_metric(metric)
+    check_metric(metric)  # the columns' declared metrics are learned when they open
     if by not in (None, *BEST_BY):
         raise QueryError(f"--by: expected one of {', '.join(BEST_BY)}, got {by!r}")
     if not ever:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.catalog.read import METRICS
-from benchlab.metrics import LOWER_IS_BETTER
+from benchlab.metrics import LOWER_IS_BETTER, learn, lift
 from benchlab.query.colcache.arrays import (
     _INLINE,
     _load_segment,
@@ -86,9 +86,15 @@ class Columns:
         self._keep = keep  # the memory map the arrays view
         self._segments: dict[int, Any] = dict(enumerate(segments or ()))
         self.marks: dict[str, Any] = header.get("marks", {})  # outlier marks of the head
+        self.declared: dict[str, Any] = header.get("declared", {})
+        learn(self.declared)  # what --metric and the directions know (ARCHITECTURE.md, Metrics)
 
     def array(self, name: str) -> np.ndarray:
         return self._array(name)
+
+    def has_column(self, metric: str) -> bool:
+        """A registry metric, or one the catalog declares one way (its own column)."""
+        return metric in METRICS or self.declared.get(metric) is not None
 
     def stand_ins(self, column: str) -> list[dict[str, Any]]:
         """One entry per distinct value of `column` (each is present in some run)."""
@@ -128,7 +134,7 @@ class Columns:
     def best(self, filters: Filters, metric: str, by: str | None) -> list[dict[str, Any]]:
         """`best_runs`' winners (unsorted): the run with the highest `metric` among those
         having one, or that of each machine (`by="machine"`) or series (`by="series"`)."""
-        if metric not in METRICS:
+        if not self.has_column(metric):
             raise Unanswerable(f"no column for the metric {metric!r}")
         group = {None: None, "machine": "machine", "series": "series"}.get(by, "?")
         if group == "?":
@@ -189,7 +195,7 @@ class Columns:
         """`level.series_levels` of the runs passing `filters`: each series' history in
         time order (timestamp, then run id, compared as Python compares the strings) goes to
         the same `current_level`, and only each series' newest run is read back."""
-        if metric not in METRICS or any(name not in METRICS for name in means):
+        if not self.has_column(metric) or any(name not in METRICS for name in means):
             raise Unanswerable(f"no column for the metric {metric!r}")
         self._series_as_stored()
         mask = self.mask(filters)
@@ -327,6 +333,7 @@ class Columns:
             self.array("inline"),
             rows,
         )
+        lift(found)  # declared metrics as fields of their own (ARCHITECTURE.md, Metrics)
         return present_all(found, self.marks)
 
 

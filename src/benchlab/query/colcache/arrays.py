@@ -28,6 +28,7 @@ from benchlab import pool
 from benchlab.catalog.read import METRICS
 from benchlab.catalog.shards import decode_entry
 from benchlab.identity import series_of
+from benchlab.metrics import EXTRA_FIELD, declarations
 from benchlab.query.colcache.key import FORMAT, SEGMENT_DIR, Unanswerable
 
 logger = logging.getLogger(__name__)
@@ -144,6 +145,22 @@ class _Segment:
     blob: bytes = b""
     ints: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     """Per metric, which values were JSON integers (the site prints 12 and 12.0 apart)."""
+    declared: dict[str, list[str] | None] = dataclasses.field(default_factory=dict)
+    """The declared metrics of these entries (`metrics.declarations`): each one declared
+    one way has a column of its own, beside the registry's (ARCHITECTURE.md, Metrics)."""
+
+
+def _columned(declared: dict[str, list[str] | None]) -> list[str]:
+    """The declared metrics that get a column: those declared one way, sorted."""
+    return sorted(name for name, shape in declared.items() if shape is not None)
+
+
+def _value(entry: dict[str, Any], metric: str) -> Any:
+    """A registry metric's field, or a declared metric's value under `extra_metrics`."""
+    if metric in METRICS:
+        return entry.get(metric)
+    held = (entry.get(EXTRA_FIELD) or {}).get(metric)
+    return None if held is None else held["value"]
 
 
 def _values(entries: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -183,8 +200,9 @@ def _columns_of(
     exact = True
     metrics = {}
     ints = {}
-    for metric in METRICS:
-        column = [e.get(metric) for e in entries]
+    declared = declarations(entries)
+    for metric in (*METRICS, *_columned(declared)):
+        column = [_value(e, metric) for e in entries]
         if any(type(v) is int and not -_EXACT_INT <= v <= _EXACT_INT for v in column):
             exact = False  # float64 would merge two different integers
             column = [None] * n
@@ -193,6 +211,7 @@ def _columns_of(
     ids, exact_ids = _bytes_column([e["run_id"] for e in entries])
     times, exact_times = _bytes_column([e["timestamp"] for e in entries])
     return _Segment(
+        declared=declared,
         n=n,
         tables=tables,
         codes=codes,
@@ -264,8 +283,9 @@ def _segment_path(cache_dir: Path, name: str) -> Path:
 
 def _save_segment(path: Path, segment: _Segment) -> None:
     arrays = {f"code:{name}": segment.codes[name] for name in COLUMNS}
-    arrays.update({f"metric:{name}": segment.metrics[name] for name in METRICS})
-    arrays.update({f"int:{name}": segment.ints[name] for name in METRICS})
+    names = (*METRICS, *_columned(segment.declared))
+    arrays.update({f"metric:{name}": segment.metrics[name] for name in names})
+    arrays.update({f"int:{name}": segment.ints[name] for name in names})
     arrays.update(
         run_ids=segment.run_ids,
         stamps=segment.stamps,
@@ -280,6 +300,7 @@ def _save_segment(path: Path, segment: _Segment) -> None:
         "n": segment.n,
         "exact": segment.exact,
         "tables": segment.tables,
+        "declared": segment.declared,
     }
     _write_container(path, header, arrays)
 
@@ -301,12 +322,15 @@ def _load_segment(path: Path, name: str, stat: list[int]) -> _Segment | None:
 
 def _segment_of(box: _Container, name: str, stat: list[int]) -> _Segment:
     header = box.header
+    declared = header["declared"]
+    names = (*METRICS, *_columned(declared))
     return _Segment(
+        declared=declared,
         n=header["n"],
         tables={k: _restore(k, v) for k, v in header["tables"].items()},
         codes={name: box.array(f"code:{name}") for name in COLUMNS},
-        metrics={name: box.array(f"metric:{name}") for name in METRICS},
-        ints={name: box.array(f"int:{name}") for name in METRICS},
+        metrics={name: box.array(f"metric:{name}") for name in names},
+        ints={name: box.array(f"int:{name}") for name in names},
         run_ids=box.array("run_ids"),
         stamps=box.array("stamps"),
         hashes=box.array("hashes"),

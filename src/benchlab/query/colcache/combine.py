@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.catalog.read import METRICS
+from benchlab.metrics import merge_declarations
 from benchlab.query.colcache.arrays import (
     _INLINE,
     COLUMNS,
@@ -50,6 +51,8 @@ def _combine(
         {f"metric:{m}": np.concatenate([s.metrics[m] for s in segments]) for m in METRICS}
     )
     merged.update({f"int:{m}": np.concatenate([s.ints[m] for s in segments]) for m in METRICS})
+    declared = merge_declarations(s.declared for s in segments)
+    _declared_columns(segments, declared, merged)
     # Shards come first, so a shard's segment index is its file index; inline rows last.
     merged["file"] = np.concatenate(
         [
@@ -94,8 +97,26 @@ def _combine(
         "files": files,
         "stats": [s.stat for s in segments if s.name is not None],
         "tables": out_tables,
+        "declared": declared,
     }
     return header, merged
+
+
+def _declared_columns(
+    segments: list[_Segment],
+    declared: dict[str, list[str] | None],
+    merged: dict[str, np.ndarray],
+) -> None:
+    """A column per metric the catalog declares one way (ARCHITECTURE.md, Metrics), a
+    segment without it contributing not-measured (NaN) rows; a name two segments declare
+    differently gets none, and `--metric` refuses it from the loaded catalog."""
+    for name in sorted(n for n, shape in declared.items() if shape is not None):
+        merged[f"metric:{name}"] = np.concatenate(
+            [s.metrics.get(name, np.full(s.n, np.nan)) for s in segments]
+        )
+        merged[f"int:{name}"] = np.concatenate(
+            [s.ints.get(name, np.zeros(s.n, dtype=bool)) for s in segments]
+        )
 
 
 def _one_row_per_run(

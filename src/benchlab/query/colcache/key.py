@@ -13,7 +13,7 @@ from benchlab.query.filters import TABLE_METRICS
 
 CACHE_NAME = "catalog-columns.bin"
 SEGMENT_DIR = "catalog-columns.d"
-FORMAT = "benchlab-columns/2 " + ",".join(METRICS) + " table:" + ",".join(TABLE_METRICS)
+FORMAT = "benchlab-columns/3 " + ",".join(METRICS) + " table:" + ",".join(TABLE_METRICS)
 """Part of the key: another metric list or table ranking misses the cache."""
 
 
