@@ -1,29 +1,39 @@
 """Regression detection over run history: latest-versus-baseline checks and step detection.
 
-Step detection is a rank-based scan with a permutation test. For every split of a series the
-Mann-Whitney U statistic compares the runs before and after; the largest standardised
-statistic marks the step, and shuffling the same values (a permutation test) says how often
-a step-free series of exactly these values would look as stepped. That makes the confidence
-honest for any noise distribution: ranks shrug off the odd outlier run that throws a
-mean-based test (conbench's z-score) and the segment medians that asv's penalised fit uses
-give no confidence at all. Binary segmentation finds several steps in one history.
+Step detection segments each series' *whole* history (`benchlab.segment`: noise scale from
+trimmed first differences, outlier runs clipped to the running median, optimal partitioning
+with a penalty per cut, then a test per cut against its neighbouring segments: a z-test
+with the series' own noise and a Bonferroni factor for the places the cut could have been,
+a minimum size in noise deviations and in relative change, no drift that a straight line
+explains). So every step is reported: a regression, the fix that undid it, a later one;
+each with its size, its first bad run, the versions either side and a confidence, and
+`open` when it is still in effect at the newest run. Ties between neighbouring cut places
+go to the one that explains the larger change, so a noise-low run just before a drop does
+not take the blame (a rank scan, by ranks alone, gave it). asv's detector is the same family
+(a penalised L1 fit, `solve_potts_autogamma`) without a confidence; tools/perf/regress.py
+scores both on the same generated histories (ARCHITECTURE.md, Regression detection).
 
 A series is `identity.series_key`: the whole measurement identity less the version axis
 (backend version, build, commit, revision). So a run at two threads never joins the history
 of the same run at one thread, and a new llama.cpp build or a new revision of the thing under
 test shows up as a step inside its series, reported with the version before and after it.
-Entries are the catalog reader's plain dicts (`catalog.read.load_catalog`).
+Entries are the catalog reader's plain dicts (`catalog.read.load_catalog`); runs marked as
+outliers (`stats.is_outlier`) never enter a history.
 
-Two guards keep the report honest at fleet scale, where hundreds of short series are
-tested at once. A split must also be *large against the series' own noise* (`min_effect`,
-in robust standard deviations: 1.4826 x the median absolute deviation within the segments),
-so a significant-looking wobble of a noisy series (a -6 % step in +-10 % noise) is not
-reported as certain. And a step too recent to hold `min_segment` runs after it is not
-dropped: the *tail check* asks whether the newest runs all lie beyond every run since the
-last step, by more than `suspect_effect` robust deviations, and reports it as `suspect`
-with the exact probability of that ordering by chance. Suspects of one machine that start
-together (a new driver, a thermal problem) corroborate each other: their p-values are
-combined by Fisher's method, and the confidence says so.
+Three guards keep the report honest at fleet scale, where hundreds of short series are
+tested at once. The false discovery rate is kept at `alpha` across all the series of the
+catalog (`control_fdr`: Benjamini-Hochberg over the series' p-values), so a few chance dips
+among hundreds of noise-only series do not each become a confirmed regression. Every
+threshold is in units of the series' own noise, so a noisy series needs a larger step. And
+a step too recent to hold `min_segment` runs after it is not dropped: the *tail check*
+asks whether the newest runs (two at least) all lie beyond every run since the last step,
+by more than `suspect_effect` robust deviations, and reports it as `suspect` with the exact
+probability of that ordering by chance. Suspects of one machine that start together (a new
+driver, a thermal problem) corroborate each other: their p-values are combined by Fisher's
+method, and the confidence says so.
+
+The rank scan with a permutation test (`best_split`) remains for callers that want one
+split's exact, distribution-free p-value.
 """
 
 from __future__ import annotations

@@ -18,10 +18,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "as a step inside its series, reported with the version before and after. A t1 run "
         "and a t2 run are two series and never compared. Without --detect, the latest ok run "
         "of each series on "
-        "--machine is compared with --baseline (a run id) or with the median of the runs "
-        "before it. With --detect, every series' history is searched for step changes by a "
-        "rank scan with a permutation test: each step is reported with its size, its first "
-        "bad run and a confidence. Exit 1 when a regression is found (for CI gates), else 0.",
+        "--machine is compared with --baseline (a run id) or with the median of the last stable "
+        "segment before the newest runs (a step long ago still counts). With --detect, every "
+        "series' whole history is segmented (optimal partitioning scaled to the series' own "
+        "noise, a test per step, the false discovery rate kept at --alpha across all the "
+        "series): each step, a regression, its fix or a later one, is reported with its size, "
+        "its first bad run, a confidence and whether it is still open at the newest run. "
+        "Exit 1 when a regression is found (for CI gates), else 0.",
         epilog="examples:\n"
         "  bench regression --machine anthony-laptop --baseline run-id-12345\n"
         "  bench regression --machine pi5 --threshold 3%\n"
@@ -195,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
             Column("version_after", "version after"),
             Column("confidence", "confidence", "num"),
             Column("runs_after", "runs after", "num"),
+            Column("open", "open"),
             Column("first_bad_run", "first bad run"),
         ]
         found = bool(failing)
