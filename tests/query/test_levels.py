@@ -1,4 +1,4 @@
-"""One meaning of "best" (ARCHITECTURE.md, Best: the current level): `bench best` and
+"""One meaning of "best" (ARCHITECTURE.md, The current level): `bench best` and
 `bench table` answer with each series' current level, `--ever` with the best run ever; a
 marked outlier never wins nor counts; a noisy level is flagged; the columnar cache and the
 loaded catalog give the same levels."""

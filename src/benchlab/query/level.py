@@ -1,4 +1,4 @@
-"""One meaning of "best": a series' current level (ARCHITECTURE.md, Best: the current level).
+"""One meaning of "best": a series' current level (ARCHITECTURE.md, The current level).
 
 "What does this machine do today" is answered by the newest segment of a series' history,
 not by its best run ever: a series that regressed 28% two months ago and stayed there runs

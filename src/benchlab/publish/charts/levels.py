@@ -1,5 +1,5 @@
 """Each machine at its best, and each series of one machine: charts that aggregate before
-they pick (ARCHITECTURE.md, Best: the current level).
+they pick (ARCHITECTURE.md, The current level).
 
 A series is drawn at its current level (`query.level.series_levels`: the mean of its newest
 segment, outliers left out), and a machine at its best series' level, the settings that got
