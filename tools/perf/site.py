@@ -19,7 +19,9 @@ For each --runs size:
    <= 1.5 MB. Prints the heaviest page and the home page.
 3. The same ok results as an asv results dir (machine.json per machine, one result file per
    run, benchmarks.json, asv.conf.json over a git repo with one commit per run), then
-   `asv publish` --repeat times. Prints the medians and the ratio asv / benchlab.
+   `asv publish` --repeat times. Prints the medians, the ratio asv / benchlab, both sites'
+   size on disk and page counts, and a Markdown table row:
+   | runs | bench | asv | asv/bench | bench MB | asv MB | bench pages | asv pages |
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ def page_weight(site: Path, page: Path) -> int:
         path = site / ref.lstrip("/") if ref.startswith("/") else (page.parent / ref).resolve()
         if path.is_file():
             total += path.stat().st_size
-    loads = {"run.html": "bl/runs", "compare.html": "bl/compare"}
+    loads = {"run.html": "bl/runs", "compare.html": "bl/compare", "series.html": "bl/series"}
     if page.name in loads and page.parent == site:
         total += max((p.stat().st_size for p in (site / loads[page.name]).glob("*.js")), default=0)
     return total
@@ -261,12 +263,26 @@ def measure(runs: int, repeat: int, skip_asv: bool) -> bool:
             conf, results = make_asv(store / "catalog.json", root / "asv")
             asv_times = time_asv(conf, repeat)
             asv_median = statistics.median(asv_times)
+            html = root / "asv" / "html"
+            asv_size = sum(p.stat().st_size for p in html.rglob("*") if p.is_file())
+            asv_pages = sum(1 for _ in html.rglob("*.html"))
             print(
                 f"asv publish ({results} results, one commit each): median {asv_median:.2f} s "
-                f"(runs: {', '.join(f'{t:.2f}' for t in asv_times)})"
+                f"(runs: {', '.join(f'{t:.2f}' for t in asv_times)}); {asv_pages} pages, "
+                f"{asv_size / 1e6:.1f} MB on disk"
             )
             print(f"ratio asv publish / bench site build: {asv_median / site_median:.2f}")
+            print(
+                f"| {runs:,} | {site_median:.2f} s | {asv_median:.2f} s | "
+                f"{asv_median / site_median:.2f} | {SIZES[-1] / 1e6:.1f} MB | "
+                f"{asv_size / 1e6:.1f} MB | {PAGES[-1]} | {asv_pages} |"
+            )
     return ok
+
+
+SIZES: list[int] = []
+PAGES: list[int] = []
+"""The last site's size and page count, for the summary row beside asv's."""
 
 
 def report_site(store: Path, out: Path, repeat: int, limit_s: float) -> tuple[bool, float]:
@@ -276,6 +292,8 @@ def report_site(store: Path, out: Path, repeat: int, limit_s: float) -> tuple[bo
     name, heaviest, pages = heaviest_page(out)
     home = page_weight(out, out / "index.html")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    SIZES.append(size)
+    PAGES.append(pages)
     print(
         f"bench site build: median {site_median:.2f} s over {repeat} "
         f"(runs: {', '.join(f'{t:.2f}' for t in site_times)}); {pages} pages, "

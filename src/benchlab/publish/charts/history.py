@@ -287,11 +287,18 @@ def _outlier_trace(runs: Sequence[Entry], metric: str, unit: str) -> dict[str, A
 
 def robust_sd(values: Sequence[float]) -> float:
     """1.4826 x the median absolute deviation: a normal sample's sd, not moved by a few
-    wild runs. 0 for fewer than two values."""
+    wild runs. Where more than half the runs sit on the median (MAD 0: a series that
+    alternates between two readings), 1.2533 x the mean absolute deviation from the median
+    stands in, so a band is never narrower than the spread the runs show. 0 for fewer than
+    two values."""
     if len(values) < 2:
         return 0.0
     centre = median(values)
-    return 1.4826 * median(abs(v - centre) for v in values)
+    deviations = [abs(v - centre) for v in values]
+    mad = median(deviations)
+    if mad > 0:
+        return 1.4826 * mad
+    return 1.2533 * sum(deviations) / len(deviations)
 
 
 def segments(
