@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.kit.configs import write_sweep
 from tests.sweep.lab import ONE_ATTEMPT
@@ -143,3 +144,43 @@ def test_the_gate_refuses_a_bad_declared_metric_by_name(extra: dict, message: st
     assert message in problem
     good = {"p99_ms": {"value": 7.0, "unit": "ms", "better": "lower"}}
     assert line_problem({**entry, "extra_metrics": good}) is None
+
+
+def _history(store: Path, factor: float) -> None:
+    """One series of 40 runs whose declared p99_ms (lower is better) moves by `factor` at
+    run 20, written as pulled shard lines (tests.kit.catalog)."""
+    from tests.kit.catalog import write_v3_catalog
+
+    rng = np.random.default_rng(11)
+    runs = []
+    for i in range(40):
+        value = 10.0 * (factor if i >= 20 else 1.0) * (1 + rng.normal(0, 0.02))
+        stamp = f"2026-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z"
+        runs.append(
+            {
+                "run_id": f"pi5-srv-f32-batch-abcd1234-{stamp.replace('-', '').replace(':', '')}",
+                "machine_id": "pi5",
+                "timestamp": stamp,
+                "model": "srv",
+                "model_id": "srv",
+                "precision": "f32",
+                "backend": "command",
+                "status": "ok",
+                "tags": [],
+                "extra_metrics": {"p99_ms": {"value": value, "unit": "ms", "better": "lower"}},
+            }
+        )
+    write_v3_catalog(store, runs)
+
+
+@pytest.mark.parametrize(("factor", "kind", "code"), [(1.3, "regression", 1), (0.7, None, 0)])
+def test_the_detector_reads_the_declared_direction(
+    store: Path, capsys: pytest.CaptureFixture[str], factor: float, kind: str | None, code: int
+) -> None:
+    """p99 rising 30% is a regression (lower is better); falling 30% is none."""
+    _history(store, factor)
+    argv = ["--store", str(store), "regression", "--detect", "--metric", "p99_ms"]
+    assert main([*argv, "--format", "json"]) == code
+    steps = json.loads(capsys.readouterr().out)
+    assert len(steps) == 1 and 25 < abs(steps[0]["change"]) < 35
+    assert (steps[0]["kind"] == "regression") == (kind == "regression")

@@ -162,12 +162,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.gates:
         return run_gates(args)
-    metric = check_metric(args.metric)
     if not args.detect and not args.machine:
         raise QueryError("--machine is required (or use --detect)")
     threshold = parse_threshold(args.threshold, "--threshold")
     min_change = parse_threshold(args.min_change, "--min-change")
     catalog = load_catalog(Store(find_store()).catalog_path)
+    metric = check_metric(args.metric)  # after the load: it knows the declared metrics
     entries = select(catalog.runs, Filters(model=args.model, machine=args.machine))
     series = [Column("label", "series")]
     if args.detect:
