@@ -184,3 +184,19 @@ def test_the_detector_reads_the_declared_direction(
     steps = json.loads(capsys.readouterr().out)
     assert len(steps) == 1 and 25 < abs(steps[0]["change"]) < 35
     assert (steps[0]["kind"] == "regression") == (kind == "regression")
+
+
+def test_a_bad_declaration_in_a_config_is_one_line_naming_the_field(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    path = write_sweep(
+        tmp_path / "bad.yaml",
+        experiment="bad",
+        metrics={"p99_ms": {"unit": "ms", "better": "sideways"}},
+        matrix={"backend": "command", "params": {"argv": ["x"], "fields": {"decode": "d"}}},
+    )
+    assert main(["run", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "metrics.p99_ms.better: expected higher or lower" in err[0]
+    assert not (store / "runs").exists()  # nothing written

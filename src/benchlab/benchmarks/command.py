@@ -16,7 +16,9 @@ spec.params:
                series: `bench compare --by build` and the regression detector use it).
 
     metrics    extra metrics the command reports, declared once with a unit and a direction:
-               {p99_ms: {unit: ms, better: lower}, rps: {unit: requests/s, better: higher}}.
+               {p99_ms: {unit: ms, better: lower}, rps: {unit: requests/s, better: higher}}
+               (a sweep config's top-level `metrics:` is merged in here by the expansion).
+               They reach the catalog as `extra_metrics` (ARCHITECTURE.md, Metrics).
 
 prefill, decode and peak are tokens per second: prefill becomes a kernel.json prefill point
 at spec.prompt_tokens, decode the decode result and the batch-1 point, peak the batch-curve
