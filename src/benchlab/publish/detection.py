@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from benchlab.catalog.format import Entry
 from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC
@@ -32,13 +31,19 @@ spawned ones: `pool.pool_map`)."""
 DECODE = "decode_tok_per_sec"
 
 
-def _detect_series(sid: str) -> tuple[tuple[str, str] | None, list[Step], list[Step]]:
+Found = tuple[tuple[str, str] | None, list[Step], list[Step], "MetricSteps"]
+MetricSteps = tuple[tuple[str, str] | None, list[Step], int]
+"""One series' steps in its other metrics: its `sort_key`, the steps, the metrics tested."""
+
+
+def _detect_series(sid: str) -> Found:
     """One series' `detect` over the headline metric (with the key `detect` orders series
-    by) and over decode (the series page's second chart)."""
+    by), over decode (the series page's second chart), and over its other metrics
+    (`_detect_metrics`), in one pass of the pool."""
     runs = [r for r in _DETECT_INPUT[sid] if not is_outlier(r)]  # marked runs detect nothing
     grouped = histories(runs)
     key = sort_key(next(iter(grouped.values()))[0][0]) if grouped else None
-    return key, detect(runs), detect(runs, DECODE)
+    return key, detect(runs), detect(runs, DECODE), _detect_metrics(sid)
 
 
 def detect_per_series(
@@ -50,7 +55,9 @@ def detect_per_series(
     (`control_fdr`) and corroborates suspects across series; a series
     yields at most one suspect per metric, so running it per series (in parallel), ordering
     the results as `detect` orders series and corroborating them together gives exactly
-    `detect(all ok runs)`. `workers` defaults to one per CPU from `PARALLEL_RUNS` runs on."""
+    `detect(all ok runs)`. `workers` defaults to one per CPU from `PARALLEL_RUNS` runs on.
+    The same pass finds the steps of every other metric, which `site_metric_steps` hands
+    to the pages of this render."""
     if workers is None:
         workers = workers_for(sum(len(runs) for runs in ok_of.values()))
     sids = sorted(ok_of, key=lambda sid: (-len(ok_of[sid]), sid))  # long ones first
@@ -59,10 +66,11 @@ def detect_per_series(
     finally:
         _set_detect_input({})
     found = dict(zip(sids, results, strict=True))
-    ordered = sorted((key, sid) for sid, (key, _, _) in found.items() if key is not None)
+    ordered = sorted((key, sid) for sid, (key, _, _, _) in found.items() if key is not None)
     merged = [step for _, sid in ordered for step in found[sid][1]]
     steps = corroborate(control_fdr(merged, len(ordered)))  # FDR across all series, as detect
-    return steps, {sid: decode for sid, (_, _, decode) in found.items()}
+    _LAST_METRIC_STEPS[:] = [id(ok_of), _merge_metrics([r[3] for r in results])]
+    return steps, {sid: decode for sid, (_, _, decode, _) in found.items()}
 
 
 def _set_detect_input(ok_of: dict[str, list[Entry]]) -> None:
@@ -123,21 +131,30 @@ def detect_metrics(ok_of: dict[str, list[Entry]], workers: int | None = None) ->
         results = pool_map(_detect_metrics, sids, workers, setup=_set_detect_input, shared=ok_of)
     finally:
         _set_detect_input({})
-    ordered = sorted((key, sid, steps) for sid, (key, steps, _) in zip(sids, results, strict=True)
-                     if key is not None)  # fmt: skip
-    tested = sum(count for _, _, count in results)
-    return corroborate(control_fdr([step for _, _, steps in ordered for step in steps], tested))
+    return _merge_metrics(results)
 
 
-_METRIC_STEPS: WeakKeyDictionary[Any, list[Step]] = WeakKeyDictionary()
+def _merge_metrics(results: Iterable[MetricSteps]) -> list[Step]:
+    """The per-series results of `_detect_metrics` as one `detect` would give them."""
+    found = list(results)
+    ordered = sorted((key, steps[0].series if steps else "", i)
+                     for i, (key, steps, _) in enumerate(found) if key is not None)  # fmt: skip
+    merged = [step for _, _, i in ordered for step in found[i][1]]
+    return corroborate(control_fdr(merged, sum(count for _, _, count in found)))
+
+
+_LAST_METRIC_STEPS: list[Any] = [None, []]
+"""(id of the histories, their other metrics' steps) of the newest `detect_per_series`:
+every render runs it first, then its pages ask `site_metric_steps`."""
 
 
 def site_metric_steps(site: Any) -> list[Step]:
-    """`detect_metrics` of a site's series, once per render (the home and regressions pages
-    both read them)."""
-    if site not in _METRIC_STEPS:
-        _METRIC_STEPS[site] = detect_metrics(site.groups.ok_of, site.workers)
-    return _METRIC_STEPS[site]
+    """The other metrics' steps of a site's series: those its own `detect_per_series` pass
+    found, or (a site whose steps came another way) `detect_metrics` once."""
+    if _LAST_METRIC_STEPS[0] != id(site.groups.ok_of):
+        _LAST_METRIC_STEPS[:] = [id(site.groups.ok_of), detect_metrics(site.groups.ok_of, 1)]
+    found: list[Step] = _LAST_METRIC_STEPS[1]
+    return found
 
 
 # --- still in effect ---------------------------------------------------------------------

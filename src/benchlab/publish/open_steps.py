@@ -86,12 +86,19 @@ def _change(event: Event) -> Cell:
     unit = unit_of(step.metric) or ""
     text = Markup('<strong class="bl-open__pct">{}</strong>').format(f"{100 * step.change:+.1f} %")
     text += Markup('<span class="bl-open__sub">{} {} → {} {}</span>').format(
-        metric_name(step.metric), fmt_num(step.before, 2), fmt_num(step.after, 2), unit
+        metric_name(step.metric), _level(step.before), _level(step.after), unit
     )
     if event.also:
         also = ", ".join(f"{metric_name(s.metric)} {100 * s.change:+.0f} %" for s in event.also)
         text += Markup('<span class="bl-open__sub">also {}</span>').format(also)
     return (text, f"{abs(step.change):.6g}")
+
+
+def _level(value: float) -> str:
+    """A level as its size asks: 1,300 MiB, 122.9 tok/s, 4.80 tok/s, 0.0123 s."""
+    size = abs(value)
+    digits = 0 if size >= 1000 else 1 if size >= 100 else 2 if size >= 1 else 4
+    return fmt_num(value, digits)
 
 
 def _versions(step: Step) -> Markup:
