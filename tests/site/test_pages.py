@@ -178,3 +178,53 @@ def test_fastest_machine_table_is_sorted_fastest_first(fleet_store):
     rows = _rows(expand(files, "models/llama-3.2-1b.md"), "fastest-q8")
     peaks = [float(row[1].replace(",", "")) for row in rows]
     assert peaks == sorted(peaks, reverse=True) and rows[0][0] == "gpu-box"
+
+
+def test_one_series_page_and_a_data_file_per_series(public_store):
+    """MkDocs builds a handful of pages at any size: one series page and one run page draw
+    every series and run from data files, and the series index lists each series."""
+    from benchlab.identity import series_of
+
+    data = load_public(Store(public_store))
+    files = render_pages(data).files
+    pages = sorted(p for p in files if p.endswith(".md"))
+    machines = [p for p in pages if p.startswith("machines/")]
+    models = [p for p in pages if p.startswith("models/")]
+    rest = sorted(set(pages) - set(machines) - set(models))
+    assert rest == ["compare.md", "health.md", "index.md", "regressions.md", "run.md", "series.md"]
+    with_data = {series_of(r) for r in data.runs if r.get("status", "ok") == "ok"}
+    assert {p[len("bl/series/") : -3] for p in files if re.match(r"bl/series/s\w+\.js$", p)} == (
+        with_data
+    )
+    index = json.loads(files["bl/series/index.json"])["series"]
+    assert {row["id"] for row in index} == with_data
+    assert all(row["url"] == f"series.html?s={row['id']}" and row["label"] for row in index)
+
+
+def test_series_addresses_come_from_checked_ids_only():
+    import pytest
+
+    from benchlab.errors import StoreError
+    from benchlab.publish.links import series_url
+
+    assert series_url("s0123456789ab", "../") == "../series.html?s=s0123456789ab"
+    for bad in ("../../x", "s0123456789ab&r=1", "S0123456789AB", 7):
+        with pytest.raises(StoreError, match="not a series id"):
+            series_url(bad)
+
+
+def test_a_failed_mkdocs_build_names_its_config_and_leaves_no_data_behind(public_store, tmp_path):
+    """Fault injected: a theme MkDocs cannot load. The early-started MkDocs process fails,
+    the build raises naming the config, and the staged data files are gone."""
+    import pytest
+
+    from benchlab.errors import StoreError
+    from benchlab.publish.build import build_site
+
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "mkdocs.yml").write_text("site_name: x\ntheme:\n  name: no-such-theme\n")
+    out = tmp_path / "out"
+    with pytest.raises(StoreError, match=r"mkdocs\.yml: mkdocs build --strict failed: "):
+        build_site(load_public(Store(public_store)), out, source=source)
+    assert not list(tmp_path.glob(".benchlab-data-*"))
