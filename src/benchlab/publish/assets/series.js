@@ -31,7 +31,7 @@
     p.appendChild(link(data.machine.text, data.machine.href));
     p.appendChild(document.createTextNode(" of "));
     p.appendChild(link(data.model.text, data.model.href));
-    p.appendChild(document.createTextNode(", newest on " + data.version + " ("));
+    p.appendChild(document.createTextNode(data.version ? ", newest on " + data.version + " (" : ", newest version not recorded ("));
     p.appendChild(link("newest run", data.newest.href));
     p.appendChild(document.createTextNode("). Click a point for its run."));
     return p;

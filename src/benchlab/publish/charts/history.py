@@ -231,8 +231,7 @@ def series_chart(
     log_y_if_wide(layout, y)
     layout["annotations"] = [
         {
-            "text": f"line: each segment's median; band: ±{band_sds:g} robust sd of its own "
-            "runs" + (", outliers left out" if outliers else ""),
+            "text": f"level: median per segment · band: ±{band_sds:g} robust sd",
             "xref": "paper",
             "yref": "paper",
             "x": 1,

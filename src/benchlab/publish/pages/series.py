@@ -126,7 +126,7 @@ def series_data(site: SiteContext, sid: str) -> None:
             "href": f"models/{site.pages.model(newest['model'])[:-3]}.html",
         },
         "count": len(history),
-        "version": version_label(newest) or "not recorded",
+        "version": version_label(newest) or None,
         "newest": {"run_id": newest["run_id"], "href": site.links.run(newest, "")},
         "gate": gate_of(newest),
         "unstable": UNSTABLE_TITLE if is_unstable(newest) else None,
