@@ -32,7 +32,9 @@ from benchlab.query.level import series_levels
 def test_throughput_chart_shows_each_machine_at_its_current_level(public_store):
     data = load_public(Store(public_store))
     [chart] = build_charts(data, Filters(model="SmolLM2-135M", precision="q8"), ["throughput"])
-    [trace] = chart.figure["data"]
+    [trace] = [t for t in chart.figure["data"] if t["visible"]]  # peak first, then a selector
+    metrics = [m["name"] for m in chart.figure["layout"]["meta"]["metrics"]]
+    assert metrics[0] == "peak_tok_per_sec" and "decode_tok_per_sec" in metrics
     assert trace["x"] == ["gpu-box", "laptop", "pi5"]
     runs = shown(data.runs, Filters(model="SmolLM2-135M", precision="q8"))
     levels = {lv.latest["machine_id"]: lv for lv in series_levels(runs, "peak_tok_per_sec")}
@@ -225,7 +227,17 @@ def test_peak_aggregate_and_decode_never_share_an_axis(public_store):
     runs = shown(data.runs, Filters(model="SmolLM2-135M"))
     peaks = {lv.level.value for lv in series_levels(runs, "peak_tok_per_sec")}
     decodes = {lv.level.value for lv in series_levels(runs, "decode_tok_per_sec")}
-    assert {y for t in peak.figure["data"] for y in t["y"]} <= peaks
+    # The throughput chart offers every metric, each in traces and on an axis of its own.
+    by_metric: dict[str, set[float]] = {}
+    for trace in peak.figure["data"]:
+        by_metric.setdefault(trace["meta"]["when"]["metric"], set()).update(trace["y"])
+    assert by_metric["peak_tok_per_sec"] <= peaks and by_metric["decode_tok_per_sec"] <= decodes
+    axes = {
+        m["name"]: m["layout"]["title"]["text"] for m in peak.figure["layout"]["meta"]["metrics"]
+    }
+    assert axes["decode_tok_per_sec"].startswith("Decode") and axes["peak_tok_per_sec"].startswith(
+        "Peak"
+    )
     assert {y for t in decode.figure["data"] for y in t["y"]} <= decodes
     [split] = build_charts(data, Filters(model="SmolLM2-135M"), ["prefill-decode"])
     axes = {(t.get("yaxis", "y"), t["legendgroup"]) for t in split.figure["data"]}
@@ -297,7 +309,7 @@ def test_runs_differing_only_in_threads_are_two_lines_of_the_trend(threads_store
     assert len({(t["line"]["color"], t["line"]["dash"], t["marker"]["symbol"]) for t in lines}) == 2
     assert all(len(t["x"]) == 12 for t in lines)
     assert {row["threads"] for row in trend.rows} == {1, 4}
-    [bars] = throughput.figure["data"]  # one machine: a bar per series
+    [bars] = [t for t in throughput.figure["data"] if t["visible"]]  # a bar per series
     assert bars["orientation"] == "h"  # one machine: a horizontal bar per series
     assert len(bars["y"]) == 2 and {p[5].split()[4] for p in bars["customdata"]} == {"t1", "t4"}
 
@@ -308,3 +320,98 @@ def test_trend_hover_names_the_build_change_of_a_regression(public_store):
     [marker] = [t for t in chart.figure["data"] if t["name"] == "regression"]
     assert marker["customdata"][0][9] == "version benchlab 0.1.0 → benchlab 0.2.0"
     assert "%{customdata[9]}" in marker["hovertemplate"]
+
+
+MIN_DELTA_E = 15.0
+"""The smallest deuteranopia-simulated CIE76 ΔE allowed between two colours drawn together
+(the replaced palette had 2.4 between its 7th and 10th entries; Okabe-Ito's closest pair is
+about 17)."""
+
+
+def _colors(figure: dict) -> set[str]:
+    """Every colour a figure's traces draw with (lines, markers, bars)."""
+    found: set[str] = set()
+    for trace in figure["data"]:
+        for part in (trace.get("line") or {}, trace.get("marker") or {}):
+            color = part.get("color")
+            for c in color if isinstance(color, list) else [color]:
+                if isinstance(c, str) and c.startswith("#") and len(c) == 7:
+                    found.add(c.upper())
+    return found
+
+
+def test_colours_drawn_together_stay_apart_under_deuteranopia(fleet_store):
+    from itertools import combinations
+
+    from benchlab.publish.charts.palette import PALETTE, delta_e
+    from benchlab.publish.site import render_pages
+
+    # The measure finds what the issue saw in the old palette, so it can fail.
+    assert delta_e("#b8913a", "#7fb13a") < 5.0
+    assert min(delta_e(a, b) for a, b in combinations(PALETTE, 2)) >= MIN_DELTA_E
+    files = render_pages(load_public(Store(fleet_store)), workers=1).files
+    checked = 0
+    for path, text in files.items():
+        if not path.startswith(("bl/charts/model-", "bl/charts/machine-")):
+            continue
+        figure = json.loads(text[text.index("]=") + 2 :].rstrip().rstrip(";"))
+        colors = _colors(figure) & {c.upper() for c in PALETTE}
+        for a, b in combinations(sorted(colors), 2):
+            assert delta_e(a, b) >= MIN_DELTA_E, (path, a, b)
+        checked += len(colors) > 1
+    assert checked >= 4
+
+
+def test_log_ticks_are_one_two_five_with_their_magnitude():
+    from benchlab.publish.charts.layout import log_axis, numeric_axis, tick_text, ticks_125
+
+    assert ticks_125([3.0, 450.0]) == [2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0]
+    assert [tick_text(v) for v in (0.05, 2.0, 500.0, 2000.0, 5e6)] == [
+        "0.05",
+        "2",
+        "500",
+        "2k",
+        "5M",
+    ]
+    axis = {"title": {"text": "Decode tokens/s"}, "rangemode": "tozero", "dtick": 1}
+    log_axis(axis, [0.5, 900.0])
+    assert axis["type"] == "log" and "rangemode" not in axis and "dtick" not in axis
+    assert axis["ticktext"][:3] == ["0.5", "1", "2"] and axis["ticktext"][-1] == "1k"
+    assert axis["title"]["text"].endswith("(log scale)")
+    threads = {"title": {"text": "Threads"}, "dtick": 1}
+    numeric_axis(threads, list(range(1, 129)))  # 128 thread counts: a log axis, few ticks
+    assert threads["type"] == "log" and len(threads["tickvals"]) <= 10
+    few = {"title": {"text": "Threads"}}
+    numeric_axis(few, [1, 2, 4, 8])
+    assert few["type"] == "linear" and few["tickvals"] == [1, 2, 4, 8]
+
+
+def test_bars_never_stand_on_a_log_axis():
+    slow_and_fast = _dicts(
+        entry("pi5", "tiny", "f32", 0, 0.5), entry("gpu", "tiny", "f32", 0, 900.0)
+    )
+    chart = throughput_chart(slow_and_fast)
+    [trace] = [t for t in chart.figure["data"] if t["visible"]]
+    assert chart.figure["layout"]["yaxis"]["type"] == "log"
+    assert trace["type"] == "scatter" and trace["mode"] == "markers+text"  # dots, not bars
+    close = _dicts(entry("a", "tiny", "f32", 0, 100.0), entry("b", "tiny", "f32", 0, 150.0))
+    [bars] = throughput_chart(close).figure["data"]
+    assert bars["type"] == "bar"
+
+
+def test_every_machine_is_on_the_by_machine_chart_whatever_its_series_count():
+    runs = []
+    for threads in range(1, 25):  # 24 series on one fast machine
+        for day in range(3):
+            run = entry("big", "tiny", "q4", day, 100.0 + threads, threads=threads)
+            runs += _dicts(run.model_copy(update={"run_id": f"{run.run_id}-{threads}"}))
+    runs += _dicts(*(entry("small", "tiny", "q4", day, 10.0) for day in range(3)))
+    runs += _dicts(*(entry("other", "tiny", "q8", day, 20.0) for day in range(3)))
+    chart = throughput_chart(runs)
+    shown_trace = next(t for t in chart.figure["data"] if t["visible"])
+    assert shown_trace["x"] == ["big", "other", "small"]
+    assert shown_trace["y"][0] == pytest.approx(124.0 * 8**0.7, rel=1e-3)  # big at 24 threads
+    assert "24 threads" in shown_trace["customdata"][0][9]
+    # A trace per filter state: at q8 only "other" ran.
+    q8 = next(t for t in chart.figure["data"] if t["meta"]["when"]["precision"] == "q8")
+    assert q8["x"] == ["other"] and q8["visible"] is False

@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from benchlab.metrics import CATALOG_METRICS
+
 KINDS = ("throughput", "decode", "scaling", "threads", "prefill-decode", "cost", "trend")
 """publish.charts.CHART_KINDS, spelled out so `bench --help` need not import plotly's side."""
 
@@ -34,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         choices=KINDS,
         help="which chart (repeatable; default: all for a directory)",
+    )
+    parser.add_argument(
+        "--metric",
+        choices=CATALOG_METRICS,
+        help="what the throughput (by machine) and threads charts draw (default: every metric "
+        "the runs carry, peak aggregate first, picked on the html page; threads: decode)",
     )
     parser.add_argument("--format", choices=("html", "png", "svg", "csv"), default=None)
     parser.add_argument(
@@ -97,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     if fmt in STATIC and agrees and _browser() is None:
         print(f"bench: note: {fmt} export skipped: {NO_BROWSER}", file=sys.stderr)
         return 0
-    for path in write_charts(load_public(store), filters, output, args.format, args.chart):
+    data = load_public(store)
+    for path in write_charts(data, filters, output, args.format, args.chart, args.metric):
         print(path)
     return 0
 

@@ -5,7 +5,8 @@ escaping by `publish.site`. Handed to Python-Markdown inside the page, every tag
 through its HTML block parser twice, which was 60 % of `mkdocs build` on a 10,000-run
 catalog. So the page holds a marker (`<!--bl-slot N-->`) and the table waits in
 `_slots/<page>.json` (excluded from the site by `exclude_docs`); this hook swaps it in once
-the Markdown is HTML, before the search index and the theme see the page.
+the Markdown is HTML, before the search index and the theme see the page. After the build
+it adds the render's extra search entries (one per series) to the search index.
 """
 
 from __future__ import annotations
@@ -35,3 +36,24 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     if not path.is_file():
         return html
     return fill(html, json.loads(path.read_text(encoding="utf-8")))
+
+
+SEARCH_ENTRIES = f"{SLOTS_DIR}/search-entries.json"
+"""Search entries of pages whose own text says little (one per series: its id and label),
+written by the render (`pages.machines.series_entries`)."""
+
+
+def on_post_build(config: Any) -> None:
+    """MkDocs event: the search index gets the render's extra entries."""
+    extra = Path(config["docs_dir"]) / SEARCH_ENTRIES
+    index_path = Path(config["site_dir"]) / "search" / "search_index.json"
+    if not extra.is_file() or not index_path.is_file():
+        return
+    index = json.loads(index_path.read_text(encoding="utf-8"))
+    index["docs"] = [*index.get("docs", []), *json.loads(extra.read_text(encoding="utf-8"))]
+    index_path.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), "utf-8")
+
+
+# What `mkdocs.plugins.event_priority(-50)` sets (mkdocs is an optional dependency): after
+# the search plugin writes its index (0), before the offline plugin inlines it (-100).
+on_post_build.mkdocs_priority = -50  # type: ignore[attr-defined]

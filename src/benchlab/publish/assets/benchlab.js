@@ -79,11 +79,27 @@
     var picked = metricOf(div);
     if (picked) { layout[picked.axis] = JSON.parse(JSON.stringify(picked.layout)); }
     var data = filtered(ink(div.blOriginal), wantedFor(div), div.blSpec.layout.meta || {});
+    autolog(div.blSpec.layout.meta || {}, data, layout);
     var none = div.blOriginal.length > 0 && !data.some(function (t) {
       return t.visible !== false && (t.x || t.y || []).length > 0;
     });
     if (div.blNoMatch) { div.blNoMatch.hidden = !none; }
     return div.blDrawn ? Plotly.react(div, data, layout) : Plotly.newPlot(div, data, layout, div.blSpec.config);
+  }
+
+  function autolog(meta, data, layout) {
+    /* Linear unless what is drawn spans more than meta.autolog.wide (two decades): a
+       filter that leaves only close values gets its linear axis back, and the reverse. */
+    var auto = meta.autolog || {};
+    Object.keys(auto).forEach(function (axis) {
+      if (axis === "wide") { return; }
+      var key = auto[axis].key, values = [];
+      data.forEach(function (t) {
+        if (t.visible === true) { (t[key] || []).forEach(function (v) { if (v > 0) { values.push(v); } }); }
+      });
+      var wide = values.length > 0 && Math.max.apply(null, values) / Math.min.apply(null, values) > auto.wide;
+      layout[axis] = JSON.parse(JSON.stringify(wide ? auto[axis].log : auto[axis].linear));
+    });
   }
 
   function metricOf(div) {
@@ -138,13 +154,18 @@
       }
     }
     div.blLayout = layout;
-    div.blNoMatch = el("p", "No runs match this filter: choose another value, or All.", { "class": "bl-nomatch", role: "status" });
+    var meta = spec.layout.meta || {};
+    div.blNoMatch = el("p", meta.dropped
+      ? "No runs match this filter among the top " + meta.total + " of " + (meta.total + meta.dropped) +
+        " series this chart carries; every series has its own page."
+      : "No runs match this filter: choose another value, or All.",
+      { "class": "bl-nomatch", role: "status",
+        style: "margin:.4rem 0;padding:.4rem .7rem;border-left:3px solid #E69F00;font-weight:600" });
     div.blNoMatch.hidden = true;
     div.parentNode.insertBefore(div.blNoMatch, div);
     metricPicker(Plotly, div);
     draw(Plotly, div);
     div.blDrawn = true;
-    var meta = spec.layout.meta || {};
     if (meta.hidden) {
       var button = el("button", "Show all " + meta.total + " series", { type: "button", "class": "bl-showall" });
       button.addEventListener("click", function () {
@@ -216,7 +237,9 @@
         }
         copy.marker = m;
       }
-      copy.visible = index.length > 0 ? (trace.visible === undefined ? true : trace.visible) : false;
+      /* A pooled chart's series all compete again (pick); another keeps its visibility. */
+      var was = trace.visible === undefined || (meta && meta.pick) ? true : trace.visible;
+      copy.visible = index.length > 0 ? was : false;
       return copy;
     });
     return meta && meta.pick ? pick(out, meta.pick) : out;

@@ -9,6 +9,7 @@ from benchlab.errors import ConfigError
 from benchlab.publish.charts.bars import cost_chart, prefill_decode_chart, throughput_chart
 from benchlab.publish.charts.base import Chart, Regression, shown
 from benchlab.publish.charts.history import trend_chart
+from benchlab.publish.charts.levels import machine_chart, present_metrics
 from benchlab.publish.charts.scaling import scaling_chart, threads_chart
 from benchlab.publish.data import PublicData
 from benchlab.query.filters import Filters
@@ -26,16 +27,21 @@ def build_charts(
     prefix: str = "",
     regressions: Sequence[Regression] | None = None,
     runs: Sequence[Entry] | None = None,
+    metric: str | None = None,
 ) -> list[Chart]:
     """The charts of the runs `filters` admit, in CHART_KINDS order; slugs get `prefix` for
     unique ids. `regressions` may come precomputed over whole series (see trend_chart), and
-    `runs` (`shown(data.runs, filters)`, or as much of it as the chosen kinds read) too."""
+    `runs` (`shown(data.runs, filters)`, or as much of it as the chosen kinds read) too.
+    `metric` is what the throughput (by machine) and threads charts draw; without it the
+    throughput chart offers every metric the runs carry (peak aggregate first) and the
+    threads chart draws decode."""
     runs = shown(data.runs, filters) if runs is None else runs
+    by_machine = [metric] if metric else present_metrics(runs) or ["peak_tok_per_sec"]
     makers = {
-        "throughput": lambda: throughput_chart(runs, prefix + "throughput"),
+        "throughput": lambda: machine_chart(runs, prefix + "throughput", by_machine),
         "decode": lambda: throughput_chart(runs, prefix + "decode", "decode_tok_per_sec"),
         "scaling": lambda: scaling_chart(runs, data.store_root, prefix + "scaling"),
-        "threads": lambda: threads_chart(runs, prefix + "threads"),
+        "threads": lambda: threads_chart(runs, prefix + "threads", metric or "decode_tok_per_sec"),
         "prefill-decode": lambda: prefill_decode_chart(runs, prefix + "prefill-decode"),
         "cost": lambda: cost_chart(runs, data, prefix + "cost"),
         "trend": lambda: trend_chart(runs, prefix + "trend", regressions),

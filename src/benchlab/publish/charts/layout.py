@@ -3,6 +3,7 @@ titles of each metric (`METRIC_TITLES`) and when an axis turns logarithmic."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -235,3 +236,19 @@ def pool(
         meta["dropped"] = len(dropped)
         layout["title"]["text"] += f" (top {limit} of {limit + len(dropped)} series)"
     layout["meta"] = meta
+
+
+def auto_log(layout: dict[str, Any], axis_key: str, traces: Sequence[dict[str, Any]]) -> None:
+    """The value axis of a chart whose filters pick its series again (`pool`): linear or
+    log by what is drawn, not by every series it carries. Both versions go in
+    `layout.meta.autolog` for the page script to choose between after each filter; the
+    figure starts with the one its drawn series need. Call after `pool`."""
+    value_key = axis_key[0]
+    linear = copy.deepcopy(layout[axis_key])
+    log = copy.deepcopy(linear)
+    log_axis(log, [v for t in traces for v in t[value_key]])
+    meta = layout.setdefault("meta", {})
+    auto = meta.setdefault("autolog", {"wide": WIDE_RANGE})
+    auto[axis_key] = {"key": value_key, "log": log, "linear": linear}
+    drawn = [v for t in traces if t.get("visible", True) is True for v in t[value_key]]
+    layout[axis_key] = copy.deepcopy(log if wide(drawn) else linear)

@@ -183,9 +183,11 @@ def _machine_trace(
         "marker": {"color": PALETTE[0]},
         "hovertemplate": _hover(metric, "y"),
         "showlegend": False,
+        **_labels(chosen),
     }
     if dots:
-        trace.update(mode="markers", marker={"color": PALETTE[0], "size": 12, "symbol": "diamond"})
+        marker = {"color": PALETTE[0], "size": 12, "symbol": "diamond"}
+        trace.update(mode="markers+text", textposition="top center", marker=marker)
     return trace
 
 
@@ -210,10 +212,13 @@ def _series_trace(
         },
         "hovertemplate": _hover(metric, "x"),
         "showlegend": False,
+        **_labels(chosen),
     }
-    if dots:
+    if dots:  # a scatter has no orientation: the series are on y all the same
+        trace.pop("orientation")
         trace.update(
-            mode="markers",
+            mode="markers+text",
+            textposition="middle right",
             marker={
                 "color": [lk.color for lk in looks],
                 "size": 12,
@@ -226,6 +231,15 @@ def _series_trace(
 def _ranked(levels: Sequence[SeriesLevel], metric: str) -> list[SeriesLevel]:
     sign = -1.0 if lower_is_better(metric) else 1.0
     return sorted(levels, key=lambda lv: (lv.latest["machine_id"], -sign * lv.level.value))
+
+
+def _labels(chosen: Sequence[SeriesLevel]) -> dict[str, Any]:
+    """Each bar's value written beside it: a short bar next to a tall one stays readable."""
+    return {
+        "text": [f"{lv.level.value:,.3g}" for lv in chosen],
+        "textposition": "outside",
+        "cliponaxis": False,
+    }
 
 
 def _row(lv: SeriesLevel, metric: str, drawn: bool) -> dict[str, Any]:

@@ -77,6 +77,7 @@ def write_charts(
     output: Path,
     fmt: str | None = None,
     kinds: Sequence[str] | None = None,
+    metric: str | None = None,
 ) -> list[Path]:
     """`bench chart`: one file when `output` ends in a format's suffix, else a directory of
     every chosen chart. Everything is computed before the first byte is written."""
@@ -89,7 +90,7 @@ def write_charts(
         kinds = kinds or (["scaling"] if filters.run_type == "batch" else ["throughput"])
         if len(kinds) > 1:
             raise ConfigError(f"--output {output}: one file holds one chart; give a directory")
-    charts = build_charts(data, filters, kinds or CHART_KINDS)
+    charts = build_charts(data, filters, kinds or CHART_KINDS, metric=metric)
     paths = [output] if single else [output / f"{c.slug}.{fmt}" for c in charts]
     if fmt in ("png", "svg"):
         write_images(charts, paths, fmt)

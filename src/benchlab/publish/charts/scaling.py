@@ -23,8 +23,8 @@ from benchlab.publish.charts.base import (
 )
 from benchlab.publish.charts.layout import (
     METRIC_TITLES,
+    auto_log,
     base_layout,
-    log_y_if_wide,
     numeric_axis,
     pool,
 )
@@ -62,7 +62,6 @@ def scaling_chart(
             csv_row(run, batch=p["batch"], agg_tok_per_sec=p["agg_tok_per_sec"]) for p in points
         )
     layout = base_layout("Scaling with batch size", "Batch size", "Aggregate tokens/s")
-    log_y_if_wide(layout, [row["agg_tok_per_sec"] for row in rows])
     numeric_axis(layout["xaxis"], [row["batch"] for row in rows])
     # Drawn first: the fastest line of every thread count, so each count shows by default.
     best: dict[str, float] = {}
@@ -74,6 +73,7 @@ def scaling_chart(
         1e12 if p == best[t["legendgroup"]] else 0.0 for p, t in zip(peaks, traces, strict=True)
     ]
     pool(traces, layout, [f + p for f, p in zip(firsts, peaks, strict=True)])
+    auto_log(layout, "yaxis", traces)
     return Chart(
         slug,
         "Scaling with batch size",
@@ -122,9 +122,9 @@ def threads_chart(
     short = METRIC_TITLES[metric].split(",")[0].replace(" tokens/s", "")
     layout = base_layout(f"{short} by thread count", "Threads", METRIC_TITLES[metric])
     numeric_axis(layout["xaxis"], [row["threads"] for row in rows])
-    log_y_if_wide(layout, [row[metric] for row in rows])
     sign = -1.0 if lower_is_better(metric) else 1.0
     pool(traces, layout, [max((sign * y for y in t["y"]), default=0.0) for t in traces])
+    auto_log(layout, "yaxis", traces)
     return Chart(
         slug,
         f"{short} by thread count",

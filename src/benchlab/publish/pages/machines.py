@@ -15,6 +15,7 @@ from benchlab.publish.charts.base import STYLE_DIMS, describe
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
 from benchlab.publish.context import HISTORY_RUNS, NO_OUTCOMES, SiteContext
 from benchlab.publish.data import PublicData
+from benchlab.publish.hooks import SEARCH_ENTRIES
 from benchlab.publish.links import Pages
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, link
 from benchlab.redact import scrub_public
@@ -197,15 +198,11 @@ def machine_pages(site: SiteContext) -> list[Any]:
     return nav
 
 
-SEARCH_ENTRIES = "_slots/search-entries.json"
-"""Extra search index entries, one per series page (`publish.hooks.on_post_build` adds
-them): a series page's own text is numbers, so it stays out of the index, and its id and
-label, in the `identity.series_label` form and in words, go in instead."""
-
-
 def series_entries(site: SiteContext) -> list[dict[str, str]]:
-    """A search entry per series with a page: its label as title; its id, machine, model
-    and label (short and in words) as text, so `t2`, `2 threads` and `s1a2b…` all find it."""
+    """A search entry per series with a page (`publish.hooks.on_post_build` adds them to
+    the index: a series page's own text is numbers): its label as title; its id, machine,
+    model and label (short and in words) as text, so `t2`, `2 threads` and `s1a2b…` all
+    find it."""
     entries = []
     for sid in sorted(site.series_pages):
         run = site.latest[sid]
@@ -220,6 +217,7 @@ def series_entries(site: SiteContext) -> list[dict[str, str]]:
                 "location": f"series/{page[:-3]}.html" if page.endswith(".md") else page,
                 "title": html.escape(label(run)),
                 "text": html.escape(text),
+                "boost": 0.5,  # below the machine and model pages (`search.boost: 2`)
             }
         )
     return entries
