@@ -210,7 +210,7 @@
       var entry = byAxis[axis];
       pick.match.textContent = "";
       entry.modes.forEach(function (m) {
-        pick.match.appendChild(el("option", m === "best" ? "each at its best settings" : "exact measurement", { value: m }));
+        pick.match.appendChild(el("option", m === "best" ? "best settings" : "exact", { value: m }));
       });
       pick.match.value = entry.modes.indexOf(state.match) >= 0 ? state.match : entry.modes[0];
       q("match-box").style.display = entry.modes.length > 1 ? "" : "none";
