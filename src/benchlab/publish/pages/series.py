@@ -52,12 +52,6 @@ def drawn_runs(history: Sequence[Entry], steps: Sequence[Step], metric: str) -> 
     return drawn + [r for r in with_metric if r["run_id"] in wanted and r["run_id"] not in present]
 
 
-def series_pages(site: SiteContext) -> None:
-    """The one series page and every series' data (`series_page`, then `series_files`)."""
-    series_page(site)
-    series_files(site)
-
-
 def series_page(site: SiteContext) -> None:
     """The one series page (its script draws whichever series the address names)."""
     site.page("series.md", "series.md.j2", root="")
