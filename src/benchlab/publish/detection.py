@@ -99,15 +99,34 @@ in series that lack a source (an import that recorded only the latency)."""
 
 def metrics_of(runs: Sequence[Entry]) -> list[str]:
     """The catalog metrics the runs carry beyond the two the site always reads (the headline
-    and decode), less those derived from metrics the series carries, in registry order."""
+    and decode), in registry order, less those derived from metrics the series carries and
+    those that move in lockstep with one already read (`_lockstep`)."""
     carried = {m for r in runs for m in CATALOG_METRICS if r.get(m) is not None}
-    return [
-        m
-        for m in CATALOG_METRICS
-        if m in carried
-        and m not in (DEFAULT_METRIC, DECODE)
-        and not any(source in carried for source in DERIVED.get(m, ()))
-    ]
+    read = [m for m in (DEFAULT_METRIC, DECODE) if m in carried]
+    out: list[str] = []
+    for m in CATALOG_METRICS:
+        if m not in carried or m in (DEFAULT_METRIC, DECODE):
+            continue
+        if any(source in carried for source in DERIVED.get(m, ())):
+            continue
+        if any(_lockstep(runs, m, other) for other in read):
+            continue
+        read.append(m)
+        out.append(m)
+    return out
+
+
+def _lockstep(runs: Sequence[Entry], metric: str, other: str) -> bool:
+    """Whether `metric` is a fixed multiple of `other` in every run (as a batch-1 rate that
+    is the decode rate, or a prefill rate derived from it): its steps would be the other's
+    steps again, at the cost of a second detector pass."""
+    ratios = []
+    for run in runs:
+        a, b = run.get(metric), run.get(other)
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or b == 0:
+            return False
+        ratios.append(a / b)
+    return bool(ratios) and max(ratios) - min(ratios) <= 1e-6 * max(abs(r) for r in ratios)
 
 
 def _detect_metrics(sid: str) -> tuple[tuple[str, str] | None, list[Step], int]:
