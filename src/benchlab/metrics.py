@@ -127,7 +127,7 @@ _REGISTRY_LOWER = frozenset(m.name for m in REGISTRY.values() if m.lower_is_bett
 
 class _LowerIsBetter(AbstractSet[str]):
     """The registry's lower-is-better metrics and those the loaded catalog declares
-    (`adopt`): one set every verb asks, whichever way a metric was declared."""
+    (`learn`): one set every verb asks, whichever way a metric was declared."""
 
     def __contains__(self, name: object) -> bool:
         if name in _REGISTRY_LOWER:
@@ -219,7 +219,7 @@ MAX_EXTRA_VALUE = 1e12
 """A declared value is finite and within +-1e12 (a declared metric may be signed)."""
 
 _DECLARED: dict[str, Metric] = {}
-"""The declarations of the catalog last adopted (`adopt`): what `lower_is_better`,
+"""The declarations of the catalog last loaded (`learn`): what `lower_is_better`,
 `unit_of` and `--metric` know beside the registry."""
 _AMBIGUOUS: dict[str, str] = {}
 """Names two runs of that catalog declare differently, and how: no verb ranks them."""
@@ -243,17 +243,10 @@ def extra_entry(
     return out or None
 
 
-def adopt(entries: Iterable[dict[str, Any]]) -> None:
-    """Make a loaded catalog's declared metrics first-class for every verb: lift each run's
-    `extra_metrics` values to entry fields of their own (in memory; the stored line keeps
-    them under `extra_metrics`), and learn each declaration, so `--metric p99_ms`, `best`,
-    `compare`, the detector and the charts rank it in its declared direction. A name two
-    runs declare differently is learned as ambiguous: `check_known` refuses it by name."""
-    learn(declarations(lift(entries)))
-
-
 def lift(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The entries that declare metrics, each value lifted to an entry field of its name."""
+    """The entries that declare metrics, each value lifted to an entry field of its name (in
+    memory; the stored line keeps it under `extra_metrics`), so every verb reads a declared
+    metric as it reads a registry one."""
     lifted = []
     for entry in entries:
         extra = entry.get(EXTRA_FIELD)
@@ -306,7 +299,7 @@ def learn(found: Mapping[str, list[str] | None]) -> None:
 
 
 def declared_metrics() -> tuple[str, ...]:
-    """The adopted catalog's declared metric names, sorted."""
+    """The loaded catalog's declared metric names, sorted."""
     return tuple(sorted(_DECLARED))
 
 

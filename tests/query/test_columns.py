@@ -27,6 +27,7 @@ from benchlab.catalog.upgrade import CATALOG_V3
 from benchlab.layout import Store
 from benchlab.query.colcache import CACHE_NAME, MODE_ENV, SEGMENT_DIR, open_columns, refresh
 from benchlab.query.colcache import arrays as columnar
+from benchlab.query.colcache.key import Unanswerable
 from benchlab.query.filters import Filters
 from benchlab.query.verbs import (
     best_runs,
@@ -192,6 +193,18 @@ def write_catalog(root: Path, catalog: dict[str, Any]) -> Path:
     )
 
 
+def _agree(verb: Any, columns: Any, loaded: Any, *args: Any, **kwargs: Any) -> None:
+    """The columns answer as the loaded catalog does, or say they cannot (Unanswerable: a
+    run without a recorded thread count may join a series, which only the loaded catalog
+    works out; the CLI then asks it)."""
+    try:
+        fast = verb(columns, *args, **kwargs)
+    except Unanswerable:
+        assert any(e.get("threads") is None for e in loaded.runs)
+        return
+    assert fast == verb(loaded, *args, **kwargs), (verb.__name__, args)
+
+
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(catalog=catalogs(), asks=st.lists(filters(), min_size=1, max_size=4))
@@ -206,13 +219,10 @@ def test_columns_answer_as_the_python_verbs(catalog: dict[str, Any], asks: list[
         assert columns.n == len(loaded.runs)
         for ask in asks:
             for ever in (False, True):  # the current level, and the best run ever
-                assert machine_table(columns, ask, ever=ever) == machine_table(
-                    loaded, ask, ever=ever
-                )
+                _agree(machine_table, columns, loaded, ask, ever=ever)
                 for metric in ("peak_tok_per_sec", "decode_tok_per_sec", "speedup"):
                     for by in (None, "machine", "series"):
-                        fast = best_runs(columns, ask, metric, by, ever=ever)
-                        assert fast == best_runs(loaded, ask, metric, by, ever=ever), (metric, by)
+                        _agree(best_runs, columns, loaded, ask, metric, by, ever=ever)
             assert unknown_filter_hint(columns, ask) == unknown_filter_hint(loaded, ask)
 
 

@@ -18,7 +18,7 @@ import marshal
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,8 @@ class LoadedCatalog:
     last_updated: str | None = None
     problems: tuple[str, ...] = ()
     """Shard lines (or whole shards) the gate set aside, each named: what readers warn of."""
+    declared: dict[str, Any] = field(default_factory=dict)
+    """The metrics its runs declare (`metrics.declarations`; ARCHITECTURE.md, Metrics)."""
 
     def find(self, run_id: str) -> dict[str, Any] | None:
         for entry in self.runs:
@@ -98,7 +100,7 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
     try:
         loaded = _read_cache(path, cache, key) if cache is not None else None
         if loaded is None:
-            loaded = _parse_catalog(path)
+            loaded = _settled(_parse_catalog(path))
             if cache is not None:
                 _write_cache(cache, key, loaded)
     finally:
@@ -108,13 +110,22 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
         from benchlab.catalog.gate import warn
 
         warn(list(loaded.problems))
-    from benchlab.metrics import adopt
+    from benchlab.metrics import learn
 
-    adopt(loaded.runs)  # declared metrics: lifted and learned (ARCHITECTURE.md, Metrics)
-    from benchlab.identity import join_unrecorded_threads
-
-    join_unrecorded_threads(loaded.runs)  # ARCHITECTURE.md, Measurement identity
+    learn(loaded.declared)  # what --metric and the directions know (ARCHITECTURE.md, Metrics)
     return loaded
+
+
+def _settled(loaded: LoadedCatalog) -> LoadedCatalog:
+    """What every reader sees beyond the stored lines, worked out once per change of the
+    catalog and kept in the query cache with it: runs without a recorded thread count joined
+    to their series (ARCHITECTURE.md, Measurement identity), and declared metrics lifted to
+    fields of their own, their declarations gathered (ARCHITECTURE.md, Metrics)."""
+    from benchlab.identity import join_unrecorded_threads
+    from benchlab.metrics import declarations, lift
+
+    join_unrecorded_threads(loaded.runs)
+    return replace(loaded, declared=declarations(lift(loaded.runs)))
 
 
 def cache_key(stat: os.stat_result) -> tuple[Any, ...]:
@@ -181,7 +192,7 @@ def _check_schema(path: Path, doc: Any) -> None:
         )
 
 
-CACHE_FORMAT = "benchlab-query-cache/2 python{}.{} {}".format(
+CACHE_FORMAT = "benchlab-query-cache/3 python{}.{} {}".format(
     *sys.version_info[:2], ",".join(f"{k}:{v}" for k, v in ENTRY_FIELDS.items())
 )
 """Part of the cache key: a new benchlab field table or Python (marshal) version misses."""
@@ -211,10 +222,10 @@ def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog 
         cached = marshal.loads(cache.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return None
-    if type(cached) is not tuple or len(cached) != 5 or cached[0] != key:
+    if type(cached) is not tuple or len(cached) != 6 or cached[0] != key:
         return None
-    _, runs, machines, last_updated, problems = cached
-    return LoadedCatalog(path, runs, machines, last_updated, problems)
+    _, runs, machines, last_updated, problems, declared = cached
+    return LoadedCatalog(path, runs, machines, last_updated, problems, declared)
 
 
 def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> None:
@@ -241,7 +252,8 @@ def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> No
             row["batch_curve"] = orjson.dumps(curve)
         runs.append(row)
     try:
-        blob = marshal.dumps((key, runs, loaded.machines, loaded.last_updated, loaded.problems))
+        held = (loaded.machines, loaded.last_updated, loaded.problems, loaded.declared)
+        blob = marshal.dumps((key, runs, *held))
         atomic_write_bytes(cache, blob)
     except (OSError, ValueError):
         logger.debug("query cache %s not written", cache, exc_info=True)
