@@ -18,6 +18,7 @@ from benchlab.cli.query import (
     _entries_out,
     _filters,
     _parser,
+    _store_root,
 )
 
 
@@ -140,7 +141,11 @@ def _compare_axis(args: argparse.Namespace) -> int:
     from benchlab.query.compare import changed, compare_axis
     from benchlab.query.render import Section
 
-    result = compare_axis(_catalog(), _filters(args), args.by, args.a, args.b, args.match)
+    result = _with_memo(
+        lambda memo: compare_axis(
+            _catalog(), _filters(args), args.by, args.a, args.b, args.match, memo
+        )
+    )
     rows = [row for row in result.rows if changed(row)] if args.only_changed else result.rows
     title = f"{args.by}: A = {result.a}, B = {result.b}"
     if args.match == "best":
@@ -165,6 +170,19 @@ def _compare_axis(args: argparse.Namespace) -> int:
         print(f"bench: no significant change between {result.a} and {result.b}", file=sys.stderr)
         return 1
     return 0
+
+
+def _with_memo(answer: Any) -> Any:
+    """`answer(memo)` with the step memo of the store's private cache (`query.level`), as
+    `bench best` keeps it: a history segmented once is not searched again."""
+    from benchlab.query.level import MEMO_NAME, load_memo, save_memo
+
+    path = _store_root().query_cache.parent / MEMO_NAME
+    memo = load_memo(path)
+    size = len(memo)
+    result = answer(memo)
+    save_memo(path, memo, size)
+    return result
 
 
 def _unit_shown(row: dict[str, Any]) -> dict[str, Any]:

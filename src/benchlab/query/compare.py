@@ -36,7 +36,7 @@ from benchlab.errors import NoMatchError, QueryError
 from benchlab.identity import SERIES_FIELDS, build_label, identity_key, shape, test_names
 from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
 from benchlab.query.filters import Filters, chronological, select
-from benchlab.query.level import counts, current_level
+from benchlab.query.level import StepMemo, counts, current_level
 from benchlab.stats import summarize
 
 COMPARE_AXES = ("build", "revision", "machine")
@@ -222,19 +222,25 @@ def _few(values: Sequence[str], n: int = 8) -> str:
 # --- which repeats count, and what they say -------------------------------------------------
 
 
-def side_values(runs: Sequence[dict[str, Any]], metric: str) -> list[float]:
+def side_values(
+    runs: Sequence[dict[str, Any]], metric: str, memo: StepMemo | None = None
+) -> list[float]:
     """THE rule for which repeats count, for the CLI and the site alike: of one measurement's
     runs under one axis value (oldest first, its newest version only), those that are ok, not
     marked outliers and carry the metric (`level.counts`), and of those the newest segment
-    (`level.current_level`): the runs behind the level `bench best` reports."""
+    (`level.current_level`): the runs behind the level `bench best` reports. `memo`: the
+    segmentation memo (`level.StepMemo`), so a history already segmented is not searched
+    again."""
     history = [float(run[metric]) for run in runs if counts(run, metric)]
-    level = current_level(history)
+    level = current_level(history, memo)
     return [] if level is None else history[level.start :]
 
 
-def _side(runs: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
+def _side(
+    runs: list[dict[str, Any]], metric: str, memo: StepMemo | None = None
+) -> dict[str, Any] | None:
     """One side of a compare row: the mean of the repeats that count and how sure it is."""
-    values = side_values(runs, metric)
+    values = side_values(runs, metric, memo)
     if not values:
         return None
     stats = summarize(values)
@@ -289,6 +295,7 @@ class Sides:
     axis: str
     present: list[str]
     repeats: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]]
+    memo: StepMemo | None = None
     _levels: dict[tuple[str, tuple[Any, ...], str], dict[str, Any] | None] = field(
         default_factory=dict, repr=False
     )
@@ -297,7 +304,7 @@ class Sides:
         """A measurement's side for `metric` (memoised: the site asks for it per pair)."""
         slot = (value, key, metric)
         if slot not in self._levels:
-            self._levels[slot] = _side(self.repeats[(value, key)], metric)
+            self._levels[slot] = _side(self.repeats[(value, key)], metric, self.memo)
         return self._levels[slot]
 
     def keys(self, value: str, match: str) -> dict[tuple[Any, ...], list[tuple[Any, ...]]]:
@@ -310,9 +317,10 @@ class Sides:
         return out
 
 
-def gather(entries: Iterable[dict[str, Any]], axis: str) -> Sides:
+def gather(entries: Iterable[dict[str, Any]], axis: str, memo: StepMemo | None = None) -> Sides:
     """Group the ok runs among `entries` by axis value and measurement, oldest first; each
-    measurement's repeats are the runs of its newest version (its latest run's identity)."""
+    measurement's repeats are the runs of its newest version (its latest run's identity).
+    `memo`: the segmentation memo the sides' levels share (see `side_values`)."""
     if axis not in COMPARE_AXES:
         raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
     ok = [e for e in entries if e.get("status", "ok") == "ok"]
@@ -324,7 +332,7 @@ def gather(entries: Iterable[dict[str, Any]], axis: str) -> Sides:
     for key, runs in repeats.items():  # repeats are runs of the exact same measurement
         exact = identity_key(runs[-1])
         repeats[key] = [run for run in runs if identity_key(run) == exact]
-    return Sides(axis, axis_values(ok, axis), repeats)
+    return Sides(axis, axis_values(ok, axis), repeats, memo)
 
 
 # --- compare ----------------------------------------------------------------------------------
@@ -337,6 +345,7 @@ def compare_axis(
     a: str | None = None,
     b: str | None = None,
     match: str = "exact",
+    memo: StepMemo | None = None,
 ) -> AxisComparison:
     """`bench compare --by build|revision|machine [--match exact|best]`.
 
@@ -349,7 +358,7 @@ def compare_axis(
     """
     if match not in MATCHES:
         raise QueryError(f"--match: expected one of {', '.join(MATCHES)}, got {match!r}")
-    sides = gather(select(catalog.runs, filters), axis)
+    sides = gather(select(catalog.runs, filters), axis, memo)
     present = sides.present
     if len(present) < 2 and (a is None or b is None):
         # No run at all matches: "no match", exit 1 as every query verb (NoMatchError).
