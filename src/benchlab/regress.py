@@ -57,9 +57,11 @@ REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads
 Entry = Mapping[str, Any]
 History = list[tuple[Entry, float]]
 
-MIN_EFFECT = 1.5
-"""A confirmed step moves the median by at least this many robust standard deviations of
-the series' noise. Uniform +-10 % noise has a robust sd of 7.4 %: a 5.9 % wobble is 0.8."""
+MIN_EFFECT = 2.5
+"""A confirmed step moves the segment mean by at least this many deviations of the series'
+own noise (`segment.noise_scale`). At 1.5, chance runs of one mode of bimodal noise and
+clusters of wedged runs became steps on the generated histories of tools/perf/regress.py
+(up to 1.7 per 100 noise-only series); at 2.5, none in five draws, for 2 points of recall."""
 SUSPECT_EFFECT = 4.0
 """A suspect (too few runs after it to confirm) must stand this far outside the noise."""
 MIN_BASELINE = 4

@@ -45,6 +45,11 @@ SHORT = 5
 """A segment shorter than this (a short pulse, a first or newest segment of a few runs) is
 where heavy-tailed noise fakes steps: its cuts need `SHORT_EFFECT`."""
 SHORT_EFFECT = 4.0
+SEPARATED = 10
+"""A segment shorter than this must hold its runs on its own side of the midpoint between
+the two medians: all of them under `SHORT` runs, `OWN_SIDE` of them up to here. Four wedged
+runs among six are a cluster of outliers, not a level."""
+OWN_SIDE = 0.8
 TRIM = 0.8
 """The share of the smallest squared first differences that estimates the noise."""
 
@@ -66,17 +71,19 @@ def _chi2_1_trimmed_mean(share: float) -> float:
 _TRIMMED_MEAN = _chi2_1_trimmed_mean(TRIM)
 
 
-def noise_scale(values: Sequence[float]) -> float:
+def noise_scale(values: Sequence[float], cuts: Sequence[int] = ()) -> float:
     """The standard deviation of the run-to-run noise, from the smallest `TRIM` share of
     the squared first differences (consistent for Gaussian noise; a step, an outlier run or
-    a slow drift leaves it almost unmoved). Never 0: a constant series gets a tiny scale
-    relative to its level, so any change of it is large."""
+    a slow drift leaves it almost unmoved), leaving out the differences across `cuts` (a
+    short history has too few differences to trim every step away). Never 0: a constant
+    series gets a tiny scale relative to its level, so any change of it is large."""
     import numpy as np
 
     y = np.asarray(values, dtype=float)
     if len(y) < 2:
         return 1e-9 * (abs(float(y[0])) if len(y) else 1.0) or 1e-300
-    squares = np.sort(np.diff(y) ** 2)
+    differences = np.delete(np.diff(y), [cut - 1 for cut in cuts if 0 < cut < len(y)])
+    squares = np.sort((differences if len(differences) else np.diff(y)) ** 2)
     kept = squares[: max(1, math.ceil(TRIM * len(squares)))]
     sigma = math.sqrt(float(kept.mean()) / (2 * _TRIMMED_MEAN))
     floor = 1e-9 * max(float(np.median(np.abs(y))), 1e-300)
@@ -142,8 +149,8 @@ class Cut:
     drift_gain: float
     """How much less squared error (in noise variances) the step leaves than a line."""
     separated: bool = True
-    """Every run of the shorter side, if it is under `SHORT` runs, lies on its own side of
-    the midpoint between the two medians: two wedged runs among three are not a segment."""
+    """The shorter side's runs lie on their own side of the midpoint between the two
+    medians (`SEPARATED`): two wedged runs among three are not a segment."""
 
 
 def _line_sse(y: Any) -> float:
@@ -178,7 +185,8 @@ def judge(raw: Any, clean: Any, sigma: float, lo: int, cut: int, hi: int, min_se
     mid = (mb + ma) / 2
     short = raw[lo:cut] if cut - lo <= hi - cut else raw[cut:hi]
     side = mb if cut - lo <= hi - cut else ma
-    separated = len(short) >= SHORT or bool(np.all((short - mid) * (side - mid) > 0))
+    own_side = float(np.mean((short - mid) * (side - mid) > 0))
+    separated = len(short) >= SEPARATED or own_side >= (1.0 if len(short) < SHORT else OWN_SIDE)
     return Cut(cut, p_value, abs(delta), change, gain, separated)
 
 
@@ -209,8 +217,10 @@ def find_cuts(
     if n < 2 * min_segment:
         return []
     sigma = noise_scale(raw)
+    cuts = partition(despike(raw, sigma) / sigma, PENALTY * math.log(n), min_segment)
+    if cuts:  # the cuts are judged by the noise without the differences across them
+        sigma = noise_scale(raw, cuts)
     clean = despike(raw, sigma)
-    cuts = partition(clean / sigma, PENALTY * math.log(n), min_segment)
     while cuts:
         bounds = [0, *cuts, n]
         judged = [
