@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 Status = Literal["ok", "failed"]
 FailureKind = Literal["transport", "measurement", "config", "parse"]
+GateStatus = Literal["passed", "failed", "unknown"]
+"""A catalog entry's gate verdict (`catalog.format.GATE_STATUSES`)."""
 
 
 class _Open(BaseModel):
@@ -441,6 +443,14 @@ class CatalogEntry(_Open):
     tags: list[str] = Field(default_factory=list)
     status: Status = "ok"
     failure_kind: FailureKind | None = None
+    gate: GateStatus | None = Field(
+        default=None,
+        description="The gate verdict `bench catalog build` found (sweep.gates): passed, "
+        "failed, or unknown (could not be checked); absent where no gate applies.",
+    )
+    gate_detail: str | None = Field(
+        default=None, description="Why: the bound or speedup missed and the baseline run."
+    )
     backend: str | None = None
     mode: str | None = None
     series: str | None = Field(

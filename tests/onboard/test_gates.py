@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -193,3 +195,75 @@ def test_a_run_without_declared_gates_meets_the_default_gate(
     main(["run", str(config), "--publish", "-q"])
     full = {c.key: c for c in checklist(Store(store), "box1")}["full_run"]
     assert full.passed and full.detail.startswith("1 of 2 full run(s)")
+
+
+# --- verdicts in the catalog stage (ARCHITECTURE.md, The catalog: marks and verdicts) -------
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_the_catalog_stage_writes_verdicts_and_show_prints_them(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bench catalog build` (the `dvc repro` stage), not `--publish`, judges the runs: the
+    declared gate's verdict lands in the entry, and `bench show` prints it with the mark."""
+    config, _ = gated_sweep(
+        tmp_path, [{"name": "fast", "metric": "decode_tok_per_sec", "min": 1000}]
+    )
+    base = ["--store", str(store)]
+    assert main([*base, "run", str(config), "-q"]) == 0
+    [run_dir] = run_dirs(Store(store))
+    assert "gate" not in read_json(run_dir / "manifest.json") or not read_json(
+        run_dir / "manifest.json"
+    ).get("gate")  # nothing judged it yet
+    assert main([*base, "catalog", "build"]) == 0
+    [entry] = catalog_doc(Store(store).catalog_path)["runs"]
+    assert entry["gate"] == FAILED
+    assert entry["gate_detail"] == "fast: decode_tok_per_sec 10 < min 1000"
+
+    assert main([*base, "mark-outlier", entry["run_id"], "--reason", "fan stuck"]) == 0
+    capsys.readouterr()
+    assert main([*base, "show", entry["run_id"]]) == 0
+    out = capsys.readouterr().out
+    assert "failed (fast: decode_tok_per_sec 10 < min 1000)" in out
+    assert "marked (fan stuck)" in out
+    shutil.rmtree(run_dir)  # the same from the catalog entry alone
+    assert main([*base, "show", entry["run_id"]]) == 0
+    out = capsys.readouterr().out
+    assert "fast: decode_tok_per_sec 10 < min 1000" in out and "marked (fan stuck)" in out
+
+
+@pytest.mark.slow
+def test_the_gate_verdict_reaches_a_clone_without_run_dirs(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The onboarding gate line on a fresh `git clone`: no runs/ dir, only the catalog."""
+    from benchlab.machines.onboard import checklist
+
+    repo = store.parent.parent
+    git(repo, "init", "-q", "-b", "main")
+    (repo / ".gitignore").write_text("experiments/benchmark/runs/\n")
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    assert main(["onboard", "--machine-id", "box1", "--no-smoke"]) == 0
+    config, value = gated_sweep(tmp_path, [{"metric": "decode_tok_per_sec", "min": 5}])
+    assert main(["run", str(config), "-q"]) == 0
+    value.write_text("3\n")  # a second run that misses the gate
+    assert main(["run", str(config), "--fresh", "-q"]) == 0
+    assert main(["catalog", "build"]) == 0
+    git(repo, "add", ".gitignore", "experiments")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "catalog")
+
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    other = Store(clone / "experiments" / "benchmark")
+    assert not other.runs_dir.exists()  # nothing but the tracked catalog
+    monkeypatch.setenv("BENCHLAB_STORE", str(other.root))
+    full = {c.key: c for c in checklist(other, "box1")}["full_run"]
+    assert full.passed, full.detail
+    assert full.detail == "1 of 2 full run(s) pass their gate"

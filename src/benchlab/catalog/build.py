@@ -57,12 +57,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from benchlab.catalog.buildcache import BuildCache, GroupCache
 from benchlab.catalog.document import (
     check_head,
     load_inventory,
     parse_catalog,
 )
+from benchlab.catalog.format import MARKS, decode_entry
 from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.inventory import (
     build_inventory,
@@ -96,6 +99,7 @@ from benchlab.catalog.shards import (
 )
 from benchlab.catalog.text import _digest, render
 from benchlab.catalog.upgrade import refuse_old
+from benchlab.catalog.verdicts import Judge
 from benchlab.catalog.views import ViewWriter, existing_views, remove_views, view_names
 from benchlab.catalog.workers import Fresh, Task, Workers, _read_dirs, _worker_setup, default_jobs
 from benchlab.errors import BenchlabError, SchemaError
@@ -338,6 +342,7 @@ def _write_catalog(
     for machine, parsed in specs.items():
         static[machine] = summary_from_specs(parsed)
     now = read_catalog(path)
+    theirs: dict[str, Any] = {}
     if now != raw and now is not None:
         theirs = _parse_head(path, now)
         for run_id in sorted(set(theirs.get("retracted", [])) - retracted):
@@ -359,7 +364,8 @@ def _write_catalog(
     phases.mark("shards")
 
     static = public_static(store, specs, static)  # no host-named machine
-    head_bytes = render(head_document(static, retracted, (), book.rejected)).encode("utf-8")
+    marks = [*head.get(MARKS, []), *theirs.get(MARKS, [])]  # outlier marks: newest wins
+    head_bytes = render(head_document(static, retracted, (), book.rejected, marks)).encode()
     late = read_catalog(path)
     if late != raw and late is not None:
         # Replaced once more while the shards were written: keep its static fields and
@@ -371,7 +377,8 @@ def _write_catalog(
         rejected = book.rejected | set(theirs.get(REJECTED, []))
         extra = list(_inline(path, theirs).values())
         result.concurrent_merged += len(extra)
-        doc = head_document(static, retracted, extra, rejected)
+        marks += theirs.get(MARKS, [])
+        doc = head_document(static, retracted, extra, rejected, marks)
         head_bytes = render(doc).encode("utf-8")
         raw = late
     if head_bytes != raw:
@@ -452,6 +459,7 @@ def _read(
         return
     by_key = {scan.key: scan for scan in scans}
     retracted = workers.retracted
+    judge = Judge(store)  # gate verdicts into the entries (catalog.verdicts)
 
     def take(batch: tuple[str, list[Fresh], list[str], int, int]) -> None:
         nonlocal seen
@@ -463,8 +471,14 @@ def _read(
         scan = by_key[key]
         assert scan.final is not None
         live = [item for item in fresh if item.run_id not in retracted]
+        base, _, machine = key.partition("/")
+        mine = machine if base == store.by_machine.name else None
         for item, candidates in zip(live, book.where([i.run_id for i in live]), strict=True):
-            book.place(item.run_id, item.shard, item.line, item.point, True, candidates, item.views)
+            held = _held_copy(book, item.run_id, item.shard, candidates)
+            line = judge.line(mine, item.line, held)
+            book.place(item.run_id, item.shard, line, item.point, True, candidates, item.views)
+            if line is not item.line:  # a verdict added: the reader's views lack it
+                _views_again(book, item.run_id, item.shard)
             scan.final[item.index] = book.by_name.get(item.shard, -1)
             if item.run_id != scan.names[item.index]:
                 scan.ids[scan.names[item.index]] = item.run_id
@@ -490,6 +504,30 @@ def _read(
             book.flush()
     if many:
         book.flush()
+
+
+def _views_again(book: ShardBook, run_id: str, shard: str) -> None:
+    """Views of the line placed for a run, written again after the build (a reader wrote
+    them from its line before the verdict was added); not for a run in conflict."""
+    placed = book.lines(book.by_name[shard]).get(run_id)
+    if placed is not None and not placed.startswith(b'{"conflict":'):
+        book.touched[run_id] = decode_entry(orjson.loads(placed))
+
+
+def _held_copy(
+    book: ShardBook, run_id: str, target: str, candidates: list[int]
+) -> dict[str, Any] | None:
+    """The copy of a run the catalog holds before this build places its fresh line (None:
+    a new run, or a conflict): where its verdict is kept from (`catalog.verdicts`)."""
+    sid = book.by_name.get(target)
+    for where in (*([sid] if sid is not None else []), *candidates):
+        if book.shards[where] is None:
+            continue
+        raw = book.lines(where).get(run_id)
+        if raw is not None and not raw.startswith(b'{"conflict":'):
+            held: dict[str, Any] = orjson.loads(raw)
+            return held
+    return None
 
 
 def _inline(path: Path, head: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -618,5 +656,5 @@ def _retract_shards(
     inline = [*head.get("runs", []), *head.get("conflicts", [])]
     pending = [e for e in inline if e["run_id"] not in wanted]
     dropped += [e for e in inline if e["run_id"] in wanted]
-    doc = head_document(static, withdrawn, pending, head.get(REJECTED, []))
+    doc = head_document(static, withdrawn, pending, head.get(REJECTED, []), head.get(MARKS, []))
     atomic_write_bytes(path, render(doc).encode("utf-8"))

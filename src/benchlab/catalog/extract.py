@@ -12,6 +12,8 @@ from typing import Any
 import orjson
 
 from benchlab import models
+from benchlab.catalog.format import GATE_STATUSES
+from benchlab.catalog.verdicts import detail_of
 from benchlab.errors import BenchlabError, ParseError, SchemaError, StoreError
 from benchlab.identity import IDENTITY_FIELDS, SERIES_FIELDS, precision_family, series_id
 from benchlab.identity import derive as derive_identity
@@ -449,6 +451,9 @@ def entry_from_docs(
     else:
         entry["status"] = "ok"
     entry["tags"] = sorted(set(tags))
+    verdict = manifest.gate if manifest is not None else None
+    if verdict is not None and verdict.status in GATE_STATUSES:  # --publish wrote it
+        entry.update(gate=verdict.status, gate_detail=detail_of(verdict))
 
     config = manifest.config if manifest is not None else {}
     prompt_tokens = spec.prompt_tokens if spec else config.get("prompt_tokens")

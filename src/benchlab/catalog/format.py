@@ -22,14 +22,21 @@ __all__ = [
     "CATALOG_V1",
     "CATALOG_V2",
     "CATALOG_V3",
+    "CLEARED",
     "DEFAULT_METRIC",
     "ENTRY_FIELDS",
     "FAILURE_KINDS",
+    "GATE_STATUSES",
     "HEAD_SCHEMA_ID",
     "KNOWN",
     "LAYOUT",
     "LINE_SCHEMA_ID",
     "MACHINE_FIELDS",
+    "MARKED",
+    "MARKS",
+    "MARK_FIELDS",
+    "MARK_REASON_MAX",
+    "MARK_STATES",
     "METRICS",
     "OLD",
     "REQUIRED_FIELDS",
@@ -60,6 +67,8 @@ UNDATED = "undated"
 
 STATUSES = ("ok", "failed")
 FAILURE_KINDS = ("transport", "measurement", "config", "parse")
+GATE_STATUSES = ("passed", "failed", "unknown")
+"""An entry's `gate`: `sweep.gates` PASSED, FAILED, UNKNOWN (the gate could not be checked)."""
 
 ENTRY_FIELDS: dict[str, str] = {
     "run_id": "str",
@@ -72,6 +81,8 @@ ENTRY_FIELDS: dict[str, str] = {
     "tags": "strs",
     "status": "status",
     "failure_kind": "failure_kind",
+    "gate": "verdict",
+    "gate_detail": "str?",
     "backend": "str?",
     "mode": "str?",
     "series": "str?",
@@ -111,7 +122,7 @@ declared with its direction in `benchlab.metrics.REGISTRY`), spread (an optional
 standard deviation), extras (null or a run's declared metrics, {name: {value, unit,
 better}}: `benchlab.metrics.EXTRA_FIELD`), strs (a list of strings), status, failure_kind,
 curve (null or a list
-of {batch: int, agg_tok_per_sec: number}).
+of {batch: int, agg_tok_per_sec: number}), verdict (null or one of GATE_STATUSES).
 tests/query keeps it equal to the model."""
 
 REQUIRED_FIELDS = tuple(k for k, kind in ENTRY_FIELDS.items() if kind == "str")
@@ -121,6 +132,15 @@ declares each once with its unit and direction."""
 
 MACHINE_FIELDS = {"id": "id?", "os": "text?", "arch": "text?", "gpu": "text?", "cpu_cores": "int?"}
 """A machine of the head: `merge.SUMMARY_STATIC`, and the id an older head's summary carries."""
+
+MARKS = "marks"
+"""The head's outlier marks (ARCHITECTURE.md, The catalog: marks and verdicts)."""
+MARKED, CLEARED = "marked", "cleared"
+MARK_STATES = (MARKED, CLEARED)
+MARK_REASON_MAX = 160
+"""A mark's reason is public free text: at most this long (`redact.shapes.MAX_TEXT`)."""
+MARK_FIELDS = {"run_id": "id", "state": "mark_state", "at": "stamp", "reason": "reason?"}
+"""One mark of the head, as gate kinds: every field but `reason` required, no other key."""
 
 
 def encode_line(entry: Entry) -> bytes:

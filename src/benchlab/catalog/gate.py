@@ -33,9 +33,14 @@ import orjson
 from benchlab.catalog.format import (
     ENTRY_FIELDS,
     FAILURE_KINDS,
+    GATE_STATUSES,
     HEAD_SCHEMA_ID,
     LINE_SCHEMA_ID,
     MACHINE_FIELDS,
+    MARK_FIELDS,
+    MARK_REASON_MAX,
+    MARK_STATES,
+    MARKS,
     REQUIRED_FIELDS,
     STATUSES,
 )
@@ -99,6 +104,8 @@ MODEL_ID = rf"^[a-z0-9+][a-z0-9.+-]{{0,{MAX_ID - 1}}}{_END}"
 KEY = rf"^[A-Za-z_][A-Za-z0-9_]{{0,{MAX_KEY - 1}}}{_END}"
 """A field name of an entry or a machine (unknown ones are kept: the format is open)."""
 HEAD_KEY = rf"^\$?[A-Za-z_][A-Za-z0-9_]{{0,{MAX_KEY - 1}}}{_END}"
+STAMP = rf"^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}T[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}Z{_END}"
+"""A mark's `at`: UTC to the second, so the text order is the time order."""
 
 _HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
 _ID = re.compile(ID)
@@ -106,6 +113,7 @@ _SERIES = re.compile(SERIES)
 _MODEL_ID = re.compile(MODEL_ID)
 _KEY = re.compile(KEY)
 _HEAD_KEY = re.compile(HEAD_KEY)
+_STAMP = re.compile(STAMP)
 
 
 # --- the field table: one source for the checker and the schemas ------------------------
@@ -200,6 +208,14 @@ def kind_schema(kind: str) -> dict[str, Any]:
         return _curve_schema()
     if base == "extras":
         return _extras_schema()
+    if base == "verdict":
+        return {"enum": [*GATE_STATUSES, None]}
+    if base == "mark_state":
+        return {"enum": list(MARK_STATES)}
+    if base == "stamp":
+        return _text_schema(STAMP, 20)
+    if base == "reason":
+        return _text_schema(limit=MARK_REASON_MAX, null=null)
     raise ValueError(f"unknown field kind {kind!r}")
 
 
@@ -263,7 +279,10 @@ def head_schema() -> dict[str, Any]:
         },
         "retracted": {"type": "array", "items": kind_schema("id")},
         "runs": {"type": "array", "items": _LINE},
+        MARKS: {"type": "array", "items": {"$ref": "#/$defs/mark"}},
     }
+    mark = _object_schema(MARK_FIELDS, ("run_id", "state", "at"), KEY)
+    mark["additionalProperties"] = False
     return {
         "$id": HEAD_SCHEMA_ID,
         "title": "catalog.json, v3 (the head: entries live in shards)",
@@ -272,7 +291,7 @@ def head_schema() -> dict[str, Any]:
         "properties": fields,
         "propertyNames": {"pattern": HEAD_KEY},
         "additionalProperties": _VALUE_REF,
-        "$defs": {**_line_defs(), "machine": machine},
+        "$defs": {**_line_defs(), "machine": machine, "mark": mark},
     }
 
 
@@ -387,6 +406,13 @@ def _curve_point(point: Any) -> str | None:
     return _fields_problem(rest, {}) if rest else None
 
 
+def _stamp(value: Any) -> str | None:
+    problem = _text(value, limit=20)
+    if problem is None and not _STAMP.match(value):
+        return f"{_shown(value)} is not a UTC time YYYY-MM-DDThh:mm:ssZ"
+    return problem
+
+
 _EXTRA_NAME = re.compile(EXTRA_NAME)
 _EXTRA_KEYS = ["better", "unit", "value"]
 
@@ -474,6 +500,16 @@ _CHECKERS: dict[str, Callable[[Any], str | None]] = {
     ),
     "curve": _nullable(lambda v: _items(v, _curve_point)),
     "extras": _nullable(lambda v: _extras(v)),
+    "verdict": lambda v: (
+        None
+        if v is None or v in GATE_STATUSES
+        else f"expected one of {', '.join(GATE_STATUSES)} or null, got {_shown(v)}"
+    ),
+    "mark_state": lambda v: (
+        None if v in MARK_STATES else f"expected one of {', '.join(MARK_STATES)}, got {_shown(v)}"
+    ),
+    "stamp": _stamp,
+    "reason?": _nullable(lambda v: _text(v, limit=MARK_REASON_MAX)),
 }
 for _kind in ("id", "series", "model_id", "text", "int", "ints", "bool", "num", "obj"):
     _CHECKERS[f"{_kind}?"] = _nullable(_CHECKERS[_kind])
@@ -486,6 +522,7 @@ def _compiled(fields: dict[str, str]) -> dict[str, Callable[[Any], str | None]]:
 
 _LINE_CHECKS = _compiled(LINE_FIELDS)
 _MACHINE_CHECKS = _compiled(MACHINE_FIELDS)
+_MARK_CHECKS = _compiled(MARK_FIELDS)
 
 
 def _fields_problem(
@@ -574,6 +611,8 @@ def _plain_other(key: str, value: Any) -> bool:
         return type(value) is bool
     if key == "failure_kind":
         return value in _KINDS_OR_NULL
+    if key == "gate":
+        return value in GATE_STATUSES
     return key == "status" and value in STATUSES  # axes: the slow path
 
 
@@ -678,6 +717,8 @@ def _head_field(name: Any, value: Any) -> str | None:
         return _items_any(value, _CHECKERS["id"])
     if name == "runs":
         return _items_any(value, line_problem)
+    if name == MARKS:
+        return _items_any(value, mark_problem)
     if name == "machines":
         if type(value) is not dict:
             return f"expected an object, got {_json_type(value)}"
@@ -695,6 +736,24 @@ def _head_field(name: Any, value: Any) -> str | None:
     return value_problem(value)
 
 
+def mark_problem(mark: Any) -> str | None:
+    """What is wrong with one outlier mark of a head (`format.MARK_FIELDS`): its run id by
+    the id pattern, its state, its UTC time, its reason bounded and visible; no other key."""
+    if type(mark) is not dict:
+        return f"expected a mark object, got {_json_type(mark)}"
+    for name in ("run_id", "state", "at"):
+        if name not in mark:
+            return f".{name}: field required"
+    for name, value in mark.items():
+        check = _MARK_CHECKS.get(name)
+        if check is None:
+            return f".{_shown(name)}: not a field of a mark"
+        problem = check(value)
+        if problem is not None:
+            return f".{name}: {problem}"
+    return None
+
+
 def _items_any(value: Any, check: Callable[[Any], str | None]) -> str | None:
     """A list of any length (the head's retracted ids and pending runs)."""
     if type(value) is not list:
@@ -702,7 +761,7 @@ def _items_any(value: Any, check: Callable[[Any], str | None]) -> str | None:
     for i, item in enumerate(value):
         problem = check(item)
         if problem is not None:
-            return f"[{i}]: {problem}"
+            return f"[{i}]{problem}" if problem.startswith(".") else f"[{i}]: {problem}"
     return None
 
 

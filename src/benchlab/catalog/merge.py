@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from benchlab.catalog.format import CATALOG_V3
+from benchlab.catalog.format import CATALOG_V3, MARK_REASON_MAX, MARKS
+from benchlab.catalog.marks import merge_marks
 from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-exported)
     CONFLICT,
     REJECTED,
@@ -136,6 +137,7 @@ def head_document(
     retracted: Iterable[str] = (),
     pending: Iterable[dict[str, Any]] = (),
     rejected: Iterable[str] = (),
+    marks: Iterable[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The tracked v3 catalog.json: only what is not derived from the entries.
 
@@ -144,6 +146,8 @@ def head_document(
     fields only grow, so the merge of two heads is a plain union). `pending` are entries a
     merge brought in from a v2 side, kept inline until the next build shards them.
     `rejected`: copies `bench catalog resolve` set aside (`order.REJECTED`), a union too.
+    `marks`: outlier marks (`catalog.marks`), the newest per run, a retracted run's dropped;
+    a reason is public text, so it passes the redaction policy here as machines do.
     """
     from benchlab.catalog.shards import LAYOUT
 
@@ -164,6 +168,13 @@ def head_document(
     judged = sorted(set(rejected))
     if judged:
         doc[REJECTED] = judged
+    kept_marks = [
+        _public_mark(mark)
+        for run_id, mark in sorted(merge_marks(marks).items())
+        if run_id not in gone
+    ]
+    if kept_marks:
+        doc[MARKS] = kept_marks
     kept = sorted((e for e in pending if e["run_id"] not in gone), key=lambda e: e["run_id"])
     runs = [entry for entry in kept if CONFLICT not in entry]
     conflicts = [entry for entry in kept if CONFLICT in entry]
@@ -174,14 +185,24 @@ def head_document(
     return doc
 
 
+def _public_mark(mark: dict[str, Any]) -> dict[str, Any]:
+    """A mark with its reason through the redaction policy (bounded again after it)."""
+    reason = mark.get("reason")
+    if not reason:
+        return mark
+    return {**mark, "reason": str(scrub_public(reason))[:MARK_REASON_MAX]}
+
+
 def merge_heads(*docs: dict[str, Any]) -> dict[str, Any]:
     """The union of v3 catalog.json versions (the git merge driver): static fields,
-    `retracted`, `rejected` and any inline runs (`runs`, `conflicts`) united."""
+    `retracted`, `rejected` and any inline runs (`runs`, `conflicts`) united; `marks`, the
+    newest per run."""
     static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
     retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
     pending = union(*(_lines_of(doc) for doc in docs))
     rejected = {item for doc in docs for item in doc.get(REJECTED, [])}
-    return head_document(static, retracted, pending.values(), rejected)
+    marks = merge_marks(*(doc.get(MARKS, []) for doc in docs))
+    return head_document(static, retracted, pending.values(), rejected, marks.values())
 
 
 def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import orjson
 from benchlab.catalog.format import DEFAULT_METRIC as DEFAULT_METRIC  # their old home:
 from benchlab.catalog.format import ENTRY_FIELDS as ENTRY_FIELDS  # many callers import
 from benchlab.catalog.format import FAILURE_KINDS as FAILURE_KINDS  # them from here
+from benchlab.catalog.format import GATE_STATUSES
 from benchlab.catalog.format import METRICS as METRICS
 from benchlab.catalog.format import REQUIRED_FIELDS as REQUIRED_FIELDS
 from benchlab.catalog.format import STATUSES as STATUSES
@@ -323,6 +324,12 @@ def _check_entries(path: Path, runs: list[Any]) -> None:
                 f"{path}: $.runs[{i}].failure_kind: expected one of "
                 f"{', '.join(FAILURE_KINDS)} or null, got {kind!r}"
             )
+        verdict = entry.get("gate")
+        if verdict is not None and verdict not in GATE_STATUSES:
+            raise SchemaError(
+                f"{path}: $.runs[{i}].gate: expected one of "
+                f"{', '.join(GATE_STATUSES)} or null, got {verdict!r}"
+            )
         for key in _STR_LISTS:
             items = entry.get(key, _NO_TAGS)
             if type(items) is not list:
@@ -352,6 +359,7 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     copies measure differently (a conflict line, or copies in two shards) is left out and
     named in `problems`: no copy of it is the truth until `bench catalog validate`'s fix."""
     from benchlab.catalog.gate import check_head
+    from benchlab.catalog.marks import head_marks, present_all
     from benchlab.catalog.order import (
         CONFLICT,
         REJECTED,
@@ -392,6 +400,7 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     if any(CONFLICT in entry for entry in runs):
         problems += conflict_problems(runs)
         runs = [entry for entry in runs if CONFLICT not in entry]
+    runs = present_all(runs, head_marks(doc))  # outlier marks (ARCHITECTURE.md, The catalog)
     counts, last, newest = machine_activity(runs)
     summaries = machine_summaries(machines, counts, last)
     return LoadedCatalog(path, runs, summaries, newest, tuple(problems))

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from benchlab.catalog.format import MARKS
 from benchlab.catalog.merge import _static_of, check_lines, head_document
 from benchlab.catalog.order import (
     CONFLICT,
@@ -84,7 +85,7 @@ def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
         atomic_write_bytes(shard_path, render_shard(out))
     pending = _judged(inline, run_id, gone)
     static = _static_of(head.get("machines", {}))
-    doc = head_document(static, head.get("retracted", []), pending, judged)
+    doc = head_document(static, head.get("retracted", []), pending, judged, head.get(MARKS, []))
     atomic_write_bytes(path, render(doc).encode("utf-8"))
     _views(store, kept, rejected)
     return kept

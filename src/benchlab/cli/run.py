@@ -196,7 +196,7 @@ def _run(args: argparse.Namespace) -> int:
         file=chatter,
     )
     if args.publish:  # the catalog without DVC; gate verdicts first (benchlab.sweep.gates says why)
-        from benchlab.sweep.gates import publish_sweep
+        from benchlab.sweep.publish import publish_sweep
 
         print("\n".join(publish_sweep(store, config)), file=chatter)
     return 1 if failed and args.fail_on_error else 0

@@ -334,7 +334,9 @@ def _gated_runs(
     gates.DEFAULT_GATE (its headline metric is there and at least half of the previous run of
     its series). The verdict is recomputed rather than read from the manifest, so a gate
     declared after the run still counts. A catalog entry whose run dir is absent on this
-    clone passes only if the entry carries a passed gate: no gate was seen passing here.
+    clone (every clone but the one that measured it) is judged by the verdict `bench catalog
+    build` put in the entry (`gate`, `gate_detail`: ARCHITECTURE.md, The catalog), so the
+    line works from the catalog alone.
     """
     from benchlab.sweep.gates import DEFAULT_GATE, PASSED, GateBook
 
@@ -349,7 +351,9 @@ def _gated_runs(
                 passed.append(entry)
             elif verdict is not None:
                 failing.append(f"{run_id}: {verdict.gate.status} ({verdict.gate.detail})")
-        elif (entry.get("gate") or {}).get("status") == PASSED:
+        elif entry.get("gate") == PASSED:
             passed.append(entry)
+        elif entry.get("gate") is not None:
+            failing.append(f"{run_id}: {entry['gate']} ({entry.get('gate_detail')})")
     note = f"; {failing[-1]}" if failing and not passed else ""
     return passed, note

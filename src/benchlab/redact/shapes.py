@@ -249,6 +249,9 @@ PUBLIC_VALUE_SHAPES: dict[str, tuple[str, ...]] = {
     "precision_family": (SLUG,),
     "status": (ENUM,),
     "failure_kind": (ENUM,),
+    "gate": (ENUM,),
+    "gate_detail": (TEXT,),
+    "outlier_reason": (TEXT,),  # a head mark's reason (catalog.marks), never in a shard
     "series": (SLUG,),
     "spec_id": (SLUG,),
     "model_digest": (DIGEST,),
@@ -301,6 +304,7 @@ not listed here is withheld whatever it holds."""
 _ENUMS: dict[str, frozenset[str]] = {
     "status": frozenset({"ok", "failed"}),
     "failure_kind": frozenset({"transport", "measurement", "config", "parse"}),
+    "gate": frozenset({"passed", "failed", "unknown"}),
 }
 _PATTERNS: dict[str, re.Pattern[str]] = {
     BUILD_TAG: re.compile(r"b\d{1,7}"),

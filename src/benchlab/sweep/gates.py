@@ -355,26 +355,3 @@ def latest_per_series(verdicts: list[Verdict]) -> list[Verdict]:
     for verdict in verdicts:  # oldest first, so the last one wins
         newest[verdict.series] = verdict
     return sorted(newest.values(), key=lambda v: (v.machine_id, v.run_id))
-
-
-def publish_sweep(store: Store, config: SweepConfig) -> list[str]:
-    """`bench run --publish`: record the sweep's gate verdicts, then build the catalog.
-
-    Returns the lines to print: one per failed or unknown required gate, then the catalog
-    build's summary (the same as `bench catalog build`).
-    """
-    from benchlab.catalog.build import build
-
-    lines = []
-    if config.gates:
-        verdicts, warnings = apply_gates(store, experiment=config.experiment, config=config)
-        lines += [f"WARNING {w}" for w in warnings]
-        failed = [v for v in verdicts if v.gate.required and v.gate.status != PASSED]
-        lines.append(
-            f"gates: {len(verdicts) - len(failed)} of {len(verdicts)} run(s) pass"
-            + "".join(f"\n  {v.gate.status} {v.run_id}: {v.gate.detail}" for v in failed)
-        )
-    result = build(store)
-    lines += [f"warning: {line}" for line in result.warnings]
-    lines.append(result.summary())
-    return lines

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from benchlab.catalog.marks import head_marks
 from benchlab.catalog.order import REJECTED
 from benchlab.catalog.read import _check_entries, read_head
 from benchlab.errors import BenchlabError
@@ -74,7 +75,10 @@ def _build(
     _check_entries(catalog_path, pending)
     segments: list[_Segment] = _shard_segments(catalog_path.parent, cache_dir, shards)
     segments.append(_inline_segment(pending))
-    header, arrays = _combine(catalog_path.parent, segments, retracted, doc.get(REJECTED, []))
+    marks = head_marks(doc)  # outlier marks: the head's key covers them
+    header, arrays = _combine(
+        catalog_path.parent, segments, retracted, doc.get(REJECTED, []), marks
+    )
     header["key"] = key
     try:
         _write_container(cache_dir / CACHE_NAME, header, arrays)

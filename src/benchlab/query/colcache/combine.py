@@ -31,7 +31,11 @@ def _small_codes(codes: np.ndarray, size: int) -> np.ndarray:
 
 
 def _combine(
-    root: Path, segments: list[_Segment], retracted: list[str], rejected: Sequence[str] = ()
+    root: Path,
+    segments: list[_Segment],
+    retracted: list[str],
+    rejected: Sequence[str] = (),
+    marks: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The cache's header and arrays from the segments (shards in order, then at most one
     of inline rows): side by side, their codes into one set of tables, one row per run id.
@@ -69,6 +73,8 @@ def _combine(
     blob = _bytes(b"".join(s.blob for s in segments))
 
     keep = _one_row_per_run(root, segments, merged, blob, retracted, rejected)
+    if marks:
+        _mark_rows(segments, merged, tables["tags"], marks)
     if not keep.all():
         merged = {name: column[keep] for name, column in merged.items()}
     n = len(merged["file"])
@@ -99,7 +105,33 @@ def _combine(
         "tables": out_tables,
         "declared": declared,
     }
+    if marks:
+        header["marks"] = marks  # `Columns.entries` presents them (catalog.marks)
     return header, merged
+
+
+def _mark_rows(
+    segments: list[_Segment],
+    merged: dict[str, np.ndarray],
+    tags: dict[Any, int],
+    marks: dict[str, dict[str, Any]],
+) -> None:
+    """The head's outlier marks on the tags column (ARCHITECTURE.md, The catalog: marks and
+    verdicts): a marked run's tags gain `outlier`, a cleared run's lose it, as
+    `catalog.read` presents them; marks are few, so rows are found by hash."""
+    from benchlab.catalog.marks import present
+
+    hashes = np.concatenate([s.hashes for s in segments])
+    starts = np.cumsum([0, *(s.n for s in segments)])
+    ids = np.array([r.encode() for r in marks], dtype=np.bytes_)
+    values = list(tags)
+    column = merged["code:tags"]
+    for row in np.flatnonzero(np.isin(hashes, _hashes(ids))).tolist():
+        at = int(np.searchsorted(starts, row, side="right")) - 1
+        run_id = bytes(segments[at].run_ids[row - starts[at]]).decode()
+        if run_id in marks:
+            shown = present({"run_id": run_id, "tags": list(values[column[row]])}, marks[run_id])
+            column[row] = tags.setdefault(tuple(shown["tags"]), len(tags))
 
 
 def _declared_columns(
