@@ -358,11 +358,12 @@ def compare_axis(
     """
     if match not in MATCHES:
         raise QueryError(f"--match: expected one of {', '.join(MATCHES)}, got {match!r}")
-    sides = gather(select(catalog.runs, filters), axis, memo)
+    matched = select(catalog.runs, filters)
+    sides = gather(matched, axis, memo)
     present = sides.present
     if len(present) < 2 and (a is None or b is None):
         # No run at all matches: "no match", exit 1 as every query verb (NoMatchError).
-        raise (QueryError if present else NoMatchError)(
+        raise (QueryError if matched else NoMatchError)(
             f"compare --by {axis}: need two {axis} values to compare, "
             f"found {len(present)} ({_few(present)})"
             + (f" among runs matching {filters.describe()}" if filters.describe() else "")

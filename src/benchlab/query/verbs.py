@@ -209,8 +209,14 @@ def _level_value(row: dict[str, Any], metric: str) -> float:
 def _table_levels(catalog: Runs, filters: Filters, memo: StepMemo | None) -> list[SeriesLevel]:
     """Each series at the level of the first TABLE_METRICS metric it has a history for."""
     found: dict[str, SeriesLevel] = {}
+    runs = select(catalog.runs, filters) if isinstance(catalog, LoadedCatalog) else None
     for metric in TABLE_METRICS:
-        for item in _levels(catalog, filters, metric, TABLE_COLUMNS, memo, skip=set(found)):
+        skip = set(found)
+        if runs is None:
+            items = _levels(catalog, filters, metric, TABLE_COLUMNS, memo, skip)
+        else:  # the filters once, not once per metric
+            items = series_levels(runs, metric, memo, TABLE_COLUMNS, skip)
+        for item in items:
             found[item.series] = item
     return list(found.values())
 
