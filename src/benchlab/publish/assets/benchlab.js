@@ -77,7 +77,10 @@
     /* (Re)draw a chart from its whole data under the page's filters and its metric. */
     var layout = Object.assign({}, div.blLayout, theme());
     var picked = metricOf(div);
-    if (picked) { layout[picked.axis] = JSON.parse(JSON.stringify(picked.layout)); }
+    if (picked) {
+      layout[picked.axis] = JSON.parse(JSON.stringify(picked.layout));
+      if (picked.chart_title) { layout.title = Object.assign({}, layout.title, { text: picked.chart_title }); }
+    }
     var data = filtered(ink(div.blOriginal), wantedFor(div), div.blSpec.layout.meta || {});
     autolog(div.blSpec.layout.meta || {}, data, layout);
     var none = div.blOriginal.length > 0 && !data.some(function (t) {
@@ -144,7 +147,8 @@
     div.blSpec = spec;
     var layout = Object.assign({}, spec.layout);
     if (narrow()) {
-      layout.margin = Object.assign({}, layout.margin, { l: 44, r: 6 });
+      var right = layout.margin && layout.margin.r > 12 ? layout.margin.r : 6;  /* labels beside bars */
+      layout.margin = Object.assign({}, layout.margin, { l: 44, r: right });
       layout.title = Object.assign({}, layout.title, { font: { size: 13 } });
       if (spec.data.filter(function (t) { return t.visible !== false; }).length > 5) {
         /* A crowded legend would bury a phone-sized plot: hover names each line instead. */

@@ -233,6 +233,11 @@ def _ranked(levels: Sequence[SeriesLevel], metric: str) -> list[SeriesLevel]:
     return sorted(levels, key=lambda lv: (lv.latest["machine_id"], -sign * lv.level.value))
 
 
+def _one_title(metric: str, axis: dict[str, Any]) -> str:
+    log = " (log scale)" if axis.get("type") == "log" else ""
+    return f"Each series at its level: {METRIC_TITLES[metric]}{log}"
+
+
 def _labels(chosen: Sequence[SeriesLevel]) -> dict[str, Any]:
     """Each bar's value written beside it: a short bar next to a tall one stays readable."""
     return {
@@ -264,14 +269,21 @@ def _finish(
     styles: Styles,
 ) -> Chart:
     first = metrics[0]
+    titles: dict[str, str] = {}
     if one:
-        title = "Each series at its current level"
+        # The metric names the chart, not its axis: beside long series names on a phone
+        # a centred axis title runs off the plot.
+        titles = {m: _one_title(m, axis) for m, axis in axes.items()}
+        for axis in axes.values():
+            axis["title"]["text"] = ""
+        title = titles[first]
         layout = base_layout(title, "", "")
         bars = max((len(t["y"]) for t in traces), default=1)
         layout["height"] = 160 + 26 * bars
         layout["xaxis"] = axes[first]
         layout["yaxis"].pop("rangemode")
         layout["yaxis"]["title"]["text"] = ""
+        layout["margin"] = {**layout["margin"], "r": 48}  # room for the value beside a bar
         value_key = "xaxis"
     else:
         title = "Each machine at its best configuration"
@@ -282,7 +294,13 @@ def _finish(
     layout["showlegend"] = False
     layout["meta"] = {
         "metrics": [
-            {"name": m, "title": METRIC_TITLES[m], "axis": value_key, "layout": axes[m]}
+            {
+                "name": m,
+                "title": METRIC_TITLES[m],
+                "axis": value_key,
+                "layout": axes[m],
+                **({"chart_title": titles[m]} if one else {}),
+            }
             for m in metrics
         ]
     }

@@ -48,7 +48,6 @@ def scaling_chart(
                 "type": "scatter",
                 "mode": "lines+markers",
                 "name": esc(styles.name(run)),
-                "legendgroup": f"threads-{threads}",
                 "x": [p["batch"] for p in points],
                 "y": [p["agg_tok_per_sec"] for p in points],
                 "customdata": [point_data(run, p["batch"], threads) for p in points],
@@ -64,14 +63,13 @@ def scaling_chart(
     layout = base_layout("Scaling with batch size", "Batch size", "Aggregate tokens/s")
     numeric_axis(layout["xaxis"], [row["batch"] for row in rows])
     # Drawn first: the fastest line of every thread count, so each count shows by default.
-    best: dict[str, float] = {}
-    for trace in traces:
-        group = trace["legendgroup"]
-        best[group] = max(best.get(group, 0.0), max(trace["y"], default=0.0))
+    # (No legend groups: plotly stacks a group's entries in one tall column.)
+    counts = [t["customdata"][0][EXTRA + 1] if t["customdata"] else None for t in traces]
     peaks = [max(t["y"], default=0.0) for t in traces]
-    firsts = [
-        1e12 if p == best[t["legendgroup"]] else 0.0 for p, t in zip(peaks, traces, strict=True)
-    ]
+    best: dict[int | None, float] = {}
+    for count, peak in zip(counts, peaks, strict=True):
+        best[count] = max(best.get(count, 0.0), peak)
+    firsts = [1e12 if p == best[c] else 0.0 for p, c in zip(peaks, counts, strict=True)]
     pool(traces, layout, [f + p for f, p in zip(firsts, peaks, strict=True)])
     auto_log(layout, "yaxis", traces)
     return Chart(
@@ -122,8 +120,12 @@ def threads_chart(
     short = METRIC_TITLES[metric].split(",")[0].replace(" tokens/s", "")
     layout = base_layout(f"{short} by thread count", "Threads", METRIC_TITLES[metric])
     numeric_axis(layout["xaxis"], [row["threads"] for row in rows])
+    # Lines over two or more thread counts first (they show the scaling), then the best.
     sign = -1.0 if lower_is_better(metric) else 1.0
-    pool(traces, layout, [max((sign * y for y in t["y"]), default=0.0) for t in traces])
+    score = [
+        1e12 * (len(t["x"]) > 1) + max((sign * y for y in t["y"]), default=0.0) for t in traces
+    ]
+    pool(traces, layout, score)
     auto_log(layout, "yaxis", traces)
     return Chart(
         slug,
