@@ -235,21 +235,27 @@ def make_asv(catalog_path: Path, root: Path) -> tuple[Path, int]:
     return conf, len(runs)
 
 
-def time_asv(conf: Path, repeat: int) -> list[float]:
+def time_asv(conf: Path, repeat: int) -> tuple[list[float], list[float]]:
+    """Wall times of `asv publish` and its CPU seconds (user + system, children included),
+    measured as `time_site` measures ours."""
     times = []
+    cpu = []
     for _ in range(repeat):
         start = time.perf_counter()
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "asv", "publish", "--config", str(conf)],
-            capture_output=True,
-            text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             cwd=conf.parent,
-            check=False,
         )
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
         times.append(time.perf_counter() - start)
-        if proc.returncode != 0:
-            raise SystemExit(f"asv publish failed: {proc.stderr.strip().splitlines()[-1:]}")
-    return times
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"asv publish failed: {err.decode().strip().splitlines()[-1:]}")
+        cpu.append(usage.ru_utime + usage.ru_stime)
+    return times, cpu
 
 
 def measure(runs: int, repeat: int, skip_asv: bool) -> bool:
@@ -261,7 +267,7 @@ def measure(runs: int, repeat: int, skip_asv: bool) -> bool:
         ok, site_median = report_site(store, root / "site", repeat, SITE_LIMIT_S)
         if not skip_asv:
             conf, results = make_asv(store / "catalog.json", root / "asv")
-            asv_times = time_asv(conf, repeat)
+            asv_times, asv_cpu = time_asv(conf, repeat)
             asv_median = statistics.median(asv_times)
             html = root / "asv" / "html"
             asv_size = sum(p.stat().st_size for p in html.rglob("*") if p.is_file())
@@ -273,6 +279,12 @@ def measure(runs: int, repeat: int, skip_asv: bool) -> bool:
             )
             print(f"ratio asv publish / bench site build: {asv_median / site_median:.2f}")
             print(
+                f"CPU (user + system, all processes): asv {statistics.median(asv_cpu):.2f} s, "
+                f"bench {CPU[-1]:.2f} s, ratio asv / bench "
+                f"{statistics.median(asv_cpu) / CPU[-1]:.2f} (what a shared machine's load "
+                "does not move)"
+            )
+            print(
                 f"| {runs:,} | {site_median:.2f} s | {asv_median:.2f} s | "
                 f"{asv_median / site_median:.2f} | {SIZES[-1] / 1e6:.1f} MB | "
                 f"{asv_size / 1e6:.1f} MB | {PAGES[-1]} | {asv_pages} |"
@@ -282,7 +294,8 @@ def measure(runs: int, repeat: int, skip_asv: bool) -> bool:
 
 SIZES: list[int] = []
 PAGES: list[int] = []
-"""The last site's size and page count, for the summary row beside asv's."""
+CPU: list[float] = []
+"""The last site's size, page count and CPU seconds, for the lines beside asv's."""
 
 
 def report_site(store: Path, out: Path, repeat: int, limit_s: float) -> tuple[bool, float]:
@@ -293,6 +306,7 @@ def report_site(store: Path, out: Path, repeat: int, limit_s: float) -> tuple[bo
     home = page_weight(out, out / "index.html")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     SIZES.append(size)
+    CPU.append(statistics.median(cpu))
     PAGES.append(pages)
     print(
         f"bench site build: median {site_median:.2f} s over {repeat} "
