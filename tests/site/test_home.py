@@ -25,12 +25,14 @@ from benchlab.publish.build import build_site, expand
 from benchlab.publish.data import load_public
 from benchlab.publish.detection import (
     future_runs,
+    metrics_of,
     open_by_level,
     open_regressions,
     still_in_effect,
     window,
 )
 from benchlab.publish.site import render_pages
+from benchlab.publish.sparkline import MAX_POINTS, sparkline
 from benchlab.regress import Step
 
 
@@ -260,3 +262,25 @@ def test_step_tables_fit_without_sideways_scroll(served, browser, page, width, h
         assert not watched.errors and not watched.outside
     finally:
         watched.close()
+
+
+def test_metrics_of_leaves_out_derived_and_lockstep_metrics():
+    runs = [
+        {"peak_tok_per_sec": 10.0 + i, "decode_tok_per_sec": 5.0 + i % 3,
+         "decode_ms_per_token": 1000 / (5.0 + i % 3), "baseline_tok_per_sec": 5.0 + i % 3,
+         "prefill_tok_per_sec": 50.0 + i, "peak_rss_mb": 900.0 + i % 2}
+        for i in range(6)
+    ]  # fmt: skip
+    # decode_ms_per_token derives from decode; batch-1 equals decode run by run.
+    assert metrics_of(runs) == ["prefill_tok_per_sec", "peak_rss_mb"]
+    only_latency = [{"decode_ms_per_token": 20.0 + i} for i in range(6)]  # an import
+    assert metrics_of(only_latency) == ["decode_ms_per_token"]
+
+
+def test_sparkline_keeps_the_first_bad_run_of_a_long_history():
+    runs = [{"run_id": f"r{i:04d}", "peak_tok_per_sec": 100.0 - 30 * (i >= 40), "tags": []}
+            for i in range(1_000)]  # fmt: skip
+    svg = str(sparkline(runs, "peak_tok_per_sec", "r0040", "t"))
+    assert svg.count("bl-spark__bad") == 1  # the step's run survived the thinning
+    assert len(re.search(r'points="([^"]*)"', svg).group(1).split()) <= MAX_POINTS + 2
+    assert sparkline(runs[:1], "peak_tok_per_sec", "r0000", "t") == ""  # one run: no line
