@@ -101,7 +101,7 @@ def despike(values: Sequence[float], sigma: float) -> Any:
     padded = np.concatenate([y[:1], y[:1], y, y[-1:], y[-1:]])
     windows = np.lib.stride_tricks.sliding_window_view(padded, 5)
     centre = np.median(windows, axis=1)
-    centre[0], centre[-1] = np.median(y[:3]), np.median(y[-3:])
+    centre[0], centre[-1] = sorted(y[:3])[1], sorted(y[-3:])[1]
     return np.clip(y, centre - CLIP * sigma, centre + CLIP * sigma)
 
 
@@ -218,8 +218,9 @@ def find_cuts(
         return []
     sigma = noise_scale(raw)
     cuts = partition(despike(raw, sigma) / sigma, PENALTY * math.log(n), min_segment)
-    if cuts:  # the cuts are judged by the noise without the differences across them
-        sigma = noise_scale(raw, cuts)
+    if not cuts:  # most series of a fleet: nothing more to do
+        return []
+    sigma = noise_scale(raw, cuts)  # judged by the noise without the differences across cuts
     clean = despike(raw, sigma)
     while cuts:
         bounds = [0, *cuts, n]
