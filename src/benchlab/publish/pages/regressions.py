@@ -8,8 +8,9 @@ from benchlab.publish.open_steps import events, site_open
 from benchlab.publish.tables import neg, steps_table
 
 REGRESSIONS_METHOD = (
-    "step detection of benchlab.regress: a rank scan with a permutation test and an effect "
-    "size gate, plus a tail check for steps too recent to confirm"
+    "step detection of benchlab.regress: the whole history segmented, a test per step and an "
+    "effect size gate against the series' own noise, the false discovery rate kept across "
+    "series, plus a tail check for steps too recent to confirm"
 )
 
 
