@@ -228,3 +228,18 @@ def test_a_failed_mkdocs_build_names_its_config_and_leaves_no_data_behind(public
     with pytest.raises(StoreError, match=r"mkdocs\.yml: mkdocs build --strict failed: "):
         build_site(load_public(Store(public_store)), out, source=source)
     assert not list(tmp_path.glob(".benchlab-data-*"))
+
+
+def test_theme_templates_compiled_once_are_kept_and_change_nothing(public_store, tmp_path):
+    """The MkDocs hook keeps the theme's compiled templates in runs/.cache/site-templates/;
+    a build that reads them is byte-identical to one that compiled them."""
+    from benchlab.publish.build import build_site, tree_digest
+
+    cache = public_store / "runs" / ".cache" / "site-templates"
+    assert not cache.exists()
+    cold = build_site(load_public(Store(public_store)), tmp_path / "cold")
+    kept = sorted(p.name for p in cache.iterdir())
+    assert len(kept) > 10
+    warm = build_site(load_public(Store(public_store)), tmp_path / "warm")
+    assert sorted(p.name for p in cache.iterdir()) == kept  # read, not compiled again
+    assert tree_digest(warm) == tree_digest(cold)

@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 
 from benchlab.errors import ConfigError, StoreError
-from benchlab.publish import hooks
+from benchlab.layout import Store
+from benchlab.publish import hooks, template_cache
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SLOTS_DIR, fill
 from benchlab.publish.site import Rendered, render_pages
@@ -127,7 +128,11 @@ def mkdocs_config(source: Path, docs: Path, output: Path, nav: list[Any]) -> dic
     extra_nav = [{_page_title(source / "docs" / p): p} for p in hand_pages]
     config["nav"] = nav + extra_nav
     # The pages' tables wait in _slots/ and the hook puts them in (publish/hooks.py).
-    config["hooks"] = [*config.get("hooks", []), str(Path(hooks.__file__).resolve())]
+    config["hooks"] = [
+        *config.get("hooks", []),
+        str(Path(hooks.__file__).resolve()),
+        str(Path(template_cache.__file__).resolve()),  # compiled theme templates kept
+    ]
     excluded = str(config.get("exclude_docs") or "")
     config["exclude_docs"] = f"{excluded}\n/{SLOTS_DIR}/\n".lstrip("\n")
     return config
@@ -165,14 +170,17 @@ the build starts when the config path and SOURCE_DATE_EPOCH arrive on stdin."""
 class MkdocsProcess:
     """One `mkdocs build`, its interpreter started early (`_RUNNER`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, template_cache_dir: Path | None = None) -> None:
+        env = {**os.environ, **_MKDOCS_ENV}
+        if template_cache_dir is not None:
+            env[template_cache.CACHE_ENV] = str(template_cache_dir)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _RUNNER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, **_MKDOCS_ENV},
+            env=env,
         )
         self.config_path: Path | None = None
 
@@ -241,7 +249,9 @@ def build_site(
     ):
         work = Path(tmp)
         target = docs or work / "docs"
-        runner = MkdocsProcess()
+        root = data.store_root
+        cache = Store(root).runs_dir / ".cache" / "site-templates" if root else None
+        runner = MkdocsProcess(cache)
         try:
 
             def pages_done(pages: Rendered) -> None:
