@@ -24,6 +24,7 @@ from benchlab.publish.charts import (
     throughput_chart,
     trend_chart,
 )
+from benchlab.publish.charts.levels import machine_chart
 from benchlab.publish.data import load_public
 from benchlab.query.filters import Filters
 from benchlab.query.level import series_levels
@@ -415,3 +416,37 @@ def test_every_machine_is_on_the_by_machine_chart_whatever_its_series_count():
     # A trace per filter state: at q8 only "other" ran.
     q8 = next(t for t in chart.figure["data"] if t["meta"]["when"]["precision"] == "q8")
     assert q8["x"] == ["other"] and q8["visible"] is False
+
+
+def test_one_machine_carries_every_series_and_the_page_draws_the_best_40():
+    runs = []
+    for threads in range(1, 51):  # 50 series on one machine
+        run = entry("big", "tiny", "q4", 0, float(threads), threads=threads)
+        runs += _dicts(run.model_copy(update={"run_id": f"{run.run_id}-{threads}"}))
+    chart = throughput_chart(runs)
+    [trace] = chart.figure["data"]
+    assert trace["orientation"] == "h" and len(trace["x"]) == 50
+    assert trace["x"] == sorted(trace["x"])  # best last: the top of the chart
+    assert chart.figure["layout"]["meta"]["tail"] == 40
+    assert sum(row["drawn"] for row in chart.rows) == 40 and len(chart.rows) == 50
+
+
+def test_the_best_of_a_lower_is_better_metric_is_the_smallest_and_the_axis_says_so():
+    runs = _dicts(
+        entry("a", "tiny", "q4", 0, 1.0, ttft_ms=90.0),
+        entry("a", "tiny", "q8", 0, 1.0, ttft_ms=30.0),
+        entry("b", "tiny", "q4", 0, 1.0, ttft_ms=60.0),
+    )
+    chart = machine_chart(runs, "x", ["peak_tok_per_sec", "ttft_ms"])
+    [ttft] = [
+        t
+        for t in chart.figure["data"]
+        if t["meta"]["when"] == {"model": "", "precision": "", "metric": "ttft_ms"}
+    ]
+    assert ttft["x"] == ["a", "b"] and ttft["y"] == [30.0, 60.0]
+    assert "q8" in ttft["customdata"][0][9]  # a's best setting is named
+    axes = {
+        m["name"]: m["layout"]["title"]["text"] for m in chart.figure["layout"]["meta"]["metrics"]
+    }
+    assert axes["ttft_ms"] == "Time to first token, ms (lower is better)"
+    assert "lower is better" not in axes["peak_tok_per_sec"]

@@ -1,5 +1,5 @@
 """Model and machine page charts on a fleet that misleads naive charts (issue 25), in a real
-headless Chromium: one machine ("big") has 24 series, all faster than every other machine's,
+headless Chromium: one machine ("big") has 48 series, all faster than every other machine's,
 so a chart that picks the top 16 series before it aggregates shows big alone; one machine
 ("mcu") is three decades slower than big and ran one model at one precision only.
 
@@ -32,10 +32,10 @@ THROUGHPUT = "chart-model-llama-3.2-1b-throughput"
 
 
 def extra_runs() -> list[CatalogEntry]:
-    """big: Llama-3.2-1B q4 at 1 to 24 threads, every series faster than any other
+    """big: Llama-3.2-1B q4 at 1 to 48 threads, every series faster than any other
     machine's; mcu: the same model at q4 and one thread, about 0.1 % of big's speed."""
     out = []
-    for threads in range(1, 25):
+    for threads in range(1, 49):
         for day in range(0, 60, 6):
             run = entry("big", "Llama-3.2-1B", "q4", day, 100.0 + threads, threads=threads)
             run_id = run.run_id.replace("0000abcd", f"0000t{threads:03d}")
@@ -198,6 +198,15 @@ def test_two_series_that_share_a_colour_differ_in_dash_or_marker(served, watched
             assert len(set(styles)) == len(styles), (chart, color, styles)
             shared += len(styles) > 1
     assert shared >= 1  # the fleet does make series share a colour
+
+
+def test_one_machine_draws_its_best_forty_series_of_those_that_match(served, watched):
+    watched.open(served + "machines/big.html")
+    chart = "document.getElementById('chart-machine-big-throughput')"
+    drawn = watched.page.evaluate(f"{chart}.data.filter(t => t.visible === true)[0].y")
+    carried = watched.page.evaluate(f"{chart}.blOriginal.find(t => t.visible === true).y.length")
+    assert carried == 48 and len(drawn) == 40
+    assert drawn[-1].endswith("48 threads")  # the best on top
 
 
 @pytest.mark.parametrize("width", [1440, 390])

@@ -246,7 +246,29 @@
       copy.visible = index.length > 0 ? was : false;
       return copy;
     });
+    if (meta && meta.tail) { out = out.map(function (t) { return tail(t, meta.tail); }); }
     return meta && meta.pick ? pick(out, meta.pick) : out;
+  }
+
+  function tail(trace, n) {
+    /* The last n points (a sorted bar chart's best) of every per-point array. */
+    var size = (trace.customdata || []).length;
+    if (size <= n) { return trace; }
+    var copy = {};
+    Object.keys(trace).forEach(function (key) {
+      var value = trace[key];
+      copy[key] = Array.isArray(value) && value.length === size ? value.slice(size - n) : value;
+    });
+    if (trace.marker) {
+      var m = Object.assign({}, trace.marker);
+      if (Array.isArray(m.color) && m.color.length === size) { m.color = m.color.slice(size - n); }
+      if (Array.isArray(m.symbol) && m.symbol.length === size) { m.symbol = m.symbol.slice(size - n); }
+      if (m.pattern && Array.isArray(m.pattern.shape) && m.pattern.shape.length === size) {
+        m.pattern = Object.assign({}, m.pattern, { shape: m.pattern.shape.slice(size - n) });
+      }
+      copy.marker = m;
+    }
+    return copy;
   }
 
   function pick(data, sizes) {

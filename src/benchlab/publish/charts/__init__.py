@@ -17,10 +17,13 @@ filters any chart by the first three fields without knowing which kind of chart 
 the hover shows the series and the version axis (backend version, build, revision) of the
 run behind the point.
 
-The package by chart family: `layout` (the shared look and the axes: titles per metric, log
-axes), `base` (selection, labels, styles, customdata, `Chart`), `bars` (across machines),
-`scaling` (batch and threads), `history` (over time), `kinds` (`build_charts`), `output`
-(JSON, CSV, images, `bench chart`). Import from here.
+The package by chart family: `palette` (Okabe–Ito colours, and the dash and marker that
+tell apart series sharing a colour), `layout` (the shared look and the axes: titles per
+metric, linear unless the drawn range needs log, labelled 1-2-5 log ticks, the pooled top
+series), `base` (selection, labels in words, styles, customdata, `Chart`), `levels` (each
+machine at its best series' current level, every machine included), `bars` (prefill vs
+decode, cost), `scaling` (batch and threads), `history` (over time), `kinds`
+(`build_charts`), `output` (JSON, CSV, images, `bench chart`). Import from here.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from benchlab.publish.charts.layout import (
     fit_legend,
     top,
 )
+from benchlab.publish.charts.levels import machine_chart, present_metrics
 from benchlab.publish.charts.output import (
     PLOTLY_CONFIG,
     chart_csv,
@@ -99,7 +103,9 @@ __all__ = [
     "fit_legend",
     "label",
     "latest_by_series",
+    "machine_chart",
     "prefill_decode_chart",
+    "present_metrics",
     "scaling_chart",
     "series_chart",
     "shown",

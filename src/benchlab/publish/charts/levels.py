@@ -45,7 +45,9 @@ WHEN_DIMS = ("model", "precision")
 SETTINGS = ("precision", "threads", "backend", "shape")
 """What a machine's best configuration is named by on hover (and the model, where several)."""
 MAX_BARS = 40
-"""Bars per trace on one machine's chart: its best series; the others have their pages."""
+"""Bars drawn on one machine's chart: its best series that match the page's filters."""
+MAX_SERIES = 200
+"""Series one machine's chart carries (the machine page's table lists as many)."""
 
 
 def present_metrics(runs: Iterable[Entry]) -> list[str]:
@@ -131,7 +133,9 @@ def machine_chart(
         values = [lv.level.value for lv in levels]
         dots = wide(values)
         axes[metric] = _axis(metric, values, one)
-        for when in _combos(levels):
+        # One machine: a trace per metric of all its series, sorted; the page keeps the best
+        # `MAX_BARS` that match its filters (`meta.tail`), so no trace per filter state.
+        for when in [dict.fromkeys(WHEN_DIMS, "")] if one else _combos(levels):
             chosen = [lv for lv in levels if _matches(lv, when)]
             chosen = _series_order(chosen, metric) if one else _best(chosen, metric)
             if not chosen:
@@ -142,16 +146,17 @@ def machine_chart(
             trace["visible"] = metric == metrics[0] and not any(when.values())
             traces.append(trace)
         if metric == metrics[0]:
-            drawn = {lv.series for lv in (_series_order if one else _best)(levels, metric)}
+            best = _series_order(levels, metric)[-MAX_BARS:] if one else _best(levels, metric)
+            drawn = {lv.series for lv in best}
             rows += [_row(lv, metric, lv.series in drawn) for lv in _ranked(levels, metric)]
     return _finish(slug, traces, rows, axes, metrics, one, styles)
 
 
 def _series_order(levels: Sequence[SeriesLevel], metric: str) -> list[SeriesLevel]:
-    """One machine's series, best at the top of a horizontal chart (plotly draws the first
-    category at the bottom), at most `MAX_BARS`."""
+    """One machine's series, best last: at the top of a horizontal chart (plotly draws the
+    first category at the bottom), at most `MAX_SERIES`."""
     sign = -1.0 if lower_is_better(metric) else 1.0
-    ranked = sorted(levels, key=lambda lv: (-sign * lv.level.value, lv.series))[:MAX_BARS]
+    ranked = sorted(levels, key=lambda lv: (-sign * lv.level.value, lv.series))[:MAX_SERIES]
     return ranked[::-1]
 
 
@@ -278,7 +283,7 @@ def _finish(
             axis["title"]["text"] = ""
         title = titles[first]
         layout = base_layout(title, "", "")
-        bars = max((len(t["y"]) for t in traces), default=1)
+        bars = min(MAX_BARS, max((len(t["y"]) for t in traces), default=1))
         layout["height"] = 160 + 26 * bars
         layout["xaxis"] = axes[first]
         layout["yaxis"].pop("rangemode")
@@ -293,6 +298,7 @@ def _finish(
         value_key = "yaxis"
     layout["showlegend"] = False
     layout["meta"] = {
+        **({"tail": MAX_BARS} if one else {}),
         "metrics": [
             {
                 "name": m,
@@ -302,7 +308,7 @@ def _finish(
                 **({"chart_title": titles[m]} if one else {}),
             }
             for m in metrics
-        ]
+        ],
     }
     what = METRIC_TITLES[first].lower()
     return Chart(

@@ -45,14 +45,15 @@ class Look:
 
 def look(color_index: int, within: int) -> Look:
     """The `within`-th series of colour `color_index` (both counted from 0). Past the
-    palette's end colours repeat with the next dash, so a (colour, dash) pair stays unique
-    for 8 × 6 series."""
+    palette's end colours repeat with the next dash and marker."""
     cycle, color = divmod(color_index, len(PALETTE))
     rank = within + cycle
+    # The marker steps one further each time the dashes come round: (dash, marker) pairs
+    # stay unique for 48 series of one colour (6 dashes x 8 markers).
     return Look(
         PALETTE[color],
         DASHES[rank % len(DASHES)],
-        SYMBOLS[rank % len(SYMBOLS)],
+        SYMBOLS[(rank + rank // len(DASHES)) % len(SYMBOLS)],
         PATTERNS[rank % len(PATTERNS)],
     )
 
@@ -60,7 +61,7 @@ def look(color_index: int, within: int) -> Look:
 def assign(keys: Iterable[tuple[Hashable, Hashable]]) -> dict[tuple[Hashable, Hashable], Look]:
     """A look per (colour group, series) key: one colour per group in sorted order, and a
     dash and marker per series within its group, so that two series sharing a colour never
-    share a dash or a marker (up to six series per colour)."""
+    share both a dash and a marker (up to 48 series per colour; up to six share neither)."""
     unique = sorted(set(keys), key=lambda k: (str(k[0]), str(k[1])))
     groups = sorted({k[0] for k in unique}, key=str)
     color_of = {g: i for i, g in enumerate(groups)}
