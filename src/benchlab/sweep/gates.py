@@ -16,6 +16,7 @@ idempotent: a manifest is rewritten only when its verdict changed.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 from collections.abc import Iterable, Mapping
@@ -208,6 +209,8 @@ class GateBook:
         pattern = f"{machine_id}/*/{RECORD}" if machine_id else f"*/*/{RECORD}"
         self.records: dict[str, dict[str, Any]] = {}
         self.dirs: dict[str, Path] = {}
+        self._by_series: dict[tuple[Any, ...], list[tuple[str, str, dict[str, Any]]]] | None
+        self._by_series, self._indexed = None, self.records
         if store.by_machine.is_dir():
             for path in sorted(store.by_machine.glob(pattern)):
                 try:
@@ -272,16 +275,24 @@ class GateBook:
                 except BenchlabError:
                     found = None
             return found if isinstance(found, dict) and found.get("status") == "ok" else None
-        series, started = self._series(record), self._started(record)
-        earlier = [
-            other
-            for other in self.records.values()
-            if other.get("run_id") != record.get("run_id")
-            and self._series(other) == series
-            and (self._started(other), str(other.get("run_id")))
-            < (started, str(record.get("run_id")))
-        ]
-        return max(earlier, key=lambda r: (self._started(r), str(r.get("run_id"))), default=None)
+        history = self._history().get(self._series(record), [])
+        at = bisect.bisect_left(history, (self._started(record), str(record.get("run_id"))))
+        return history[at - 1][2] if at > 0 else None
+
+    def _history(self) -> dict[tuple[Any, ...], list[tuple[str, str, dict[str, Any]]]]:
+        """Each series' ok runs as (started, run id, record), oldest first: made once, so a
+        `previous` baseline is a bisection, not a pass over every record (a catalog build
+        judges thousands of runs of one machine)."""
+        if self._by_series is None or self._indexed is not self.records:
+            by_series: dict[tuple[Any, ...], list[tuple[str, str, dict[str, Any]]]] = {}
+            for run_id, other in self.records.items():
+                by_series.setdefault(self._series(other), []).append(
+                    (self._started(other), str(other.get("run_id", run_id)), other)
+                )
+            for runs in by_series.values():
+                runs.sort(key=lambda item: (item[0], item[1]))
+            self._by_series, self._indexed = by_series, self.records
+        return self._by_series
 
     def verdict(self, run_id: str) -> Verdict | None:
         """The verdict on one ok run (None when no gate applies to it)."""
