@@ -268,3 +268,28 @@ def test_marks_merge_between_two_git_clones_in_both_directions(
     found = entries(alice / STORE)
     assert is_outlier(found[run_b]) and found[run_b][REASON_FIELD] == "fan stuck"
     assert not is_outlier(found[seed[1]])
+
+
+def test_the_columnar_cache_and_the_sites_data_present_marks(
+    store: Path, fleet: dict[str, str], bench: Bench
+) -> None:
+    """The columns cache is keyed by the head's stat, so a mark refreshes it; its tags column,
+    its full entries and the site's light entries all say `outlier` for the marked run."""
+    from benchlab.publish.data import load_site
+    from benchlab.query.colcache import open_columns
+
+    def outliers() -> tuple[set[str], set[str], int]:
+        site = load_site(Store(store), min_bytes=0)
+        light = {e["run_id"] for e in site.catalog.runs if is_outlier(e)}
+        columns = open_columns(Store(store), min_bytes=0)
+        assert columns is not None
+        full = {e["run_id"] for e in columns.entries(range(columns.n)) if is_outlier(e)}
+        return light, full, int(columns._unmarked().sum())
+
+    light, full, unmarked = outliers()
+    assert light == full == set()
+    assert bench("--store", str(store), "mark-outlier", fleet["foreign"], "--reason", "hot")[0] == 0
+    light, full, after = outliers()
+    assert light == full == {fleet["foreign"]} and after == unmarked - 1
+    assert bench("--store", str(store), "mark-outlier", fleet["foreign"], "--clear")[0] == 0
+    assert outliers() == (set(), set(), unmarked)
