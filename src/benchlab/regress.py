@@ -69,8 +69,10 @@ MIN_BASELINE = 4
 MAX_TAIL = 5
 """The most newest runs the tail check looks at."""
 MIN_TAIL = 2
-"""The fewest: one newest run beyond the rest is as often a wedged run as a step (on the
-generated histories of tools/perf/regress.py, most single-run suspects were noise)."""
+"""The fewest runs of a suspect that stands alone: one newest run beyond the rest is as often
+a wedged run as a step (on the generated histories of tools/perf/regress.py, most
+single-run suspects were noise); `corroborate` keeps a single-run suspect only when other
+series of its machine stepped with it."""
 
 
 def sort_key(entry: Entry) -> tuple[str, str]:
@@ -333,6 +335,13 @@ def _kind(metric: str, change: float) -> Literal["regression", "improvement"]:
     return "regression" if worse else "improvement"
 
 
+def noise_scale(values: Sequence[float]) -> float:
+    """`segment.noise_scale`: the run-to-run noise from trimmed first differences."""
+    from benchlab.segment import noise_scale as scale
+
+    return scale(values)
+
+
 def tail_step(
     values: Sequence[float],
     start: int = 0,
@@ -351,7 +360,9 @@ def tail_step(
     baseline's minimum, or all above its maximum. Under no change every ordering is equally
     likely, so the chance that the k newest of n runs are the k lowest is 1 / C(n, k): an
     exact p-value for any noise distribution. The median of the tail must also differ from
-    the baseline's by `min_change` and by `suspect_effect` robust deviations of the baseline.
+    the baseline's by `min_change`, and by `suspect_effect` deviations of the baseline's
+    noise (`segment.noise_scale`) from both the baseline's median and the median of its
+    newest `min_baseline` runs (a slow drift carries those along; a step does not).
     """
     n = len(values)
     for k in range(max_tail, min_tail - 1, -1):  # the longest tail that qualifies
@@ -364,9 +375,10 @@ def tail_step(
         mb, mt = median(base), median(tail)
         if mb == 0 or abs(mt - mb) / abs(mb) < min_change:
             continue
-        noise = robust_sd(base) or 1e-9 * abs(mb)
+        noise = noise_scale(base)
         effect = abs(mt - mb) / noise
-        if effect < suspect_effect:
+        latest = median(base[-min_baseline:])  # a drift brings the latest runs along
+        if effect < suspect_effect or abs(mt - latest) / noise < suspect_effect:
             continue
         # Both directions were looked at: the two-sided p-value is twice the one-sided.
         return n - k, min(1.0, 2.0 / math.comb(len(base) + k, k)), effect
@@ -397,12 +409,14 @@ def detect(
     min_segment: int = 3,
     min_effect: float = MIN_EFFECT,
     suspects: bool = True,
+    lone_suspects: bool = False,
 ) -> list[Step]:
     """Every step in every series' whole history, oldest first within a series: confirmed
     steps (`find_steps`), kept where the false discovery rate across all the series tested
     stays at `alpha` (`control_fdr`), and, with `suspects`, a step among the newest runs too
     recent to confirm (`tail_step`), its confidence raised where other series of the same
-    machine stepped the same way at the same time (`corroborate`)."""
+    machine stepped the same way at the same time (`corroborate`; a suspect of one run only
+    then, unless `lone_suspects`, for callers that corroborate across series later)."""
     steps: list[Step] = []
     grouped = histories(entries, metric)
     for runs in grouped.values():
@@ -415,7 +429,7 @@ def detect(
             min_effect=min_effect,
             suspects=suspects,
         )
-    return corroborate(control_fdr(steps, len(grouped), alpha))
+    return corroborate(control_fdr(steps, len(grouped), alpha), keep_lone=lone_suspects)
 
 
 def series_steps(
@@ -429,7 +443,6 @@ def series_steps(
     suspects: bool,
 ) -> list[Step]:
     """The steps of one series' history (`detect` without the catalog-wide parts)."""
-    from benchlab.segment import noise_scale
 
     fields = _series_fields(runs[0][0])
     values = [value for _, value in runs]
@@ -457,7 +470,7 @@ def series_steps(
         )
     levels = [(lo, median(values[lo:hi])) for lo, hi in pairwise(bounds)]
     if suspects:
-        tail = tail_step(values, bounds[-2], min_change=min_change)
+        tail = tail_step(values, bounds[-2], min_change=min_change, min_tail=1)
         if tail is not None and tail[0] - bounds[-2] >= MIN_BASELINE:
             first, p_value, effect = tail
             found.append(
@@ -555,10 +568,14 @@ def control_fdr(steps: Sequence[Step], tested: int, alpha: float = 0.01) -> list
     ]
 
 
-def corroborate(steps: Sequence[Step]) -> list[Step]:
+def corroborate(steps: Sequence[Step], *, keep_lone: bool = False) -> list[Step]:
     """Suspects of one machine, same direction, whose windows (last good run to first bad
     run) overlap, corroborate each other: each gets the Fisher-combined confidence of the
-    group and the count of the others. Confirmed steps are left as they are."""
+    group and the count of the others. Confirmed steps are left as they are. A suspect of
+    fewer than `MIN_TAIL` runs is kept only if corroborated: one newest run beyond the rest
+    of one series is as often a wedged run as a step, but several series of one machine
+    dropping together at their newest run is a machine-wide event. `keep_lone` keeps them
+    all, for a caller that corroborates per series first and across series later."""
     groups: dict[tuple[Any, str], list[int]] = defaultdict(list)
     for index, step in enumerate(steps):
         if step.status == "suspect":
@@ -582,7 +599,14 @@ def corroborate(steps: Sequence[Step]) -> list[Step]:
                 confidence=max(step.confidence, 1.0 - combined),
                 corroborated_by=len(peers) - 1,
             )
-    return out
+    return [
+        step
+        for step in out
+        if keep_lone
+        or step.status != "suspect"
+        or step.runs_after >= MIN_TAIL
+        or step.corroborated_by
+    ]
 
 
 def window_start(entries: Iterable[Entry], days: float) -> str | None:

@@ -55,7 +55,10 @@ def test_detect_finds_what_asv_publish_lists(store: Path, tmp_path: Path) -> Non
     revision_to_hash = json.loads((made / "html" / "index.json").read_text())["revision_to_hash"]
     commit = [revision_to_hash[str(i)] for i in range(len(revision_to_hash))]
     assert listed["bench_steps.track_open"] == [commit[4]]  # asv: the planted commit 5
-    assert commit[4] in listed["bench_steps.time_open"]
+    # time_open is a real timing: on a busy machine asv may list it at commit 5, list a
+    # chance jump as well, or (a slow run among the newest) not list it; ours must find
+    # commit 5 either way (below), and where asv lists it, at commit 5 among its jumps.
+    assert commit[4] in listed.get("bench_steps.time_open", [commit[4]])
     assert "bench_steps.track_fixed" not in listed and "bench_steps.track_flat" not in listed
 
     assert main(["--store", str(store), "migrate", str(made / "results")]) == 0

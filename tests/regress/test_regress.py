@@ -224,12 +224,13 @@ def test_suspects_of_one_machine_corroborate_each_other() -> None:
     rng = np.random.default_rng(4)
     history = []
     for model in ("a", "b", "c"):
-        values = [100 * rng.uniform(0.9, 1.1) for _ in range(10)] + [60.0, 61.0]
+        values = [100 * rng.uniform(0.9, 1.1) for _ in range(11)] + [60.0]
         history += entries(values, tag=model, model_id=model, model=model)
-    steps = detect(history)
+    steps = detect(history)  # one newest run each: kept because they corroborate
     assert len(steps) == 3 and {s.status for s in steps} == {"suspect"}
-    assert all(s.corroborated_by == 2 for s in steps)
-    assert all(s.confidence > 0.99 > 1 - 2 / 66 for s in steps)  # stronger than each alone
+    assert all(s.corroborated_by == 2 and s.runs_after == 1 for s in steps)
+    assert all(s.confidence > 0.9 > 1 - 2 / 12 for s in steps)  # stronger than each alone
+    assert detect(history[:12]) == []  # one series alone: its single newest run is no step
 
 
 def test_one_newest_run_beyond_the_rest_is_not_a_suspect() -> None:

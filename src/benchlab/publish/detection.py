@@ -43,7 +43,7 @@ def _detect_series(sid: str) -> Found:
     runs = [r for r in _DETECT_INPUT[sid] if not is_outlier(r)]  # marked runs detect nothing
     grouped = histories(runs)
     key = sort_key(next(iter(grouped.values()))[0][0]) if grouped else None
-    return key, detect(runs), detect(runs, DECODE), _detect_metrics(sid)
+    return key, detect(runs, lone_suspects=True), detect(runs, DECODE), _detect_metrics(sid)
 
 
 def detect_per_series(
