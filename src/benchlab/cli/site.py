@@ -32,14 +32,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from benchlab.layout import Store, find_store
-    from benchlab.publish.build import build_site, default_source
-    from benchlab.publish.data import load_site
+    from benchlab.publish.mkdocs_run import MkdocsProcess
 
-    store = Store(find_store()).require()
-    data = load_site(store)  # light entries from the columns cache on a large catalog
-    source = args.source or default_source(store.root)
-    output = args.output or source / "build"
-    result = build_site(data, output, source, args.docs, run_build=not args.no_mkdocs)
+    # MkDocs' interpreter first: it imports while the site's code loads and renders.
+    runner = None if args.no_mkdocs else MkdocsProcess()
+    try:
+        from benchlab.layout import Store, find_store
+        from benchlab.publish.build import build_site, default_source
+        from benchlab.publish.data import load_site
+
+        store = Store(find_store()).require()
+        data = load_site(store)  # light entries from the columns cache on a large catalog
+        source = args.source or default_source(store.root)
+        output = args.output or source / "build"
+        result = build_site(data, output, source, args.docs, run_build=not args.no_mkdocs,
+                            runner=runner)  # fmt: skip
+    finally:
+        if runner is not None:
+            runner.stop()
     print(result)
     return 0

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -20,6 +17,7 @@ from benchlab.layout import Store
 from benchlab.publish import hooks, template_cache
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SLOTS_DIR, fill
+from benchlab.publish.mkdocs_run import MkdocsProcess
 from benchlab.publish.site import Rendered, render_pages
 from benchlab.publish.static import SITE_ASSETS, copy_assets
 
@@ -145,95 +143,21 @@ def _page_title(path: Path) -> str:
     return path.stem.replace("-", " ").capitalize()
 
 
-_MKDOCS_ENV = {"NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
-
-_RUNNER = """
-import os, sys
-from mkdocs.__main__ import cli
-for name in ("mkdocs.commands.build", "mkdocs.contrib.search", "material.plugins.search.plugin",
-             "material.plugins.offline.plugin", "markdown", "jinja2", "pymdownx"):
-    try:
-        __import__(name)
-    except ImportError:
-        pass
-line = sys.stdin.readline().rstrip("\\n").split("\\t")
-if len(line) != 2:
-    sys.exit(0)
-os.environ["SOURCE_DATE_EPOCH"] = line[1]
-cli(["build", "--strict", "--quiet", "-f", line[0]])
-"""
-"""`mkdocs build --strict --quiet -f CONFIG`, in a process started before the config
-exists: MkDocs, the theme and their plugins are imported while the pages are rendered, and
-the build starts when the config path and SOURCE_DATE_EPOCH arrive on stdin."""
-
-
-class MkdocsProcess:
-    """One `mkdocs build`, its interpreter started early (`_RUNNER`)."""
-
-    def __init__(self, template_cache_dir: Path | None = None) -> None:
-        env = {**os.environ, **_MKDOCS_ENV}
-        if template_cache_dir is not None:
-            env[template_cache.CACHE_ENV] = str(template_cache_dir)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _RUNNER],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-        self.config_path: Path | None = None
-
-    def build(self, config: dict[str, Any], work: Path, epoch: int) -> None:
-        """Write the config and let the waiting process build it."""
-        self.config_path = work / "mkdocs.yml"
-        self.config_path.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{self.config_path}\t{epoch}\n")
-        self.proc.stdin.close()
-
-    def wait(self) -> None:
-        """The build's end; a failed build raises naming the config and MkDocs' last line."""
-        assert self.proc.stdout is not None
-        output = self.proc.stdout.read()
-        self.proc.wait()
-        if self.proc.returncode != 0:
-            lines = [ln for ln in output.splitlines() if ln.strip()]
-            reason = lines[-1] if lines else f"exit {self.proc.returncode}"
-            raise StoreError(f"{self.config_path}: mkdocs build --strict failed: {reason}")
-
-    def stop(self) -> None:
-        """End the process if it is still waiting or building (a render that failed)."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None and not stream.closed:
-                stream.close()
-
-
-def run_mkdocs(config: dict[str, Any], work: Path, epoch: int) -> None:
-    runner = MkdocsProcess()
-    try:
-        runner.build(config, work, epoch)
-        runner.wait()
-    finally:
-        runner.stop()
-
-
 def build_site(
     data: PublicData,
     output: Path,
     source: Path | None = None,
     docs: Path | None = None,
     run_build: bool = True,
+    runner: MkdocsProcess | None = None,
 ) -> Path:
     """Render the pages and (unless run_build is False) build the site into `output`.
 
     Returns the generated docs dir when only rendering, else the output dir. MkDocs builds
     the pages while the series and run data files are rendered (`render_pages`'
     `pages_done`); those files never pass through MkDocs: they are written beside the
-    output and moved into it once MkDocs is done.
+    output and moved into it once MkDocs is done. `runner`: an MkDocs process the caller
+    started earlier still (`bench site build` starts it before importing the site's code).
     """
     source = source or default_source(data.store_root or Path.cwd())
     if not (source / "mkdocs.yml").is_file():
@@ -251,7 +175,7 @@ def build_site(
         target = docs or work / "docs"
         root = data.store_root
         cache = Store(root).runs_dir / ".cache" / "site-templates" if root else None
-        runner = MkdocsProcess(cache)
+        runner = runner or MkdocsProcess()
         try:
 
             def pages_done(pages: Rendered) -> None:
@@ -259,7 +183,7 @@ def build_site(
                 if output.exists():
                     shutil.rmtree(output)
                 config = mkdocs_config(source, target, output, pages.nav)
-                runner.build(config, work, _epoch(data.catalog.last_updated))
+                runner.build(config, work, _epoch(data.catalog.last_updated), cache)
 
             rendered = render_pages(data, pages_done=pages_done)
             late = {rel: text for rel, text in rendered.files.items()
