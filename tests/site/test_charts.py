@@ -313,6 +313,10 @@ def test_runs_differing_only_in_threads_are_two_lines_of_the_trend(threads_store
     [bars] = [t for t in throughput.figure["data"] if t["visible"]]  # a bar per series
     assert bars["orientation"] == "h"  # one machine: a horizontal bar per series
     assert len(bars["y"]) == 2 and {p[5].split()[4] for p in bars["customdata"]} == {"t1", "t4"}
+    assert {p[5].split("<br>")[1].split(" · ")[0] for p in bars["customdata"]} == {
+        "1 thread",
+        "4 threads",
+    }
 
 
 def test_trend_hover_names_the_build_change_of_a_regression(public_store):

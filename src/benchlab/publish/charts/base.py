@@ -245,7 +245,8 @@ def point_data(run: Entry, *more: Any) -> list[Any]:
         esc(run["precision"]),
         run["run_id"],
         run["timestamp"],
-        esc(label(run)),
+        # The short label, and what its `t4 p32/n16` means in words, on the hover.
+        f"{esc(label(run))}<br>{esc(describe(run, ('threads', 'shape')))}",
         esc(version_label(run) or "version not recorded"),
         series_of(run),
         *more,
