@@ -178,9 +178,10 @@ def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
             v * draw(st.sampled_from((0.98, 1.0, 1.01, 1.03))) for v in levels for _ in range(per)
         ]
         series = _series(f"m{s}", values, threads=s + 1)
-        for entry in series:
-            if draw(st.integers(0, 4)) == 0:  # two runs of a day: ordered by time, then id
-                entry["timestamp"] = entry["timestamp"][:11] + "00:00:00Z"
+        per_day = draw(st.integers(1, 3))  # runs of one day: ordered by time, then run id
+        for i, entry in enumerate(series):
+            hour = draw(st.sampled_from(("00", "00", "07", "23")))
+            entry["timestamp"] = f"{_stamp(i // per_day)[:11]}{hour}:00:00Z"
             if draw(st.integers(0, 9)) == 0:
                 entry["tags"] = [*entry["tags"], "outlier"]
         runs += series
@@ -230,3 +231,19 @@ def test_table_keeps_the_prefill_and_baseline_show_prints(
     assert row["prefill_tok_per_sec"] == shown_prefill
     assert row["baseline_tok_per_sec"] == shown_baseline
     assert row["levels"]["prefill_tok_per_sec"] == shown_prefill
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs=histories(), window=st.integers(1, 8))
+def test_the_columns_and_the_entries_agree_past_the_window(
+    runs: list[dict[str, Any]], window: int
+) -> None:
+    # A small window: the columns order only the runs that reach into it exactly.
+    import benchlab.query.colcache.answer as answer
+    import benchlab.query.level as level
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(level, "LEVEL_WINDOW", window)
+        patch.setattr(answer, "LEVEL_WINDOW", window)
+        test_the_columns_and_the_entries_agree_on_levels.hypothesis.inner_test(runs)  # type: ignore[attr-defined]

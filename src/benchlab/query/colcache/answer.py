@@ -23,7 +23,13 @@ from benchlab.query.colcache.arrays import (
 )
 from benchlab.query.colcache.key import Unanswerable
 from benchlab.query.filters import TABLE_METRICS, Filters, select
-from benchlab.query.level import SeriesLevel, StepMemo, current_level, segment_mean
+from benchlab.query.level import (
+    LEVEL_WINDOW,
+    SeriesLevel,
+    StepMemo,
+    current_level,
+    segment_mean,
+)
 from benchlab.stats import is_outlier
 
 _STAND_INS: dict[str, Callable[[Any], dict[str, Any]]] = {
@@ -237,19 +243,28 @@ class Columns:
         ]
 
     def _by_series_in_time_order(self, rows: np.ndarray) -> np.ndarray:
-        """`rows` grouped by series, each oldest first by (timestamp, run id) as Python
-        compares the strings. The date codes are in date order (`combine`), so only runs of
-        one series on one day need their timestamps and ids read from the segments."""
+        """`rows` grouped by series, oldest first by (timestamp, run id) as Python compares
+        the strings, wherever the order can change a level: the newest `LEVEL_WINDOW` runs
+        of each series (`query.level` looks at no older run, and counts them by position
+        only). The date codes are in date order (`combine`), so only runs of one series on
+        one day that reach into that window need their timestamps and ids read from the
+        segments."""
         days = len(self.tables["date"])
         key = (
             self.array("code:series")[rows].astype(np.int64) * days + self.array("code:date")[rows]
         )
         order = np.argsort(key, kind="stable")
         rows, key = rows[order], key[order]
-        same = key[1:] == key[:-1]
-        tied = np.zeros(len(rows), dtype=bool)
-        tied[1:] |= same
-        tied[:-1] |= same
+        n = len(rows)
+        new_block = np.ones(n, dtype=bool)
+        new_block[1:] = key[1:] != key[:-1]
+        block = np.cumsum(new_block) - 1
+        block_last = np.append(np.flatnonzero(new_block[1:]), n - 1)
+        series = self.array("code:series")[rows]
+        series_end = np.append(np.flatnonzero(series[1:] != series[:-1]), n - 1)
+        last_of_series = series_end[np.searchsorted(series_end, np.arange(n))]
+        from_end = last_of_series - block_last[block]  # runs of the series after the block
+        tied = (np.bincount(block)[block] > 1) & (from_end < LEVEL_WINDOW)
         if tied.any():  # tied positions hold whole (series, day) blocks, in key order
             at = np.flatnonzero(tied)
             picked = rows[at]
