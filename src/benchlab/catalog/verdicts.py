@@ -49,9 +49,12 @@ def detail_of(info: GateInfo) -> str | None:
     return text[:DETAIL_MAX]
 
 
-def verdict_fields(info: GateInfo | None, policy: Policy | None = None) -> dict[str, Any]:
+def verdict_fields(
+    info: GateInfo | None, policy: Policy | None = None, memo: dict[str, bool] | None = None
+) -> dict[str, Any]:
     """`gate` and `gate_detail` of an entry for a verdict (nothing for none, or a status
-    the format does not know); a detail the redaction policy would not publish is left out."""
+    the format does not know); a detail the redaction policy would not publish is left out.
+    `memo`: the policy's answers by detail text (a build meets the same detail many times)."""
     from benchlab.redact.shapes import value_shape_ok
 
     if info is None or info.status not in GATE_STATUSES:
@@ -63,7 +66,12 @@ def verdict_fields(info: GateInfo | None, policy: Policy | None = None) -> dict[
             from benchlab.redact import default_policy
 
             policy = default_policy()
-        if value_shape_ok("gate_detail", detail, policy):
+        safe = memo.get(detail) if memo is not None else None
+        if safe is None:
+            safe = value_shape_ok("gate_detail", detail, policy)
+            if memo is not None:
+                memo[detail] = safe
+        if safe:
             out["gate_detail"] = detail
     return out
 
@@ -75,6 +83,7 @@ class Judge:
         self.store = store
         self.books: dict[str, GateBook] = {}
         self._policy: Policy | None = None
+        self._shapes: dict[str, bool] = {}
         self.judged = 0
 
     def _book(self, machine: str) -> GateBook:
@@ -124,4 +133,5 @@ class Judge:
 
             self._policy = default_policy()
         self.judged += 1
-        return verdict_fields(verdict.gate if verdict is not None else None, self._policy)
+        gate = verdict.gate if verdict is not None else None
+        return verdict_fields(gate, self._policy, self._shapes)

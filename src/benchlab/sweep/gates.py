@@ -211,6 +211,7 @@ class GateBook:
         self.dirs: dict[str, Path] = {}
         self._by_series: dict[tuple[Any, ...], list[tuple[str, str, dict[str, Any]]]] | None
         self._by_series, self._indexed = None, self.records
+        self._keys: dict[str, tuple[Any, ...]] = {}
         if store.by_machine.is_dir():
             for path in sorted(store.by_machine.glob(pattern)):
                 try:
@@ -256,7 +257,12 @@ class GateBook:
         return None
 
     def _series(self, record: Mapping[str, Any]) -> tuple[Any, ...]:
-        return series_key(record.get("identity") or {})
+        """The run's series, computed once per run id (a verdict asks it several times)."""
+        run_id = str(record.get("run_id"))
+        key = self._keys.get(run_id)
+        if key is None:
+            key = self._keys[run_id] = series_key(record.get("identity") or {})
+        return key
 
     @staticmethod
     def _started(record: Mapping[str, Any]) -> str:
