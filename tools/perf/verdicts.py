@@ -7,7 +7,7 @@ DIR is a store with a synthetic fleet (default /tmp/bl-perf-100k/store, as tools
 catalog.py leaves it; any store with run dirs will do). Prints, medians of --rounds: the time
 to index every machine's records (`GateBook`), to judge every ok run (the verdict, its
 detail and the public-shape check) and to add the verdict to each run's shard line, in total
-and per run; and how many runs passed, failed and could not be checked.
+and per run; how many runs passed, failed and could not be checked; and the peak RSS.
 """
 
 from __future__ import annotations
@@ -64,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"index records (GateBook): {indexed:.2f} s median of {len(results)}")
     per_run = judged / max(runs, 1) * 1e6
     print(f"judge + rewrite lines:    {judged:.2f} s median, {per_run:.0f} us per run")
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"peak RSS of this process: {peak:.1f} MiB (every machine's records held at once)")
     return 0
 
 

@@ -173,6 +173,21 @@ def applies(gate: GateConfig, record: Mapping[str, Any]) -> bool:
     return gate.device is None or gate.device == record.get("device")
 
 
+def _slim(record: dict[str, Any]) -> dict[str, Any]:
+    """What a verdict reads of a record: a catalog build holds a machine's records at once,
+    and their samples and system facts would cost it most of its memory."""
+    spec = record.get("spec")
+    timings = record.get("timings")
+    slim = {k: record.get(k) for k in _KEPT}
+    slim["spec"] = {"model": spec.get("model")} if isinstance(spec, dict) else None
+    started = timings.get("started_at") if isinstance(timings, dict) else None
+    slim["timings"] = {"started_at": started}
+    return slim
+
+
+_KEPT = ("run_id", "machine_id", "status", "experiment", "identity", "metrics", "device")
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A run's verdict, where it lives, and whether this evaluation changed it on disk."""
@@ -220,7 +235,7 @@ class GateBook:
                     self.warnings.append(str(exc))
                     continue
                 if isinstance(record, dict) and record.get("status") == "ok":
-                    self.records[str(record.get("run_id"))] = record
+                    self.records[str(record.get("run_id"))] = _slim(record)
                     self.dirs[str(record.get("run_id"))] = path.parent
 
     def gates_of(self, experiment: str | None) -> list[GateConfig]:
