@@ -56,8 +56,13 @@ def _sid(page: dict) -> str:
 
 
 def _runs(files: dict[str, str], sid: str) -> dict[str, dict]:
+    """The series' run details, each run's measures as [name, value] rows again (the file
+    names the measures once)."""
     text = next(t for p, t in files.items() if p.startswith("bl/runs/") and sid in p)
-    return _payload(text)["runs"]
+    payload = _payload(text)
+    for run in payload["runs"].values():
+        run["measures"] = list(zip(payload["measure_names"], run["measures"], strict=True))
+    return payload["runs"]
 
 
 def _payload(text: str) -> dict:

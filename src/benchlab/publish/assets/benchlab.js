@@ -480,7 +480,9 @@
         RUN_METRICS.filter(function (m) { return run[m[0]] !== undefined; })
           .map(function (m) { return [m[1], { text: fmt(run[m[0]], 2), v: run[m[0]] }]; }), ""));
       box.appendChild(el("h2", "Memory, energy and latency"));
-      box.appendChild(htmlTable([["Measure", "text"], ["Value", "text"]], run.measures || [], ""));
+      /* A run file names the measures once (measure_names); each run holds its values. */
+      box.appendChild(htmlTable([["Measure", "text"], ["Value", "text"]],
+        (run.measures || []).map(function (v, i) { return [(data.measure_names || [])[i], v]; }), ""));
       box.appendChild(el("h2", "Tests"));
       box.appendChild(el("p", (run.tests && run.tests.length) ? run.tests.join(", ") : "none recorded"));
       box.appendChild(el("h2", "Identity"));

@@ -27,8 +27,9 @@ def run_details(run: Entry) -> dict[str, Any]:
     detail["shape"] = shape(run) or None
     detail["tests"] = list(run.get("tests") or ())
     # Written out here, not left to the page script: an absent measure reads "not
-    # measured" (never 0 or blank), and the words and units come from the registry.
-    detail["measures"] = measure_rows(run)
+    # measured" (never 0 or blank), and the words and units come from the registry. The
+    # names are written once per run file (`measure_names`), the values per run.
+    detail["measures"] = [value for _, value in measure_rows(run)]
     if is_unstable(run):
         detail["unstable"] = UNSTABLE_TITLE
     gate = gate_of(run)
@@ -40,6 +41,8 @@ def run_details(run: Entry) -> dict[str, Any]:
 
 
 GATE_VERDICTS = ("passed", "failed", "unknown")
+MEASURE_NAMES_SHOWN = [name for name, _ in measure_rows({})]
+"""The measures' names with units, in `measure_rows` order: the run page's first column."""
 
 
 def gate_of(run: Entry) -> dict[str, str] | None:
@@ -73,6 +76,7 @@ def run_file(site: SiteContext, sid: str) -> None:
     }
     payload = {
         "series_page": site.series_pages.get(sid),
+        "measure_names": MEASURE_NAMES_SHOWN,
         "runs": members,
     }
     name = series_file(sid, ".js")
