@@ -507,11 +507,16 @@ def _read(
 
 
 def _views_again(book: ShardBook, run_id: str, shard: str) -> None:
-    """Views of the line placed for a run, written again after the build (a reader wrote
-    them from its line before the verdict was added); not for a run in conflict."""
+    """Views of the line placed for a run, written again (a reader wrote them from its line
+    before the verdict was added); not for a run in conflict. A full build writes them now
+    (holding every run's entry to the end would cost it its memory), another after it."""
     placed = book.lines(book.by_name[shard]).get(run_id)
     if placed is not None and not placed.startswith(b'{"conflict":'):
-        book.touched[run_id] = decode_entry(orjson.loads(placed))
+        entry = decode_entry(orjson.loads(placed))
+        if book.views is not None:
+            book.result.views_written += book.views.put(entry)
+        else:
+            book.touched[run_id] = entry
 
 
 def _held_copy(
