@@ -91,6 +91,9 @@ class Judge:
 
         book = self.books.get(machine)
         if book is None:
+            # The build reads one machine's run dirs after another: one book at a time
+            # bounds the records held to one machine's (ARCHITECTURE.md, The catalog).
+            self.books.clear()
             book = GateBook(self.store, machine_id=machine, default=DEFAULT_GATE)
             for warning in book.warnings:
                 log.debug("gates: %s", warning)
