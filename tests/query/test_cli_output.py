@@ -168,8 +168,8 @@ def test_best_other_metric_json_and_csv(golden: Path, capsys: pytest.CaptureFixt
     )  # fmt: skip
     assert out.splitlines() == [
         "machine_id,model,precision,backend,threads,shape,version,speedup,timestamp,run_id",
-        f"anthony-laptop,SmolLM2-135M,q8,reference,4,p32/n16,benchlab 0.1.0,12.21,2025-01-06T12:00:00Z,"
-        f"{LAPTOP_Q8}",
+        "anthony-laptop,SmolLM2-135M,q8,reference,4,p32/n16,benchlab 0.1.0,12.21,"
+        f"2025-01-06T12:00:00Z,{LAPTOP_Q8}",
     ]
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.read import ENTRY_FIELDS, entry_curve, full_entry, load_catalog
+from benchlab.errors import NoMatchError, QueryError, SchemaError, StoreError
 from benchlab.identity import SERIES_NOTE
 from benchlab.metrics import EXTRA_FIELD
-from benchlab.errors import NoMatchError, QueryError, SchemaError, StoreError
 
 # --- show ---------------------------------------------------------------------------------
 
