@@ -257,7 +257,7 @@ def test_the_gate_verdict_reaches_a_clone_without_run_dirs(
     assert main(["run", str(config), "--fresh", "-q"]) == 0
     assert main(["catalog", "build"]) == 0
     git(repo, "add", ".gitignore", "experiments")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "catalog")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "c")
 
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(repo), str(clone))
