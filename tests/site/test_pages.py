@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 import markdown
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from site_factory import XSS_MODEL
@@ -173,11 +174,27 @@ def test_an_empty_catalog_says_no_runs_yet_not_all_clear(tmp_path):
     assert "No step found" not in files["regressions.md"]
 
 
-def test_fastest_machine_table_is_sorted_fastest_first(fleet_store):
+def test_fastest_machine_table_is_sorted_fastest_first_at_the_cli_best_level(fleet_store, bench):
+    """One meaning of best: each machine's row is the level `bench best --by machine`
+    prints (the newest segment's mean and its ±), not its newest run."""
     files = render_pages(load_public(Store(fleet_store))).files
     rows = _rows(expand(files, "models/llama-3.2-1b.md"), "fastest-q8")
-    peaks = [float(row[1].replace(",", "")) for row in rows]
+    peaks = [float(row[1].split(" ± ")[0].replace(",", "")) for row in rows]
     assert peaks == sorted(peaks, reverse=True) and rows[0][0] == "gpu-box"
+    code, out, _ = bench(
+        "--store", str(fleet_store), "best", "--model", "llama-3.2-1b", "--precision", "q8",
+        "--by", "machine", "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    answers = json.loads(out)
+    cli = {a["machine_id"]: a for a in (answers if isinstance(answers, list) else [answers])}
+    assert sorted(cli) == sorted(row[0] for row in rows)
+    for row in rows:
+        value, pm = row[1].split(" ± ")
+        level = cli[row[0]]["level"]
+        assert float(value.replace(",", "")) == pytest.approx(level["value"], abs=0.05), row
+        assert float(pm) == pytest.approx(level["pm95"], abs=0.05), row
+        assert float(value) != cli[row[0]]["peak_tok_per_sec"]  # not the newest run's value
 
 
 def test_one_series_page_and_a_data_file_per_series(public_store):

@@ -14,16 +14,16 @@ from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import DEFAULT_METRIC, lower_is_better
+from benchlab.metrics import DEFAULT_METRIC
 from benchlab.publish.charts import (
     Chart,
     Regression,
     Styles,
     downsample,
     label,
-    latest_by_series,
     trend_chart,
 )
+from benchlab.publish.charts.levels import tails
 from benchlab.publish.data import PublicData
 from benchlab.publish.detection import detect_per_series, workers_for
 from benchlab.publish.hooks import SLOTS_DIR
@@ -31,6 +31,7 @@ from benchlab.publish.links import Links, page_names, series_page_names
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, is_hole, link, status_badge
 from benchlab.publish.templating import chart_script, environment
 from benchlab.query.filters import chronological
+from benchlab.query.level import SeriesLevel, StepMemo, rank_key, series_levels
 from benchlab.regress import Step, window_start
 
 HISTORY_RUNS = 50
@@ -91,19 +92,24 @@ def outcomes(by_machine: Mapping[str, Sequence[Entry]]) -> dict[str, dict[str, i
     return out
 
 
-def best_per_machine(runs: Sequence[Entry], metric: str) -> list[Entry]:
-    """Each machine's best newest-run-of-a-series for `metric`, best first: the smallest
-    value where the registry says lower is better."""
-    sign = -1 if lower_is_better(metric) else 1
-    best: dict[str, Entry] = {}
-    for run in latest_by_series(runs).values():
-        value = run.get(metric)
-        if value is None:
-            continue
-        held = best.get(run["machine_id"])
-        if held is None or (sign * value, run["run_id"]) > (sign * held[metric], held["run_id"]):
-            best[run["machine_id"]] = run
-    return sorted(best.values(), key=lambda r: (-sign * r[metric], r["machine_id"]))
+LEVEL_MEANS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
+"""The throughput columns a page's table averages over a series' newest segment."""
+
+
+def best_per_machine(
+    histories: Iterable[Sequence[Entry]], metrics: Sequence[str], memo: StepMemo | None = None
+) -> list[SeriesLevel]:
+    """Each machine's best series at its current level, best first: the newest segment's
+    mean with outliers left out, the answer `bench best` gives (ARCHITECTURE.md, The current
+    level), never one newest run. Machines rank by the first of `metrics` their series
+    carry (peak aggregate, else decode: a llama-bench run measures no batched peak), each
+    metric's machines after the previous one's, in the metric's own direction."""
+    entries = tails(histories)
+    best: dict[str, SeriesLevel] = {}
+    for metric in metrics:
+        for item in sorted(series_levels(entries, metric, memo, LEVEL_MEANS), key=rank_key(metric)):
+            best.setdefault(item.latest["machine_id"], item)
+    return list(best.values())
 
 
 class SiteContext:
@@ -120,6 +126,8 @@ class SiteContext:
         self.links = Links()
         total = sum(len(runs) for runs in self.groups.ok_of.values())
         self.workers = workers if workers is not None else workers_for(total)
+        self.level_memo: StepMemo = {}
+        """One segmentation per history window, whichever page or chart asks first."""
         self.steps, self.decode_steps = detect_per_series(self.groups.ok_of, self.workers)
         self.latest = {sid: runs[-1] for sid, runs in self.groups.ok_of.items()}
         """The newest ok run of each series: what `latest_by_series` keeps of any runs."""

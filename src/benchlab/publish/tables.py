@@ -13,6 +13,7 @@ from benchlab.catalog.format import Entry
 from benchlab.models import HOLE_TAG
 from benchlab.publish.links import Links
 from benchlab.publish.measures import unstable_badge
+from benchlab.query.level import SeriesLevel
 from benchlab.regress import Step
 
 
@@ -40,6 +41,21 @@ def cell_num(value: float | None, digits: int = 1, suffix: str = "") -> Cell:
     if value is None:
         return (Markup("–"), "")
     return (Markup("{}{}").format(f"{value:,.{digits}f}", suffix), f"{value:.6g}")
+
+
+def cell_level(item: SeriesLevel, metric: str) -> Cell:
+    """A series' `metric` as a page shows it: its current level with the 95% interval's ±
+    and "unstable" past the CV limit where `metric` is the level's own, else the newest
+    segment's mean ("–" where the series did not measure it): a number with its noise."""
+    if item.metric != metric:
+        return cell_num(item.means.get(metric))
+    level = item.level
+    text = f"{level.value:,.1f}"
+    if level.pm is not None:
+        text += f" ± {level.pm:,.1f}"
+    if level.unstable:
+        text += " unstable"
+    return (Markup("{}").format(text), f"{level.value:.6g}")
 
 
 def cell(text: Any, key: Any = None) -> Cell:

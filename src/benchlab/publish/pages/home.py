@@ -15,7 +15,7 @@ from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
 from benchlab.publish.detection import build_time, window
 from benchlab.publish.open_steps import events, open_table, site_open
 from benchlab.publish.pages.machines import machine_rows
-from benchlab.publish.tables import Table, cell, cell_num, fmt_time, neg, steps_table
+from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, neg, steps_table
 from benchlab.regress import Step, recent
 
 RECENT_RUNS = 25
@@ -97,22 +97,23 @@ def home_page(site: SiteContext, now: datetime | None = None) -> None:
         window_steps, site.by_id, site.series_pages, site.links, "", CHANGES_LIMIT
     )
     changed.ident = "what-changed"
-    groups: dict[tuple[str, str], list[Entry]] = {}
+    groups: dict[tuple[str, str], list[list[Entry]]] = {}
     for (model, _sid), runs in site.groups.ok_of_model.items():
-        groups.setdefault((model, runs[-1]["precision"]), []).append(runs[-1])
+        groups.setdefault((model, runs[-1]["precision"]), []).append(runs)
     fastest_rows = []
     for (model, precision), members in sorted(groups.items()):
-        peak = best_per_machine(members, "peak_tok_per_sec")
-        decode = best_per_machine(members, "decode_tok_per_sec")
+        # The current level, as `bench best` answers (ARCHITECTURE.md, The current level).
+        peak = best_per_machine(members, ("peak_tok_per_sec",), site.level_memo)
+        decode = best_per_machine(members, ("decode_tok_per_sec",), site.level_memo)
         fastest_rows.append(
             [
                 cell(site.model_link(model, "", f"#precision-{slug(precision)}"), model),
                 cell(precision),
-                cell(peak[0]["machine_id"] if peak else "–"),
-                cell_num(peak[0]["peak_tok_per_sec"] if peak else None),
-                cell(decode[0]["machine_id"] if decode else "–"),
-                cell_num(decode[0]["decode_tok_per_sec"] if decode else None),
-                cell_num(len({r["machine_id"] for r in members}), 0),
+                cell(peak[0].latest["machine_id"] if peak else "–"),
+                cell_level(peak[0], "peak_tok_per_sec") if peak else cell_num(None),
+                cell(decode[0].latest["machine_id"] if decode else "–"),
+                cell_level(decode[0], "decode_tok_per_sec") if decode else cell_num(None),
+                cell_num(len({runs[-1]["machine_id"] for runs in members}), 0),
             ]
         )
     fastest = Table(

@@ -1,4 +1,4 @@
-"""A page per machine: its redacted specs, its series' newest runs, its history."""
+"""A page per machine: its redacted specs, its series at their current level, its history."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from benchlab.publish.context import HISTORY_RUNS, NO_OUTCOMES, SiteContext
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SEARCH_ENTRIES
 from benchlab.publish.links import Pages
-from benchlab.publish.tables import Table, cell, cell_num, fmt_time, link
+from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, link
+from benchlab.query.level import series_levels
 from benchlab.redact import scrub_public
 
 SERIES_LIMIT = 200
@@ -141,19 +142,33 @@ def machine_pages(site: SiteContext) -> list[Any]:
         prefix = f"machine-{machine_id}-"
         histories = [site.groups.ok_of[sid] for sid in sids]
         charts = [
-            machine_chart(tails(histories), prefix + "throughput", present_metrics(latest)),
+            machine_chart(
+                tails(histories), prefix + "throughput", present_metrics(latest), site.level_memo
+            ),
             site.trend(sids, prefix + "trend"),
-        ]  # fmt: skip
+        ]
         site.add_charts(charts)
+        # Each series at its current level, as `bench best` answers (ARCHITECTURE.md, The
+        # current level): the newest segment's mean ± its interval, not the newest run.
+        window = tails(histories)
+        levels = {
+            metric: {item.series: item for item in series_levels(window, metric, site.level_memo)}
+            for metric in ("peak_tok_per_sec", "decode_tok_per_sec")
+        }
         series_rows = []
         for run in latest_by_series(latest).values():
+            sid = series_of(run)
             series_rows.append(
                 [
                     cell(site.series_link(run, "../", label(run, machine=False)), label(run)),
-                    cell_num(run.get("peak_tok_per_sec")),
-                    cell_num(run.get("decode_tok_per_sec")),
+                    *(
+                        cell_level(levels[metric][sid], metric)
+                        if sid in levels[metric]
+                        else cell_num(None)
+                        for metric in ("peak_tok_per_sec", "decode_tok_per_sec")
+                    ),
                     cell(version_label(run) or "–"),
-                    cell_num(len(site.groups.ok_of[series_of(run)]), 0),
+                    cell_num(len(site.groups.ok_of[sid]), 0),
                     cell(
                         link(site.links.run(run, "../"), fmt_time(run["timestamp"])),
                         run["timestamp"],

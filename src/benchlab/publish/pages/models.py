@@ -10,7 +10,7 @@ from benchlab.ids import slug
 from benchlab.publish.charts import scaling_chart, threads_chart
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
 from benchlab.publish.context import SiteContext, best_per_machine
-from benchlab.publish.tables import Table, cell, cell_num, fmt_time, link
+from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, link
 
 
 def model_pages(site: SiteContext) -> list[Any]:
@@ -26,7 +26,9 @@ def model_pages(site: SiteContext) -> list[Any]:
         prefix = f"model-{name.removesuffix('.md')}-"
         histories = [site.groups.ok_of_model[(model, sid)] for sid in latest_map]
         charts = [
-            machine_chart(tails(histories), prefix + "throughput", present_metrics(latest)),
+            machine_chart(
+                tails(histories), prefix + "throughput", present_metrics(latest), site.level_memo
+            ),
             scaling_chart(latest, site.data.store_root, prefix + "scaling"),
             threads_chart(latest, prefix + "threads"),
             site.trend(latest_map, prefix + "trend", model),
@@ -35,14 +37,17 @@ def model_pages(site: SiteContext) -> list[Any]:
         sections = []
         for precision in sorted({r["precision"] for r in latest}):
             best = best_per_machine(
-                [r for r in latest if r["precision"] == precision], "peak_tok_per_sec"
+                [h for h in histories if h[-1]["precision"] == precision],
+                ("peak_tok_per_sec", "decode_tok_per_sec"),
+                site.level_memo,
             )
             rows = [
                 [
                     cell(site.machine_link(r["machine_id"], "../"), r["machine_id"]),
-                    cell_num(r.get("peak_tok_per_sec")),
-                    cell_num(r.get("decode_tok_per_sec")),
-                    cell_num(r.get("prefill_tok_per_sec")),
+                    cell_level(item, "peak_tok_per_sec"),
+                    cell_level(item, "decode_tok_per_sec"),
+                    cell_level(item, "prefill_tok_per_sec"),
+                    cell_num(item.level.n, 0),
                     cell_num(r.get("threads"), 0),
                     cell(shape(r) or "–"),
                     cell(r.get("backend") or "–"),
@@ -51,7 +56,8 @@ def model_pages(site: SiteContext) -> list[Any]:
                     cell(link(site.links.run(r, "../"), fmt_time(r["timestamp"])),
                           r["timestamp"]),
                 ]
-                for r in best
+                for item in best
+                for r in (item.latest,)
             ]  # fmt: skip
             sections.append(
                 {
@@ -63,12 +69,13 @@ def model_pages(site: SiteContext) -> list[Any]:
                             ("Peak tok/s", "num"),
                             ("Decode tok/s", "num"),
                             ("Prefill tok/s", "num"),
+                            ("Runs", "num"),
                             ("Threads", "num"),
                             ("Shape", "text"),
                             ("Backend", "text"),
                             ("Build", "text"),
                             ("Series", "text"),
-                            ("Run (UTC)", "text"),
+                            ("Newest run (UTC)", "text"),
                         ],
                         rows,
                         sort="1:desc",
