@@ -177,6 +177,7 @@ def series_chart(
     slug: str,
     metric: str = "peak_tok_per_sec",
     band_sds: float = BAND_SDS,
+    points: dict[str, list[Any]] | None = None,
 ) -> Chart:
     """One series over time (asv's per-benchmark graph): its points (each opens its run
     page), a +-stddev band where runs measured one, each segment between the detector's
@@ -184,7 +185,8 @@ def series_chart(
     segment's own spread (median +- `band_sds` robust sd), and the steps themselves marked,
     with the version before and after in the hover. Runs marked as outliers
     (`stats.is_outlier`) are drawn apart as hollow crosses and left out of the line, the
-    levels and the bands."""
+    levels and the bands. `points`: each run's `point_data` by run id, shared by the charts
+    of one series page (a run is on most of them; its point is made once)."""
     everything = [r for r in runs if r.get(metric) is not None]
     outliers = [r for r in everything if is_outlier(r)]
     history = [r for r in everything if not is_outlier(r)]
@@ -204,7 +206,7 @@ def series_chart(
             "name": "runs",
             "x": [r["timestamp"] for r in drawn],
             "y": y,
-            "customdata": [point_data(r) for r in drawn],
+            "customdata": [_point(r, points) for r in drawn],
             "line": {"color": RUNS_COLOR, "width": 1.5},
             "marker": {"size": 6, "color": RUNS_COLOR},
             "hovertemplate": HOVER_RUN + f"<br><b>%{{y:,.2f}} {unit}</b><br>click: run page"
@@ -252,6 +254,16 @@ def series_chart(
         csv_columns("timestamp", column),
         note="" if rows else f"No run of this series reports {METRIC_TITLES[metric].lower()}.",
     )
+
+
+def _point(run: Entry, points: dict[str, list[Any]] | None) -> list[Any]:
+    """`point_data(run)`, made once per run where the caller keeps `points`."""
+    if points is None:
+        return point_data(run)
+    found = points.get(run["run_id"])
+    if found is None:
+        found = points[run["run_id"]] = point_data(run)
+    return found
 
 
 RUNS_COLOR = PALETTE[0]

@@ -74,9 +74,9 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
     ok_runs = [run for history in site.groups.ok_of.values() for run in history]
     by_id = {r["run_id"]: r for r in ok_runs}
     index: dict[str, Any] = {"axes": []}
-    memo: dict[str, int] = {}  # one segmentation per history, whichever axis asks first
     for axis, modes in MODES.items():
-        sides = gather(ok_runs, axis, memo)
+        # One segmentation per history window, whichever axis or page asks first.
+        sides = gather(ok_runs, axis, site.level_memo)
         values = sides.present
         if len(values) < 2:
             continue

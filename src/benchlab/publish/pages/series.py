@@ -28,7 +28,7 @@ from benchlab.publish.pages.runs import gate_of
 from benchlab.publish.tables import Table, is_hole, neg, steps_table
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
-from benchlab.query.level import current_level
+from benchlab.query.level import StepMemo, current_level
 from benchlab.regress import Step
 from benchlab.stats import is_outlier
 
@@ -94,10 +94,15 @@ def series_data(site: SiteContext, sid: str) -> None:
     # The decode chart's band reads each drawn run's decode_stddev.
     site.data.upgrade(drawn_runs(history, decode_steps, "decode_tok_per_sec"))
     site.data.upgrade([newest])
+    point_of: dict[str, list[Any]] = {}  # a run's point, made once for all its charts
     charts = [
-        series_chart(history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec"),
-        series_chart(history, decode_steps, f"series-{sid}-decode", "decode_tok_per_sec"),
-        *(series_chart(history, [], f"series-{sid}-{m}", m) for m in MEASURES),
+        series_chart(
+            history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec", points=point_of
+        ),
+        series_chart(
+            history, decode_steps, f"series-{sid}-decode", "decode_tok_per_sec", points=point_of
+        ),
+        *(series_chart(history, [], f"series-{sid}-{m}", m, points=point_of) for m in MEASURES),
         builds_chart([r for r in history if not is_outlier(r)], f"series-{sid}-builds"),
     ]
     charts = [c for c in charts if not c.empty]
@@ -127,7 +132,7 @@ def series_data(site: SiteContext, sid: str) -> None:
         "unstable_count": sum(1 for r in history if is_unstable(r)),
         "unstable_title": UNSTABLE_TITLE,
         "outliers": sum(1 for r in history if is_outlier(r)),
-        "level": level_of(history, DEFAULT_METRIC),
+        "level": level_of(history, DEFAULT_METRIC, site.level_memo),
         "points": points,
         "charts": figures,
         "measures": measure_rows(newest),
@@ -190,12 +195,15 @@ def _table_html(macros: Any, table: Table) -> dict[str, Any]:
     return {"html": str(macros.table_html(table)), "hidden": table.hidden}
 
 
-def level_of(history: Sequence[Entry], metric: str) -> dict[str, Any] | None:
+def level_of(
+    history: Sequence[Entry], metric: str, memo: StepMemo | None = None
+) -> dict[str, Any] | None:
     """The series' current level (`query.level.current_level`: the newest segment's mean,
     outliers left out) with its interval and CV; `unstable` where the CV is over the stated
-    `metrics.DEFAULT_MAX_CV`."""
+    `metrics.DEFAULT_MAX_CV`. `memo`: the render's segmentation memo (the machine and model
+    pages segment the same window)."""
     values = [r[metric] for r in history if r.get(metric) is not None and not is_outlier(r)]
-    level = current_level(values)
+    level = current_level(values, memo)
     if level is None:
         return None
     return {
