@@ -200,3 +200,60 @@ def test_a_bad_declaration_in_a_config_is_one_line_naming_the_field(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "metrics.p99_ms.better: expected higher or lower" in err[0]
     assert not (store / "runs").exists()  # nothing written
+
+
+def _gate_of(store: Path) -> dict[int, dict]:  # type: ignore[type-arg]
+    """Each entry's gate verdict by its p99, read from the built shards."""
+    lines = [
+        json.loads(line)
+        for shard in sorted((store / "catalog").rglob("*.jsonl"))
+        for line in shard.read_text().splitlines()
+        if line
+    ]
+    return {int(e["extra_metrics"]["p99_ms"]["value"]): e for e in lines}
+
+
+@pytest.mark.parametrize(
+    ("gates", "expect"),
+    [
+        # A latency that more than doubled is a 0.45x speedup: it fails `min_speedup: 0.9` in
+        # the direction the config declares (as a ratio, 11 / 5 = 2.2 would have passed).
+        (
+            [{"name": "p99", "metric": "p99_ms", "min_speedup": 0.9, "baseline": "previous"}],
+            {5: "passed", 11: "failed", 4: "passed"},
+        ),
+        # No gate declared: the default gate judges the first metric the run has, here the
+        # declared one, instead of "unknown" for a run with no batched peak.
+        ([], {5: "passed", 11: "failed", 4: "passed"}),
+    ],
+)
+def test_gates_judge_a_declared_metric_in_its_declared_direction(
+    tmp_path: Path,
+    store: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    gates: list,
+    expect: dict,  # type: ignore[type-arg]
+) -> None:
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    value = tmp_path / "p99.txt"
+    code = f"print('{{\"p99\": %s}}' % open({str(value)!r}).read())"
+    path = write_sweep(
+        tmp_path / "gated.yaml",
+        experiment="gated",
+        policies=ONE_ATTEMPT,
+        metrics={"p99_ms": {"unit": "ms", "better": "lower"}},
+        gates=gates,
+        matrix={
+            "backend": "command",
+            "params": {
+                "argv": ["{python}", "-c", code],
+                "fields": {"p99_ms": "p99"},
+            },
+        },
+    )
+    for p99 in (5, 11, 4):  # the default gate fails below half the previous run's speed
+        value.write_text(f"{p99}\n")
+        assert main(["run", str(path), "--fresh", "--quiet"]) == 0
+    assert main(["catalog", "build"]) == 0
+    entries = _gate_of(store)
+    assert {p99: e["gate"] for p99, e in entries.items()} == expect, entries

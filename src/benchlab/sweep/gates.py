@@ -56,11 +56,29 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _speedup(metric: str, value: float, base_value: float) -> float:
+HEADLINES = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
+"""What the default gate judges, the first a run measured: llama-bench and `command` runs
+measure no batched peak, and a gate on a metric the run cannot have says only "unknown"."""
+
+
+def default_gate(
+    gate: GateConfig, metrics: Mapping[str, Any], declared: Iterable[str] = ()
+) -> GateConfig:
+    """`gate` (the default) on the run's headline metric: peak aggregate where measured, else
+    decode, else prefill, else the first metric the run's config declares (a `command`
+    benchmark of requests/s or milliseconds)."""
+    present = [m for m in (*HEADLINES, *declared) if _number(metrics.get(m)) is not None]
+    if not present or present[0] == gate.metric:
+        return gate
+    return gate.model_copy(update={"metric": present[0]})
+
+
+def _speedup(metric: str, value: float, base_value: float, lower: bool | None = None) -> float:
     """How many times better than its baseline a run is, in the metric's direction: a
     throughput's ratio, a latency's (or memory's, energy's) inverse ratio, so a latency that
-    doubled is a 0.5x speedup and fails `min_speedup: 0.95` as a halved throughput does."""
-    if not lower_is_better(metric):
+    doubled is a 0.5x speedup and fails `min_speedup: 0.95` as a halved throughput does.
+    `lower` is the direction a run's config declares; None: the registry's."""
+    if not (lower_is_better(metric) if lower is None else lower):
         return value / base_value
     return base_value / value if value > 0 else math.inf
 
@@ -71,13 +89,16 @@ def evaluate(
     baseline_metrics: Mapping[str, Any] | None,
     *,
     baseline_run: str | None = None,
+    lower: bool | None = None,
 ) -> GateInfo:
     """The verdict of one gate on one run's metrics; pure.
 
     `baseline_metrics` is the baseline run's metrics, or None when the gate has no baseline
     or none was found. A missing `previous` is not a failure (the first run of a series sets
     the baseline); a named baseline run that is missing is `unknown`, as is a run without
-    the metric: "could not check" is kept apart from "failed".
+    the metric: "could not check" is kept apart from "failed". `lower` says the metric's
+    direction where the run's config declares it (ARCHITECTURE.md, Metrics); None: the
+    registry's.
     """
     info = GateInfo(
         name=gate.name or gate.metric,
@@ -125,7 +146,7 @@ def evaluate(
                         "detail": f"baseline run {baseline_run} has no positive {gate.metric}",
                     }
                 )
-            speedup = _speedup(gate.metric, value, base_value)
+            speedup = _speedup(gate.metric, value, base_value, lower)
         if speedup is not None and speedup < gate.min_speedup:
             problems.append(f"speedup {speedup:.3g} < min_speedup {gate.min_speedup:g}")
     return info.model_copy(
@@ -182,6 +203,13 @@ def _slim(record: dict[str, Any]) -> dict[str, Any]:
     slim["spec"] = {"model": spec.get("model")} if isinstance(spec, dict) else None
     started = timings.get("started_at") if isinstance(timings, dict) else None
     slim["timings"] = {"started_at": started}
+    params = spec.get("params") if isinstance(spec, dict) else None
+    declared = params.get("metrics") if isinstance(params, dict) else None
+    slim["declared"] = (
+        {str(n): d.get("better") for n, d in declared.items() if isinstance(d, dict)}
+        if isinstance(declared, dict)
+        else {}
+    )
     return slim
 
 
@@ -319,19 +347,22 @@ class GateBook:
         """The verdict on one ok run (None when no gate applies to it)."""
         record = self.records[run_id]
         gates = [g for g in self.gates_of(record.get("experiment")) if applies(g, record)]
+        metrics = record.get("metrics") or {}
         if not gates and self.default is not None:
-            gates = [self.default]
+            gates = [default_gate(self.default, metrics, record.get("declared") or {})]
         if not gates:
             return None
         verdicts = []
         for gate in gates:
             base = self.baseline(gate, record)
+            better = (record.get("declared") or {}).get(gate.metric)
             verdicts.append(
                 evaluate(
                     gate,
-                    record.get("metrics") or {},
+                    metrics,
                     None if base is None else base.get("metrics") or {},
                     baseline_run=None if base is None else str(base.get("run_id")),
+                    lower=None if better is None else better == "lower",
                 )
             )
         return Verdict(
