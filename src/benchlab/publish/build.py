@@ -13,13 +13,13 @@ from typing import Any
 import yaml
 
 from benchlab.errors import ConfigError, StoreError
-from benchlab.layout import Store
 from benchlab.publish import hooks, template_cache
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SLOTS_DIR, fill
 from benchlab.publish.mkdocs_run import MkdocsProcess
 from benchlab.publish.site import Rendered, render_pages
 from benchlab.publish.static import SITE_ASSETS, copy_assets
+from benchlab.publish.templating import templates_cache
 
 
 def default_source(store_root: Path) -> Path:
@@ -173,8 +173,7 @@ def build_site(
     ):
         work = Path(tmp)
         target = docs or work / "docs"
-        root = data.store_root
-        cache = Store(root).runs_dir / ".cache" / "site-templates" if root else None
+        cache = templates_cache(data.store_root)
         runner = runner or MkdocsProcess()
         try:
 

@@ -29,7 +29,7 @@ from benchlab.publish.detection import detect_per_series, workers_for
 from benchlab.publish.hooks import SLOTS_DIR
 from benchlab.publish.links import Links, page_names, series_page_names
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, is_hole, link, status_badge
-from benchlab.publish.templating import chart_script, environment
+from benchlab.publish.templating import chart_script, environment, templates_cache
 from benchlab.query.filters import chronological
 from benchlab.query.level import SeriesLevel, StepMemo, rank_key, series_levels
 from benchlab.regress import Step, window_start
@@ -117,7 +117,7 @@ class SiteContext:
 
     def __init__(self, data: PublicData, workers: int | None = None) -> None:
         self.data = data
-        self.env = environment()
+        self.env = environment(templates_cache(data.store_root))
         self.pages = page_names(data)
         self.files: dict[str, str] = {}
         self.runs = data.runs
