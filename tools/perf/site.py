@@ -20,8 +20,10 @@ For each --runs size:
 3. The same ok results as an asv results dir (machine.json per machine, one result file per
    run, benchmarks.json, asv.conf.json over a git repo with one commit per run), then
    `asv publish` --repeat times. Prints the medians, the ratio asv / benchlab, both sites'
-   size on disk and page counts, and a Markdown table row:
-   | runs | bench | asv | asv/bench | bench MB | asv MB | bench pages | asv pages |
+   size on disk and page counts, and a Markdown table row (wall medians, then CPU medians:
+   user + system of every process, what a shared machine's load moves least):
+   | runs | bench | asv | asv/bench | bench CPU | asv CPU | asv/bench CPU | bench MB | asv MB |
+   bench pages | asv pages |
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ LARGE_SITE_LIMIT_S = 120.0
 PAGE_LIMIT_BYTES = 1_500_000
 
 
+def bench_command() -> str:
+    """`bench` beside this interpreter, as asv is run (`python -m asv`): a version manager's
+    shim on PATH (pyenv's is a bash script that starts `pyenv exec`) would add its own CPU
+    to benchlab's side only."""
+    beside = Path(sys.executable).parent / "bench"
+    return str(beside) if beside.is_file() else "bench"
+
+
 def make_store(root: Path, runs: int) -> Path:
     store = root / "experiments" / "benchmark"
     fleet = REPO / "tools" / "perf" / "make_fleet.py"
@@ -54,7 +64,9 @@ def make_store(root: Path, runs: int) -> Path:
         capture_output=True,
     )
     subprocess.run(
-        ["bench", "--store", str(store), "catalog", "build"], check=True, capture_output=True
+        [bench_command(), "--store", str(store), "catalog", "build"],
+        check=True,
+        capture_output=True,
     )
     return store
 
@@ -69,7 +81,7 @@ def time_site(store: Path, out: Path, repeat: int) -> tuple[list[float], int, li
     for _ in range(repeat):
         start = time.perf_counter()
         proc = subprocess.Popen(
-            ["bench", "--store", str(store), "site", "build", "--output", str(out)],
+            [bench_command(), "--store", str(store), "site", "build", "--output", str(out)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -284,9 +296,11 @@ def measure(runs: int, repeat: int, skip_asv: bool) -> bool:
                 f"{statistics.median(asv_cpu) / CPU[-1]:.2f} (what a shared machine's load "
                 "does not move)"
             )
+            asv_cpu_median = statistics.median(asv_cpu)
             print(
                 f"| {runs:,} | {site_median:.2f} s | {asv_median:.2f} s | "
-                f"{asv_median / site_median:.2f} | {SIZES[-1] / 1e6:.1f} MB | "
+                f"{asv_median / site_median:.2f} | {CPU[-1]:.2f} s | {asv_cpu_median:.2f} s | "
+                f"{asv_cpu_median / CPU[-1]:.2f} | {SIZES[-1] / 1e6:.1f} MB | "
                 f"{asv_size / 1e6:.1f} MB | {PAGES[-1]} | {asv_pages} |"
             )
     return ok
