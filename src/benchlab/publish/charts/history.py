@@ -177,7 +177,7 @@ def series_chart(
     slug: str,
     metric: str = "peak_tok_per_sec",
     band_sds: float = BAND_SDS,
-    points: dict[str, list[Any]] | None = None,
+    made: dict[tuple[str, str], Any] | None = None,
 ) -> Chart:
     """One series over time (asv's per-benchmark graph): its points (each opens its run
     page), a +-stddev band where runs measured one, each segment between the detector's
@@ -185,8 +185,8 @@ def series_chart(
     segment's own spread (median +- `band_sds` robust sd), and the steps themselves marked,
     with the version before and after in the hover. Runs marked as outliers
     (`stats.is_outlier`) are drawn apart as hollow crosses and left out of the line, the
-    levels and the bands. `points`: each run's `point_data` by run id, shared by the charts
-    of one series page (a run is on most of them; its point is made once)."""
+    levels and the bands. `made`: each run's `point_data` and CSV columns, kept by the caller
+    for the charts of one series page (a run is on most of them; each is made once)."""
     everything = [r for r in runs if r.get(metric) is not None]
     outliers = [r for r in everything if is_outlier(r)]
     history = [r for r in everything if not is_outlier(r)]
@@ -206,7 +206,7 @@ def series_chart(
             "name": "runs",
             "x": [r["timestamp"] for r in drawn],
             "y": y,
-            "customdata": [_point(r, points) for r in drawn],
+            "customdata": [_point(r, made) for r in drawn],
             "line": {"color": RUNS_COLOR, "width": 1.5},
             "marker": {"size": 6, "color": RUNS_COLOR},
             "hovertemplate": HOVER_RUN + f"<br><b>%{{y:,.2f}} {unit}</b><br>click: run page"
@@ -245,7 +245,7 @@ def series_chart(
         }
     ]
     column = "tok_per_sec" if unit == "tok/s" else metric
-    rows = [csv_row(r, timestamp=r["timestamp"], **{column: r[metric]}) for r in drawn]
+    rows = [_row(r, column, r[metric], made) for r in drawn]
     return Chart(
         slug,
         title,
@@ -256,14 +256,29 @@ def series_chart(
     )
 
 
-def _point(run: Entry, points: dict[str, list[Any]] | None) -> list[Any]:
-    """`point_data(run)`, made once per run where the caller keeps `points`."""
-    if points is None:
+def _point(run: Entry, made: dict[tuple[str, str], Any] | None) -> list[Any]:
+    """`point_data(run)`, made once per run where the caller keeps `made`."""
+    if made is None:
         return point_data(run)
-    found = points.get(run["run_id"])
+    key = ("point", run["run_id"])
+    found = made.get(key)
     if found is None:
-        found = points[run["run_id"]] = point_data(run)
+        found = made[key] = point_data(run)
     return found
+
+
+def _row(
+    run: Entry, column: str, value: Any, made: dict[tuple[str, str], Any] | None
+) -> dict[str, Any]:
+    """`csv_row(run, timestamp=..., column=value)`, its shared columns (the run's label and
+    version) made once per run where the caller keeps `made`."""
+    if made is None:
+        return csv_row(run, timestamp=run["timestamp"], **{column: value})
+    key = ("row", run["run_id"])
+    shared = made.get(key)
+    if shared is None:
+        shared = made[key] = csv_row(run, timestamp=run["timestamp"])
+    return {**shared, column: value}
 
 
 RUNS_COLOR = PALETTE[0]

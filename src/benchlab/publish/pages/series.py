@@ -94,15 +94,13 @@ def series_data(site: SiteContext, sid: str) -> None:
     # The decode chart's band reads each drawn run's decode_stddev.
     site.data.upgrade(drawn_runs(history, decode_steps, "decode_tok_per_sec"))
     site.data.upgrade([newest])
-    point_of: dict[str, list[Any]] = {}  # a run's point, made once for all its charts
+    made: dict[tuple[str, str], Any] = {}  # a run's point and CSV columns, for all its charts
     charts = [
+        series_chart(history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec", made=made),
         series_chart(
-            history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec", points=point_of
+            history, decode_steps, f"series-{sid}-decode", "decode_tok_per_sec", made=made
         ),
-        series_chart(
-            history, decode_steps, f"series-{sid}-decode", "decode_tok_per_sec", points=point_of
-        ),
-        *(series_chart(history, [], f"series-{sid}-{m}", m, points=point_of) for m in MEASURES),
+        *(series_chart(history, [], f"series-{sid}-{m}", m, made=made) for m in MEASURES),
         builds_chart([r for r in history if not is_outlier(r)], f"series-{sid}-builds"),
     ]
     charts = [c for c in charts if not c.empty]
