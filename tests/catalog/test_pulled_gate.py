@@ -310,7 +310,7 @@ def test_misfiled_and_unsorted_lines_are_fixed_by_one_build_without_run_dirs(
 def test_traversal_series_never_names_a_site_file(built: Path, tmp_path: Path) -> None:
     name, path = first_shard(built)
     entries = read_lines(path)
-    entries[0]["series"] = "../../../PWNED"  # docs/series/../../../ is tmp_path
+    entries[0]["series"] = "../../../../PWNED"  # docs/bl/series/../../../../ is tmp_path
     write_lines(path, entries)
     docs = tmp_path / "out" / "docs"
     done = cli(built, "site", "build", "--no-mkdocs", "--docs", str(docs))
@@ -319,7 +319,9 @@ def test_traversal_series_never_names_a_site_file(built: Path, tmp_path: Path) -
     everything = [p for p in Path(tmp_path).rglob("*PWNED*")]
     assert everything == []
     assert all(docs in p.parents for p in docs.rglob("*"))
-    assert (docs / "series").is_dir()
+    series = docs / "bl" / "series"
+    assert (series / "index.json").is_file() and len(list(series.glob("s*.js"))) > 0
+    assert "PWNED" not in (series / "index.json").read_text()
 
 
 @pytest.mark.parametrize("sid", ["../../../tmp/PWNED", "s12", "/etc/x", "S0123456789AB", None])

@@ -90,10 +90,17 @@ def test_asv_series_reach_the_catalog_and_the_verbs(
     assert slow and all(e["status"] == "ok" for e in slow)
     monkeypatch.setenv("BENCHLAB_STORE", str(store))
     capsys.readouterr()
-    code, out, err = bench("best", "--metric", "time_s", "--format", "json")
+    timed = [e for e in entries if e.get("time_s") is not None]
+    code, out, err = bench("best", "--ever", "--metric", "time_s", "--format", "json")
     assert code == 0, err
     [best] = json.loads(out)
-    assert best["time_s"] == min(e["time_s"] for e in entries if e.get("time_s") is not None)
+    assert best["time_s"] == min(e["time_s"] for e in timed)  # a time: the smallest wins
+    code, out, err = bench("best", "--metric", "time_s", "--by", "series", "--format", "json")
+    assert code == 0, err
+    levels = json.loads(out)
+    assert len(levels) == len({e["series"] for e in timed})
+    values = [row["level"]["value"] for row in levels]
+    assert values == sorted(values)  # the current levels, the smallest first
     code, out, err = bench(
         "regression", "--machine", "tiny-box", "--metric", "time_s", "--format", "json"
     )
