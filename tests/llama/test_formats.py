@@ -30,7 +30,10 @@ from benchlab.identity import IDENTITY_FIELDS, identity_key
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FORMATS = ("jsonl", "csv", "md", "sql")
-RATES = ("prefill_tok_per_sec", "decode_tok_per_sec", "peak_tok_per_sec", "baseline_tok_per_sec")
+RATES = ("prefill_tok_per_sec", "decode_tok_per_sec", "baseline_tok_per_sec")
+NOT_MEASURED = ("peak_tok_per_sec", "speedup")
+"""llama-bench measures one sequence: no batched peak aggregate, so no peak and no speedup
+(ARCHITECTURE.md, Metrics), live or imported, in any format."""
 SPREADS = ("prefill_stddev", "decode_stddev")
 MD_LOST = {"model_size", "model_params", "gpu_layers", "n_batch", "n_ubatch", "type_k", "type_v"}
 """Identity fields markdown leaves out: default-valued columns, and sizes only rounded."""
@@ -118,8 +121,11 @@ def test_every_format_imports_to_the_live_measurement(
         tolerance = 0.0051 if kind == "md" else 1e-6  # md prints 2 decimals; others 6
         worst = 0.0
         for metric in RATES + SPREADS:
+            assert isinstance(live.get(metric), (int, float)), (name, metric, "not measured live")
             assert imported[metric] == pytest.approx(live[metric], abs=tolerance), (name, metric)
             worst = max(worst, abs(imported[metric] - live[metric]))
+        for metric in NOT_MEASURED:
+            assert live.get(metric) is None and imported.get(metric) is None, (name, metric)
         report.append(
             f"{kind:5} identity {'=' if not differs else '~'} (differs: "
             f"{sorted(differs) or '-'}), max |delta| {worst:.2g} t/s"

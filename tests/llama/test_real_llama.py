@@ -108,7 +108,16 @@ def test_bench_run_llama_sweep(
         assert bench["decode"]["decode_steps"] == 16 and bench["decode"]["tok_per_sec"] > 0
         assert {p["n_depth"] for p in bench["at_depth"]} == {64}
         assert f"({llama_build.commit})" in kernel["engine"]
-        assert batch["peak"]["agg_tok_per_sec"] > 0
+        # One sequence measured: the curve is the tg rate at batch 1 and there is no peak
+        # aggregate (ARCHITECTURE.md, Metrics), in batch.json or in the record's metrics.
+        decode = bench["decode"]["tok_per_sec"]
+        assert batch.get("peak") is None, batch
+        assert [(p["batch"], p["agg_tok_per_sec"]) for p in batch["points"]] == [(1, decode)]
+        assert batch["baseline"] == {"batch": 1, "tok_per_sec": decode}
+        metrics = record["metrics"]
+        assert metrics["decode_tok_per_sec"] == metrics["baseline_tok_per_sec"] == decode
+        assert metrics["prefill_tok_per_sec"] == bench["prefill"][0]["tok_per_sec"]
+        assert metrics.get("peak_tok_per_sec") is None and metrics.get("speedup") is None
 
 
 def test_older_build_differs(llama_build: Any, tiny_model: Path) -> None:
