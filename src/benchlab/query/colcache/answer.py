@@ -48,6 +48,9 @@ _STAND_INS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "revision": lambda v: {"revision": v},
 }
 
+_JOINED = ("series", "tags")
+"""The columns `identity.join_unrecorded_threads` may change where the catalog loads."""
+
 FILTER_COLUMNS: dict[str, tuple[str, ...]] = {
     # The columns each Filters field reads; with two, a run passes if either passes
     # (run_type is "the mode, or one of the tags").
@@ -93,6 +96,7 @@ class Columns:
         self._segments: dict[int, Any] = dict(enumerate(segments or ()))
         self.marks: dict[str, Any] = header.get("marks", {})  # outlier marks of the head
         self.declared: dict[str, Any] = header.get("declared", {})
+        self._joins: bool | None = None  # see as_loaded
         learn(self.declared)  # what --metric and the directions know (ARCHITECTURE.md, Metrics)
 
     def array(self, name: str) -> np.ndarray:
@@ -103,7 +107,10 @@ class Columns:
         return metric in METRICS or self.declared.get(metric) is not None
 
     def stand_ins(self, column: str) -> list[dict[str, Any]]:
-        """One entry per distinct value of `column` (each is present in some run)."""
+        """One entry per distinct value of `column` (each is present in some run); of the
+        series and tags as stored, so Unanswerable where a join may change them (`as_loaded`)."""
+        if column in _JOINED:
+            self.as_loaded()
         make = _STAND_INS[column]
         return [make(value) for value in self.tables[column]]
 
@@ -146,38 +153,61 @@ class Columns:
         if group == "?":
             raise Unanswerable(f"no grouping {by!r}")
         if group == "series":
-            self._series_as_stored()
+            self.as_loaded()
         having = ~np.isnan(self.array(f"metric:{metric}")) & self._unmarked()
         mask = self.mask(filters)
         rows = np.flatnonzero(having if mask is None else having & mask)
-        return self.entries(self._winners(rows, (metric,), group))
+        winners = self._winners(rows, (metric,), group)
+        if self._unrecorded(winners).any():  # a winner the join may move or tag
+            self.as_loaded()
+        return self.entries(winners)
 
     def table(self, filters: Filters) -> list[dict[str, Any]]:
         """`machine_table`'s rows (unsorted): the best run of each series by TABLE_METRICS
         in turn, a missing value lowest."""
-        self._series_as_stored()
+        self.as_loaded()
         mask = self.mask(filters)
         unmarked = self._unmarked()
         rows = np.flatnonzero(unmarked if mask is None else unmarked & mask)
         return self.entries(self._winners(rows, TABLE_METRICS, "series"))
 
-    def _series_as_stored(self) -> None:
+    def as_loaded(self) -> None:
         """Unanswerable where a run without a recorded thread count may join another series
-        (`identity.join_unrecorded_threads`, applied where the catalog loads; ARCHITECTURE.md,
-        Measurement identity): the columns hold the stored series ids and not every field the
-        join compares, so the loaded catalog answers. The test is on machine, model and
-        precision alone: it may send a catalog there that needed no join, never the other way."""
-        unknown = [i for i, value in enumerate(self.tables["threads"]) if value is None]
-        if not unknown:
-            return
-        missing = np.isin(self.array("code:threads"), unknown)
-        if not missing.any():
-            return
-        key = np.zeros(self.n, dtype=np.int64)
-        for column in ("machine", "model", "precision"):
-            key = key * (len(self.tables[column]) + 1) + self.array(f"code:{column}")
-        if np.isin(key[~missing], key[missing]).any():
+        or gain the `threads-not-recorded` tag (`identity.join_unrecorded_threads`, applied
+        where the catalog loads; ARCHITECTURE.md, Measurement identity): the columns and the
+        lines they read back hold the runs as stored, not as joined, so every answer that
+        returns such a run, groups or filters by series or by tag could differ; the loaded
+        catalog answers. The test is on what the join's first step compares (machine, model
+        id, precision) alone: it may decline a catalog that needed no join, never answer
+        one that did. A catalog where every run records its threads is always answered."""
+        if self._joins is None:
+            self._joins = self._may_join()
+        if self._joins:
             raise Unanswerable("a run without a recorded thread count may join a series")
+
+    def _unrecorded(self, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        """Which of `rows` (default: every run) have no recorded thread count."""
+        unknown = np.fromiter((v is None for v in self.tables["threads"]), dtype=bool)
+        codes = self.array("code:threads")
+        return unknown[codes if rows is None else codes[np.asarray(rows, dtype=np.intp)]]
+
+    def _may_join(self) -> bool:
+        """Whether some run without a thread count shares (machine, model id, precision)
+        with a run that has one (`join_unrecorded_threads`' `near`)."""
+        missing = self._unrecorded()
+        if not missing.any() or missing.all():
+            return False
+        key = np.zeros(self.n, dtype=np.int64)
+        for column, part in (("machine", None), ("model", 1), ("precision", 0)):
+            # By the value the join compares (the model's id, not its name), coded anew.
+            values = self.tables[column]
+            seen: dict[Any, int] = {}
+            recode = np.array(
+                [seen.setdefault(v if part is None else v[part], len(seen)) for v in values],
+                dtype=np.int64,
+            )
+            key = key * (len(values) + 1) + recode[self.array(f"code:{column}")]
+        return bool(np.isin(key[~missing], key[missing]).any())
 
     def _unmarked(self) -> np.ndarray:
         """The runs not marked outliers (`stats.is_outlier`): they never win."""
@@ -203,7 +233,7 @@ class Columns:
         the same `current_level`, and only each series' newest run is read back."""
         if not self.has_column(metric) or any(name not in METRICS for name in means):
             raise Unanswerable(f"no column for the metric {metric!r}")
-        self._series_as_stored()
+        self.as_loaded()
         mask = self.mask(filters)
         counting = self.counting(metric)
         rows = np.flatnonzero(counting if mask is None else counting & mask)
