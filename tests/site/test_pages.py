@@ -197,6 +197,23 @@ def test_fastest_machine_table_is_sorted_fastest_first_at_the_cli_best_level(fle
         assert float(value) != cli[row[0]]["peak_tok_per_sec"]  # not the newest run's value
 
 
+def test_a_machine_without_a_batched_peak_ranks_by_decode_and_says_not_measured(store):
+    """A llama-bench run measures no batched peak: its machine stays on the model page,
+    after the machines ranked by peak, with its peak "not measured" (never blank or 0)."""
+    from site_factory import entry, write_entries
+
+    runs = [entry("laptop", "Llama-3.2-1B", "q8", day, 10.0 + day % 2) for day in range(4)]
+    no_peak = {"peak_tok_per_sec": None, "baseline_tok_per_sec": None, "speedup": None}
+    runs += [
+        entry("gpu-box", "Llama-3.2-1B", "q8", day, 50.0, backend="llama-bench", **no_peak)
+        for day in range(4)
+    ]
+    files = render_pages(load_public(write_entries(store, runs))).files
+    rows = _rows(expand(files, "models/llama-3.2-1b.md"), "fastest-q8")
+    assert [row[0] for row in rows] == ["laptop", "gpu-box"]
+    assert rows[1][1] == "not measured" and rows[1][2].startswith("50.0")
+
+
 def test_one_series_page_and_a_data_file_per_series(public_store):
     """MkDocs builds a handful of pages at any size: one series page and one run page draw
     every series and run from data files, and the series index lists each series."""

@@ -43,12 +43,18 @@ def cell_num(value: float | None, digits: int = 1, suffix: str = "") -> Cell:
     return (Markup("{}{}").format(f"{value:,.{digits}f}", suffix), f"{value:.6g}")
 
 
+NOT_MEASURED: Cell = (Markup("not measured"), "")
+"""A metric the run or series has no value for (sorted last, never read as zero)."""
+
+
 def cell_level(item: SeriesLevel, metric: str) -> Cell:
     """A series' `metric` as a page shows it: its current level with the 95% interval's ±
     and "unstable" past the CV limit where `metric` is the level's own, else the newest
-    segment's mean ("–" where the series did not measure it): a number with its noise."""
+    segment's mean ("not measured" where the series did not measure it, e.g. a llama-bench
+    run's batched peak): a number with its noise, and never a blank that reads as zero."""
     if item.metric != metric:
-        return cell_num(item.means.get(metric))
+        value = item.means.get(metric)
+        return cell_num(value) if value is not None else NOT_MEASURED
     level = item.level
     text = f"{level.value:,.1f}"
     if level.pm is not None:

@@ -15,7 +15,16 @@ from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
 from benchlab.publish.detection import build_time, window
 from benchlab.publish.open_steps import events, open_table, site_open
 from benchlab.publish.pages.machines import machine_rows
-from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, neg, steps_table
+from benchlab.publish.tables import (
+    NOT_MEASURED,
+    Table,
+    cell,
+    cell_level,
+    cell_num,
+    fmt_time,
+    neg,
+    steps_table,
+)
 from benchlab.regress import Step, recent
 
 RECENT_RUNS = 25
@@ -110,9 +119,9 @@ def home_page(site: SiteContext, now: datetime | None = None) -> None:
                 cell(site.model_link(model, "", f"#precision-{slug(precision)}"), model),
                 cell(precision),
                 cell(peak[0].latest["machine_id"] if peak else "–"),
-                cell_level(peak[0], "peak_tok_per_sec") if peak else cell_num(None),
+                cell_level(peak[0], "peak_tok_per_sec") if peak else NOT_MEASURED,
                 cell(decode[0].latest["machine_id"] if decode else "–"),
-                cell_level(decode[0], "decode_tok_per_sec") if decode else cell_num(None),
+                cell_level(decode[0], "decode_tok_per_sec") if decode else NOT_MEASURED,
                 cell_num(len({runs[-1]["machine_id"] for runs in members}), 0),
             ]
         )

@@ -17,7 +17,7 @@ from benchlab.publish.context import HISTORY_RUNS, NO_OUTCOMES, SiteContext
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SEARCH_ENTRIES
 from benchlab.publish.links import Pages
-from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, link
+from benchlab.publish.tables import NOT_MEASURED, Table, cell, cell_level, cell_num, fmt_time, link
 from benchlab.query.level import series_levels
 from benchlab.redact import scrub_public
 
@@ -164,7 +164,7 @@ def machine_pages(site: SiteContext) -> list[Any]:
                     *(
                         cell_level(levels[metric][sid], metric)
                         if sid in levels[metric]
-                        else cell_num(None)
+                        else NOT_MEASURED
                         for metric in ("peak_tok_per_sec", "decode_tok_per_sec")
                     ),
                     cell(version_label(run) or "–"),
