@@ -38,8 +38,9 @@ Exactness: a filter is evaluated by `filters.select` itself, on one small stand-
 per distinct value of the columns it reads, so there is still one definition of what
 `--model` or `--build` means. Where the cache cannot promise the Python answer (a metric
 integer beyond 2**53, a NUL in an id or timestamp, a filter it does not know, a catalog
-that fails a check) it answers None or raises `Unanswerable`, and the caller takes the
-Python path, which also reports any fault.
+that fails a check, a run without a recorded thread count that may join a series where the
+catalog loads: `Columns.as_loaded`) it answers None or raises `Unanswerable`, and the caller
+takes the Python path, which also reports any fault.
 
 Why numpy and not DuckDB or Arrow: numpy is already a dependency, and the work is a few
 gathers and `np.maximum.at` over a million small integers: 20-40 ms in-process at a million
