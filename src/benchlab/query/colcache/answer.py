@@ -189,7 +189,8 @@ class Columns:
         """Which of `rows` (default: every run) have no recorded thread count."""
         unknown = np.fromiter((v is None for v in self.tables["threads"]), dtype=bool)
         codes = self.array("code:threads")
-        return unknown[codes if rows is None else codes[np.asarray(rows, dtype=np.intp)]]
+        found: np.ndarray = unknown[codes if rows is None else codes[np.asarray(rows, np.intp)]]
+        return found
 
     def _may_join(self) -> bool:
         """Whether some run without a thread count shares (machine, model id, precision)
