@@ -123,6 +123,7 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
         head = read_head(store.catalog_path)  # any fault: load_public names it
         if head.get("$schema") != CATALOG_V3:
             return load_public(store)
+        columns.as_loaded()  # light entries hold runs as stored, not as the threads join
         runs, where = _light_entries(columns)
     except (BenchlabError, OSError, ValueError, Unanswerable):
         logger.debug("site: columns not usable for %s", store.catalog_path, exc_info=True)
