@@ -101,6 +101,26 @@ def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[st
     return dict(sorted(grouped.items(), key=lambda item: sort_key(item[1][0][0])))
 
 
+HEADLINE_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec")
+"""What a series is judged by when no metric is named: its peak aggregate where it measured
+one, else its decode (a llama-bench or `command` series measures no batched peak, and a check
+on peak alone would pass them by in silence)."""
+
+
+def headline_histories(
+    entries: Iterable[Entry], metrics: str | Sequence[str] = HEADLINE_METRICS
+) -> dict[str, tuple[str, History]]:
+    """Each series' history for the first of `metrics` it has one for, with that metric;
+    the series in `sort_key` order."""
+    wanted = (metrics,) if isinstance(metrics, str) else tuple(metrics)
+    entries = list(entries)
+    chosen: dict[str, tuple[str, History]] = {}
+    for metric in wanted:
+        for sid, runs in histories(entries, metric).items():
+            chosen.setdefault(sid, (metric, runs))
+    return dict(sorted(chosen.items(), key=lambda item: sort_key(item[1][1][0][0])))
+
+
 def _series_fields(entry: Entry) -> dict[str, Any]:
     return {
         "series": series_of(entry),
@@ -402,7 +422,7 @@ def fisher_combined(p_values: Sequence[float]) -> float:
 
 def detect(
     entries: Iterable[Entry],
-    metric: str = DEFAULT_METRIC,
+    metric: str | Sequence[str] = DEFAULT_METRIC,
     *,
     alpha: float = 0.01,
     min_change: float = 0.01,
@@ -416,13 +436,14 @@ def detect(
     stays at `alpha` (`control_fdr`), and, with `suspects`, a step among the newest runs too
     recent to confirm (`tail_step`), its confidence raised where other series of the same
     machine stepped the same way at the same time (`corroborate`; a suspect of one run only
-    then, unless `lone_suspects`, for callers that corroborate across series later)."""
+    then, unless `lone_suspects`, for callers that corroborate across series later).
+    Several metrics (`HEADLINE_METRICS`): each series is read in the first it has."""
     steps: list[Step] = []
-    grouped = histories(entries, metric)
-    for runs in grouped.values():
+    grouped = headline_histories(entries, metric)
+    for series_metric, runs in grouped.values():
         steps += series_steps(
             runs,
-            metric,
+            series_metric,
             alpha=alpha,
             min_change=min_change,
             min_segment=min_segment,
@@ -682,7 +703,7 @@ def compare_latest(
     *,
     baseline_run: str | None = None,
     threshold: float = 0.05,
-    metric: str = DEFAULT_METRIC,
+    metric: str | Sequence[str] = DEFAULT_METRIC,
     window: int = 5,
 ) -> list[Comparison]:
     """The latest run of each series on `machine` against a baseline in the same series.
@@ -695,13 +716,18 @@ def compare_latest(
     not become the yardstick. `window` is accepted for older callers and unused. A series
     with a single run has nothing to compare with and is left out: a fresh clone's first
     sweep (threads 1 and 2, two models, two precisions) is eight one-run series, not a
-    comparison of a t1 run with a t2 run.
+    comparison of a t1 run with a t2 run. Several metrics (`HEADLINE_METRICS`): each series
+    is compared in the first it has.
     """
-    grouped = {
-        k: v for k, v in histories(entries, metric).items() if v[0][0]["machine_id"] == machine
+    measured = {
+        k: v
+        for k, v in headline_histories(entries, metric).items()
+        if v[1][0][0]["machine_id"] == machine
     }
-    if not grouped:
-        raise QueryError(f"no ok runs with {metric} on machine {machine!r}")
+    if not measured:
+        named = metric if isinstance(metric, str) else " or ".join(metric)
+        raise QueryError(f"no ok runs with {named} on machine {machine!r}")
+    grouped = {k: runs for k, (_, runs) in measured.items()}
     if baseline_run is not None:
         owner = [
             k for k, runs in grouped.items() if any(e["run_id"] == baseline_run for e, _ in runs)
@@ -710,7 +736,8 @@ def compare_latest(
             raise QueryError(f"baseline run {baseline_run!r} is not an ok run on {machine!r}")
         grouped = {owner[0]: grouped[owner[0]]}
     results = []
-    for runs in grouped.values():
+    for sid, runs in grouped.items():
+        series_metric = measured[sid][0]
         latest_entry, latest_value = runs[-1]
         if baseline_run is not None:
             base_entry, base_value = next((e, v) for e, v in runs if e["run_id"] == baseline_run)
@@ -725,13 +752,13 @@ def compare_latest(
         else:
             continue
         change = (latest_value - base_value) / base_value if base_value else 0.0
-        worse = change > threshold if lower_is_better(metric) else change < -threshold
+        worse = change > threshold if lower_is_better(series_metric) else change < -threshold
         fields = _series_fields(latest_entry)
         results.append(
             Comparison(
                 fields["series"],
                 fields["label"],
-                metric,
+                series_metric,
                 base_label,
                 base_value,
                 base_version,

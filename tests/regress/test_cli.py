@@ -150,7 +150,7 @@ def test_ci_gate_writes_a_markdown_summary_and_fails_over_the_threshold(
     base = ["--store", str(catalog), "regression", "--detect", "--summary-md", str(summary)]
     assert main([*base, "--fail-over", "10%"]) == 1
     text = summary.read_text()
-    assert text.startswith("earlier step\n### Benchmark regressions (peak_tok_per_sec)")
+    assert text.startswith("earlier step\n### Benchmark regressions (peak aggregate, else decode)")
     assert "**FAIL**: 1 confirmed regression(s) of 10 % or more" in text
     assert "| regression ❌ | -2" in text and "pi5 smollm2-135m q8 reference" in text
     # A bigger threshold passes the same step; the summary still lists it.
@@ -168,3 +168,30 @@ def test_ci_gate_window_counts_back_from_the_newest_run(
     assert main([*base, "--window", "1"]) == 1
     [step] = json.loads(capsys.readouterr().out)
     assert step["status"] == "confirmed" and step["runs_after"] == 20
+
+
+def test_with_no_metric_a_series_without_a_peak_is_judged_by_its_decode(
+    store: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A llama-bench series measures no batched peak: with no --metric, the CI gate and
+    --machine judge it by decode (each series' headline), not pass it by in silence."""
+    rng = np.random.default_rng(11)
+    runs = []
+    for i in range(40):
+        run = _entry(i, "gpu", 0.0)
+        del run["peak_tok_per_sec"]
+        run.update(backend="llama-bench", run_id=run["run_id"].replace("batch", "llama"))
+        run["decode_tok_per_sec"] = 80 * (0.7 if i >= 30 else 1.0) * (1 + rng.normal(0, 0.02))
+        runs.append(run)
+    runs += [_entry(i, "pi5", 50 * (1 + rng.normal(0, 0.02))) for i in range(40)]
+    write_v3_catalog(store, sorted(runs, key=lambda e: e["run_id"]))
+    base = ["--store", str(store), "regression", "--format", "json"]
+    assert main([*base, "--detect"]) == 1
+    [step] = json.loads(capsys.readouterr().out)
+    assert (step["machine_id"], step["metric"]) == ("gpu", "decode_tok_per_sec")
+    assert step["first_bad_run"].endswith("T060000Z") and -35 < step["change"] < -25
+    assert main([*base, "--detect", "--metric", "peak_tok_per_sec"]) == 0  # asked: peak only
+    assert json.loads(capsys.readouterr().out) == []
+    assert main([*base, "--machine", "gpu"]) == 1
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["metric"] == "decode_tok_per_sec" and row["regression"]

@@ -44,7 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--detect", action="store_true", help="find steps in every series")
     parser.add_argument("--model", help="only series of this model (with --detect)")
-    parser.add_argument("--metric", default="peak_tok_per_sec", help="default: peak_tok_per_sec")
+    parser.add_argument(
+        "--metric",
+        help="the metric to judge (default: each series' headline, its peak aggregate where "
+        "it measured one, else its decode: llama-bench and command runs have no batched peak)",
+    )
     parser.add_argument(
         "--alpha", type=alpha, default=0.01, help="significance, in (0, 1) (default 0.01)"
     )
@@ -158,7 +162,14 @@ def run(args: argparse.Namespace) -> int:
     from benchlab.layout import Store, find_store
     from benchlab.query.filters import Filters, check_metric, select
     from benchlab.query.render import Column, Section, emit
-    from benchlab.regress import compare_latest, detect, parse_threshold, recent, window_start
+    from benchlab.regress import (
+        HEADLINE_METRICS,
+        compare_latest,
+        detect,
+        parse_threshold,
+        recent,
+        window_start,
+    )
 
     if args.gates:
         return run_gates(args)
@@ -167,9 +178,13 @@ def run(args: argparse.Namespace) -> int:
     threshold = parse_threshold(args.threshold, "--threshold")
     min_change = parse_threshold(args.min_change, "--min-change")
     catalog = load_catalog(Store(find_store()).catalog_path)
-    metric = check_metric(args.metric)  # after the load: it knows the declared metrics
+    # After the load: it knows the declared metrics. No --metric: each series' headline.
+    metric = check_metric(args.metric) if args.metric else HEADLINE_METRICS
+    named = metric if isinstance(metric, str) else "peak aggregate, else decode"
     entries = select(catalog.runs, Filters(model=args.model, machine=args.machine))
     series = [Column("label", "series")]
+    if not isinstance(metric, str):
+        series.append(Column("metric", "metric"))  # which headline each row judged
     if args.detect:
         steps = detect(entries, metric, alpha=args.alpha, min_change=min_change)
         since = None
@@ -183,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
             if s.kind == "regression" and s.status == "confirmed" and abs(s.change) >= fail_over
         ]
         if args.summary_md is not None:
-            text = summary_markdown(steps, failing, metric, fail_over, since, len(entries))
+            text = summary_markdown(steps, failing, named, fail_over, since, len(entries))
             with args.summary_md.open("a", encoding="utf-8") as handle:
                 handle.write(text)
         rows = [step.as_row() for step in steps]
@@ -202,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
             Column("first_bad_run", "first bad run"),
         ]
         found = bool(failing)
-        title = f"steps in {metric} ({len(steps)} found"
+        title = f"steps in {named} ({len(steps)} found"
         title += f" since {since})" if since else ")"
     else:
         results = compare_latest(
@@ -221,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
             Column("regression", "regression"),
         ]
         found = any(result.regression for result in results)
-        title = f"{metric}: latest vs baseline on {args.machine}"
+        title = f"{named}: latest vs baseline on {args.machine}"
         if not results:
             title += " (no series has two runs yet: nothing to compare)"
     for row in rows:
