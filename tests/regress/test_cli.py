@@ -195,3 +195,11 @@ def test_with_no_metric_a_series_without_a_peak_is_judged_by_its_decode(
     assert main([*base, "--machine", "gpu"]) == 1
     [row] = json.loads(capsys.readouterr().out)
     assert row["metric"] == "decode_tok_per_sec" and row["regression"]
+    # `bench best` with no --metric: no batched peak on gpu, so decode, and a note says so.
+    assert main(["--store", str(store), "best", "--machine", "gpu", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    [best] = json.loads(captured.out)
+    assert best["level"]["metric"] == "decode_tok_per_sec" and best["machine_id"] == "gpu"
+    assert "ranked by decode_tok_per_sec" in captured.err
+    args = ["--store", str(store), "best", "--machine", "gpu", "--metric", "peak_tok_per_sec"]
+    assert main(args) == 1  # asked for peak: no match, exit 1

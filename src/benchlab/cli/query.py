@@ -461,7 +461,11 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
         f"{LEVEL_NOTE} {EXIT_ROWS}",
     )
     _add_filters(parser, status_default="ok")
-    parser.add_argument("--metric", default="peak_tok_per_sec", help=f"one of: {METRIC_HELP}")
+    parser.add_argument(
+        "--metric",
+        help=f"one of: {METRIC_HELP} (default: peak_tok_per_sec, else decode_tok_per_sec "
+        "where no matching run measured a batched peak, as llama-bench runs do not)",
+    )
     parser.add_argument(
         "--by",
         choices=("machine", "series"),
@@ -476,9 +480,20 @@ def run_best(args: argparse.Namespace) -> int:
     from benchlab.query.render import Section
     from benchlab.query.verbs import best_runs
 
-    metric = check_metric(args.metric)
+    metric = check_metric(args.metric or "peak_tok_per_sec")
     filters = _filters(args)
     catalog, rows = _levels_answer(best_runs, filters, metric, args.by, ever=args.ever)
+    if not rows and not args.metric:  # no batched peak measured: rank by decode, and say so
+        catalog, rows = _levels_answer(
+            best_runs, filters, "decode_tok_per_sec", args.by, ever=args.ever
+        )
+        if rows:
+            metric = "decode_tok_per_sec"
+            print(
+                "note: no matching run measured a batched peak (llama-bench and command runs "
+                "do not): ranked by decode_tok_per_sec",
+                file=sys.stderr,
+            )
     specs = [
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),
