@@ -38,6 +38,8 @@ REFUSED = [
     (["export", "SWEEP", "--workers", "0"], "--workers"),
     (["export", "SWEEP", "--idle-timeout", "0"], "--idle-timeout"),
     (["export", "SWEEP", "--port", "70000"], "--port"),
+    (["run", "CONFIG", "--prometheus-port", "70000"], "--prometheus-port"),
+    (["run", "CONFIG", "--prometheus-port", "-1"], "--prometheus-port"),
     (["catalog", "resolve", LAPTOP_Q8, "--keep", "0"], "--keep"),
     (["inject", "CONFIG", "--repeat", "-1"], "--repeat"),
     (["onboard", "--cost-per-hour", "nan"], "--cost-per-hour"),

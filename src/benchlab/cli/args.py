@@ -16,58 +16,51 @@ import math
 from typing import NoReturn
 
 
-def count(text: str) -> int:
-    """A count of 1 or more (`--limit`, `--keep`, `--workers` ...)."""
+def _whole(text: str, low: int, high: int | None, expected: str) -> int:
+    """`text` as a whole number in [low, high], else one line saying what was `expected`."""
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+        value = low - 1
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def _finite(text: str, above: float, inclusive: bool, expected: str) -> float:
+    """`text` as a finite number above `above` (or equal, where `inclusive`), else one line."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < above or (value == above and not inclusive):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    """A count of 1 or more (`--limit`, `--keep`, `--workers` ...)."""
+    return _whole(text, 1, None, "a whole number of 1 or more")
 
 
 def thread_count(text: str) -> int:
     """A thread count: 1 or more (a run is made with at least one thread)."""
-    try:
-        return count(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected a thread count of 1 or more, got {text!r}"
-        ) from None
+    return _whole(text, 1, None, "a thread count of 1 or more")
 
 
 def index(text: str) -> int:
     """An index of 0 or more (a repeat index)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got {text!r}")
-    return value
+    return _whole(text, 0, None, "a whole number of 0 or more")
 
 
 def positive(text: str) -> float:
     """A finite number above 0 (seconds, days)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
-    return value
+    return _finite(text, 0.0, False, "a number above 0")
 
 
 def non_negative(text: str) -> float:
     """A finite number of 0 or more (a cost)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {text!r}")
-    return value
+    return _finite(text, 0.0, True, "a number of 0 or more")
 
 
 def alpha(text: str) -> float:
@@ -108,13 +101,7 @@ def threshold(text: str) -> str:
 
 def port(text: str) -> int:
     """A TCP port: 1 to 65535, or 0 for one the system picks."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
-    return value
+    return _whole(text, 0, 65535, "a port from 0 to 65535")
 
 
 def date_or_time(text: str) -> str:

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchlab.cli.args import port
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -90,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--prometheus-port",
-        type=int,
+        type=port,
         metavar="N",
         help="serve Prometheus metrics of this sweep on 127.0.0.1:N/metrics while it runs "
         "(read from disk at every scrape; see grafana/benchlab-sweep.json)",
