@@ -114,6 +114,22 @@ NO_MATCH = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["regression", "--machine", "pi6"], "did you mean pi5?"),
+        (["regression", "--detect", "--model", "smollm2-135n"], "did you mean smollm2-135m?"),
+    ],
+)
+def test_a_regression_check_of_a_typo_is_no_match_not_no_regression(
+    golden: Path, capsys: pytest.CaptureFixture[str], argv: list[str], hint: str
+) -> None:
+    """A CI gate with a misspelt machine or model must not pass as "0 found"."""
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert len(err.splitlines()) == 1 and hint in err
+
+
 @pytest.mark.parametrize("argv", NO_MATCH, ids=[a[0] + " " + a[1] for a in NO_MATCH])
 def test_no_match_is_exit_1_and_one_line_in_every_verb(
     golden: Path, capsys: pytest.CaptureFixture[str], argv: list[str]

@@ -158,7 +158,7 @@ def _answer(verb: Any, *args: Any) -> tuple[Any, list[dict[str, Any]]]:
     return catalog, verb(catalog, *args)
 
 
-def _no_match(filters: Any, catalog: Any) -> str:
+def no_match(filters: Any, catalog: Any) -> str:
     """'no runs match ...', and where an id filter names nothing at all, the nearest values."""
     from benchlab.query.verbs import unknown_filter_hint
 
@@ -267,7 +267,7 @@ def run_list(args: argparse.Namespace) -> int:
     if rows or args.format in ("json", "csv"):
         _emit([Section(columns, _display(rows, args.format))], args.format, _entries_out(rows))
     if not rows:
-        print(_no_match(filters, catalog), file=sys.stderr)
+        print(no_match(filters, catalog), file=sys.stderr)
         return 1
     return 0
 
@@ -437,7 +437,7 @@ def run_table(args: argparse.Namespace) -> int:
             _entries_out(rows),
         )
     if not rows:
-        print(_no_match(filters, catalog), file=sys.stderr)
+        print(no_match(filters, catalog), file=sys.stderr)
         return 1
     return 0
 
@@ -524,7 +524,7 @@ def run_best(args: argparse.Namespace) -> int:
             _entries_out(rows),
         )
     if not rows:
-        print(f"{_no_match(filters, catalog)} (with a {metric})", file=sys.stderr)
+        print(f"{no_match(filters, catalog)} (with a {metric})", file=sys.stderr)
         return 1
     return 0
 
@@ -566,6 +566,6 @@ def run_summary(args: argparse.Namespace) -> int:
     if rows or args.format in ("json", "csv"):
         _emit([Section(columns, rows)], args.format, rows)
     if not rows:
-        print(_no_match(filters, catalog), file=sys.stderr)
+        print(no_match(filters, catalog), file=sys.stderr)
         return 1
     return 0

@@ -158,7 +158,8 @@ def run_gates(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from benchlab.catalog.read import load_catalog
-    from benchlab.errors import QueryError
+    from benchlab.cli.query import no_match
+    from benchlab.errors import NoMatchError, QueryError
     from benchlab.layout import Store, find_store
     from benchlab.query.filters import Filters, check_metric, select
     from benchlab.query.render import Column, Section, emit
@@ -181,7 +182,10 @@ def run(args: argparse.Namespace) -> int:
     # After the load: it knows the declared metrics. No --metric: each series' headline.
     metric = check_metric(args.metric) if args.metric else HEADLINE_METRICS
     named = metric if isinstance(metric, str) else "peak aggregate, else decode"
-    entries = select(catalog.runs, Filters(model=args.model, machine=args.machine))
+    filters = Filters(model=args.model, machine=args.machine)
+    entries = select(catalog.runs, filters)
+    if not entries:  # a typo is no match (exit 1, with what it may have meant), never "0 found"
+        raise NoMatchError(no_match(filters, catalog).removeprefix("bench: "))
     series = [Column("label", "series")]
     if not isinstance(metric, str):
         series.append(Column("metric", "metric"))  # which headline each row judged
