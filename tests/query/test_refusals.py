@@ -119,9 +119,10 @@ NO_MATCH = [
     [
         (["regression", "--machine", "pi6"], "did you mean pi5?"),
         (["regression", "--detect", "--model", "smollm2-135n"], "did you mean smollm2-135m?"),
+        (["compare", "--by", "machine", "--machine", "pi6"], "did you mean pi5?"),
     ],
 )
-def test_a_regression_check_of_a_typo_is_no_match_not_no_regression(
+def test_a_typo_in_regression_or_compare_is_no_match_with_a_hint(
     golden: Path, capsys: pytest.CaptureFixture[str], argv: list[str], hint: str
 ) -> None:
     """A CI gate with a misspelt machine or model must not pass as "0 found"."""

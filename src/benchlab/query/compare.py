@@ -362,11 +362,16 @@ def compare_axis(
     sides = gather(matched, axis, memo)
     present = sides.present
     if len(present) < 2 and (a is None or b is None):
-        # No run at all matches: "no match", exit 1 as every query verb (NoMatchError).
+        # No run at all matches: "no match", exit 1 as every query verb (NoMatchError),
+        # with what a misspelt id filter may have meant.
+        from benchlab.query.verbs import unknown_filter_hint
+
+        hint = None if matched else unknown_filter_hint(catalog, filters)
         raise (QueryError if matched else NoMatchError)(
             f"compare --by {axis}: need two {axis} values to compare, "
             f"found {len(present)} ({_few(present)})"
             + (f" among runs matching {filters.describe()}" if filters.describe() else "")
+            + (f"; {hint}" if hint else "")
         )
     ok = [e for runs in sides.repeats.values() for e in runs]
     value_a = _match_value(a, ok, axis, "--a") if a is not None else None
