@@ -104,7 +104,12 @@ HEADLINE = (
     "prefill_tok_per_sec",
     "decode_tok_per_sec",
 )
-"""The throughput metrics every run has; higher is better for each."""
+"""The throughput metrics a run may have (a llama-bench or `command` run has no batched
+peak or speedup); higher is better for each."""
+
+HEADLINE_ORDER = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
+"""What a run or series is judged by when no metric is named, the first it measured: the
+default gate, `bench regression` without `--metric`."""
 
 SPREAD = tuple(m.name for m in REGISTRY.values() if m.kind == "spread")
 """Standard deviations (tok/s) of the headline prefill and decode numbers, where measured."""

@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 from benchlab.errors import QueryError
 from benchlab.identity import series_label, series_of, version_label
-from benchlab.metrics import DEFAULT_METRIC, lower_is_better
+from benchlab.metrics import DEFAULT_METRIC, HEADLINE_ORDER, lower_is_better
 from benchlab.stats import is_outlier
 
 REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads")
@@ -101,10 +101,9 @@ def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[st
     return dict(sorted(grouped.items(), key=lambda item: sort_key(item[1][0][0])))
 
 
-HEADLINE_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec")
-"""What a series is judged by when no metric is named: its peak aggregate where it measured
-one, else its decode (a llama-bench or `command` series measures no batched peak, and a check
-on peak alone would pass them by in silence)."""
+HEADLINE_METRICS = HEADLINE_ORDER
+"""What a series is judged by when no metric is named, the first it has: a llama-bench or
+`command` series measures no batched peak, and a check on peak alone passes it by."""
 
 
 def headline_histories(

@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--metric",
         help="the metric to judge (default: each series' headline, its peak aggregate where "
-        "it measured one, else its decode: llama-bench and command runs have no batched peak)",
+        "it measured one, else its decode, else its prefill: llama-bench and command runs "
+        "have no batched peak)",
     )
     parser.add_argument(
         "--alpha", type=alpha, default=0.01, help="significance, in (0, 1) (default 0.01)"
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog(Store(find_store()).catalog_path)
     # After the load: it knows the declared metrics. No --metric: each series' headline.
     metric = check_metric(args.metric) if args.metric else HEADLINE_METRICS
-    named = metric if isinstance(metric, str) else "peak aggregate, else decode"
+    named = metric if isinstance(metric, str) else "headline: peak, else decode, else prefill"
     filters = Filters(model=args.model, machine=args.machine)
     entries = select(catalog.runs, filters)
     if not entries:  # a typo is no match (exit 1, with what it may have meant), never "0 found"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab.errors import BenchlabError
 from benchlab.identity import series_key
 from benchlab.layout import MANIFEST, RECORD, SWEEP_STATE, read_json, read_model, write_model
-from benchlab.metrics import lower_is_better
+from benchlab.metrics import HEADLINE_ORDER, lower_is_better
 from benchlab.models import GateConfig, GateInfo, RunManifest, SweepConfig
 
 if TYPE_CHECKING:
@@ -56,18 +56,14 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-HEADLINES = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
-"""What the default gate judges, the first a run measured: llama-bench and `command` runs
-measure no batched peak, and a gate on a metric the run cannot have says only "unknown"."""
-
-
 def default_gate(
     gate: GateConfig, metrics: Mapping[str, Any], declared: Iterable[str] = ()
 ) -> GateConfig:
-    """`gate` (the default) on the run's headline metric: peak aggregate where measured, else
-    decode, else prefill, else the first metric the run's config declares (a `command`
-    benchmark of requests/s or milliseconds)."""
-    present = [m for m in (*HEADLINES, *declared) if _number(metrics.get(m)) is not None]
+    """`gate` (the default) on the run's headline metric (`metrics.HEADLINE_ORDER`: peak
+    aggregate where measured, else decode, else prefill), else the first metric the run's
+    config declares (a `command` benchmark of requests/s or milliseconds): a gate on a
+    metric the run cannot have would say only "unknown"."""
+    present = [m for m in (*HEADLINE_ORDER, *declared) if _number(metrics.get(m)) is not None]
     if not present or present[0] == gate.metric:
         return gate
     return gate.model_copy(update={"metric": present[0]})
