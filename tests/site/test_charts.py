@@ -25,6 +25,7 @@ from benchlab.publish.charts import (
     trend_chart,
 )
 from benchlab.publish.charts.levels import machine_chart
+from benchlab.publish.charts.output import COMPACT_KEY, expand_trace
 from benchlab.publish.data import load_public
 from benchlab.query.filters import Filters
 from benchlab.query.level import series_levels
@@ -104,8 +105,31 @@ def test_user_strings_are_entities_in_figures_and_json_cannot_close_a_script(pub
     text = chart_json(chart)
     assert "<" not in text and ">" not in text
     decoded = json.loads(text)
-    assert decoded["data"][0]["customdata"][0][1].startswith("&lt;script&gt;")
+    assert expand_trace(decoded["data"][0])["customdata"][0][1].startswith("&lt;script&gt;")
     assert chart.rows[0]["model"] == XSS_MODEL  # CSV keeps the real name
+
+
+def test_chart_json_writes_shared_customdata_once_and_expands_to_the_figure(public_store):
+    """A trace's points carry only the customdata fields that differ between them; expanding
+    (as benchlab.js does before plotly draws) gives back exactly the figure's customdata."""
+    charts = build_charts(load_public(Store(public_store)))
+    compacted = 0
+    for chart in charts:
+        decoded = json.loads(chart_json(chart))
+        figure = json.loads(json.dumps(chart.figure["data"]))
+        assert [expand_trace(t) for t in decoded["data"]] == figure, chart.slug
+        for trace, written in zip(figure, decoded["data"], strict=True):
+            if COMPACT_KEY in written:
+                compacted += 1
+                vary = written[COMPACT_KEY]["vary"]
+                assert all(len(p) == len(vary) for p in written["customdata"])
+                tight = {"separators": (",", ":")}
+                assert len(json.dumps(written, **tight)) < len(json.dumps(trace, **tight))
+                if chart.slug == "trend":
+                    # A trend trace is one series: run id and time differ point to point,
+                    # machine, model, precision, label and series id are written once.
+                    assert {3, 4} <= set(vary) and not {0, 1, 2, 5, 7} & set(vary)
+    assert compacted >= 9
 
 
 def test_chart_json_is_deterministic(public_store):

@@ -244,3 +244,40 @@ def test_search_finds_series_machines_and_models_by_id_and_label(served, watched
     assert label in _search(watched, sid, f"series.html?s={sid}")
     assert "jetson" in _search(watched, "jetson", "machines/jetson.html")
     assert "llama-3.2-1b" in _search(watched, "llama-3.2-1b", "models/llama-3.2-1b.html")
+
+
+def test_charts_draw_every_point_with_its_full_customdata_from_compact_files(served, watched, site):
+    """The chart files write the customdata fields a trace's points share once (blcd);
+    the page draws each point with all of them, as the figure built them."""
+    import json
+
+    from benchlab.publish.charts.output import COMPACT_KEY, expand_trace
+
+    watched.open(served + MODEL_PAGE)
+    slugs = watched.page.evaluate(
+        "Array.from(document.querySelectorAll('.bl-chart')).map(d => d.dataset.chart)"
+    )
+    compacted = 0
+    for slug in slugs:
+        text = (site / "bl" / "charts" / f"{slug}.js").read_text()
+        written = json.loads(text[text.index("]=") + 2 :].rstrip().rstrip(";"))["data"]
+        compacted += sum(COMPACT_KEY in t for t in written)
+        drawn = watched.page.evaluate(
+            f"document.querySelector('[data-chart=\"{slug}\"]').blOriginal"
+            ".map(t => [t.customdata || null, t.blcd === undefined])"
+        )
+        assert [d[0] for d in drawn] == [expand_trace(t).get("customdata") for t in written]
+        assert all(d[1] for d in drawn), slug
+    assert compacted >= 5
+    trend = "chart-model-llama-3.2-1b-trend"
+    curve = watched.page.evaluate(
+        f"document.getElementById('{trend}')._fullData"
+        ".findIndex(t => t.visible === true && (t.customdata || []).length > 1)"
+    )
+    assert curve >= 0
+    watched.page.evaluate(f"Plotly.Fx.hover('{trend}', [{{curveNumber: {curve}, pointNumber: 1}}])")
+    hover = watched.page.evaluate(
+        f"document.querySelector('[id=\"{trend}\"] .hoverlayer').textContent"
+    )
+    point = watched.page.evaluate(f"document.getElementById('{trend}').data[{curve}].customdata[1]")
+    assert point[0] in hover and point[2] in hover and f"run {point[3]}" in hover

@@ -8,6 +8,7 @@
    - sortable tables (click or Enter on a heading);
    - the run page (the compare page has its own script, compare.js).
    Points carry customdata [machine, model, precision, run id, time, label, version, series];
+   a chart file writes the fields a trace's points share once (trace.blcd, see `expand`);
    user strings reach the DOM only through textContent. */
 (function () {
   "use strict";
@@ -140,9 +141,29 @@
     div.parentNode.insertBefore(label, div);
   }
 
+  function expand(trace) {
+    /* A chart file's trace holds per point only the customdata fields that vary within it;
+       blcd.row is a point with the shared ones, blcd.vary where each carried field goes and
+       blcd.enc how it is written: as is, less a shared prefix (p), or as an index into its
+       values (v) (charts.output.compact_trace). Put every point's full customdata back,
+       once, before plotly, the filters or a click read it. */
+    var compact = trace.blcd;
+    if (!compact) { return; }
+    trace.customdata = (trace.customdata || []).map(function (values) {
+      var point = compact.row.slice();
+      compact.vary.forEach(function (index, j) {
+        var enc = compact.enc[j];
+        point[index] = !enc ? values[j] : enc.p !== undefined ? enc.p + values[j] : enc.v[values[j]];
+      });
+      return point;
+    });
+    delete trace.blcd;
+  }
+
   function render(Plotly, div) {
     var spec = (window.BENCHLAB_CHARTS || {})[div.getAttribute("data-chart")];
     if (!spec) { return; }
+    spec.data.forEach(expand);
     div.blOriginal = spec.data;
     div.blSpec = spec;
     var layout = Object.assign({}, spec.layout);
