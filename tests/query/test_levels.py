@@ -149,6 +149,20 @@ def test_an_unstable_level_is_flagged_in_text_and_json(
     assert " unstable " in out.splitlines()[2] + " "
 
 
+def test_a_one_run_level_whose_repeats_varied_says_run_unstable(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first sweep's level is one run: no spread of its own, so the run's own unstable tag
+    (its repeats varied past max_cv) is the noise the table shows, never a blank."""
+    runs = _series("busy", [100.0]) + _series("quiet", [50.0])
+    runs[0]["tags"] = [*runs[0]["tags"], "unstable"]
+    write_v3_catalog(store, runs)
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    _, out, _ = run_cli(capsys, "table")
+    rows = {line.split()[1]: line for line in out.splitlines()[2:4]}
+    assert " run unstable " in rows["busy"] and "unstable" not in rows["quiet"]
+
+
 def test_a_marked_outlier_never_wins_nor_counts(
     store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -398,7 +398,11 @@ def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]
         row.update(row.get("levels") or {level["metric"]: level["value"]})
         row["level_pm"] = level["pm95"]
         row["level_n"] = level["n"]
-        row["level_flag"] = "unstable" if level["unstable"] else None
+        # A level of one run has no spread of its own: the run's repeats speak for it.
+        run_unstable = bool(_unstable_mark({**row, "status": "ok"}))
+        row["level_flag"] = (
+            "unstable" if level["unstable"] else "run unstable" if run_unstable else None
+        )
     return out
 
 
@@ -444,7 +448,8 @@ def run_table(args: argparse.Namespace) -> int:
 
 _LEVEL_LEGEND = (
     "tok/s: the mean of the series' newest segment (runs since its last step); ±95% and runs "
-    "are of that level (peak, else decode); noise: unstable where the runs vary over 10%."
+    "are of that level (peak, else decode); noise: unstable where the runs vary over 10%, "
+    "run unstable where the newest run's own repeats do."
 )
 
 
