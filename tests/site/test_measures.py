@@ -161,7 +161,9 @@ def test_best_of_a_lower_is_better_metric_is_the_smallest():
     ]
     for run in runs:
         run["series"] = run["run_id"][:-17]
-    best = best_per_machine(runs, "ttft_ms")
-    assert [r["ttft_ms"] for r in best] == [30.0, 60.0]
-    fastest = best_per_machine(runs, "peak_tok_per_sec")
+    histories = [[run] for run in runs]  # one run per series
+    best = best_per_machine(histories, ("ttft_ms",))
+    assert [item.level.value for item in best] == [30.0, 60.0]
+    assert [item.latest["machine_id"] for item in best] == ["gpu-box", "laptop"]
+    fastest = best_per_machine(histories, ("peak_tok_per_sec",))
     assert len(fastest) == 2
