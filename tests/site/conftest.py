@@ -11,6 +11,35 @@ sys.path.insert(0, str(Path(__file__).parent))  # pytest runs in importlib mode
 
 from site_factory import thread_runs, write_fleet, write_store
 
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium, loopback only (every other host resolves to nothing)."""
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"{CHROMIUM} missing: tools/ci-setup.sh installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        # playwright gives every launch a fresh profile dir of its own (no --user-data-dir).
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
 
 @pytest.fixture
 def public_store(store: Path):

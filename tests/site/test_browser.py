@@ -13,6 +13,7 @@ with what it loads, dark mode from the OS setting, no sideways scrolling at 390 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import shutil
@@ -30,19 +31,6 @@ from benchlab.publish.data import load_public
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-]
-
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -56,9 +44,11 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def served(built: Path) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(built))
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """A built site over HTTP on loopback (the root URL), torn down on exit: every
+    browser test serves its site this way."""
+    handler = functools.partial(_Quiet, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -71,18 +61,9 @@ def served(built: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"{CHROMIUM} missing: tools/ci-setup.sh installs Debian's chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        # playwright gives every launch a fresh profile dir of its own (no --user-data-dir).
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+def served(built: Path) -> Iterator[str]:
+    with serve(built) as url:
+        yield url
 
 
 class Watched:

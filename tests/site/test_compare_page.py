@@ -11,18 +11,15 @@ the CLI and the site print the same numbers for one comparison.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from site_factory import entry, write_store
-from test_browser import CHROMIUM, CHROMIUM_ARGS, Watched, _Quiet
+from test_browser import Watched, serve
 
 from benchlab.cli import main
 from benchlab.layout import Store, write_model
@@ -61,20 +58,6 @@ def _unpriced(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"{CHROMIUM} missing: tools/ci-setup.sh installs Debian's chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-@pytest.fixture(scope="module")
 def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cmp") / "experiments" / "benchmark"
     write_store(root, extra_runs())
@@ -89,16 +72,8 @@ def site(store_root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def served(site: Path) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/compare.html"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve(site) as url:
+        yield url + "compare.html"
 
 
 def _pair(site: Path, a: str, b: str, match: str) -> dict[str, Any]:

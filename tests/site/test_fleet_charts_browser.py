@@ -11,15 +11,12 @@ no sideways scroll at 1440 and 390 px; search finds a series by its label.
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from site_factory import FLEET_MACHINES, entry, fleet_runs, write_entries
-from test_browser import Watched, _Quiet, browser  # noqa: F401  (the fixture)
+from test_browser import Watched, serve
 
 from benchlab.models import CatalogEntry
 from benchlab.publish.build import build_site
@@ -57,20 +54,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(site: Path) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve(site) as url:
+        yield url
 
 
 @pytest.fixture
-def watched(browser) -> Iterator[Watched]:  # noqa: F811
+def watched(browser) -> Iterator[Watched]:
     page = Watched(browser)
     try:
         yield page

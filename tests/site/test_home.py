@@ -7,11 +7,8 @@ left out of detection and drawn hollow, a run stamped in 2099 that does not move
 
 from __future__ import annotations
 
-import functools
 import html
-import http.server
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -19,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from home_scenario import OLD_STEP_DAY, scenario_runs
 from site_factory import START, write_entries
-from test_browser import Watched, _Quiet, browser  # noqa: F401  (the fixture)
+from test_browser import Watched, serve
 
 from benchlab.publish.build import build_site, expand
 from benchlab.publish.data import load_public
@@ -188,16 +185,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     base = tmp_path_factory.mktemp("home-site")
     store = write_entries(base / "experiments" / "benchmark", scenario_runs())
     site = build_site(load_public(store), base / "out")
-    handler = functools.partial(_Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve(site) as url:
+        yield url
 
 
 SIZES = [(1440, 900), (390, 844)]
@@ -205,7 +194,7 @@ SIZES = [(1440, 900), (390, 844)]
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("width", "height"), SIZES)
-def test_the_old_open_regression_is_on_the_first_screen(served, browser, width, height):  # noqa: F811
+def test_the_old_open_regression_is_on_the_first_screen(served, browser, width, height):
     watched = Watched(browser)
     try:
         watched.page.set_viewport_size({"width": width, "height": height})
@@ -250,7 +239,7 @@ FITS = """() => {
 @pytest.mark.integration
 @pytest.mark.parametrize(("width", "height"), SIZES)
 @pytest.mark.parametrize("page", ["index.html", "regressions.html"])
-def test_step_tables_fit_without_sideways_scroll(served, browser, page, width, height):  # noqa: F811
+def test_step_tables_fit_without_sideways_scroll(served, browser, page, width, height):
     watched = Watched(browser)
     try:
         watched.page.set_viewport_size({"width": width, "height": height})

@@ -8,16 +8,13 @@ verdict and the outlier mark with its reason."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from site_factory import entry, write_store
-from test_browser import CHROMIUM, CHROMIUM_ARGS, Watched, _Quiet
+from test_browser import Watched, serve
 
 from benchlab.cli import main
 from benchlab.identity import series_of
@@ -66,30 +63,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
 
 @pytest.fixture(scope="module")
 def served(site) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(site[0]))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"{CHROMIUM} missing: tools/ci-setup.sh installs Debian's chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with serve(site[0]) as url:
+        yield url
 
 
 def _open_series(watched: Watched, url: str) -> None:
