@@ -101,13 +101,8 @@ def histories(entries: Iterable[Entry], metric: str = DEFAULT_METRIC) -> dict[st
     return dict(sorted(grouped.items(), key=lambda item: sort_key(item[1][0][0])))
 
 
-HEADLINE_METRICS = HEADLINE_ORDER
-"""What a series is judged by when no metric is named, the first it has: a llama-bench or
-`command` series measures no batched peak, and a check on peak alone passes it by."""
-
-
 def headline_histories(
-    entries: Iterable[Entry], metrics: str | Sequence[str] = HEADLINE_METRICS
+    entries: Iterable[Entry], metrics: str | Sequence[str] = HEADLINE_ORDER
 ) -> dict[str, tuple[str, History]]:
     """Each series' history for the first of `metrics` it has one for, with that metric;
     the series in `sort_key` order."""
@@ -436,7 +431,7 @@ def detect(
     recent to confirm (`tail_step`), its confidence raised where other series of the same
     machine stepped the same way at the same time (`corroborate`; a suspect of one run only
     then, unless `lone_suspects`, for callers that corroborate across series later).
-    Several metrics (`HEADLINE_METRICS`): each series is read in the first it has."""
+    Several metrics (`metrics.HEADLINE_ORDER`): each series is read in the first it has."""
     steps: list[Step] = []
     grouped = headline_histories(entries, metric)
     for series_metric, runs in grouped.values():
@@ -715,7 +710,7 @@ def compare_latest(
     not become the yardstick. `window` is accepted for older callers and unused. A series
     with a single run has nothing to compare with and is left out: a fresh clone's first
     sweep (threads 1 and 2, two models, two precisions) is eight one-run series, not a
-    comparison of a t1 run with a t2 run. Several metrics (`HEADLINE_METRICS`): each series
+    comparison of a t1 run with a t2 run. Several metrics (`metrics.HEADLINE_ORDER`): each series
     is compared in the first it has.
     """
     measured = {

@@ -388,6 +388,8 @@ def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]
     """Rows for the table: each metric at its level (`levels`, else the level's own metric),
     the level's ±95%, run count and an `unstable` flag; json shows the entries with their
     `level` as they are."""
+    from benchlab.metrics import UNSTABLE_TAG
+
     out = _display(rows, fmt)
     if fmt == "json":
         return out
@@ -399,7 +401,7 @@ def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]
         row["level_pm"] = level["pm95"]
         row["level_n"] = level["n"]
         # A level of one run has no spread of its own: the run's repeats speak for it.
-        run_unstable = bool(_unstable_mark({**row, "status": "ok"}))
+        run_unstable = UNSTABLE_TAG in (row.get("tags") or ())
         row["level_flag"] = (
             "unstable" if level["unstable"] else "run unstable" if run_unstable else None
         )

@@ -162,10 +162,10 @@ def run(args: argparse.Namespace) -> int:
     from benchlab.cli.query import no_match
     from benchlab.errors import NoMatchError, QueryError
     from benchlab.layout import Store, find_store
+    from benchlab.metrics import HEADLINE_ORDER
     from benchlab.query.filters import Filters, check_metric, select
     from benchlab.query.render import Column, Section, emit
     from benchlab.regress import (
-        HEADLINE_METRICS,
         compare_latest,
         detect,
         parse_threshold,
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     min_change = parse_threshold(args.min_change, "--min-change")
     catalog = load_catalog(Store(find_store()).catalog_path)
     # After the load: it knows the declared metrics. No --metric: each series' headline.
-    metric = check_metric(args.metric) if args.metric else HEADLINE_METRICS
+    metric = check_metric(args.metric) if args.metric else HEADLINE_ORDER
     named = metric if isinstance(metric, str) else "headline: peak, else decode, else prefill"
     filters = Filters(model=args.model, machine=args.machine)
     entries = select(catalog.runs, filters)

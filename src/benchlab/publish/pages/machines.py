@@ -140,17 +140,14 @@ def machine_pages(site: SiteContext) -> list[Any]:
         sids = sids_of.get(machine_id, [])
         latest = [site.latest[sid] for sid in sids]
         prefix = f"machine-{machine_id}-"
-        histories = [site.groups.ok_of[sid] for sid in sids]
+        window = tails([site.groups.ok_of[sid] for sid in sids])
         charts = [
-            machine_chart(
-                tails(histories), prefix + "throughput", present_metrics(latest), site.level_memo
-            ),
+            machine_chart(window, prefix + "throughput", present_metrics(latest), site.level_memo),
             site.trend(sids, prefix + "trend"),
         ]
         site.add_charts(charts)
         # Each series at its current level, as `bench best` answers (ARCHITECTURE.md, The
         # current level): the newest segment's mean ± its interval, not the newest run.
-        window = tails(histories)
         levels = {
             metric: {item.series: item for item in series_levels(window, metric, site.level_memo)}
             for metric in ("peak_tok_per_sec", "decode_tok_per_sec")
