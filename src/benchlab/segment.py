@@ -105,15 +105,60 @@ def despike(values: Sequence[float], sigma: float) -> Any:
     return np.clip(y, centre - CLIP * sigma, centre + CLIP * sigma)
 
 
+SMALL = 160
+"""Up to this many runs `partition` runs its loop on Python floats: a fleet's windows are
+short (a level's is at most 64 runs), and there numpy's per-call overhead on arrays of a few
+dozen values costs several times the arithmetic. Both paths do the same float64 operations
+in the same order, so they pick the same cuts (tests/regress/test_segments.py)."""
+
+
 def partition(z: Any, penalty: float, min_segment: int) -> list[int]:
     """The cuts (first index of each new segment) minimising the squared error of a
     piecewise-constant fit to `z` plus `penalty` per cut, every segment at least
     `min_segment` long: optimal partitioning by dynamic programming."""
-    import numpy as np
-
     n = len(z)
     if n < 2 * min_segment:
         return []
+    last = (
+        _last_small(z, penalty, min_segment) if n <= SMALL else _last_numpy(z, penalty, min_segment)
+    )
+    cuts = []
+    end = n
+    while end > 0:
+        end = int(last[end])
+        if end > 0:
+            cuts.append(end)
+    return sorted(cuts)
+
+
+def _last_small(z: Any, penalty: float, min_segment: int) -> list[int]:
+    """Each end's best last segment start, on Python floats (`SMALL`)."""
+    n = len(z)
+    s1, s2 = [0.0], [0.0]
+    for value in z:  # cumulative sums in order, as np.cumsum adds them
+        value = float(value)
+        s1.append(s1[-1] + value)
+        s2.append(s2[-1] + value * value)
+    best = [math.inf] * (n + 1)
+    best[0] = -penalty
+    last = [0] * (n + 1)
+    for end in range(min_segment, n + 1):
+        e1, e2 = s1[end], s2[end]
+        pick_total, pick_start = best[0] + (e2 - e1 * e1 / end) + penalty, 0
+        for start in range(min_segment, end - min_segment + 1):
+            gap = e1 - s1[start]
+            total = best[start] + (e2 - s2[start] - gap * gap / (end - start)) + penalty
+            if total < pick_total:  # the first minimum, as np.argmin takes
+                pick_total, pick_start = total, start
+        best[end], last[end] = pick_total, pick_start
+    return last
+
+
+def _last_numpy(z: Any, penalty: float, min_segment: int) -> Any:
+    """Each end's best last segment start, one numpy pass per end (long histories)."""
+    import numpy as np
+
+    n = len(z)
     s1 = np.concatenate([[0.0], np.cumsum(z)])
     s2 = np.concatenate([[0.0], np.cumsum(np.square(z))])
     best = np.full(n + 1, np.inf)
@@ -127,13 +172,7 @@ def partition(z: Any, penalty: float, min_segment: int) -> list[int]:
         total = best[starts] + cost + penalty
         pick = int(np.argmin(total))
         best[end], last[end] = total[pick], starts[pick]
-    cuts = []
-    end = n
-    while end > 0:
-        end = int(last[end])
-        if end > 0:
-            cuts.append(end)
-    return sorted(cuts)
+    return last
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.regress.test_regress import entries, noisy
 
 from benchlab.regress import (
@@ -22,6 +24,7 @@ from benchlab.regress import (
     segments,
     window_start,
 )
+from benchlab.segment import SMALL, _last_numpy, _last_small
 from benchlab.stats import OUTLIER_TAG
 
 
@@ -148,3 +151,28 @@ def test_the_baseline_is_the_last_stable_segment_before_the_newest_runs() -> Non
     [same] = compare_latest(entries(flat), "pi5", threshold=0.05)
     assert same.baseline == "median of 29 run(s) of the last stable segment"
     assert not same.regression
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(-50, 50, allow_nan=False),
+            st.sampled_from([0.0, 1.0, 1.0, 7.0]),  # ties, where the first minimum matters
+        ),
+        min_size=2,
+        max_size=SMALL,
+    ),
+    min_segment=st.integers(1, 5),
+)
+def test_the_python_and_numpy_partitions_pick_the_same_cuts(
+    values: list[float], min_segment: int
+) -> None:
+    """Short windows run the dynamic programme on Python floats, long ones on numpy arrays:
+    a last-start that differs anywhere would move a cut, a level or a first bad run."""
+    z = np.asarray(values, dtype=float)
+    if len(z) < 2 * min_segment:
+        return
+    penalty = 3.0 * np.log(len(z))
+    small = _last_small(z, penalty, min_segment)
+    assert small == [int(start) for start in _last_numpy(z, penalty, min_segment)]
