@@ -139,7 +139,12 @@ def test_names(prefill_tokens: int | None, gen_tokens: int | None, depth: int | 
     return names
 
 
+SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
 def _frozen(value: Any) -> Any:
+    if type(value) in SCALAR_TYPES:  # nearly every field: skip the ABC checks below
+        return value
     if isinstance(value, Mapping):
         return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):

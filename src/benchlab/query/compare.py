@@ -27,13 +27,21 @@ went up is `-`), and `?` where each side has a single run and there is no spread
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.catalog.read import LoadedCatalog
 from benchlab.errors import NoMatchError, QueryError
-from benchlab.identity import SERIES_FIELDS, build_label, identity_key, shape, test_names
+from benchlab.identity import (
+    SCALAR_TYPES,
+    SERIES_FIELDS,
+    build_label,
+    identity_key,
+    shape,
+    test_names,
+)
 from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.query.level import StepMemo, counts, current_level
@@ -103,13 +111,14 @@ def axis_value(entry: dict[str, Any], axis: str) -> str | None:
     raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
 
 
-def _pair_fields(axis: str) -> list[str]:
+@functools.cache
+def _pair_fields(axis: str) -> tuple[str, ...]:
     fields = [name for name in SERIES_FIELDS if name not in _AXIS_FIELDS[axis]]
     if axis == "build":
         fields.append("revision")
     elif axis == "revision":
         fields += ["backend_version", "backend_build", "backend_commit"]
-    return fields
+    return tuple(fields)
 
 
 def _pair_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
@@ -127,6 +136,8 @@ def _best_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
 
 
 def _hashable(value: Any) -> Any:
+    if type(value) in SCALAR_TYPES:
+        return value
     if isinstance(value, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
     if isinstance(value, list):

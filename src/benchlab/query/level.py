@@ -134,12 +134,17 @@ def counts(entry: Entry, metric: str) -> bool:
     """Whether a run belongs to a history for `metric`: ok, unmarked, with a finite value."""
     value = entry.get(metric)
     return (
-        entry.get("status", "ok") == "ok"
-        and isinstance(value, (int, float))
-        and not isinstance(value, bool)
+        (
+            type(value) in _NUMBERS  # the fast test first; bool is not a number here
+            or (isinstance(value, (int, float)) and not isinstance(value, bool))
+        )
         and math.isfinite(value)
+        and entry.get("status", "ok") == "ok"
         and not is_outlier(entry)
     )
+
+
+_NUMBERS = (int, float)
 
 
 def histories(entries: Iterable[Entry], metric: str) -> dict[str, list[Entry]]:
