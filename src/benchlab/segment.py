@@ -29,6 +29,7 @@ discovery rate at the significance level (Benjamini-Hochberg over the series' p-
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,27 +77,61 @@ def noise_scale(values: Sequence[float], cuts: Sequence[int] = ()) -> float:
     the squared first differences (consistent for Gaussian noise; a step, an outlier run or
     a slow drift leaves it almost unmoved), leaving out the differences across `cuts` (a
     short history has too few differences to trim every step away). Never 0: a constant
-    series gets a tiny scale relative to its level, so any change of it is large."""
+    series gets a tiny scale relative to its level, so any change of it is large.
+
+    On Python floats up to `SMALL` runs (see there), on numpy arrays above: the two agree
+    to the last bits of the kept squares' mean (tests/regress/test_segments.py)."""
+    y = [float(v) for v in values]
+    if len(y) < 2:
+        return 1e-9 * (abs(y[0]) if y else 1.0) or 1e-300
+    if len(y) > SMALL:
+        return _noise_scale_numpy(y, cuts)
+    skip = {cut - 1 for cut in cuts if 0 < cut < len(y)}
+    steps = [b - a for a, b in itertools.pairwise(y)]
+    differences = [d for i, d in enumerate(steps) if i not in skip] or steps
+    squares = sorted(d * d for d in differences)
+    kept = squares[: max(1, math.ceil(TRIM * len(squares)))]
+    sigma = math.sqrt(math.fsum(kept) / len(kept) / (2 * _TRIMMED_MEAN))
+    ordered = sorted(abs(v) for v in y)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return max(sigma, 1e-9 * max(median, 1e-300))
+
+
+def _noise_scale_numpy(y: Sequence[float], cuts: Sequence[int]) -> float:
     import numpy as np
 
-    y = np.asarray(values, dtype=float)
-    if len(y) < 2:
-        return 1e-9 * (abs(float(y[0])) if len(y) else 1.0) or 1e-300
-    differences = np.delete(np.diff(y), [cut - 1 for cut in cuts if 0 < cut < len(y)])
-    squares = np.sort((differences if len(differences) else np.diff(y)) ** 2)
+    values = np.asarray(y, dtype=float)
+    differences = np.delete(np.diff(values), [cut - 1 for cut in cuts if 0 < cut < len(values)])
+    squares = np.sort((differences if len(differences) else np.diff(values)) ** 2)
     kept = squares[: max(1, math.ceil(TRIM * len(squares)))]
     sigma = math.sqrt(float(kept.mean()) / (2 * _TRIMMED_MEAN))
-    floor = 1e-9 * max(float(np.median(np.abs(y))), 1e-300)
+    floor = 1e-9 * max(float(np.median(np.abs(values))), 1e-300)
     return max(sigma, floor)
 
 
 def despike(values: Sequence[float], sigma: float) -> Any:
-    """`values` clipped to the running median of five (fewer at the ends) +- CLIP sigma."""
+    """`values` clipped to the running median of five (fewer at the ends) +- CLIP sigma: a
+    list up to `SMALL` runs (the same floats numpy gives: a median of five is one of them),
+    a numpy array above."""
+    n = len(values)
+    if n > SMALL:
+        return _despike_numpy(values, sigma)
+    y = [float(v) for v in values]
+    if n < 3:
+        return y
+    padded = [y[0], y[0], *y, y[-1], y[-1]]
+    centre = [sorted(padded[i : i + 5])[2] for i in range(n)]
+    centre[0], centre[-1] = sorted(y[:3])[1], sorted(y[-3:])[1]
+    width = CLIP * sigma
+    return [min(max(v, c - width), c + width) for v, c in zip(y, centre, strict=True)]
+
+
+def _despike_numpy(values: Sequence[float], sigma: float) -> Any:
     import numpy as np
 
     y = np.asarray(values, dtype=float)
-    n = len(y)
-    if n < 3:
+    if len(y) < 3:
         return y.copy()
     padded = np.concatenate([y[:1], y[:1], y, y[-1:], y[-1:]])
     windows = np.lib.stride_tricks.sliding_window_view(padded, 5)
@@ -256,11 +291,12 @@ def find_cuts(
     if n < 2 * min_segment:
         return []
     sigma = noise_scale(raw)
-    cuts = partition(despike(raw, sigma) / sigma, PENALTY * math.log(n), min_segment)
+    z = [v / sigma for v in despike(raw, sigma)] if n <= SMALL else despike(raw, sigma) / sigma
+    cuts = partition(z, PENALTY * math.log(n), min_segment)
     if not cuts:  # most series of a fleet: nothing more to do
         return []
     sigma = noise_scale(raw, cuts)  # judged by the noise without the differences across cuts
-    clean = despike(raw, sigma)
+    clean = np.asarray(despike(raw, sigma), dtype=float)
     while cuts:
         bounds = [0, *cuts, n]
         judged = [

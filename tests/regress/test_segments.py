@@ -24,7 +24,15 @@ from benchlab.regress import (
     segments,
     window_start,
 )
-from benchlab.segment import SMALL, _last_numpy, _last_small
+from benchlab.segment import (
+    SMALL,
+    _despike_numpy,
+    _last_numpy,
+    _last_small,
+    _noise_scale_numpy,
+    despike,
+    noise_scale,
+)
 from benchlab.stats import OUTLIER_TAG
 
 
@@ -176,3 +184,21 @@ def test_the_python_and_numpy_partitions_pick_the_same_cuts(
     penalty = 3.0 * np.log(len(z))
     small = _last_small(z, penalty, min_segment)
     assert small == [int(start) for start in _last_numpy(z, penalty, min_segment)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.sampled_from([0.0, 5.0, 5.0])),
+        min_size=1,
+        max_size=SMALL,
+    ),
+    cuts=st.lists(st.integers(-1, SMALL + 1), max_size=4),
+)
+def test_the_python_and_numpy_noise_and_despike_agree(values: list[float], cuts: list[int]) -> None:
+    """Short windows estimate the noise and clip the spikes on Python floats: the same
+    clipped runs as numpy, and the same noise to the last bits of a mean."""
+    sigma = noise_scale(values, cuts)
+    if len(values) >= 2:
+        assert sigma == pytest.approx(_noise_scale_numpy(values, cuts), rel=1e-12)
+        assert despike(values, sigma) == list(_despike_numpy(values, sigma))
