@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from dataclasses import replace
 
@@ -277,3 +278,29 @@ def test_theme_templates_compiled_once_are_kept_and_change_nothing(public_store,
     warm = build_site(load_public(Store(public_store)), tmp_path / "warm")
     assert sorted(p.name for p in cache.iterdir()) == kept  # read, not compiled again
     assert tree_digest(warm) == tree_digest(cold)
+
+
+def test_the_runner_builds_what_stock_mkdocs_builds(public_store, tmp_path):
+    """The MkDocs runner's Jinja loader skips dot folders when MkDocs lists the theme's
+    files (publish/mkdocs_run.py): the built tree is byte for byte `mkdocs build`'s own."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from benchlab.publish.build import default_source, mkdocs_config, tree_digest, write_files
+    from benchlab.publish.mkdocs_run import run_mkdocs
+
+    source, docs = default_source(public_store), tmp_path / "docs"
+    rendered = render_pages(load_public(Store(public_store)))
+    write_files(rendered, docs, source)
+    nav = rendered.nav
+    ours, stock = tmp_path / "ours", tmp_path / "stock"
+    run_mkdocs(mkdocs_config(source, docs, ours, nav), tmp_path, 0)
+    config = tmp_path / "stock.yml"
+    config.write_text(yaml.safe_dump(mkdocs_config(source, docs, stock, nav)))
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "0"}
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
+                    str(config)], check=True, env=env, timeout=300)  # fmt: skip
+    assert any((ours / "assets" / "javascripts").glob("*.js"))  # the theme's files are there
+    assert tree_digest(ours) == tree_digest(stock)

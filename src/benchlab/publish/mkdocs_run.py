@@ -28,6 +28,20 @@ for name in ("mkdocs.commands.build", "mkdocs.contrib.search", "material.plugins
         __import__(name)
     except ImportError:
         pass
+import jinja2
+
+
+def list_templates(self):  # Jinja's own, less dot folders: MkDocs drops every file under one
+    found = set()
+    for root in self.searchpath:
+        for folder, dirs, names in os.walk(root, followlinks=self.followlinks):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            rel = os.path.relpath(folder, root).replace(os.sep, "/")
+            found.update(n if rel == "." else f"{rel}/{n}" for n in names)
+    return sorted(found)
+
+
+jinja2.FileSystemLoader.list_templates = list_templates
 line = sys.stdin.readline().rstrip("\\n").split("\\t")
 if len(line) != 3:
     sys.exit(0)
@@ -38,7 +52,13 @@ cli(["build", "--strict", "--quiet", "-f", line[0]])
 """
 """`mkdocs build --strict --quiet -f CONFIG`, in a process started before the config
 exists: MkDocs, the theme and their plugins are imported while the pages are rendered, and
-the build starts when the config path and SOURCE_DATE_EPOCH arrive on stdin."""
+the build starts when the config path and SOURCE_DATE_EPOCH arrive on stdin.
+
+MkDocs lists every file of the theme to find its static files and then drops each one under
+a dot folder (its theme filter's `.*` and `*/.*`); Material's `.icons` holds some 14,000,
+and listing and filtering them was a fifth of a small site's build. The runner's Jinja
+loader does not descend into dot folders, so the same files come out (tests/site/
+test_pages.py holds the built tree to stock `mkdocs build`'s)."""
 
 
 class MkdocsProcess:
