@@ -478,3 +478,21 @@ def test_the_best_of_a_lower_is_better_metric_is_the_smallest_and_the_axis_says_
     }
     assert axes["ttft_ms"] == "Time to first token, ms (lower is better)"
     assert "lower is better" not in axes["peak_tok_per_sec"]
+
+
+def test_the_trend_draws_every_machine_before_a_fast_machines_twentieth_series():
+    """24 series of one fast machine beside two slow machines: picked by speed alone the
+    trend's 16 traces were all the fast machine's. Each machine's fastest comes first."""
+    runs = []
+    for threads in range(1, 25):
+        for day in range(3):
+            run = entry("big", "tiny", "q4", day, 100.0 + threads, threads=threads)
+            runs += _dicts(run.model_copy(update={"run_id": f"{run.run_id}-{threads}"}))
+    runs += _dicts(*(entry("small", "tiny", "q4", day, 10.0) for day in range(3)))
+    runs += _dicts(*(entry("other", "tiny", "q8", day, 20.0) for day in range(3)))
+    figure = trend_chart(runs, regressions=[]).figure
+    kept = [t for t in figure["data"] if t.get("mode") == "lines+markers"]
+    drawn = [t for t in kept if t.get("visible", True) is True]
+    assert len(kept) == 16 and "top 16 of 26 series" in figure["layout"]["title"]["text"]
+    assert {t["customdata"][0][0] for t in drawn} == {"big", "small", "other"}
+    assert sum(t["customdata"][0][0] == "big" for t in kept) == 14

@@ -4,6 +4,7 @@ regressions it marks and the batch curves it reads, and `Chart` itself."""
 
 from __future__ import annotations
 
+import functools
 import html
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -148,13 +149,28 @@ def latest_by_series(runs: Iterable[Entry]) -> dict[str, Entry]:
     return {series_of(run): run for run in sorted(latest.values(), key=sort_key)}
 
 
+LABEL_FIELDS = (
+    "machine_id", "model", "precision", "backend", "threads",
+    "prompt_tokens", "gen_tokens", "depth", "n_batch", "n_ubatch", "flash_attn",
+)  # fmt: skip
+"""Every field a label or a legend's words read (`identity.series_label`, `describe`)."""
+
+
 def label(run: Entry, machine: bool = True) -> str:
     """`identity.series_label` with the model's display name (what the site's pages and
     filters call it), optionally without the machine: an x axis of machines says that."""
-    shown_fields: dict[str, Any] = {**run, "model_id": None}
+    return _words(tuple(run.get(name) for name in LABEL_FIELDS), machine)[0]
+
+
+@functools.lru_cache(maxsize=16384)
+def _words(fields: tuple[Any, ...], machine: bool) -> tuple[str, str]:
+    """A series' label and its hover line, from its `LABEL_FIELDS`: the same few hundred
+    series label every point of every chart of a site (tens of thousands of points)."""
+    shown: dict[str, Any] = dict(zip(LABEL_FIELDS, fields, strict=True))
     if not machine:
-        shown_fields["machine_id"] = None
-    return series_label(shown_fields)
+        shown["machine_id"] = None
+    text = series_label(shown)
+    return text, f"{esc(text)}<br>{esc(describe(shown, ('threads', 'shape')))}"
 
 
 def peer_key(run: Entry) -> tuple[str, str]:
@@ -246,7 +262,7 @@ def point_data(run: Entry, *more: Any) -> list[Any]:
         run["run_id"],
         run["timestamp"],
         # The short label, and what its `t4 p32/n16` means in words, on the hover.
-        f"{esc(label(run))}<br>{esc(describe(run, ('threads', 'shape')))}",
+        _words(tuple(run.get(name) for name in LABEL_FIELDS), True)[1],
         esc(version_label(run) or "version not recorded"),
         series_of(run),
         *more,

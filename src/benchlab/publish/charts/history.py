@@ -93,13 +93,8 @@ def trend_chart(
     layout = base_layout("Throughput over time", "Run time (UTC)", METRIC_TITLES[metric])
     log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
     layout["xaxis"]["type"] = "date"
-    # The series drawn first: those with a regression, then the fastest (newest value).
     stepped = {series_of(g.run) for g in regressions}
-    top(
-        traces,
-        layout,
-        [(1e12 if series_of(m[0]) in stepped else 0) + (m[-1][metric] or 0) for m in lines],
-    )
+    top(traces, layout, fair_scores(lines, stepped, metric))
     kept = {point[7] for trace in traces for point in trace["customdata"][:1]}
     regressions = [g for g in regressions if series_of(g.run) in kept]
     if regressions:
@@ -138,6 +133,25 @@ def trend_chart(
 MAX_POINTS = 300
 """A history longer than this is drawn downsampled (`downsample`): a page stays light at any
 catalog size."""
+
+
+def fair_scores(lines: Sequence[Sequence[Entry]], stepped: set[str], metric: str) -> list[float]:
+    """The order a trend chart picks its series in, as scores (`layout.top`): those with a
+    regression first, then each machine's fastest (newest value), then each machine's
+    second, and so on. Picked by speed alone, a fleet's top series were all one fast
+    machine's, and every other machine was missing from the chart."""
+    newest = [members[-1].get(metric) or 0.0 for members in lines]
+    ranked = sorted(range(len(lines)), key=lambda i: (series_of(lines[i][0]) not in stepped,
+                                                      -newest[i], i))  # fmt: skip
+    taken: dict[str, int] = defaultdict(int)
+    place: dict[int, tuple[int, int, int]] = {}
+    for position, i in enumerate(ranked):
+        machine = lines[i][0]["machine_id"]
+        round_no = 0 if series_of(lines[i][0]) in stepped else 1 + taken[machine]
+        taken[machine] += round_no > 0
+        place[i] = (round_no, position, i)
+    rank = {i: p for p, i in enumerate(sorted(place, key=place.__getitem__))}
+    return [-float(rank[i]) for i in range(len(lines))]
 
 
 def downsample(
