@@ -261,3 +261,38 @@ def test_the_columns_and_the_entries_agree_past_the_window(
         patch.setattr(level, "LEVEL_WINDOW", window)
         patch.setattr(answer, "LEVEL_WINDOW", window)
         test_the_columns_and_the_entries_agree_on_levels.hypothesis.inner_test(runs)  # type: ignore[attr-defined]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    plan=st.lists(
+        st.tuples(
+            st.sampled_from(["pi5", "gpu-box", "nuc"]),
+            st.integers(1, 12),  # runs
+            st.integers(0, 3),  # day offset: same stamps across series, ties by run id
+            st.booleans(),  # decode missing on every other run
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    seed=st.integers(0, 10_000),
+)
+def test_levels_of_many_metrics_are_the_levels_of_each(plan: list[Any], seed: int) -> None:
+    """Grouping the runs once for every metric (`series_levels_of`, what a page's chart
+    uses) answers each metric exactly as `series_levels` does: same series, order, levels
+    and newest runs."""
+    from benchlab.query.level import series_levels, series_levels_of
+
+    entries: list[dict[str, Any]] = []
+    for number, (machine, count, offset, gaps) in enumerate(plan):
+        values = _noisy(100.0 * (number + 1), count, seed + number, spread=0.05)
+        runs = _series(machine, values, threads=number + 1, first_day=offset)
+        for i, run in enumerate(runs):
+            if gaps and i % 2:
+                run.pop("decode_tok_per_sec", None)
+        entries += runs
+    random.Random(seed).shuffle(entries)
+    metrics = ("peak_tok_per_sec", "decode_tok_per_sec", "ttft_ms")
+    together = series_levels_of(entries, metrics, {})
+    for metric in metrics:
+        assert together[metric] == series_levels(entries, metric, {})

@@ -207,6 +207,35 @@ def series_levels(
     return out
 
 
+def series_levels_of(
+    entries: Iterable[Entry], metrics: Sequence[str], memo: StepMemo | None = None
+) -> dict[str, list[SeriesLevel]]:
+    """`series_levels(entries, metric, memo)` for each of `metrics`, the same lists in the
+    same order, with the runs grouped by series and ordered once rather than once per metric
+    (a page's chart offers every metric its runs carry)."""
+    groups: dict[str, list[tuple[int, Entry]]] = {}
+    for index, entry in enumerate(entries):
+        groups.setdefault(series_of(entry), []).append((index, entry))
+    ordered = {
+        series: sorted(members, key=lambda m: (m[1]["timestamp"], m[1]["run_id"], m[0]))
+        for series, members in groups.items()
+    }
+    out: dict[str, list[SeriesLevel]] = {}
+    for metric in metrics:
+        found = []
+        for series, members in ordered.items():
+            runs = [(index, e) for index, e in members if counts(e, metric)]
+            if runs:  # listed where `histories` lists it: at its first run that counts
+                found.append((min(index for index, _ in runs), series, [e for _, e in runs]))
+        levels = []
+        for _, series, runs in sorted(found, key=lambda item: item[0]):
+            level = current_level([float(e[metric]) for e in runs], memo)
+            assert level is not None
+            levels.append(SeriesLevel(series, metric, level, runs[-1], {}))
+        out[metric] = levels
+    return out
+
+
 def rank_key(metric: str) -> Callable[[SeriesLevel], tuple[Any, ...]]:
     """Best level first (in the metric's direction), then the newer latest run, then the
     smaller run id: the order of `filters.ranked`, on levels."""

@@ -38,7 +38,7 @@ from benchlab.publish.charts.base import (
 )
 from benchlab.publish.charts.layout import METRIC_TITLES, base_layout, log_axis, wide
 from benchlab.publish.charts.palette import PALETTE
-from benchlab.query.level import LEVEL_WINDOW, SeriesLevel, StepMemo, series_levels
+from benchlab.query.level import LEVEL_WINDOW, SeriesLevel, StepMemo, series_levels_of
 
 WHEN_DIMS = ("model", "precision")
 """The filter dimensions a trace may be made for (the machine filter acts on points)."""
@@ -122,7 +122,7 @@ def machine_chart(
     first is drawn first; the page offers the rest). Several machines: a bar per machine,
     every machine included. One machine (its own page): a horizontal bar per series."""
     metrics = [m for m in metrics if any(r.get(m) is not None for r in runs)] or list(metrics[:1])
-    by_metric = {m: series_levels(runs, m, memo) for m in metrics}
+    by_metric = series_levels_of(runs, metrics, memo)
     machines = {lv.latest["machine_id"] for lvs in by_metric.values() for lv in lvs}
     one = len(machines) == 1
     traces: list[dict[str, Any]] = []
