@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from benchlab.layout import Store
 from benchlab.publish.charts import Chart, chart_json
+from benchlab.publish.jsontext import dumps
 
 # Python-Markdown's backslash-escapable characters, plus | for tables (< > & are entities).
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|])")
@@ -75,6 +76,6 @@ def chart_script(chart: Chart) -> str:
 
 
 def json_script(name: str, key: str, payload: Any) -> str:
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    text = dumps(payload, sort_keys=True)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return f"(window.{name}=window.{name}||{{}})[{json.dumps(key)}]={text};\n"

@@ -15,6 +15,7 @@ from benchlab.layout import atomic_write_text
 from benchlab.publish.charts.base import Chart
 from benchlab.publish.charts.kinds import CHART_KINDS, FORMATS, build_charts
 from benchlab.publish.data import PublicData
+from benchlab.publish.jsontext import dumps
 from benchlab.publish.static import copy_assets
 from benchlab.query.filters import Filters
 
@@ -35,7 +36,7 @@ def chart_json(chart: Chart) -> str:
     }
     data = [compact_trace(trace) for trace in chart.figure["data"]]
     payload = {"data": data, "layout": chart.figure["layout"], "config": config}
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    text = dumps(payload, sort_keys=True)
     # Keep "</script>" and friends from closing an inline script early.
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
@@ -45,7 +46,7 @@ COMPACT_KEY = "blcd"
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+    return dumps(value)
 
 
 def _shared_prefix(values: list[str]) -> str:
