@@ -549,7 +549,8 @@
   }
 
   /* What the series page's own script (bl/series.js) draws and sorts with. */
-  window.BENCHLAB_UI = { render: render, sortable: sortable, withPlotly: withPlotly, loadScript: loadScript, el: el };
+  window.BENCHLAB_UI = { render: render, sortable: sortable, withPlotly: withPlotly, loadScript: loadScript,
+    el: el, fmt: fmt };
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);

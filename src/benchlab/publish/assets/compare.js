@@ -57,12 +57,11 @@
     ".bl-cmp__settings,.bl-cmp__sub{white-space:normal}}"
   ].join("\n");
 
-  function el(tag, text, attrs) {
-    var node = document.createElement(tag);
-    if (text !== undefined && text !== null) { node.textContent = String(text); }
-    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
-    return node;
-  }
+  /* The site script's helpers (benchlab.js, loaded before this one on every page). */
+  function ui() { return window.BENCHLAB_UI; }
+  function el(tag, text, attrs) { return ui().el(tag, text, attrs); }
+  function loadScript(src) { return ui().loadScript(src); }
+  function fmt(value, digits) { return ui().fmt(value, digits); }
 
   /* --- the URL hash, key=value&key=value (the other keys are kept) --------------------- */
 
@@ -84,21 +83,6 @@
       .map(function (k) { return encodeURIComponent(k) + "=" + encodeURIComponent(state[k]); });
     var url = window.location.href.split("#")[0] + (parts.length ? "#" + parts.join("&") : "");
     try { window.history.replaceState(null, "", url); } catch (e) { window.location.hash = parts.join("&"); }
-  }
-
-  function loadScript(src) {
-    return new Promise(function (resolve, reject) {
-      var script = el("script", null, { src: src });
-      script.onload = resolve;
-      script.onerror = function () { reject(new Error("cannot load " + src)); };
-      document.head.appendChild(script);
-    });
-  }
-
-  function fmt(value, digits) {
-    if (value === null || value === undefined || value === "") { return "–"; }
-    if (typeof value !== "number") { return String(value); }
-    return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
   }
 
   /* --- rows as the reader sees them: A and B in the order picked ----------------------- */

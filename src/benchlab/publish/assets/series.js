@@ -16,9 +16,7 @@
 
   function link(text, href) { return el("a", text, { href: href }); }
 
-  function fmt(value, digits) {
-    return value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
-  }
+  function fmt(value, digits) { return ui().fmt(value, digits); }
 
   function badge(text, kind, title) {
     return el("span", text, { "class": "bl-badge bl-badge--" + kind, title: title || text });
