@@ -147,13 +147,28 @@ dozen values costs several times the arithmetic. Both paths do the same float64 
 in the same order, so they pick the same cuts (tests/regress/test_segments.py)."""
 
 
+LONG = 512
+"""Above this many runs `partition` is coarse to fine (`_partition_long`): the exact
+programme is O(n^2), and a million-run fleet's histories of some 2,000 runs each made the
+step detector most of a site build."""
+BLOCKS = 256
+"""The coarse pass's blocks: a long history's cuts are first sought among this many
+evenly spaced places."""
+REFINE_PASSES = 4
+"""At most this many passes move the coarse cuts to their best places (they stop once
+none moves)."""
+
+
 def partition(z: Any, penalty: float, min_segment: int) -> list[int]:
     """The cuts (first index of each new segment) minimising the squared error of a
     piecewise-constant fit to `z` plus `penalty` per cut, every segment at least
-    `min_segment` long: optimal partitioning by dynamic programming."""
+    `min_segment` long: optimal partitioning by dynamic programming (up to `LONG` runs;
+    above, the optimum among cuts on block edges, each then moved to its best place)."""
     n = len(z)
     if n < 2 * min_segment:
         return []
+    if n > LONG:
+        return _partition_long(z, penalty, min_segment)
     last = (
         _last_small(z, penalty, min_segment) if n <= SMALL else _last_numpy(z, penalty, min_segment)
     )
@@ -187,6 +202,55 @@ def _last_small(z: Any, penalty: float, min_segment: int) -> list[int]:
                 pick_total, pick_start = total, start
         best[end], last[end] = pick_total, pick_start
     return last
+
+
+def _partition_long(z: Any, penalty: float, min_segment: int) -> list[int]:
+    """`partition` of a long history in O(BLOCKS^2 + n): the exact programme over cuts on
+    the edges of `BLOCKS` blocks (each segment's squared error still from every run, by
+    prefix sums), then each cut moved, left to right, to the place within a block either
+    side that best splits the two segments around it. A step is found wherever it lies; a
+    pulse shorter than a block (n / BLOCKS runs) can be missed, as any coarse scan misses
+    it."""
+    import numpy as np
+
+    y = np.asarray(z, dtype=float)
+    n = len(y)
+    s1 = np.concatenate([[0.0], np.cumsum(y)])
+    s2 = np.concatenate([[0.0], np.cumsum(np.square(y))])
+
+    def cost(start: Any, end: Any) -> Any:
+        return s2[end] - s2[start] - np.square(s1[end] - s1[start]) / (end - start)
+
+    width = max(min_segment, math.ceil(n / BLOCKS))
+    edges = list(range(0, n - min_segment + 1, width))
+    edges = np.asarray([*edges, n] if n - edges[-1] >= min_segment else [*edges[:-1], n])
+    best = np.full(len(edges), np.inf)
+    best[0] = -penalty
+    last = np.zeros(len(edges), dtype=int)
+    for j in range(1, len(edges)):
+        total = best[:j] + cost(edges[:j], edges[j]) + penalty
+        pick = int(np.argmin(total))
+        best[j], last[j] = total[pick], pick
+    cuts: list[int] = []
+    j = len(edges) - 1
+    while j > 0:
+        j = int(last[j])
+        if j > 0:
+            cuts.append(int(edges[j]))
+    cuts.sort()
+    coarse = list(cuts)
+    for _ in range(REFINE_PASSES):  # until no cut moves: each place depends on its neighbours'
+        before = list(cuts)
+        for k, cut in enumerate(coarse):
+            low = cuts[k - 1] if k else 0
+            high = cuts[k + 1] if k + 1 < len(cuts) else n
+            first, final = max(low + min_segment, cut - width), min(high - min_segment, cut + width)
+            places = np.arange(first, final + 1)
+            if len(places):
+                cuts[k] = int(places[int(np.argmin(cost(low, places) + cost(places, high)))])
+        if cuts == before:
+            break
+    return cuts
 
 
 def _last_numpy(z: Any, penalty: float, min_segment: int) -> Any:

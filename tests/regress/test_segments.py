@@ -202,3 +202,24 @@ def test_the_python_and_numpy_noise_and_despike_agree(values: list[float], cuts:
     if len(values) >= 2:
         assert sigma == pytest.approx(_noise_scale_numpy(values, cuts), rel=1e-12)
         assert despike(values, sigma) == list(_despike_numpy(values, sigma))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_long_history_is_cut_where_the_exact_programme_cuts_it(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `LONG` runs the partition is coarse to fine (a million-run fleet's 2,000-run
+    histories made the exact O(n^2) programme most of a site build): steps anywhere, a
+    pulse of 30 runs among them, land on the runs the exact programme picks."""
+    import benchlab.segment as segment
+
+    rng = np.random.default_rng(seed)
+    n = 1500
+    values = 100 + rng.normal(size=n)
+    first, pulse = int(rng.integers(100, 600)), int(rng.integers(700, 1300))
+    values[first:] -= 6.0
+    values[pulse : pulse + 30] += 5.0
+    coarse = find_steps(list(values))
+    monkeypatch.setattr(segment, "LONG", 10**6)
+    exact = find_steps(list(values))
+    assert [i for i, _ in coarse] == [i for i, _ in exact] == [first, pulse, pulse + 30]
