@@ -122,3 +122,37 @@ def test_machine_activity_from_the_last_plain_stamps_is_that_of_all_runs(tmp_pat
         m: (counts[m], last[m]) for m in counts
     }
     assert last["a"] == "2025-01-01T23:00:00-05:00" and loaded.machines["a"]["os"] == "Linux"
+
+
+def test_light_entries_join_runs_without_a_thread_count_as_the_loaded_catalog(store):
+    """Imports without a thread count join their series where any catalog loads: light
+    entries did not, so every such catalog (a million-run fleet's) fell back to loading
+    every entry in full, 60 s of a 4-minute site build. One run joins a series, one stands
+    apart between two; the pages are the same either way, and so are full entries read
+    back."""
+    from site_factory import entry, thread_runs, write_store
+
+    from benchlab.identity import SERIES_NOTE, THREADS_NOT_RECORDED
+
+    joining = entry("laptop", "Llama-3.2-1B", "q8", 12, 40.0, threads=None)
+    apart = entry("gpu-box", "SmolLM2-135M", "q8", 12, 31.0, threads=None)
+    extra = [
+        *thread_runs(),
+        joining.model_copy(update={"run_id": joining.run_id.replace("0000abcd", "0000nnnn")}),
+        apart.model_copy(update={"run_id": apart.run_id.replace("0000abcd", "0000mmmm")}),
+    ]
+    write_store(store, extra)
+    full = load_public(Store(store))
+    lean = load_site(Store(store), min_bytes=0)
+    assert lean.fetch is not None  # the columns answered
+    notes = {
+        r["run_id"]: r.get(SERIES_NOTE) for r in lean.runs if THREADS_NOT_RECORDED in r["tags"]
+    }
+    assert len(notes) == 2 and all(notes.values())
+    assert {r["run_id"]: (r["series"], r["tags"]) for r in lean.runs} == {
+        r["run_id"]: (series_of(r), r.get("tags", [])) for r in full.runs
+    }
+    wanted = [r for r in lean.runs if r["run_id"] in notes]
+    by_id = {r["run_id"]: r for r in full.runs}
+    assert lean.fetch(wanted) == [by_id[r["run_id"]] for r in wanted]
+    assert render_pages(lean, workers=1).files == render_pages(full, workers=1).files

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.catalog.format import Entry
 from benchlab.catalog.read import METRICS, LoadedCatalog, load_catalog, machine_summaries
-from benchlab.identity import SERIES_FIELDS
+from benchlab.identity import SERIES_FIELDS, SERIES_NOTE, join_unrecorded_threads, series_of
 from benchlab.layout import Store, read_model
 from benchlab.models import MachineInventory, MachineSpecs
 
@@ -123,7 +123,6 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
         head = read_head(store.catalog_path)  # any fault: load_public names it
         if head.get("$schema") != CATALOG_V3:
             return load_public(store)
-        columns.as_loaded()  # light entries hold runs as stored, not as the threads join
         runs, where = _light_entries(columns)
     except (BenchlabError, OSError, ValueError, Unanswerable):
         logger.debug("site: columns not usable for %s", store.catalog_path, exc_info=True)
@@ -131,12 +130,22 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
     finally:
         if was_enabled:
             gc.enable()
+    # The columns hold the runs as stored: those without a recorded thread count join their
+    # series here, as `catalog.read` joins them for every loaded catalog (ARCHITECTURE.md,
+    # Measurement identity), and a full entry read back takes what the join gave its run.
+    join_unrecorded_threads(runs)
     catalog = _v3_catalog(store.catalog_path, head, runs)
     inventory, specs = _machines(store, catalog)
     rows = {run["run_id"]: row for run, row in zip(runs, where, strict=True)}
 
     def fetch(entries: list[Entry]) -> list[Entry]:
-        return columns.entries([rows[e["run_id"]] for e in entries])
+        full = columns.entries([rows[e["run_id"]] for e in entries])
+        for light, whole in zip(entries, full, strict=True):
+            if SERIES_NOTE in light:
+                whole.update({key: light[key] for key in ("tags", SERIES_NOTE)})
+                if light["series"] != series_of(whole):  # it joined a series
+                    whole["series"] = light["series"]
+        return full
 
     return PublicData(
         catalog=catalog, inventory=inventory, specs=specs, store_root=store.root, fetch=fetch
