@@ -296,3 +296,32 @@ def test_levels_of_many_metrics_are_the_levels_of_each(plan: list[Any], seed: in
     together = series_levels_of(entries, metrics, {})
     for metric in metrics:
         assert together[metric] == series_levels(entries, metric, {})
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    count=st.integers(1, 3 * LEVEL_WINDOW),
+    step_at=st.integers(0, 3 * LEVEL_WINDOW),
+    seed=st.integers(0, 10_000),
+)
+def test_compare_reads_the_newest_window_as_the_level_does(
+    count: int, step_at: int, seed: int
+) -> None:
+    """`side_values` reads runs newest first and stops at LEVEL_WINDOW that count (a
+    million-run fleet's sides were whole histories): the repeats are the whole history's
+    newest segment, outliers and runs without the metric skipped as before."""
+    from benchlab.query.compare import side_values
+
+    values = [v * (0.8 if i >= step_at else 1.0) for i, v in enumerate(_noisy(100.0, count, seed))]
+    runs = _series("pi5", values)
+    for i, run in enumerate(runs):
+        if i % 7 == 3:
+            run.pop("peak_tok_per_sec")
+        elif i % 11 == 5:
+            run["tags"] = ["outlier"]
+    history = [float(r["peak_tok_per_sec"]) for r in runs
+               if "peak_tok_per_sec" in r and "outlier" not in r.get("tags", [])]  # fmt: skip
+    level = current_level(history)
+    assert side_values(runs, "peak_tok_per_sec") == (
+        [] if level is None else history[level.start :]
+    )

@@ -35,16 +35,16 @@ from typing import Any
 from benchlab.catalog.read import LoadedCatalog
 from benchlab.errors import NoMatchError, QueryError
 from benchlab.identity import (
+    IDENTITY_FIELDS,
     SCALAR_TYPES,
     SERIES_FIELDS,
     build_label,
-    identity_key,
     shape,
     test_names,
 )
 from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
 from benchlab.query.filters import Filters, chronological, select
-from benchlab.query.level import StepMemo, counts, current_level
+from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
 from benchlab.stats import summarize
 
 COMPARE_AXES = ("build", "revision", "machine")
@@ -242,7 +242,13 @@ def side_values(
     (`level.current_level`): the runs behind the level `bench best` reports. `memo`: the
     segmentation memo (`level.StepMemo`), so a history already segmented is not searched
     again."""
-    history = [float(run[metric]) for run in runs if counts(run, metric)]
+    newest: list[float] = []  # a level reads the newest LEVEL_WINDOW runs that count
+    for run in reversed(runs):
+        if counts(run, metric):
+            newest.append(float(run[metric]))
+            if len(newest) == LEVEL_WINDOW:
+                break
+    history = newest[::-1]
     level = current_level(history, memo)
     return [] if level is None else history[level.start :]
 
@@ -328,22 +334,38 @@ class Sides:
         return out
 
 
-def gather(entries: Iterable[dict[str, Any]], axis: str, memo: StepMemo | None = None) -> Sides:
+def gather(
+    entries: Iterable[dict[str, Any]],
+    axis: str,
+    memo: StepMemo | None = None,
+    ordered: bool = False,
+) -> Sides:
     """Group the ok runs among `entries` by axis value and measurement, oldest first; each
     measurement's repeats are the runs of its newest version (its latest run's identity).
-    `memo`: the segmentation memo the sides' levels share (see `side_values`)."""
+    `memo`: the segmentation memo the sides' levels share (see `side_values`). `ordered`:
+    `entries` are already oldest first (`filters.chronological`), as the site passes them
+    for each axis in turn."""
     if axis not in COMPARE_AXES:
         raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
     ok = [e for e in entries if e.get("status", "ok") == "ok"]
     repeats: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]] = {}
-    for entry in chronological(ok):
+    for entry in ok if ordered else chronological(ok):
         value = axis_value(entry, axis)
         if value is not None:
             repeats.setdefault((value, _pair_key(entry, axis)), []).append(entry)
-    for key, runs in repeats.items():  # repeats are runs of the exact same measurement
-        exact = identity_key(runs[-1])
-        repeats[key] = [run for run in runs if identity_key(run) == exact]
+    # Repeats are runs of the exact same measurement: the runs of one pair key and axis value
+    # share every identity field but the rest (`_rest_fields`), which decide alone.
+    rest = _rest_fields(axis)
+    for key, runs in repeats.items():
+        exact = tuple(_hashable(runs[-1].get(name)) for name in rest)
+        repeats[key] = [r for r in runs if tuple(_hashable(r.get(n)) for n in rest) == exact]
     return Sides(axis, axis_values(ok, axis), repeats, memo)
+
+
+@functools.cache
+def _rest_fields(axis: str) -> tuple[str, ...]:
+    """The identity fields a pair key leaves out (`_pair_fields`)."""
+    return tuple(name for name in IDENTITY_FIELDS if name not in _pair_fields(axis))
 
 
 # --- compare ----------------------------------------------------------------------------------

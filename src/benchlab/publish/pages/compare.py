@@ -70,13 +70,14 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
     """Every pair among the offered values of each axis, in each of its matches, as one
     script per pair and match; returns the index the page embeds."""
     from benchlab.query.compare import gather
+    from benchlab.query.filters import chronological
 
-    ok_runs = [run for history in site.groups.ok_of.values() for run in history]
+    ok_runs = chronological(run for history in site.groups.ok_of.values() for run in history)
     by_id = {r["run_id"]: r for r in ok_runs}
     index: dict[str, Any] = {"axes": []}
     for axis, modes in MODES.items():
         # One segmentation per history window, whichever axis or page asks first.
-        sides = gather(ok_runs, axis, site.level_memo)
+        sides = gather(ok_runs, axis, site.level_memo, ordered=True)
         values = sides.present
         if len(values) < 2:
             continue
