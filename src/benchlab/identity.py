@@ -361,14 +361,18 @@ def join_unrecorded_threads(entries: Sequence[dict[str, Any]]) -> int:
         return 0
     near = {(e.get("machine_id"), e.get("model_id"), e.get("precision")) for e in unrecorded}
     candidates: dict[tuple[Any, ...], dict[str, int]] = {}
+    seen: set[str] = set()  # a series' fields are its first run's: one key per series
     for entry in entries:
         threads = entry.get("threads")
         if threads is None or (
             (entry.get("machine_id"), entry.get("model_id"), entry.get("precision")) not in near
         ):
             continue
-        found = candidates.setdefault(_but_threads(entry), {})
-        found.setdefault(series_of(entry), threads)
+        series = series_of(entry)
+        if series in seen:
+            continue
+        seen.add(series)
+        candidates.setdefault(_but_threads(entry), {}).setdefault(series, threads)
     joined = 0
     for entry in unrecorded:
         matched = candidates.get(_but_threads(entry))

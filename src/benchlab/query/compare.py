@@ -38,7 +38,9 @@ from benchlab.identity import (
     IDENTITY_FIELDS,
     SCALAR_TYPES,
     SERIES_FIELDS,
+    VERSION_FIELDS,
     build_label,
+    series_of,
     shape,
     test_names,
 )
@@ -349,10 +351,19 @@ def gather(
         raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
     ok = [e for e in entries if e.get("status", "ok") == "ok"]
     repeats: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]] = {}
+    # A pair key is the series' fields (those of every run of it, as every reader groups
+    # them: `identity.series_of`) and the version fields `_pair_fields` adds: made once each.
+    extra = tuple(name for name in _pair_fields(axis) if name in VERSION_FIELDS)
+    keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for entry in ok if ordered else chronological(ok):
         value = axis_value(entry, axis)
-        if value is not None:
-            repeats.setdefault((value, _pair_key(entry, axis)), []).append(entry)
+        if value is None:
+            continue
+        memo_key = (series_of(entry), *(_hashable(entry.get(name)) for name in extra))
+        pair = keys.get(memo_key)
+        if pair is None:
+            pair = keys[memo_key] = _pair_key(entry, axis)
+        repeats.setdefault((value, pair), []).append(entry)
     # Repeats are runs of the exact same measurement: the runs of one pair key and axis value
     # share every identity field but the rest (`_rest_fields`), which decide alone.
     rest = _rest_fields(axis)
