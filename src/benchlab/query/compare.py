@@ -246,7 +246,7 @@ def side_values(
     again."""
     newest: list[float] = []  # a level reads the newest LEVEL_WINDOW runs that count
     for run in reversed(runs):
-        if counts(run, metric):
+        if run.get(metric) is not None and counts(run, metric):  # most runs lack most metrics
             newest.append(float(run[metric]))
             if len(newest) == LEVEL_WINDOW:
                 break
@@ -359,8 +359,12 @@ def gather(
         value = axis_value(entry, axis)
         if value is None:
             continue
-        memo_key = (series_of(entry), *(_hashable(entry.get(name)) for name in extra))
-        pair = keys.get(memo_key)
+        memo_key = (series_of(entry), *map(entry.get, extra))
+        try:
+            pair = keys.get(memo_key)
+        except TypeError:  # a list or a mapping where a version was expected
+            memo_key = (series_of(entry), *(_hashable(entry.get(name)) for name in extra))
+            pair = keys.get(memo_key)
         if pair is None:
             pair = keys[memo_key] = _pair_key(entry, axis)
         repeats.setdefault((value, pair), []).append(entry)
@@ -368,8 +372,8 @@ def gather(
     # share every identity field but the rest (`_rest_fields`), which decide alone.
     rest = _rest_fields(axis)
     for key, runs in repeats.items():
-        exact = tuple(_hashable(runs[-1].get(name)) for name in rest)
-        repeats[key] = [r for r in runs if tuple(_hashable(r.get(n)) for n in rest) == exact]
+        exact = tuple(map(runs[-1].get, rest))
+        repeats[key] = [run for run in runs if tuple(map(run.get, rest)) == exact]
     return Sides(axis, axis_values(ok, axis), repeats, memo)
 
 
