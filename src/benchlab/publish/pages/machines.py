@@ -18,7 +18,7 @@ from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SEARCH_ENTRIES
 from benchlab.publish.links import Pages
 from benchlab.publish.tables import NOT_MEASURED, Table, cell, cell_level, cell_num, fmt_time, link
-from benchlab.query.level import series_levels
+from benchlab.query.level import series_levels_of
 from benchlab.redact import scrub_public
 
 SERIES_LIMIT = 200
@@ -149,8 +149,10 @@ def machine_pages(site: SiteContext) -> list[Any]:
         # Each series at its current level, as `bench best` answers (ARCHITECTURE.md, The
         # current level): the newest segment's mean ± its interval, not the newest run.
         levels = {
-            metric: {item.series: item for item in series_levels(window, metric, site.level_memo)}
-            for metric in ("peak_tok_per_sec", "decode_tok_per_sec")
+            metric: {item.series: item for item in items}
+            for metric, items in series_levels_of(
+                window, ("peak_tok_per_sec", "decode_tok_per_sec"), site.level_memo
+            ).items()
         }
         series_rows = []
         for run in latest_by_series(latest).values():
