@@ -254,7 +254,7 @@ def _partition_long(z: Any, penalty: float, min_segment: int) -> list[int]:
 
 
 def _last_numpy(z: Any, penalty: float, min_segment: int) -> Any:
-    """Each end's best last segment start, one numpy pass per end (long histories)."""
+    """Each end's best last segment start, one numpy pass per end (`SMALL` to `LONG` runs)."""
     import numpy as np
 
     n = len(z)

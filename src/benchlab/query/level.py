@@ -188,23 +188,22 @@ def series_levels(
 ) -> list[SeriesLevel]:
     """The current level of every series among `entries` that has a history for `metric`
     (but the series in `skip`), with the segment's mean of each of `means`."""
-    out = []
-    for series, runs in histories(entries, metric).items():
-        if series in skip:
-            continue
-        level = current_level([float(e[metric]) for e in runs], memo)
-        assert level is not None  # a history has at least one run
-        segment = runs[level.start :]
-        out.append(
-            SeriesLevel(
-                series,
-                metric,
-                level,
-                segment[-1],
-                {m: segment_mean(e.get(m) for e in segment) for m in means},
-            )
-        )
-    return out
+    return [
+        _series_level(series, metric, runs, memo, means)
+        for series, runs in histories(entries, metric).items()
+        if series not in skip
+    ]
+
+
+def _series_level(
+    series: str, metric: str, runs: Sequence[Entry], memo: StepMemo | None, means: Sequence[str]
+) -> SeriesLevel:
+    """One series' level from its history for `metric` (at least one run, oldest first)."""
+    level = current_level([float(e[metric]) for e in runs], memo)
+    assert level is not None  # a history has at least one run
+    segment = runs[level.start :]
+    averaged = {m: segment_mean(e.get(m) for e in segment) for m in means}
+    return SeriesLevel(series, metric, level, segment[-1], averaged)
 
 
 def series_levels_of(
@@ -227,12 +226,10 @@ def series_levels_of(
             runs = [(index, e) for index, e in members if counts(e, metric)]
             if runs:  # listed where `histories` lists it: at its first run that counts
                 found.append((min(index for index, _ in runs), series, [e for _, e in runs]))
-        levels = []
-        for _, series, runs in sorted(found, key=lambda item: item[0]):
-            level = current_level([float(e[metric]) for e in runs], memo)
-            assert level is not None
-            levels.append(SeriesLevel(series, metric, level, runs[-1], {}))
-        out[metric] = levels
+        out[metric] = [
+            _series_level(series, metric, runs, memo, ())
+            for _, series, runs in sorted(found, key=lambda item: item[0])
+        ]
     return out
 
 
