@@ -155,8 +155,8 @@ def build_site(
 
     Returns the generated docs dir when only rendering, else the output dir. MkDocs builds
     the pages while the series and run data files are rendered (`render_pages`'
-    `pages_done`); those files never pass through MkDocs: they are written beside the
-    output and moved into it once MkDocs is done. `runner`: an MkDocs process the caller
+    `pages_done`); those files and the chart and compare scripts never pass through MkDocs:
+    they are written beside the output and moved into it once MkDocs is done. `runner`: an MkDocs process the caller
     started earlier still (`bench site build` starts it before importing the site's code).
     """
     source = source or default_source(data.store_root or Path.cwd())
@@ -178,7 +178,8 @@ def build_site(
         try:
 
             def pages_done(pages: Rendered) -> None:
-                write_files(pages, target, source)
+                read = {rel: text for rel, text in pages.files.items() if _mkdocs_reads(rel)}
+                write_files(Rendered(read, pages.nav), target, source)
                 if output.exists():
                     shutil.rmtree(output)
                 config = mkdocs_config(source, target, output, pages.nav)
@@ -194,6 +195,13 @@ def build_site(
             runner.stop()
         _merge_into(Path(staged), output)
     return output
+
+
+def _mkdocs_reads(rel: str) -> bool:
+    """Whether MkDocs needs a rendered file: the pages and their slots. Chart and compare
+    scripts only need copying: they go to the output with the data files, and MkDocs lists
+    and copies some hundreds fewer."""
+    return rel.endswith(".md") or rel.startswith(f"{SLOTS_DIR}/")
 
 
 def tree_digest(root: Path, hasher: Callable[[], Any] | None = None) -> str:
