@@ -132,16 +132,19 @@ def segment_mean(values: Iterable[float | None]) -> float | None:
 
 def counts(entry: Entry, metric: str) -> bool:
     """Whether a run belongs to a history for `metric`: ok, unmarked, with a finite value."""
-    value = entry.get(metric)
+    return _finite(entry.get(metric)) and _usable(entry)
+
+
+def _finite(value: Any) -> bool:
     return (
-        (
-            type(value) in _NUMBERS  # the fast test first; bool is not a number here
-            or (isinstance(value, (int, float)) and not isinstance(value, bool))
-        )
-        and math.isfinite(value)
-        and entry.get("status", "ok") == "ok"
-        and not is_outlier(entry)
-    )
+        type(value) in _NUMBERS  # the fast test first; bool is not a number here
+        or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    ) and math.isfinite(value)
+
+
+def _usable(entry: Entry) -> bool:
+    """Ok and not marked as an outlier: what `counts` asks of a run whatever the metric."""
+    return entry.get("status", "ok") == "ok" and not is_outlier(entry)
 
 
 _NUMBERS = (int, float)
@@ -215,15 +218,18 @@ def series_levels_of(
     groups: dict[str, list[tuple[int, Entry]]] = {}
     for index, entry in enumerate(entries):
         groups.setdefault(series_of(entry), []).append((index, entry))
-    ordered = {
-        series: sorted(members, key=lambda m: (m[1]["timestamp"], m[1]["run_id"], m[0]))
+    ordered = {  # the runs that count for some metric: `counts` less the metric's value
+        series: sorted(
+            (m for m in members if _usable(m[1])),
+            key=lambda m: (m[1]["timestamp"], m[1]["run_id"], m[0]),
+        )
         for series, members in groups.items()
     }
     out: dict[str, list[SeriesLevel]] = {}
     for metric in metrics:
         found = []
         for series, members in ordered.items():
-            runs = [(index, e) for index, e in members if counts(e, metric)]
+            runs = [(index, e) for index, e in members if _finite(e.get(metric))]
             if runs:  # listed where `histories` lists it: at its first run that counts
                 found.append((min(index for index, _ in runs), series, [e for _, e in runs]))
         out[metric] = [
