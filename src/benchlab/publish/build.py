@@ -156,8 +156,9 @@ def build_site(
     Returns the generated docs dir when only rendering, else the output dir. MkDocs builds
     the pages while the series and run data files are rendered (`render_pages`'
     `pages_done`); those files and the chart and compare scripts never pass through MkDocs:
-    they are written beside the output and moved into it once MkDocs is done. `runner`: an MkDocs process the caller
-    started earlier still (`bench site build` starts it before importing the site's code).
+    they are written beside the output and moved into it once MkDocs is done. `runner`: an
+    MkDocs process the caller started earlier still (`bench site build` starts it before
+    importing the site's code).
     """
     source = source or default_source(data.store_root or Path.cwd())
     if not (source / "mkdocs.yml").is_file():
