@@ -1,6 +1,7 @@
 """The site's lean paths give the pages of the plain one: light entries from the columnar
-cache (`publish.data.load_site`) and the step detector run per series in worker processes
-(`publish.detection.detect_per_series`)."""
+cache (`publish.data.load_site`), the step detector run per series in worker processes
+(`publish.detection.detect_per_series`) and pages rendered in a second process
+(`publish.workers.beside`)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,69 @@ def test_detect_per_series_in_workers_is_detect_of_all_runs(fleet_store):
     assert decode == {sid: detect(runs, DECODE) for sid, runs in ok_of.items()}
     cut_data = PublicData(replace(data.catalog, runs=cut))
     assert render_pages(cut_data, workers=2).files == render_pages(cut_data, workers=1).files
+
+
+def _forking(monkeypatch, runs: int) -> None:
+    """`beside` forks from `runs` ok runs on, on this machine's CPUs or more."""
+    import benchlab.publish.workers as workers_module
+    from benchlab.pool import inherits
+
+    if not inherits():
+        pytest.skip("no fork here: `beside` renders in-process only")
+    monkeypatch.setattr(workers_module, "BESIDE_RUNS", runs)
+    monkeypatch.setattr(workers_module, "cpus", lambda: 2)  # a one-CPU machine forks too
+
+
+@pytest.mark.slow
+def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypatch):
+    """Light entries: a page here upgrades some to full entries, which a page rendered
+    beside never sees, so the two renders part if any page's files depend on another's.
+    The run links count too: only the runs some page links get their details published."""
+    import benchlab.publish.workers as workers_module
+    from benchlab.publish.context import SiteContext
+    from benchlab.publish.pages.compare import compare_page
+    from benchlab.publish.pages.home import home_page
+    from benchlab.publish.pages.models import model_pages
+
+    store = _v3(fleet_store)
+    forks = []
+    real_context = workers_module.context
+
+    def counted():
+        forks.append(1)
+        return real_context()
+
+    monkeypatch.setattr(workers_module, "context", counted)
+
+    def pages(runs: int):
+        _forking(monkeypatch, runs)
+        site = SiteContext(load_site(store, min_bytes=0), workers=1)
+        home_page(site)
+        finish = workers_module.beside(site, (compare_page, model_pages))
+        results = finish()
+        return site.files, site.links.linked, results
+
+    here = pages(10**9)
+    assert forks == []
+    forked = pages(0)
+    assert forks == [1]  # rendered in a second process
+    assert forked == here
+    assert (
+        render_pages(load_site(store, min_bytes=0), workers=1).files
+        == render_pages(load_public(store), workers=1).files
+    )  # the whole render, with its pages beside, as the plain one
+
+
+def test_a_page_that_fails_beside_fails_the_render(public_store, monkeypatch):
+    import benchlab.publish.site as site_module
+
+    def broken(site):
+        raise RuntimeError("compare page: planted fault")
+
+    _forking(monkeypatch, 0)
+    monkeypatch.setattr(site_module, "compare_page", broken)
+    with pytest.raises(RuntimeError, match="planted fault"):
+        render_pages(load_public(Store(public_store)), workers=1)
 
 
 def test_trends_thinned_once_per_series_are_the_plain_trend_chart(fleet_store, monkeypatch):

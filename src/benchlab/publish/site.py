@@ -36,6 +36,7 @@ from benchlab.publish.pages.models import model_pages
 from benchlab.publish.pages.regressions import regressions_page
 from benchlab.publish.pages.runs import run_data, run_page
 from benchlab.publish.pages.series import series_files, series_page
+from benchlab.publish.workers import beside
 
 __all__ = ["Rendered", "render_pages", "series_file"]
 """`series_file` too: the catalog gate's tests check page names through it."""
@@ -79,11 +80,14 @@ def render_pages(
 def _render(data: PublicData, workers: int | None, pages_done: PagesDone | None) -> Rendered:
     site = SiteContext(data, workers)
     home_page(site)
-    compare_page(site)
-    regressions_page(site)
-    health_page(site)
-    machine_nav = machine_pages(site)
-    model_nav = model_pages(site)
+    # The compare and model pages render in a second process while these render here.
+    finish = beside(site, (compare_page, model_pages))
+    try:
+        regressions_page(site)
+        health_page(site)
+        machine_nav = machine_pages(site)
+    finally:
+        _, model_nav = finish()
     series_page(site)
     run_page(site)
     nav: list[Any] = [

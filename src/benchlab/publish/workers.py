@@ -1,10 +1,12 @@
-"""Pages rendered in worker processes: a large site's series pages and run files."""
+"""Pages rendered in worker processes: a large site's series pages and run files, and
+whole pages rendered beside the others (`beside`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from benchlab.pool import inherits, pool_map
+from benchlab.pool import context, cpus, inherits, pool_map
 from benchlab.publish.context import SiteContext
 from benchlab.publish.links import Links
 
@@ -49,3 +51,60 @@ def _site_chunk(sids: list[str]) -> tuple[dict[str, str], dict[str, set[str]]]:
     for sid in sids:
         fn(site, sid)
     return site.files, site.links.linked
+
+
+SitePage = Callable[[SiteContext], Any]
+"""A whole page (or section of pages): `fn(site)` writes its files into the site."""
+
+BESIDE_RUNS = 500
+"""From this many ok runs `beside` renders its pages in a forked process: below, the fork
+and the pickling of their files back cost more than the second CPU gives."""
+
+_BESIDE_INPUT: tuple[SiteContext, Sequence[SitePage]] | None = None
+"""The site and the pages the forked process renders (inherited, never pickled)."""
+
+
+def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[Any]]:
+    """Start rendering `pages` in one forked process, from the site as it is now, while
+    this process renders others; returns `finish`, which waits for them, merges the files
+    and run links they made into the site and returns what each page function returned.
+
+    A page reads the site's runs, lookups and caches and writes only its files and run
+    links, so the files are the ones this process would render
+    (tests/site/test_lean.py holds the two equal). Where fork is missing, there is one
+    CPU, or the site is small (`BESIDE_RUNS`), the pages render here, now."""
+    ok_runs = sum(len(runs) for runs in site.groups.ok_of.values())
+    if ok_runs < BESIDE_RUNS or cpus() < 2 or not inherits():
+        results = [fn(site) for fn in pages]
+        return lambda: results
+    global _BESIDE_INPUT
+    _BESIDE_INPUT = (site, pages)
+    try:
+        pool = context().Pool(1)  # forks here: the process sees the site as it is now
+    finally:
+        _BESIDE_INPUT = None
+    pending = pool.apply_async(_beside_pages)
+    pool.close()
+
+    def finish() -> list[Any]:
+        try:
+            files, linked, results = pending.get()
+        finally:
+            pool.terminate()
+            pool.join()
+        site.files.update(files)
+        for sid, run_ids in linked.items():
+            site.links.linked.setdefault(sid, set()).update(run_ids)
+        return results
+
+    return finish
+
+
+def _beside_pages() -> tuple[dict[str, str], dict[str, set[str]], list[Any]]:
+    """In the forked process: render the pages from a clean slate of files and links."""
+    assert _BESIDE_INPUT is not None
+    site, pages = _BESIDE_INPUT
+    site.files = {}
+    site.links = Links()
+    results = [fn(site) for fn in pages]
+    return site.files, site.links.linked, results
