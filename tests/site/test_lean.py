@@ -37,6 +37,30 @@ def test_light_entries_render_the_same_pages(fleet_store):
     assert render_pages(lean, workers=1).files == render_pages(full, workers=1).files
 
 
+@pytest.mark.slow
+def test_light_entries_compare_as_bench_compare_does(store):
+    """The perf fleet's runs name their llama-bench tests only in their test lists, which
+    light entries leave out: the compare page named those rows `prefill` and `decode`
+    where `bench compare` (and the page over full entries) names `pp256` and `tg32`."""
+    from tests.kit.fleet import load_make_fleet
+
+    from benchlab.publish.context import SiteContext
+    from benchlab.publish.pages.compare import compare_page
+
+    def compared(data: PublicData) -> dict[str, str]:
+        site = SiteContext(data, workers=1)  # no other page has made any entry full
+        compare_page(site)
+        return {k: v for k, v in site.files.items() if k.startswith("bl/compare/")}
+
+    load_make_fleet().make_fleet(store, 400, seed=11)
+    assert main(["--store", str(store), "catalog", "build"]) == 0
+    lean = load_site(Store(store), min_bytes=0)
+    assert lean.fetch is not None
+    full = compared(load_public(Store(store)))
+    assert any('"test":"pp' in text for text in full.values())  # the names at stake
+    assert compared(lean) == full
+
+
 def test_light_entries_hold_the_fields_of_the_full_ones(public_store):
     store = _v3(public_store)
     full = {r["run_id"]: r for r in load_public(store).runs}
@@ -93,8 +117,8 @@ def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypa
     The run links count too: only the runs some page links get their details published."""
     import benchlab.publish.workers as workers_module
     from benchlab.publish.context import SiteContext
-    from benchlab.publish.pages.compare import compare_page
     from benchlab.publish.pages.home import home_page
+    from benchlab.publish.pages.machines import machine_pages
     from benchlab.publish.pages.models import model_pages
 
     store = _v3(fleet_store)
@@ -111,7 +135,7 @@ def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypa
         _forking(monkeypatch, runs)
         site = SiteContext(load_site(store, min_bytes=0), workers=1)
         home_page(site)
-        finish = workers_module.beside(site, (compare_page, model_pages))
+        finish = workers_module.beside(site, (machine_pages, model_pages))
         results = finish()
         return site.files, site.links.linked, results
 
@@ -130,10 +154,10 @@ def test_a_page_that_fails_beside_fails_the_render(public_store, monkeypatch):
     import benchlab.publish.site as site_module
 
     def broken(site):
-        raise RuntimeError("compare page: planted fault")
+        raise RuntimeError("model pages: planted fault")
 
     _forking(monkeypatch, 0)
-    monkeypatch.setattr(site_module, "compare_page", broken)
+    monkeypatch.setattr(site_module, "model_pages", broken)
     with pytest.raises(RuntimeError, match="planted fault"):
         render_pages(load_public(Store(public_store)), workers=1)
 

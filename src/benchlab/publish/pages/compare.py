@@ -86,6 +86,10 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
             chosen = sorted(sorted(values, key=lambda v: (-counts[v], v))[:COMPARE_VALUES])
         else:
             chosen = values[-COMPARE_VALUES:]
+        # A row names its test from its newest run's test list, which light entries leave
+        # out: those runs made full first, as `bench compare` reads them.
+        offered = set(chosen)
+        site.data.upgrade(runs[-1] for (v, _), runs in sides.repeats.items() if v in offered)
         pairs = {mode: _pairs(site, sides, chosen, mode, by_id) for mode in modes}
         if any(pairs.values()):
             index["axes"].append(
