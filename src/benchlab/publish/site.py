@@ -80,14 +80,15 @@ def render_pages(
 def _render(data: PublicData, workers: int | None, pages_done: PagesDone | None) -> Rendered:
     site = SiteContext(data, workers)
     home_page(site)
-    # The compare and model pages render in a second process while these render here.
-    finish = beside(site, (compare_page, model_pages))
+    # The machine and model pages (their charts share one segmentation per history window)
+    # render in a second process while these render here.
+    finish = beside(site, (machine_pages, model_pages))
     try:
+        compare_page(site)
         regressions_page(site)
         health_page(site)
-        machine_nav = machine_pages(site)
     finally:
-        _, model_nav = finish()
+        machine_nav, model_nav = finish()
     series_page(site)
     run_page(site)
     nav: list[Any] = [
