@@ -134,8 +134,8 @@ def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypa
     def pages(runs: int):
         _forking(monkeypatch, runs)
         site = SiteContext(load_site(store, min_bytes=0), workers=1)
-        home_page(site)
         finish = workers_module.beside(site, (machine_pages, model_pages))
+        home_page(site)  # its runs made full here are not in the forked process
         results = finish()
         return site.files, site.links.linked, results
 

@@ -79,11 +79,11 @@ def render_pages(
 
 def _render(data: PublicData, workers: int | None, pages_done: PagesDone | None) -> Rendered:
     site = SiteContext(data, workers)
-    home_page(site)
     # The machine and model pages (their charts share one segmentation per history window)
     # render in a second process while these render here.
     finish = beside(site, (machine_pages, model_pages))
     try:
+        home_page(site)
         compare_page(site)
         regressions_page(site)
         health_page(site)
