@@ -65,9 +65,10 @@ def render_pages(
     aggregates (newest run per series, best per machine) stand in for run lists, and run
     details are published only for the runs some page shows. Runs are read in groups made
     once (`Groups`), light entries (`publish.data.load_site`) are made full only where a
-    page shows them, and the step detector runs per series in `workers` processes
-    (`detect_per_series`). Series and runs have one page each, drawn from a data file per
-    series (`pages.series`, `pages.runs`)."""
+    page shows them, the step detector runs per series in `workers` processes
+    (`detect_per_series`), and the machine and model pages render in a second process
+    beside the others (`workers.beside`). Series and runs have one page each, drawn from a
+    data file per series (`pages.series`, `pages.runs`)."""
     # The runs live to the end of the render: frozen, the cycle collector never walks the
     # million of them again, and forked workers do not copy the pages it would touch.
     gc.freeze()
