@@ -124,8 +124,9 @@ class SiteContext:
         self.groups = Groups.of(self.runs)
         self.by_id = {r["run_id"]: r for r in self.runs}
         self.links = Links()
-        total = sum(len(runs) for runs in self.groups.ok_of.values())
-        self.workers = workers if workers is not None else workers_for(total)
+        self.ok_runs = sum(len(runs) for runs in self.groups.ok_of.values())
+        """How many ok runs the render reads: it sizes the worker processes."""
+        self.workers = workers if workers is not None else workers_for(self.ok_runs)
         self.level_memo: StepMemo = {}
         """One segmentation per history window, whichever page or chart asks first."""
         self.steps, self.decode_steps = detect_per_series(self.groups.ok_of, self.workers)

@@ -73,8 +73,7 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
     links, so the files are the ones this process would render
     (tests/site/test_lean.py holds the two equal). Where fork is missing, there is one
     CPU, or the site is small (`BESIDE_RUNS`), the pages render here, now."""
-    ok_runs = sum(len(runs) for runs in site.groups.ok_of.values())
-    if ok_runs < BESIDE_RUNS or cpus() < 2 or not inherits():
+    if site.ok_runs < BESIDE_RUNS or cpus() < 2 or not inherits():
         results = [fn(site) for fn in pages]
         return lambda: results
     global _BESIDE_INPUT
