@@ -32,9 +32,14 @@ def in_workers(site: SiteContext, fn: PageFn, sids: list[str]) -> None:
     finally:
         _SITE_INPUT = None
     for files, linked in results:
-        site.files.update(files)
-        for sid, run_ids in linked.items():
-            site.links.linked.setdefault(sid, set()).update(run_ids)
+        _merge(site, files, linked)
+
+
+def _merge(site: SiteContext, files: dict[str, str], linked: dict[str, set[str]]) -> None:
+    """A worker's files and run links into the site."""
+    site.files.update(files)
+    for sid, run_ids in linked.items():
+        site.links.linked.setdefault(sid, set()).update(run_ids)
 
 
 _SITE_INPUT: tuple[SiteContext, PageFn] | None = None
@@ -91,9 +96,7 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
         finally:
             pool.terminate()
             pool.join()
-        site.files.update(files)
-        for sid, run_ids in linked.items():
-            site.links.linked.setdefault(sid, set()).update(run_ids)
+        _merge(site, files, linked)
         return results
 
     return finish
