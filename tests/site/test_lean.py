@@ -162,6 +162,50 @@ def test_a_page_that_fails_beside_fails_the_render(public_store, monkeypatch):
         render_pages(load_public(Store(public_store)), workers=1)
 
 
+def test_levels_that_fail_beside_fail_the_render(public_store, monkeypatch):
+    from benchlab.publish.context import SiteContext
+
+    real = SiteContext.segment_levels
+
+    def broken(site, part, parts):
+        if part == 1:
+            raise RuntimeError("levels: planted fault")
+        real(site, part, parts)
+
+    _forking(monkeypatch, 0)
+    monkeypatch.setattr(SiteContext, "segment_levels", broken)
+    with pytest.raises(RuntimeError, match="planted fault"):
+        render_pages(load_public(Store(public_store)), workers=1)
+
+
+def test_the_levels_segmented_ahead_are_every_window_the_pages_read(fleet_store, monkeypatch):
+    """`beside` has each process segment half the level windows ahead of the pages and
+    swap them: a window that the pages read and the halves missed would be segmented in
+    both processes again."""
+    import benchlab.regress as regress_module
+    from benchlab.publish.context import SiteContext
+    from benchlab.publish.pages.compare import compare_page
+    from benchlab.publish.pages.home import home_page
+    from benchlab.publish.pages.machines import machine_pages
+    from benchlab.publish.pages.models import model_pages
+    from benchlab.publish.pages.series import series_files
+
+    site = SiteContext(load_public(Store(fleet_store)), workers=1)
+    site.segment_levels(0, 2)
+    half = len(site.level_memo)
+    site.segment_levels(1, 2)
+    ahead = dict(site.level_memo)
+    assert 0 < half < len(ahead)
+    segmented = []
+    real = regress_module.find_steps
+    monkeypatch.setattr(
+        regress_module, "find_steps", lambda *a, **k: segmented.append(1) or real(*a, **k)
+    )
+    for page in (home_page, compare_page, machine_pages, model_pages, series_files):
+        page(site)
+    assert segmented == [] and site.level_memo == ahead
+
+
 def test_trends_thinned_once_per_series_are_the_plain_trend_chart(fleet_store, monkeypatch):
     """Thinning to 8 points (most fleet histories are longer), with one series whose older
     runs carry another spelling of the model's name: its machine's chart is drawn the

@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import DEFAULT_METRIC
+from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC
 from benchlab.publish.charts import (
     Chart,
     Regression,
@@ -31,7 +31,7 @@ from benchlab.publish.links import Links, page_names, series_page_names
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, is_hole, link, status_badge
 from benchlab.publish.templating import chart_script, environment, templates_cache
 from benchlab.query.filters import chronological
-from benchlab.query.level import SeriesLevel, StepMemo, rank_key, series_levels
+from benchlab.query.level import SeriesLevel, StepMemo, rank_key, segment_windows, series_levels
 from benchlab.regress import Step, window_start
 
 HISTORY_RUNS = 50
@@ -149,6 +149,14 @@ class SiteContext:
         """Each series' steps, for its page (`pages.series`)."""
         self.run_links: dict[str, list[str]] = {}
         """Each series' linked runs once every page is rendered, for its run file."""
+
+    def segment_levels(self, part: int, parts: int) -> None:
+        """Fill the level memo for every `parts`-th series from `part` on, for each metric a
+        run can carry: the windows that the pages' current levels read. The two processes
+        of `workers.beside` each segment one half and swap them, so no window is segmented
+        twice."""
+        histories = list(self.groups.ok_of.values())[part::parts]
+        segment_windows(histories, CATALOG_METRICS, self.level_memo)
 
     def add_charts(self, charts: Iterable[Chart]) -> None:
         for chart in charts:

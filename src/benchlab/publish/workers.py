@@ -9,6 +9,7 @@ from typing import Any
 from benchlab.pool import context, cpus, inherits, pool_map
 from benchlab.publish.context import SiteContext
 from benchlab.publish.links import Links
+from benchlab.query.level import StepMemo
 
 PageFn = Callable[[SiteContext, str], None]
 """A page of one series: `fn(site, sid)` writes its files into the site."""
@@ -74,6 +75,10 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
     this process renders others; returns `finish`, which waits for them, merges the files
     and run links they made into the site and returns what each page function returned.
 
+    Both processes read the current level of the same history windows, so before the
+    pages each segments half of them (`SiteContext.segment_levels`) and the two swap
+    halves: each window is segmented once, on either CPU.
+
     A page reads the site's runs, lookups and caches and writes only its files and run
     links, so the files are the ones this process would render
     (tests/site/test_lean.py holds the two equal). Where fork is missing, there is one
@@ -87,8 +92,16 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
         pool = context().Pool(1)  # forks here: the process sees the site as it is now
     finally:
         _BESIDE_INPUT = None
-    pending = pool.apply_async(_beside_pages)
-    pool.close()
+    try:
+        theirs = pool.apply_async(_beside_levels)
+        site.segment_levels(0, 2)
+        pending = pool.apply_async(_beside_pages, (site.level_memo,))
+        pool.close()
+        site.level_memo.update(theirs.get())
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
 
     def finish() -> list[Any]:
         try:
@@ -102,10 +115,22 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
     return finish
 
 
-def _beside_pages() -> tuple[dict[str, str], dict[str, set[str]], list[Any]]:
-    """In the forked process: render the pages from a clean slate of files and links."""
+def _beside_levels() -> StepMemo:
+    """In the forked process: segment the other half of the level windows."""
+    assert _BESIDE_INPUT is not None
+    site, _ = _BESIDE_INPUT
+    site.segment_levels(1, 2)
+    return site.level_memo
+
+
+def _beside_pages(
+    levels: StepMemo,
+) -> tuple[dict[str, str], dict[str, set[str]], list[Any]]:
+    """In the forked process: add the first process's half of the level windows, then render
+    the pages from a clean slate of files and links."""
     assert _BESIDE_INPUT is not None
     site, pages = _BESIDE_INPUT
+    site.level_memo.update(levels)
     site.files = {}
     site.links = Links()
     results = [fn(site) for fn in pages]

@@ -239,6 +239,21 @@ def series_levels_of(
     return out
 
 
+def segment_windows(
+    histories: Iterable[Sequence[Entry]], metrics: Sequence[str], memo: StepMemo
+) -> None:
+    """Segment into `memo` the window that the current level of each history reads for each
+    of `metrics`. Used ahead of the pages, so that two processes can share one segmentation
+    per window. A window that no page asks for costs only its segmentation. A window missed
+    here is segmented when a page asks for it."""
+    for history in histories:
+        usable = [e for e in history if _usable(e)]
+        for metric in metrics:
+            values = [float(e[metric]) for e in usable if _finite(e.get(metric))]
+            if values:
+                segment_start(values, memo)
+
+
 def rank_key(metric: str) -> Callable[[SeriesLevel], tuple[Any, ...]]:
     """Best level first (in the metric's direction), then the newer latest run, then the
     smaller run id: the order of `filters.ranked`, on levels."""
