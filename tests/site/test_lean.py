@@ -14,7 +14,13 @@ from benchlab.identity import series_of
 from benchlab.layout import Store
 from benchlab.publish.charts import shown
 from benchlab.publish.data import PublicData, load_public, load_site
-from benchlab.publish.detection import DECODE, detect_per_series
+from benchlab.publish.detection import (
+    DECODE,
+    detect_order,
+    detect_per_series,
+    find_per_series,
+    merge_found,
+)
 from benchlab.publish.site import render_pages
 from benchlab.regress import detect
 
@@ -95,8 +101,26 @@ def test_detect_per_series_in_workers_is_detect_of_all_runs(fleet_store):
     assert steps == expected and any(s.corroborated_by for s in steps)
     assert [s.confidence for s in steps] == [s.confidence for s in expected]
     assert decode == {sid: detect(runs, DECODE) for sid, runs in ok_of.items()}
+    order = detect_order(ok_of)  # two halves, as the two processes of `beside` find them
+    halves = [find_per_series(ok_of, order[part::2], 1) for part in (1, 0)]
+    assert merge_found(ok_of, {**halves[0], **halves[1]}) == (steps, decode)
     cut_data = PublicData(replace(data.catalog, runs=cut))
     assert render_pages(cut_data, workers=2).files == render_pages(cut_data, workers=1).files
+
+
+def site_steps(data: PublicData, runs: int) -> tuple:
+    """The steps of a site made ready by `beside` (forking from `runs` ok runs on)."""
+    import benchlab.publish.workers as workers_module
+    from benchlab.publish.context import SiteContext
+
+    old = workers_module.BESIDE_RUNS
+    workers_module.BESIDE_RUNS = runs
+    try:
+        site = SiteContext(data, workers=1, detect=False)
+        workers_module.beside(site, ())()
+    finally:
+        workers_module.BESIDE_RUNS = old
+    return site.steps, site.decode_steps, site.regressions
 
 
 def _forking(monkeypatch, runs: int) -> None:
@@ -144,6 +168,14 @@ def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypa
     forked = pages(0)
     assert forks == [1]  # rendered in a second process
     assert forked == here
+    # The whole render: the detector's pass split between the two processes.
+    full = load_public(store)
+    split = render_pages(full, workers=1)
+    assert forks == [1, 1]
+    steps = site_steps(full, 0)
+    assert steps[0] and steps[2] and steps == site_steps(full, 10**9)
+    _forking(monkeypatch, 10**9)
+    assert split.files == render_pages(full, workers=1).files
     assert (
         render_pages(load_site(store, min_bytes=0), workers=1).files
         == render_pages(load_public(store), workers=1).files

@@ -3,6 +3,7 @@
     python tools/perf/site.py [--runs 10000 100000] [--repeat 3] [--skip-asv]
     python tools/perf/site.py --store /tmp/bl-perf-1m/store --repeat 1    # and a built store
     python tools/perf/site.py --runs 0 --store /tmp/bl-perf-1m/store       # that store only
+    python tools/perf/site.py --bytecode    # benchlab byte-compiled first, as pip installs it
 
 `--store` also times the site of a store that already holds a built catalog (the
 1,000,000-run store tools/perf/catalog.py leaves behind: generating and building it here
@@ -377,6 +378,21 @@ def measure_store(store: Path, repeat: int) -> bool:
         return report_site(store, Path(tmp) / "site", repeat, limit)[0]
 
 
+def use_bytecode() -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (as in some sandboxes), an editable benchlab
+    compiles its modules from source in every process (~0.25 s a build here), while asv,
+    installed by pip, reads the bytecode pip wrote. Any install of benchlab keeps its
+    bytecode too (pip writes it, or the first import does), so compare like with like."""
+    import benchlab
+
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(benchlab.__file__).parent)],
+        check=True,
+    )
+    print("benchlab byte-compiled; PYTHONDONTWRITEBYTECODE unset for the timed runs")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[10_000, 100_000])
@@ -389,7 +405,16 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="also (with --runs 0: only) time the site of this built store",
     )
+    parser.add_argument(
+        "--bytecode",
+        action="store_true",
+        help="byte-compile benchlab first and unset PYTHONDONTWRITEBYTECODE for the timed runs",
+    )
     args = parser.parse_args(argv)
+    if args.bytecode:
+        use_bytecode()
+    elif os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("PYTHONDONTWRITEBYTECODE is set: benchlab's modules compile in every build")
     results = [measure(runs, args.repeat, args.skip_asv) for runs in args.runs if runs > 0]
     results += [measure_store(store, args.repeat) for store in args.store]
     return 0 if all(results) else 1

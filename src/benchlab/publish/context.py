@@ -25,7 +25,14 @@ from benchlab.publish.charts import (
 )
 from benchlab.publish.charts.levels import tails
 from benchlab.publish.data import PublicData
-from benchlab.publish.detection import detect_per_series, workers_for
+from benchlab.publish.detection import (
+    Found,
+    detect_order,
+    detect_per_series,
+    find_per_series,
+    merge_found,
+    workers_for,
+)
 from benchlab.publish.hooks import SLOTS_DIR
 from benchlab.publish.links import Links, page_names, series_page_names
 from benchlab.publish.tables import Table, cell, cell_num, fmt_time, is_hole, link, status_badge
@@ -112,10 +119,22 @@ def best_per_machine(
     return list(best.values())
 
 
+@dataclass
+class Shared:
+    """One process's part of a render's shared work (`SiteContext.share`)."""
+
+    found: dict[str, Found]
+    """Series id -> the detector's pass over it."""
+    levels: StepMemo
+    """The level windows it segmented."""
+
+
 class SiteContext:
     """One render: the pages, the run links they make, and the lookups they share."""
 
-    def __init__(self, data: PublicData, workers: int | None = None) -> None:
+    def __init__(self, data: PublicData, workers: int | None = None, detect: bool = True) -> None:
+        """`detect=False` leaves the detector's pass to `share` and `complete`, which split
+        it between two processes (`workers.beside`)."""
         self.data = data
         self.env = environment(templates_cache(data.store_root))
         self.pages = page_names(data)
@@ -129,19 +148,10 @@ class SiteContext:
         self.workers = workers if workers is not None else workers_for(self.ok_runs)
         self.level_memo: StepMemo = {}
         """One segmentation per history window, whichever page or chart asks first."""
-        self.steps, self.decode_steps = detect_per_series(self.groups.ok_of, self.workers)
         self.latest = {sid: runs[-1] for sid, runs in self.groups.ok_of.items()}
         """The newest ok run of each series: what `latest_by_series` keeps of any runs."""
         self.since = window_start(self.latest.values(), WINDOW_DAYS)
-        self.regressions = [
-            Regression(self.by_id[st.first_bad_run], self.by_id[st.first_bad_run][st.metric],
-                       st.before, st.after, st)
-            for st in self.steps
-            if st.kind == "regression" and st.status == "confirmed"
-            and st.first_bad_run in self.by_id
-        ]  # fmt: skip
         self.outcomes = outcomes(self.groups.by_machine)
-        self.flagged = {g.run["run_id"] for g in self.regressions}
         self._thinned: dict[tuple[str | None, str], list[Entry]] = {}
         self.series_pages = series_page_names(self.latest.values())
         """Series id -> its address on the one series page, relative to the site root."""
@@ -149,12 +159,60 @@ class SiteContext:
         """Each series' steps, for its page (`pages.series`)."""
         self.run_links: dict[str, list[str]] = {}
         """Each series' linked runs once every page is rendered, for its run file."""
+        self._shared: list[Shared] = []
+        self.detected = False
+        self.steps: list[Step] = []
+        self.decode_steps: dict[str, list[Step]] = {}
+        self.regressions: list[Regression] = []
+        self.flagged: set[str] = set()
+        if detect:
+            self.detect()
+
+    def detect(self) -> None:
+        """The detector's pass over every series, in `workers` processes."""
+        self._use_steps(*detect_per_series(self.groups.ok_of, self.workers))
+
+    def _use_steps(self, steps: list[Step], decode_steps: dict[str, list[Step]]) -> None:
+        self.steps, self.decode_steps = steps, decode_steps
+        self.regressions = [
+            Regression(self.by_id[st.first_bad_run], self.by_id[st.first_bad_run][st.metric],
+                       st.before, st.after, st)
+            for st in self.steps
+            if st.kind == "regression" and st.status == "confirmed"
+            and st.first_bad_run in self.by_id
+        ]  # fmt: skip
+        self.flagged = {g.run["run_id"] for g in self.regressions}
+        self.detected = True
+
+    def share(self, part: int, parts: int) -> Shared:
+        """This process's part of what the pages of every process read: for every
+        `parts`-th series from `part` on, the detector's pass (where not done yet) and the
+        segmentation of its level windows (`segment_levels`). Kept here and returned, for
+        the other processes' `complete`."""
+        found = {}
+        if not self.detected:
+            sids = detect_order(self.groups.ok_of)[part::parts]
+            found = find_per_series(self.groups.ok_of, sids, 1)
+        self.segment_levels(part, parts)
+        mine = Shared(found, dict(self.level_memo))
+        self._shared.append(mine)
+        return mine
+
+    def complete(self, *others: Shared) -> None:
+        """Take the other processes' parts (`share`): the levels into the memo, and with
+        every series' detector pass, the steps (the same in every process: `merge_found`
+        orders them)."""
+        found: dict[str, Found] = {}
+        for part in (*self._shared, *others):
+            found.update(part.found)
+            self.level_memo.update(part.levels)
+        self._shared = []
+        if not self.detected:
+            self._use_steps(*merge_found(self.groups.ok_of, found))
 
     def segment_levels(self, part: int, parts: int) -> None:
         """Fill the level memo for every `parts`-th series from `part` on, for each metric a
-        run can carry: the windows that the pages' current levels read. The two processes
-        of `workers.beside` each segment one half and swap them, so no window is segmented
-        twice."""
+        run can carry: the windows that the pages' current levels read (`share`)."""
         histories = list(self.groups.ok_of.values())[part::parts]
         segment_windows(histories, CATALOG_METRICS, self.level_memo)
 

@@ -60,16 +60,36 @@ def detect_per_series(
     to the pages of this render."""
     if workers is None:
         workers = workers_for(sum(len(runs) for runs in ok_of.values()))
-    sids = sorted(ok_of, key=lambda sid: (-len(ok_of[sid]), sid))  # long ones first
+    return merge_found(ok_of, find_per_series(ok_of, detect_order(ok_of), workers))
+
+
+def detect_order(ok_of: dict[str, list[Entry]]) -> list[str]:
+    """The series in the order their detector passes are handed out: long ones first."""
+    return sorted(ok_of, key=lambda sid: (-len(ok_of[sid]), sid))
+
+
+def find_per_series(
+    ok_of: dict[str, list[Entry]], sids: Sequence[str], workers: int
+) -> dict[str, Found]:
+    """The detector's pass over each of `sids` (in `workers` processes), before the merge:
+    `merge_found` of every series' results is `detect_per_series`."""
     try:
         results = pool_map(_detect_series, sids, workers, setup=_set_detect_input, shared=ok_of)
     finally:
         _set_detect_input({})
-    found = dict(zip(sids, results, strict=True))
+    return dict(zip(sids, results, strict=True))
+
+
+def merge_found(
+    ok_of: dict[str, list[Entry]], found: dict[str, Found]
+) -> tuple[list[Step], dict[str, list[Step]]]:
+    """Every series' results (`find_per_series`, from one process or several) as one
+    `detect` orders and corroborates them; the same whatever order `found` holds them in."""
+    found = {sid: found[sid] for sid in detect_order(ok_of)}
     ordered = sorted((key, sid) for sid, (key, _, _, _) in found.items() if key is not None)
     merged = [step for _, sid in ordered for step in found[sid][1]]
     steps = corroborate(control_fdr(merged, len(ordered)))  # FDR across all series, as detect
-    _LAST_METRIC_STEPS[:] = [id(ok_of), _merge_metrics([r[3] for r in results])]
+    _LAST_METRIC_STEPS[:] = [id(ok_of), _merge_metrics([r[3] for r in found.values()])]
     return steps, {sid: decode for sid, (_, _, decode, _) in found.items()}
 
 

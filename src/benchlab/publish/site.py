@@ -79,7 +79,7 @@ def render_pages(
 
 
 def _render(data: PublicData, workers: int | None, pages_done: PagesDone | None) -> Rendered:
-    site = SiteContext(data, workers)
+    site = SiteContext(data, workers, detect=False)  # `beside` splits the detector's pass
     # The machine and model pages (their charts share one segmentation per history window)
     # render in a second process while these render here.
     finish = beside(site, (machine_pages, model_pages))

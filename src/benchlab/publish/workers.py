@@ -7,9 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchlab.pool import context, cpus, inherits, pool_map
-from benchlab.publish.context import SiteContext
+from benchlab.publish.context import Shared, SiteContext
 from benchlab.publish.links import Links
-from benchlab.query.level import StepMemo
 
 PageFn = Callable[[SiteContext, str], None]
 """A page of one series: `fn(site, sid)` writes its files into the site."""
@@ -75,17 +74,23 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
     this process renders others; returns `finish`, which waits for them, merges the files
     and run links they made into the site and returns what each page function returned.
 
-    Both processes read the current level of the same history windows, so before the
-    pages each segments half of them (`SiteContext.segment_levels`) and the two swap
-    halves: each window is segmented once, on either CPU.
+    Both processes' pages read the detector's steps and the current level of the same
+    history windows, so before the pages each does half of that work
+    (`SiteContext.share`: the detector's pass where the site has not had it, and the level
+    windows) and the two swap halves (`SiteContext.complete`): each series is read once, on
+    either CPU.
 
     A page reads the site's runs, lookups and caches and writes only its files and run
     links, so the files are the ones this process would render
     (tests/site/test_lean.py holds the two equal). Where fork is missing, there is one
     CPU, or the site is small (`BESIDE_RUNS`), the pages render here, now."""
     if site.ok_runs < BESIDE_RUNS or cpus() < 2 or not inherits():
+        if not site.detected:
+            site.detect()
         results = [fn(site) for fn in pages]
         return lambda: results
+    if not site.detected and site.workers > 1:
+        site.detect()  # its own worker processes already use every CPU
     global _BESIDE_INPUT
     _BESIDE_INPUT = (site, pages)
     try:
@@ -93,11 +98,10 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
     finally:
         _BESIDE_INPUT = None
     try:
-        theirs = pool.apply_async(_beside_levels)
-        site.segment_levels(0, 2)
-        pending = pool.apply_async(_beside_pages, (site.level_memo,))
+        theirs = pool.apply_async(_beside_share)
+        pending = pool.apply_async(_beside_pages, (site.share(0, 2),))
         pool.close()
-        site.level_memo.update(theirs.get())
+        site.complete(theirs.get())
     except BaseException:
         pool.terminate()
         pool.join()
@@ -115,22 +119,19 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
     return finish
 
 
-def _beside_levels() -> StepMemo:
-    """In the forked process: segment the other half of the level windows."""
+def _beside_share() -> Shared:
+    """In the forked process: the second half of the shared work (`SiteContext.share`)."""
     assert _BESIDE_INPUT is not None
     site, _ = _BESIDE_INPUT
-    site.segment_levels(1, 2)
-    return site.level_memo
+    return site.share(1, 2)
 
 
-def _beside_pages(
-    levels: StepMemo,
-) -> tuple[dict[str, str], dict[str, set[str]], list[Any]]:
-    """In the forked process: add the first process's half of the level windows, then render
+def _beside_pages(theirs: Shared) -> tuple[dict[str, str], dict[str, set[str]], list[Any]]:
+    """In the forked process: take the first process's half of the shared work, then render
     the pages from a clean slate of files and links."""
     assert _BESIDE_INPUT is not None
     site, pages = _BESIDE_INPUT
-    site.level_memo.update(levels)
+    site.complete(theirs)
     site.files = {}
     site.links = Links()
     results = [fn(site) for fn in pages]
