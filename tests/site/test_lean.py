@@ -21,6 +21,7 @@ from benchlab.publish.detection import (
     find_per_series,
     merge_found,
 )
+from benchlab.publish.links import page_names
 from benchlab.publish.site import render_pages
 from benchlab.regress import detect
 
@@ -175,7 +176,11 @@ def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypa
     steps = site_steps(full, 0)
     assert steps[0] and steps[2] and steps == site_steps(full, 10**9)
     _forking(monkeypatch, 10**9)
-    assert split.files == render_pages(full, workers=1).files
+    assert split == render_pages(full, workers=1)  # files and nav
+    models = next(item["Models"] for item in split.nav if "Models" in item)
+    names = page_names(full).models.values()
+    assert [page for item in models for page in item.values()] == [f"models/{n}" for n in names]
+    assert len(models) >= 2  # shared out between the two processes
     assert (
         render_pages(load_site(store, min_bytes=0), workers=1).files
         == render_pages(load_public(store), workers=1).files
@@ -186,10 +191,10 @@ def test_a_page_that_fails_beside_fails_the_render(public_store, monkeypatch):
     import benchlab.publish.site as site_module
 
     def broken(site):
-        raise RuntimeError("model pages: planted fault")
+        raise RuntimeError("machine pages: planted fault")
 
     _forking(monkeypatch, 0)
-    monkeypatch.setattr(site_module, "model_pages", broken)
+    monkeypatch.setattr(site_module, "machine_pages", broken)
     with pytest.raises(RuntimeError, match="planted fault"):
         render_pages(load_public(Store(public_store)), workers=1)
 

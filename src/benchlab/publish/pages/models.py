@@ -13,12 +13,13 @@ from benchlab.publish.context import SiteContext, best_per_machine
 from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, link
 
 
-def model_pages(site: SiteContext) -> list[Any]:
+def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
     """The fastest machines per precision (sorted tables), then the charts: every machine at
     its best configuration for any metric the runs carry (a selector), batch scaling,
-    decode by thread count (a numeric axis), history."""
+    decode by thread count (a numeric axis), history. `which`: the models (in the site's
+    order) whose pages to render, so two processes can share them out; their nav."""
     nav = []
-    for model, name in site.pages.models.items():
+    for model, name in list(site.pages.models.items())[which]:
         mine = site.groups.by_model.get(model, [])
         latest_map = site.latest_of(model)
         latest = list(latest_map.values())
