@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -247,3 +251,43 @@ def test_svg_path_data_is_not_an_address(policy: Policy) -> None:
     assert [h for h in find(policy, [icon]) if h.tell_class == tells.IP] == []
     for line in ("at 10.0.0.5", "host h1 10.0.0.5", 'retried on "orca-7" 10.0.0.5'):
         assert [h.value for h in find(policy, [line]) if h.tell_class == tells.IP] == ["10.0.0.5"]
+
+
+# --- detect-secrets' patterns, kept in the user's cache ----------------------------------
+
+_DETECTORS_IN_A_FRESH_PROCESS = """
+import json, sys
+from benchlab.redact import tells
+found = [[d.name, d.regex.pattern, d.regex.flags, d.group] for d in tells.secret_detectors()]
+print(json.dumps({"found": found, "imported": "detect_secrets" in sys.modules}))
+"""
+
+
+def _fresh_detectors(cache: Path) -> dict:
+    """`secret_detectors()` in a new interpreter with `cache` as XDG_CACHE_HOME: what it
+    found, and whether it imported detect-secrets to find it."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    out = subprocess.run(
+        [sys.executable, "-c", _DETECTORS_IN_A_FRESH_PROCESS],
+        env=env, capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    return json.loads(out.stdout)
+
+
+def test_secret_patterns_come_from_the_cache_once_kept(tmp_path):
+    first = _fresh_detectors(tmp_path)
+    assert first["imported"] and len(first["found"]) > 20
+    assert (tmp_path / "benchlab" / "secret-patterns.json").is_file()
+    second = _fresh_detectors(tmp_path)
+    assert second == {"found": first["found"], "imported": False}
+
+
+def test_a_damaged_or_stale_secret_cache_is_read_again_from_the_plugins(tmp_path):
+    kept = tmp_path / "benchlab" / "secret-patterns.json"
+    expected = _fresh_detectors(tmp_path)["found"]
+    cache = json.loads(kept.read_text())
+    damaged = [{**cache, "patterns": [["ds-x", "(unclosed", 32, 0]]}, {**cache, "stamp": ["x"]}]
+    for bad in [*damaged, "not json {"]:
+        kept.write_text(bad if isinstance(bad, str) else json.dumps(bad))
+        assert _fresh_detectors(tmp_path) == {"found": expected, "imported": True}
+        assert json.loads(kept.read_text()) == cache  # kept again, whole
