@@ -5,6 +5,8 @@ cache (`publish.data.load_site`), the step detector run per series in worker pro
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import replace
 
 import pytest
@@ -118,7 +120,7 @@ def site_steps(data: PublicData, runs: int) -> tuple:
     workers_module.BESIDE_RUNS = runs
     try:
         site = SiteContext(data, workers=1, detect=False)
-        workers_module.beside(site, ())()
+        workers_module.beside(site, ())
     finally:
         workers_module.BESIDE_RUNS = old
     return site.steps, site.decode_steps, site.regressions
@@ -156,19 +158,21 @@ def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypa
 
     monkeypatch.setattr(workers_module, "context", counted)
 
+    def where(site) -> int:
+        time.sleep(0.1)  # long enough that each process takes some of these
+        return os.getpid()
+
     def pages(runs: int):
         _forking(monkeypatch, runs)
         site = SiteContext(load_site(store, min_bytes=0), workers=1)
-        finish = workers_module.beside(site, (machine_pages, model_pages))
-        home_page(site)  # its runs made full here are not in the forked process
-        results = finish()
-        return site.files, site.links.linked, results
+        results = workers_module.beside(site, (home_page, machine_pages, model_pages, *[where] * 8))
+        return site.files, site.links.linked, results[:3], set(results[3:])
 
     here = pages(10**9)
-    assert forks == []
+    assert forks == [] and here[3] == {os.getpid()}
     forked = pages(0)
-    assert forks == [1]  # rendered in a second process
-    assert forked == here
+    assert forks == [1] and len(forked[3]) == 2  # pages rendered in both processes
+    assert forked[:3] == here[:3]
     # The whole render: the detector's pass split between the two processes.
     full = load_public(store)
     split = render_pages(full, workers=1)
@@ -188,14 +192,31 @@ def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypa
 
 
 def test_a_page_that_fails_beside_fails_the_render(public_store, monkeypatch):
+    """Wherever a page fails, here or in the forked process, the render fails with it."""
     import benchlab.publish.site as site_module
+
+    here = os.getpid()
+
+    def failing_beside(page):
+        def render(*args, **kwargs):
+            if os.getpid() != here:
+                raise RuntimeError("a page beside: planted fault")
+            time.sleep(0.1)  # the forked process takes a page meanwhile
+            return page(*args, **kwargs)
+
+        return render
+
+    _forking(monkeypatch, 0)
+    for name in ("compare_page", "machine_pages", "health_page", "home_page"):
+        monkeypatch.setattr(site_module, name, failing_beside(getattr(site_module, name)))
+    with pytest.raises(RuntimeError, match="planted fault"):
+        render_pages(load_public(Store(public_store)), workers=1)
 
     def broken(site):
         raise RuntimeError("machine pages: planted fault")
 
-    _forking(monkeypatch, 0)
     monkeypatch.setattr(site_module, "machine_pages", broken)
-    with pytest.raises(RuntimeError, match="planted fault"):
+    with pytest.raises(RuntimeError, match="machine pages: planted fault"):
         render_pages(load_public(Store(public_store)), workers=1)
 
 

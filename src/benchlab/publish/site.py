@@ -81,19 +81,14 @@ def render_pages(
 
 def _render(data: PublicData, workers: int | None, pages_done: PagesDone | None) -> Rendered:
     site = SiteContext(data, workers, detect=False)  # `beside` splits the detector's pass
-    # The machine pages and the first half of the model pages render in a second process
-    # while these render here: the two halves take about as long at 1,000 and 10,000 runs.
-    half = slice(len(site.pages.models) // 2)
-    finish = beside(site, (machine_pages, partial(model_pages, which=half)))
-    try:
-        home_page(site)
-        compare_page(site)
-        regressions_page(site)
-        health_page(site)
-        model_nav_here = model_pages(site, slice(half.stop, None))
-    finally:
-        machine_nav, model_nav = finish()
-    model_nav += model_nav_here
+    # The pages render in two processes, each taking the next: the costliest first (the
+    # compare page at a million runs, the machine pages at 1,000), then a page per model.
+    models = [partial(model_pages, which=slice(i, i + 1)) for i in range(len(site.pages.models))]
+    rendered = beside(
+        site, (compare_page, machine_pages, health_page, home_page, regressions_page, *models)
+    )
+    machine_nav = rendered[1]
+    model_nav = [item for nav in rendered[5:] for item in nav]
     series_page(site)
     run_page(site)
     nav: list[Any] = [

@@ -62,39 +62,42 @@ SitePage = Callable[[SiteContext], Any]
 """A whole page (or section of pages): `fn(site)` writes its files into the site."""
 
 BESIDE_RUNS = 500
-"""From this many ok runs `beside` renders its pages in a forked process: below, the fork
+"""From this many ok runs `beside` renders pages in a forked process too: below, the fork
 and the pickling of their files back cost more than the second CPU gives."""
 
-_BESIDE_INPUT: tuple[SiteContext, Sequence[SitePage]] | None = None
-"""The site and the pages the forked process renders (inherited, never pickled)."""
+_BESIDE_INPUT: tuple[SiteContext, Sequence[SitePage], Any] | None = None
+"""The site, the pages and the shared next-page counter of the forked process (inherited,
+never pickled)."""
 
 
-def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[Any]]:
-    """Start rendering `pages` in one forked process, from the site as it is now, while
-    this process renders others; returns `finish`, which waits for them, merges the files
-    and run links they made into the site and returns what each page function returned.
+def beside(site: SiteContext, pages: Sequence[SitePage]) -> list[Any]:
+    """Render `pages` in this process and one forked from it, each taking the next page
+    that neither has taken, and return what each page function returned, in order; the
+    files and run links the forked process made are merged into the site. Which page costs
+    most depends on the fleet (the machine pages at 1,000 runs, the compare page at a
+    million), so the pages are not assigned in advance: list the costly ones first.
 
-    Both processes' pages read the detector's steps and the current level of the same
-    history windows, so before the pages each does half of that work
-    (`SiteContext.share`: the detector's pass where the site has not had it, and the level
-    windows) and the two swap halves (`SiteContext.complete`): each series is read once, on
-    either CPU.
+    Every page reads the detector's steps and the current levels of the same history
+    windows, so before the pages each process does half of that work (`SiteContext.share`:
+    the detector's pass where the site has not had it, and the level windows) and the two
+    swap halves (`SiteContext.complete`): each series is read once, on either CPU.
 
     A page reads the site's runs, lookups and caches and writes only its files and run
-    links, so the files are the ones this process would render
+    links, so the files are the ones this process alone would render
     (tests/site/test_lean.py holds the two equal). Where fork is missing, there is one
-    CPU, or the site is small (`BESIDE_RUNS`), the pages render here, now."""
+    CPU, or the site is small (`BESIDE_RUNS`), the pages render here, in order."""
     if site.ok_runs < BESIDE_RUNS or cpus() < 2 or not inherits():
         if not site.detected:
             site.detect()
-        results = [fn(site) for fn in pages]
-        return lambda: results
+        return [fn(site) for fn in pages]
     if not site.detected and site.workers > 1:
         site.detect()  # its own worker processes already use every CPU
+    ctx = context()
+    taken = ctx.Value("i", 0)
     global _BESIDE_INPUT
-    _BESIDE_INPUT = (site, pages)
+    _BESIDE_INPUT = (site, pages, taken)
     try:
-        pool = context().Pool(1)  # forks here: the process sees the site as it is now
+        pool = ctx.Pool(1)  # forks here: the process sees the site as it is now
     finally:
         _BESIDE_INPUT = None
     try:
@@ -102,37 +105,44 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> Callable[[], list[An
         pending = pool.apply_async(_beside_pages, (site.share(0, 2),))
         pool.close()
         site.complete(theirs.get())
-    except BaseException:
+        results = _take_pages(site, pages, taken)
+        files, linked, rendered = pending.get()
+    finally:
         pool.terminate()
         pool.join()
-        raise
+    _merge(site, files, linked)
+    results.update(rendered)
+    return [results[index] for index in range(len(pages))]
 
-    def finish() -> list[Any]:
-        try:
-            files, linked, results = pending.get()
-        finally:
-            pool.terminate()
-            pool.join()
-        _merge(site, files, linked)
-        return results
 
-    return finish
+def _take_pages(site: SiteContext, pages: Sequence[SitePage], taken: Any) -> dict[int, Any]:
+    """Render the next page no process has taken, until none is left: {index: result}."""
+    results = {}
+    while True:
+        with taken.get_lock():
+            index = taken.value
+            taken.value += 1
+        if index >= len(pages):
+            return results
+        results[index] = pages[index](site)
 
 
 def _beside_share() -> Shared:
     """In the forked process: the second half of the shared work (`SiteContext.share`)."""
     assert _BESIDE_INPUT is not None
-    site, _ = _BESIDE_INPUT
+    site, _, _ = _BESIDE_INPUT
     return site.share(1, 2)
 
 
-def _beside_pages(theirs: Shared) -> tuple[dict[str, str], dict[str, set[str]], list[Any]]:
+def _beside_pages(
+    theirs: Shared,
+) -> tuple[dict[str, str], dict[str, set[str]], dict[int, Any]]:
     """In the forked process: take the first process's half of the shared work, then render
-    the pages from a clean slate of files and links."""
+    pages from a clean slate of files and links."""
     assert _BESIDE_INPUT is not None
-    site, pages = _BESIDE_INPUT
+    site, pages, taken = _BESIDE_INPUT
     site.complete(theirs)
     site.files = {}
     site.links = Links()
-    results = [fn(site) for fn in pages]
+    results = _take_pages(site, pages, taken)
     return site.files, site.links.linked, results
