@@ -83,12 +83,11 @@ def _render(data: PublicData, workers: int | None, pages_done: PagesDone | None)
     site = SiteContext(data, workers, detect=False)  # `beside` splits the detector's pass
     # The pages render in two processes, each taking the next: the costliest first (the
     # compare page at a million runs, the machine pages at 1,000), then a page per model.
+    pages = (compare_page, machine_pages, health_page, home_page, regressions_page)
     models = [partial(model_pages, which=slice(i, i + 1)) for i in range(len(site.pages.models))]
-    rendered = beside(
-        site, (compare_page, machine_pages, health_page, home_page, regressions_page, *models)
-    )
-    machine_nav = rendered[1]
-    model_nav = [item for nav in rendered[5:] for item in nav]
+    rendered = beside(site, (*pages, *models))
+    machine_nav = rendered[pages.index(machine_pages)]
+    model_nav = [item for nav in rendered[len(pages) :] for item in nav]
     series_page(site)
     run_page(site)
     nav: list[Any] = [
