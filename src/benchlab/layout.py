@@ -33,6 +33,14 @@ STORE_RELATIVE = Path("experiments") / "benchmark"
 M = TypeVar("M", bound="BaseModel")
 
 
+def user_cache_dir() -> Path:
+    """$XDG_CACHE_HOME/benchlab, else ~/.cache/benchlab: what depends only on this machine
+    and what is installed on it (agent bundles, llama.cpp builds, detect-secrets' patterns),
+    never on a store."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "benchlab"
+
+
 def canonical_json(obj: Any) -> str:
     """The one serialisation of every file benchlab writes: sorted, indented, newline-ended.
 

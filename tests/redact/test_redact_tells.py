@@ -291,3 +291,12 @@ def test_a_damaged_or_stale_secret_cache_is_read_again_from_the_plugins(tmp_path
         kept.write_text(bad if isinstance(bad, str) else json.dumps(bad))
         assert _fresh_detectors(tmp_path) == {"found": expected, "imported": True}
         assert json.loads(kept.read_text()) == cache  # kept again, whole
+
+
+def test_a_secret_cache_that_cannot_be_written_costs_only_the_import(tmp_path):
+    expected = _fresh_detectors(tmp_path / "writable")["found"]
+    blocked = tmp_path / "a-file"  # XDG_CACHE_HOME names a file: no cache dir can be made
+    blocked.write_text("")
+    for _ in range(2):
+        assert _fresh_detectors(blocked) == {"found": expected, "imported": True}
+    assert blocked.read_text() == ""

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import benchlab.agent
 from benchlab.errors import StoreError
+from benchlab.layout import user_cache_dir as cache_dir
 
 SHEBANG = b"#!/usr/bin/env python3\n"
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
@@ -54,12 +55,6 @@ ROOT_MAIN = (
     "\n"
     "sys.exit(main(started_at=_STARTED_AT))\n"
 )
-
-
-def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/benchlab, else ~/.cache/benchlab."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "benchlab"
 
 
 def private_dir_problem(directory: str) -> str | None:

@@ -20,7 +20,6 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 # Tell classes, in the order reports list them.
 HOST = "host"
@@ -878,129 +877,15 @@ def _context_free_detectors() -> tuple[Detector, ...]:
     )
 
 
-_SKIPPED_PLUGINS = frozenset(
-    {
-        "IPPublicDetector",  # the ip tell class covers every address, public or not
-        # Keyword-assignment patterns for four niche services (cl_password=..., sl_key=...):
-        # each costs more than all the other secret plugins together on large files.
-        "CloudantDetector",
-        "IbmCloudIamDetector",
-        "IbmCosHmacDetector",
-        "SoftlayerDetector",
-        "KeywordDetector",  # "password" in prose; not a key
-        "Base64HighEntropyString",  # run ids, hashes and sha256 sums are high-entropy
-        "HexHighEntropyString",
-    }
-)
-
-
 def secret_detectors() -> list[Detector]:
-    """detect-secrets' regex plugins, one detector per plugin, named after it.
+    """detect-secrets' regex plugins, one detector per plugin, named after it (their
+    patterns kept in the user's cache: `redact.secret_patterns`)."""
+    from benchlab.redact.secret_patterns import secret_patterns
 
-    Importing detect-secrets (it imports requests) costs a sixth of a second, paid by every
-    command that redacts, the site build among them. So the patterns are kept in the user's
-    cache (`_secret_patterns`), and the plugins are read again whenever the installed
-    detect-secrets or this file changes."""
     return [
         Detector(name, SECRET, re.compile(pattern, flags), "<secret>", numbered=False, group=group)
-        for name, pattern, flags, group in _secret_patterns()
+        for name, pattern, flags, group in secret_patterns()
     ]
-
-
-SecretPattern = tuple[str, str, int, int]
-"""A detect-secrets detector as the cache keeps it: name, pattern, flags, group."""
-
-
-def _secret_patterns() -> list[SecretPattern]:
-    """The plugins' patterns from the cache where it is for the detect-secrets installed
-    and this file, else read from the plugins and kept."""
-    import json
-    import os
-
-    stamp = _plugins_stamp()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "benchlab" / "secret-patterns.json"
-    if stamp is not None:
-        try:
-            kept = json.loads(path.read_text(encoding="utf-8"))
-            if kept.get("stamp") == stamp and _well_formed(kept.get("patterns")):
-                return [
-                    (name, pattern, flags, group)
-                    for name, pattern, flags, group in kept["patterns"]
-                ]
-        except (OSError, ValueError, AttributeError):
-            pass
-    patterns = _read_secret_plugins()
-    if stamp is not None:
-        try:  # a cache that cannot be written costs the next command the import, nothing more
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temp = path.with_name(f".{path.name}.{os.getpid()}")
-            temp.write_text(json.dumps({"stamp": stamp, "patterns": patterns}), encoding="utf-8")
-            os.replace(temp, path)
-        except OSError:
-            pass
-    return patterns
-
-
-def _plugins_stamp() -> list[object] | None:
-    """Where detect-secrets is installed, the size and mtime of its version file and of
-    this file: found without importing the package. None where it cannot be told."""
-    from importlib.util import find_spec
-
-    spec = find_spec("detect_secrets")
-    if spec is None or not spec.origin:
-        return None
-    origin = Path(spec.origin)
-    try:
-        files = [
-            (f.stat().st_size, f.stat().st_mtime_ns)
-            for f in (origin.parent / "__version__.py", Path(__file__))
-        ]
-    except OSError:
-        return None
-    return [str(origin), *([size, mtime] for size, mtime in files)]
-
-
-def _well_formed(rows: object) -> bool:
-    """Rows of (name, pattern, flags, group) that compile: a damaged cache is read again
-    from the plugins, never trusted."""
-    if not isinstance(rows, list) or not rows:
-        return False
-    for row in rows:
-        if not (
-            isinstance(row, list)
-            and len(row) == 4
-            and isinstance(row[0], str)
-            and isinstance(row[1], str)
-            and type(row[2]) is int
-            and type(row[3]) is int
-        ):
-            return False
-        try:
-            re.compile(row[1], row[2])
-        except (re.error, ValueError, OverflowError):
-            return False
-    return True
-
-
-def _read_secret_plugins() -> list[SecretPattern]:
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
-
-    patterns: list[SecretPattern] = []
-    plugins = get_mapping_from_secret_type_to_class().values()
-    for plugin in sorted(plugins, key=lambda cls: cls.__name__):
-        if plugin.__name__ in _SKIPPED_PLUGINS or not issubclass(plugin, RegexBasedDetector):
-            continue
-        name = "ds-" + plugin.__name__.removesuffix("Detector").lower()
-        for index, regex in enumerate(plugin().denylist):
-            # The whole match is the secret, except for basic auth (`://user:PASSWORD@`),
-            # whose group is the password; other plugins' groups are mere prefixes.
-            group = -1 if plugin.__name__ == "BasicAuthDetector" else 0
-            patterns.append(
-                (f"{name}-{index}" if index else name, regex.pattern, regex.flags, group)
-            )
-    return patterns
 
 
 def known_names_detector(

@@ -1,0 +1,128 @@
+"""detect-secrets' regex plugins as patterns, kept in the user's cache.
+
+Importing detect-secrets (it imports requests) costs a sixth of a second, paid by every
+command that redacts, the site build among them (`tells.secret_detectors` builds a detector
+from each pattern). So the patterns are kept in `layout.user_cache_dir()`, keyed by where
+the package is installed and the size and mtime of its version file and of this file: an
+upgrade, or a change to the plugins skipped here, reads the plugins again. A kept file that
+is damaged or does not compile is never trusted; one that cannot be written costs the next
+command the import, nothing more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from pathlib import Path
+
+from benchlab.layout import user_cache_dir
+
+_SKIPPED_PLUGINS = frozenset(
+    {
+        "IPPublicDetector",  # the ip tell class covers every address, public or not
+        # Keyword-assignment patterns for four niche services (cl_password=..., sl_key=...):
+        # each costs more than all the other secret plugins together on large files.
+        "CloudantDetector",
+        "IbmCloudIamDetector",
+        "IbmCosHmacDetector",
+        "SoftlayerDetector",
+        "KeywordDetector",  # "password" in prose; not a key
+        "Base64HighEntropyString",  # run ids, hashes and sha256 sums are high-entropy
+        "HexHighEntropyString",
+    }
+)
+
+
+SecretPattern = tuple[str, str, int, int]
+"""A detect-secrets detector as the cache keeps it: name, pattern, flags, group."""
+
+
+def secret_patterns() -> list[SecretPattern]:
+    """The plugins' patterns from the cache where it is for the detect-secrets installed
+    and this file, else read from the plugins and kept."""
+    stamp = _plugins_stamp()
+    path = user_cache_dir() / "secret-patterns.json"
+    if stamp is not None:
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            if kept.get("stamp") == stamp and _well_formed(kept.get("patterns")):
+                return [
+                    (name, pattern, flags, group)
+                    for name, pattern, flags, group in kept["patterns"]
+                ]
+        except (OSError, ValueError, AttributeError):
+            pass
+    patterns = _read_secret_plugins()
+    if stamp is not None:
+        temp = path.with_name(f".{path.name}.{os.getpid()}")
+        try:  # a cache that cannot be written costs the next command the import, nothing more
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temp.write_text(json.dumps({"stamp": stamp, "patterns": patterns}), encoding="utf-8")
+            os.replace(temp, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+    return patterns
+
+
+def _plugins_stamp() -> list[object] | None:
+    """Where detect-secrets is installed, the size and mtime of its version file and of
+    this file: found without importing the package. None where it cannot be told."""
+    from importlib.util import find_spec
+
+    spec = find_spec("detect_secrets")
+    if spec is None or not spec.origin:
+        return None
+    origin = Path(spec.origin)
+    try:
+        files = [
+            (f.stat().st_size, f.stat().st_mtime_ns)
+            for f in (origin.parent / "__version__.py", Path(__file__))
+        ]
+    except OSError:
+        return None
+    return [str(origin), *([size, mtime] for size, mtime in files)]
+
+
+def _well_formed(rows: object) -> bool:
+    """Rows of (name, pattern, flags, group) that compile: a damaged cache is read again
+    from the plugins, never trusted."""
+    if not isinstance(rows, list) or not rows:
+        return False
+    for row in rows:
+        if not (
+            isinstance(row, list)
+            and len(row) == 4
+            and isinstance(row[0], str)
+            and isinstance(row[1], str)
+            and type(row[2]) is int
+            and type(row[3]) is int
+        ):
+            return False
+        try:
+            re.compile(row[1], row[2])
+        except (re.error, ValueError, OverflowError):
+            return False
+    return True
+
+
+def _read_secret_plugins() -> list[SecretPattern]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    patterns: list[SecretPattern] = []
+    plugins = get_mapping_from_secret_type_to_class().values()
+    for plugin in sorted(plugins, key=lambda cls: cls.__name__):
+        if plugin.__name__ in _SKIPPED_PLUGINS or not issubclass(plugin, RegexBasedDetector):
+            continue
+        name = "ds-" + plugin.__name__.removesuffix("Detector").lower()
+        for index, regex in enumerate(plugin().denylist):
+            # The whole match is the secret, except for basic auth (`://user:PASSWORD@`),
+            # whose group is the password; other plugins' groups are mere prefixes.
+            group = -1 if plugin.__name__ == "BasicAuthDetector" else 0
+            patterns.append(
+                (f"{name}-{index}" if index else name, regex.pattern, regex.flags, group)
+            )
+    return patterns
