@@ -119,8 +119,9 @@ def _read_secret_plugins() -> list[SecretPattern]:
             continue
         name = "ds-" + plugin.__name__.removesuffix("Detector").lower()
         for index, regex in enumerate(plugin().denylist):
-            # The whole match is the secret, except for basic auth (`://user:PASSWORD@`),
-            # whose group is the password; other plugins' groups are mere prefixes.
+            # The whole match is the secret, except for basic auth in a URL, whose group (the
+            # password between the user name and the at sign) is; other plugins' groups are
+            # mere prefixes.
             group = -1 if plugin.__name__ == "BasicAuthDetector" else 0
             patterns.append(
                 (f"{name}-{index}" if index else name, regex.pattern, regex.flags, group)
