@@ -77,13 +77,10 @@ def _plugins_stamp() -> list[object] | None:
         return None
     origin = Path(spec.origin)
     try:
-        files = [
-            (f.stat().st_size, f.stat().st_mtime_ns)
-            for f in (origin.parent / "__version__.py", Path(__file__))
-        ]
+        infos = [f.stat() for f in (origin.parent / "__version__.py", Path(__file__))]
     except OSError:
         return None
-    return [str(origin), *([size, mtime] for size, mtime in files)]
+    return [str(origin), *([info.st_size, info.st_mtime_ns] for info in infos)]
 
 
 def _well_formed(rows: object) -> bool:
