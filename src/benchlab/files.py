@@ -253,8 +253,13 @@ def _walk_dirs(target: PathLike, root: PathLike, parts: list[str]) -> list[Path]
     """Make sure each of `parts` below `root` is a real dir (made where missing, never
     through a link); returns the dirs made, deepest last."""
     made: list[Path] = []
-    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     walked = Path(root)
+    try:
+        fd = os.open(
+            root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
+    except OSError as exc:
+        raise StoreError(f"{root}: cannot open: {exc.strerror}") from None
     try:
         for part in parts:
             walked = walked / part
@@ -326,3 +331,24 @@ def refuse_links(path: PathLike, root: PathLike) -> None:
                 f"{path}: {walked} is a symbolic link; refused (nothing is read or written "
                 "through a link inside the repository)"
             )
+
+
+def repository_root(path: PathLike) -> Path:
+    """The root a write to `path` is checked from: the nearest dir above it (by name, no
+    link followed) that holds `.git`, else the nearest dir above it that exists."""
+    full = Path(os.path.abspath(path))
+    existing = None
+    for parent in full.parents:  # bounded: one step per component
+        if existing is None and os.path.isdir(parent):
+            existing = parent
+        if os.path.lexists(parent / ".git"):
+            return parent
+    return existing or full.parent
+
+
+def check_output(path: PathLike) -> Path:
+    """Refuse an output path with a link between its repository root and itself (the path
+    included); returns that root, for `prepare_write` / `ensure_dir`."""
+    root = repository_root(path)
+    refuse_links(path, root)
+    return root
