@@ -6,7 +6,8 @@ output, catalog lines another clone pushed, imported results). A value holding a
 or OSC sequence would otherwise drive the terminal: retitle it, hide text, rewrite what a
 previous line said. The CLI wraps stdout and stderr in `SafeStream` for the whole of a verb,
 so every verb is covered, not only those that remember to escape: each C0 control but
-newline and tab, DEL and each C1 control is written as `\\xNN`. Styled output that benchlab
+newline and tab, DEL and each C1 control is written as `\\xNN`, a bidi control as
+`\\uNNNN`. Styled output that benchlab
 draws itself (rich tables and progress bars, whose cells are escaped before they are drawn)
 writes to `raw(stream)`.
 """
@@ -16,15 +17,18 @@ from __future__ import annotations
 import re
 from typing import Any, TextIO
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""C0 but newline and tab, DEL, C1, and the bidi marks and overrides that reorder a line."""
 
 
 def _escape(match: re.Match[str]) -> str:
-    return f"\\x{ord(match.group()):02x}"
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def escape_controls(text: str) -> str:
-    """`text` with every C0 control but newline and tab, DEL and every C1 control escaped."""
+    """`text` with every C0 control but newline and tab, DEL, every C1 control and the
+    bidi controls escaped."""
     if text.isascii() and text.isprintable():
         return text
     return _CONTROLS.sub(_escape, text)
