@@ -46,7 +46,7 @@ class SchemaError(StoreError):
 class UnsafePathError(StoreError):
     """A file benchlab reads or writes is not a regular file inside its root: a symbolic
     link on the way, a FIFO, a device or a socket, or larger than its cap. Refused before a
-    byte is read or written (ARCHITECTURE.md, One reader, one writer path)."""
+    byte is read or written (ARCHITECTURE.md, One reader and one writer path)."""
 
 
 class QueryError(BenchlabError):

@@ -1,4 +1,4 @@
-"""The one guarded reader, and the one writer path check (ARCHITECTURE.md, One reader, one
+"""The one guarded reader, and the one writer path check (ARCHITECTURE.md, One reader and one
 writer path).
 
 Every file benchlab reads (heads, shards, marks, run files, imported results, sysfs and tool

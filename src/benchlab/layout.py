@@ -112,7 +112,7 @@ def atomic_write_bytes(
 
     With a `root` (or inside a `WriteSet` opened with one, for a path under it), no
     component between the root and the file may be a link: one UnsafePathError, nothing
-    written (ARCHITECTURE.md, One reader, one writer path)."""
+    written (ARCHITECTURE.md, One reader and one writer path)."""
     if root is None and _ACTIVE is not None and _ACTIVE.owns() and _ACTIVE.root is not None:
         if _under(path, _ACTIVE.root):
             root = _ACTIVE.root

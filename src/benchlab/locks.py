@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import StoreError
+from benchlab.files import SMALL_CAP, read_optional
 from benchlab.ids import utc_iso
 
 POLL_S = 0.1
@@ -35,10 +36,11 @@ def pid_alive(pid: int) -> bool:
 
 def read_holder(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
+        raw = read_optional(path, cap=SMALL_CAP)
+        if raw is None:
+            return None
+        data = json.loads(raw)
+    except (StoreError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 

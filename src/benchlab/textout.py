@@ -1,4 +1,4 @@
-"""What reaches the terminal: control characters escaped (ARCHITECTURE.md, One reader, one
+"""What reaches the terminal: control characters escaped (ARCHITECTURE.md, One reader and one
 writer path).
 
 `bench` prints values it read from places it does not control (sysfs and /proc, tool

@@ -1,4 +1,4 @@
-"""One reader, one writer path (ARCHITECTURE.md, One reader, one writer path), each fault
+"""One reader and one writer path (ARCHITECTURE.md, One reader and one writer path), each fault
 injected for real in a real git repository: a committed symlink at `machines/`,
 `machines/<id>`, `charts/` or `site/build` is refused in one line with nothing written
 outside the repository; a FIFO or a link to /dev/zero as catalog.json or as a shard is one

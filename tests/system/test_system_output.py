@@ -1,6 +1,6 @@
 """`bench system` prints what sysfs and /proc hold, which benchlab does not control: control
 characters reach the terminal escaped, JSON never holds NaN, and a FIFO or a link planted in
-the tree is "unknown", never waited on (ARCHITECTURE.md, One reader, one writer path). Run
+the tree is "unknown", never waited on (ARCHITECTURE.md, One reader and one writer path). Run
 as a user would, in its own process, on a fake sysfs root."""
 
 from __future__ import annotations

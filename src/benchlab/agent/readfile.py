@@ -1,4 +1,4 @@
-"""The agent's guarded reader of sysfs, /proc and /etc files (ARCHITECTURE.md, One reader,
+"""The agent's guarded reader of sysfs, /proc and /etc files (ARCHITECTURE.md, One reader and
 one writer path).
 
 The same rules as `benchlab.files`, in the standard library only (the agent imports nothing

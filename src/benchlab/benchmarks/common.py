@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.devices.base import Transport
-from benchlab.errors import ConfigError, DeviceError, MeasurementError
+from benchlab.errors import ConfigError, DeviceError, MeasurementError, StoreError
+from benchlab.files import SMALL_CAP, read_text
 from benchlab.models import AgentEnvelope, RunSpec
 
 EXISTS_TIMEOUT_S = 60.0
@@ -99,8 +100,8 @@ def local_cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     """This machine's CPU feature flags (`flags` of /proc/cpuinfo; none where it has no
     such file, as on macOS). Read only when a local benchmark crashed: never per run."""
     try:
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_text(cpuinfo, errors="replace", cap=SMALL_CAP * 4)
+    except StoreError:
         return frozenset()
     for line in text.splitlines():
         key, sep, value = line.partition(":")

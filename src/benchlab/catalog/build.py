@@ -284,7 +284,8 @@ def _build(
     head = _parse_head(path, raw)
     pending = _inline(path, head) if raw is not None else {}
     retracted = set(head.get("retracted", []))
-    refuse_links(store.inventory_path, store.root)  # no link at machines/ (One reader, ...)
+    # No link at machines/ (ARCHITECTURE.md, One reader and one writer path).
+    refuse_links(store.inventory_path, store.root)
     old_inventory = load_inventory(store.inventory_path)
 
     cache = BuildCache(store.runs_dir)

@@ -41,6 +41,7 @@ from benchlab.catalog.shards import (
 )
 from benchlab.catalog.views import ViewWriter, view_names
 from benchlab.catalog.workers import Workers
+from benchlab.files import read_optional
 from benchlab.layout import (
     Store,
     atomic_write_bytes,
@@ -458,7 +459,7 @@ class ShardBook:
             del self.by_name[shard.name]
             return
         data = b"".join(line + b"\n" for _, line in sorted(lines.items()))
-        if now is None or path.read_bytes() != data:
+        if now is None or read_optional(path, cap=MAX_SHARD_BYTES) != data:
             atomic_write_bytes(path, data)
             self.result.catalog_written = True
             self.written.add(shard.name)

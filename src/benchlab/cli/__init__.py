@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code so tests can call `main([...])` in-process.
 
     stdout and stderr escape control characters for the whole verb (`textout.SafeStream`;
-    ARCHITECTURE.md, One reader, one writer path): a value read from sysfs, a tool or a
+    ARCHITECTURE.md, One reader and one writer path): a value read from sysfs, a tool or a
     pulled catalog line never drives the terminal, whichever verb prints it."""
     from benchlab.textout import SafeStream
 

@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import ConfigError, SchemaError
+from benchlab.files import read_bytes
 from benchlab.ids import check_id, slug, spec_id, sweep_stamp, utc_iso
 from benchlab.importers.store import ImportReport, RunIndex, write_run
 from benchlab.layout import (
     BATCH,
     KERNEL,
+    MAX_JSON_BYTES,
     RAW_DIR,
     Store,
+    loads_json,
     read_json,
 )
 from benchlab.models import (
@@ -83,8 +86,9 @@ def _import_asv_file(
 ) -> None:
     """Every benchmark x parameter combination of one asv result file (one commit) as one
     run, its series the benchmark and the combination, its revision the commit."""
-    data = read_json(path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    raw = read_bytes(path, cap=MAX_JSON_BYTES)
+    data = loads_json(raw, path)
+    digest = hashlib.sha256(raw).hexdigest()
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise SchemaError(f"{path}: $.results: expected an object of benchmark results")
     columns = data.get("result_columns")

@@ -11,7 +11,8 @@ from typing import Any
 
 from benchlab.benchmarks.llama_bench import results_from_rows
 from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
-from benchlab.errors import BenchlabError, ConfigError, SchemaError
+from benchlab.errors import BenchlabError, SchemaError
+from benchlab.files import read_bytes
 from benchlab.ids import check_id, spec_id, sweep_stamp, utc_iso
 from benchlab.importers.store import ImportReport, existing_run, stamp_time, write_run
 from benchlab.layout import (
@@ -42,6 +43,10 @@ _CONFIG_FIELDS = (
 )
 
 
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+"""The largest llama-bench output read (a run of thousands of rows is a few MB)."""
+
+
 def _groups(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
     """Rows of one configuration (model file, threads, layers, batch ...) form one run."""
     grouped: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -66,10 +71,7 @@ def import_llama_bench(
 ) -> ImportReport:
     """Import one llama-bench output file (json, jsonl, csv, markdown or sql) for one machine."""
     check_id(machine_id, "machine id")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    data = read_bytes(path, cap=MAX_IMPORT_BYTES)
     try:
         rows = read_rows(data.decode("utf-8", errors="replace"))
     except BenchlabError as exc:

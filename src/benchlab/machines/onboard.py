@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.errors import BenchlabError, ConfigError
+from benchlab.errors import BenchlabError, ConfigError, StoreError
+from benchlab.files import SMALL_CAP, read_optional_text
 from benchlab.ids import check_id, sweep_stamp
 from benchlab.layout import (
     atomic_write_json,
@@ -73,11 +74,12 @@ def read_machine_id(store_root: Path) -> str | None:
     """
     path = machine_id_path(store_root)
     try:
-        text = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
+        found = read_optional_text(path, cap=SMALL_CAP)
+    except StoreError as exc:
+        raise ConfigError(str(exc)) from None
+    if found is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    text = found.strip()
     try:
         return check_id(text, "machine id")
     except BenchlabError as exc:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import StoreError
+from benchlab.files import read_bytes
 from benchlab.identity import series_id, shape
 from benchlab.layout import (
     IN_FLIGHT,
@@ -77,7 +78,7 @@ def load_if_present(path: Path) -> Any:
     too instead of a RecursionError in a scrape thread.
     """
     try:
-        return loads_json(path.read_bytes(), path)
+        return loads_json(read_bytes(path), path)
     except (OSError, StoreError):
         return None
 

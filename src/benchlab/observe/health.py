@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchlab.errors import StoreError
+from benchlab.files import read_text
 from benchlab.ids import epoch_of
 from benchlab.layout import IN_FLIGHT, RAW_DIR, RETRIES, Store
 from benchlab.models import HOLE_ERROR_PREFIX
@@ -29,8 +31,8 @@ def _is_hole(record: dict[str, Any]) -> bool:
 
 def _tail(path: Path, lines: int = TAIL_LINES) -> str | None:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_text(path, errors="replace")
+    except StoreError:
         return None
     return "\n".join(text.splitlines()[-lines:])
 

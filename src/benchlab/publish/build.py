@@ -170,7 +170,7 @@ def build_site(
         write_docs(data, target, source)
         return target
     # A link at site/build (or above it, inside the repository) is refused before anything
-    # is removed or written (ARCHITECTURE.md, One reader, one writer path).
+    # is removed or written (ARCHITECTURE.md, One reader and one writer path).
     root = check_output(output)
     ensure_dir(output.parent, root)
     with (

@@ -101,7 +101,7 @@ def csv_cell(value: Any) -> str:
 
 
 def to_json(data: Any) -> str:
-    """The JSON of every `--format json` (ARCHITECTURE.md, One reader, one writer path):
+    """The JSON of every `--format json` (ARCHITECTURE.md, One reader and one writer path):
     canonical (sorted keys, indent 2, newline-ended), as layout.canonical_json; NaN and
     infinities are `null` (JSON has no such numbers: a reader such as `jq` refuses `NaN`);
     a hidden character in a string is written as its `\\uXXXX` escape (the same JSON value);

@@ -261,7 +261,7 @@ def promote(
         repo = git.Repo(store.root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise StoreError(f"{store.root}: not inside a git repository; cannot git add") from None
-    # No link between the repository root and the public copy (ARCHITECTURE.md, One reader,
+    # No link between the repository root and the public copy (ARCHITECTURE.md, One reader and
     # one writer path): a committed link at runs/public would publish outside the repository.
     top = Path(repo.working_tree_dir or store.root)
     guarded.ensure_dir(destination.parent, top)

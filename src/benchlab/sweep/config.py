@@ -27,7 +27,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from benchlab.errors import BenchlabError, ConfigError
+from benchlab.errors import BenchlabError, ConfigError, StoreError
+from benchlab.files import SMALL_CAP, read_optional_text
 from benchlab.ids import check_id, check_name, hidden_character
 from benchlab.models import ResourceGroupConfig, SweepConfig
 from benchlab.sweep.placeholders import unknown_placeholders
@@ -117,11 +118,11 @@ def load_sweep_config(path: str | Path, *, max_points: int | None = None) -> Swe
     read a config a sweep already ran under (gates, regression, inject) pass none."""
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read: {exc}") from None
+        text = read_optional_text(path, cap=SMALL_CAP)
+    except StoreError as exc:
+        raise ConfigError(str(exc)) from None
+    if text is None:
+        raise ConfigError(f"{where}: file not found")
     try:
         data = load_yaml_bounded(text, where)
     except yaml.MarkedYAMLError as exc:

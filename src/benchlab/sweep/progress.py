@@ -148,7 +148,7 @@ class RichProgress(LineProgress):
         from benchlab.textout import raw
 
         # rich draws its own styling codes: under the CLI's SafeStream, to the raw stream
-        # (ARCHITECTURE.md, One reader, one writer path); each line is escaped in `_print`.
+        # (ARCHITECTURE.md, One reader and one writer path); each line is escaped in `_print`.
         self.console = Console(file=raw(self.stream), highlight=False)
         self.bar = Progress(
             TextColumn("{task.description}"),

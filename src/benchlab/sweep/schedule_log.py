@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from benchlab.errors import StoreError
+from benchlab.files import read_bytes, read_text
 from benchlab.ids import utc_iso
 from benchlab.layout import RETRIES, SCHEDULE, append_json_lines, atomic_write_json
 
@@ -57,8 +59,8 @@ class ScheduleLog:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        value = json.loads(read_bytes(path))
+    except (StoreError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -85,7 +87,7 @@ def read_retries(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     lines = []
-    for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for text in read_text(path, errors="replace").splitlines():
         try:
             value = json.loads(text)
         except ValueError:

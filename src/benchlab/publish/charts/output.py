@@ -185,7 +185,7 @@ def write_charts(
             raise ConfigError(f"--output {output}: one file holds one chart; give a directory")
     charts = build_charts(data, filters, kinds or CHART_KINDS, metric=metric)
     paths = [output] if single else [output / f"{c.slug}.{fmt}" for c in charts]
-    # No link between the repository root and a chart (ARCHITECTURE.md, One reader, one
+    # No link between the repository root and a chart (ARCHITECTURE.md, One reader and one
     # writer path): a committed link at charts/ must not send the files elsewhere.
     root = check_output(output)
     for path in paths:
