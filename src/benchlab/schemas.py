@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchlab.files import read_optional
 from benchlab.layout import atomic_write_json, canonical_json
 from benchlab.models import DOCUMENTS
 
@@ -51,7 +52,7 @@ def stale_schemas(directory: Path) -> list[Path]:
     stale = []
     for name, schema in sorted(generated().items()):
         path = directory / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != canonical_json(schema):
+        if read_optional(path) != canonical_json(schema).encode("utf-8"):
             stale.append(path)
     return stale
 

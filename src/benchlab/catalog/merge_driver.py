@@ -15,6 +15,7 @@ from typing import Any
 
 from benchlab.catalog.document import parse_catalog
 from benchlab.catalog.format import CATALOG_V3
+from benchlab.catalog.gate import MAX_CATALOG_BYTES, MAX_SHARD_BYTES
 from benchlab.catalog.merge import (
     INVENTORY_SCHEMA,
     check_conflicts,
@@ -26,16 +27,14 @@ from benchlab.catalog.shards import SHARD_DIR, SHARD_SUFFIX, merge_shard_bytes
 from benchlab.catalog.text import render
 from benchlab.catalog.upgrade import OLD, refuse_old
 from benchlab.errors import SchemaError, StoreError
+from benchlab.files import read_bytes, read_optional_text
 from benchlab.layout import Store, atomic_write_bytes, atomic_write_text, loads_json, parse_model
 
 MERGE_DRIVER = "benchlab-catalog"
 
 
 def _read_side(path: Path, label: str) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"{label}: cannot read: {exc.strerror}") from None
+    raw = read_bytes(path, cap=MAX_CATALOG_BYTES, name=label)
     data = loads_json(raw, label)
     if not isinstance(data, dict):
         raise SchemaError(f"{label}: $: expected a JSON object")
@@ -94,10 +93,7 @@ def _merge_shard(ours: Path, theirs: Path, label: str) -> str:
     is a shard with no lines."""
     raws = []
     for path, side in ((ours, "ours"), (theirs, "theirs")):
-        try:
-            raws.append(path.read_bytes())
-        except OSError as exc:
-            raise StoreError(f"{label} ({side}): cannot read: {exc.strerror}") from None
+        raws.append(read_bytes(path, cap=MAX_SHARD_BYTES, name=f"{label} ({side})"))
     merged = merge_shard_bytes(*raws, where=label, labels=("ours", "theirs"), check=check_lines)
     atomic_write_bytes(ours, merged)
     return "shard"
@@ -140,10 +136,11 @@ def install_merge_driver(store: Store, command: str | None = None) -> list[str]:
     ]
     wanted = [f"{target} merge={MERGE_DRIVER}" for target in targets]
     attributes = top / ".gitattributes"
-    lines = attributes.read_text(encoding="utf-8").splitlines() if attributes.exists() else []
+    old = read_optional_text(attributes, cap=1024 * 1024)
+    lines = old.splitlines() if old is not None else []
     kept = [line for line in lines if not line.split() or line.split()[0] not in targets]
     text = "\n".join([*kept, *wanted]) + "\n"
-    if not attributes.exists() or attributes.read_text(encoding="utf-8") != text:
+    if old != text:
         atomic_write_text(attributes, text)
     driver = f"{command or default_driver_command()} catalog merge-driver %O %A %B %P"
     _git(top, "config", f"merge.{MERGE_DRIVER}.name", "benchlab catalog union merge")

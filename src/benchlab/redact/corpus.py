@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchlab.files import read_bytes
 from benchlab.redact.engine import find
 from benchlab.redact.policy import KnownNames, Policy, RedactionConfig, StoreNames, build_policy
 
@@ -43,7 +44,7 @@ def corpus_policy(corpus: dict) -> Policy:
 
 
 def evaluate(path: Path, policy: Policy | None = None) -> CorpusScore:
-    corpus = json.loads(path.read_text(encoding="utf-8"))
+    corpus = json.loads(read_bytes(path))
     policy = policy if policy is not None else corpus_policy(corpus)
     score = CorpusScore()
     for tell_class, samples in sorted(corpus["tells"].items()):

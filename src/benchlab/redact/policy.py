@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchlab.errors import ConfigError
+from benchlab.errors import ConfigError, StoreError
+from benchlab.files import SMALL_CAP, read_bytes, read_text
 from benchlab.layout import Store, find_store
 from benchlab.redact import tells
 from benchlab.redact.tells import Detector
@@ -195,10 +196,10 @@ def _is_ip(value: str) -> bool:
 
 def read_config(path: Path) -> RedactionConfig:
     """Parse redaction.yaml; a bad file is one line naming the file and the field."""
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return RedactionConfig()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:  # a link, FIFO or device there is refused (one line), never the default policy
+        data = yaml.safe_load(read_text(path, cap=SMALL_CAP)) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
@@ -239,8 +240,8 @@ class StoreNames:
 
 def _yaml_file(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        return yaml.safe_load(read_text(path, cap=SMALL_CAP))
+    except (StoreError, yaml.YAMLError):
         raise ConfigError(f"{path}: not valid YAML (needed for its host names)") from None
 
 
@@ -257,8 +258,8 @@ def collect_store_names(store_root: Path) -> StoreNames:
             if not specs.is_file():
                 continue
             try:
-                data = json.loads(specs.read_bytes())
-            except (OSError, ValueError):
+                data = json.loads(read_bytes(specs, cap=SMALL_CAP))
+            except (StoreError, ValueError):
                 raise ConfigError(f"{specs}: not valid JSON (needed for its hostname)") from None
             if isinstance(data, dict):
                 for key, target in (

@@ -17,6 +17,8 @@ import os
 import re
 from pathlib import Path
 
+from benchlab.errors import StoreError
+from benchlab.files import read_bytes
 from benchlab.layout import user_cache_dir
 
 _SKIPPED_PLUGINS = frozenset(
@@ -46,13 +48,13 @@ def secret_patterns() -> list[SecretPattern]:
     path = user_cache_dir() / "secret-patterns.json"
     if stamp is not None:
         try:
-            kept = json.loads(path.read_text(encoding="utf-8"))
+            kept = json.loads(read_bytes(path, cap=16 * 1024 * 1024))
             if kept.get("stamp") == stamp and _well_formed(kept.get("patterns")):
                 return [
                     (name, pattern, flags, group)
                     for name, pattern, flags, group in kept["patterns"]
                 ]
-        except (OSError, ValueError, AttributeError):
+        except (StoreError, ValueError, AttributeError):
             pass
     patterns = _read_secret_plugins()
     if stamp is not None:

@@ -19,6 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchlab.errors import StoreError
+from benchlab.files import open_stream
 from benchlab.ids import utc_iso
 from benchlab.layout import append_json_lines
 
@@ -50,17 +52,17 @@ def read_assignments(path: Path) -> list[dict[str, Any]]:
     """Every whole line, oldest first; a partial or foreign line is skipped."""
     lines: list[dict[str, Any]] = []
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for count, text in enumerate(handle):
+        with open_stream(path, cap=1 << 40) as handle:  # bounded by MAX_LINES_READ below
+            for count, raw in enumerate(handle):
                 if count >= MAX_LINES_READ:
                     break
                 try:
-                    line = json.loads(text)
+                    line = json.loads(raw.decode("utf-8", errors="replace"))
                 except ValueError:
                     continue
                 if isinstance(line, dict) and line.get("event") in ("start", "finish"):
                     lines.append(line)
-    except OSError:
+    except (OSError, StoreError):
         return []
     return lines
 
