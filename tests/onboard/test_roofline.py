@@ -1,0 +1,71 @@
+"""The roofline's arithmetic (ARCHITECTURE.md, "How close to the hardware"), checked against
+figures published outside this repository."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchlab.machines.roofline import (
+    Shape,
+    active_fraction,
+    bytes_per_token,
+    ceiling,
+    impossible,
+    judge,
+    mbu_pct,
+    predict,
+)
+
+LLAMA_7B_Q4_0 = 3_825_065_984
+"""llama-bench's `model_size` for llama 7B Q4_0, as llama.cpp's Apple-silicon scoreboard
+(discussion #4167) lists it: 3.56 GiB."""
+
+
+def test_mbu_of_published_results() -> None:
+    # llama.cpp's scoreboard: M2 Ultra (800 GB/s) decodes llama 7B Q4_0 at 94.27 t/s.
+    per_token = bytes_per_token(LLAMA_7B_Q4_0)
+    assert per_token is not None
+    assert mbu_pct(94.27, per_token, 800) == pytest.approx(45.07, abs=0.01)
+    # M1 (68.25 GB/s) at 14.15 t/s: 79% of its bandwidth, a small chip near its limit.
+    assert mbu_pct(14.15, per_token, 68.25) == pytest.approx(79.3, abs=0.1)
+    assert ceiling(800, per_token) == pytest.approx(209.1, abs=0.1)
+
+
+def test_a_result_over_the_ceiling_is_impossible() -> None:
+    per_token = bytes_per_token(LLAMA_7B_Q4_0)
+    assert per_token is not None
+    top = ceiling(100, per_token)  # 26.1 t/s
+    assert not impossible(top * 1.09, per_token, 100)
+    assert impossible(top * 1.11, per_token, 100)
+
+
+def test_moe_models_count_their_active_experts() -> None:
+    assert active_fraction("qwen3moe 30B.A3B Q4_K - Medium") == pytest.approx(0.1)
+    assert active_fraction("Mixtral 8x7B Q4_0") == pytest.approx(0.25)
+    assert active_fraction("llama 7B Q4_0") == 1.0
+    assert active_fraction(None) == 1.0
+
+
+def test_the_kv_cache_counts_only_where_the_shape_is_known() -> None:
+    shape = Shape(layers=32, kv_heads=8, head_dim=128, kv_bytes_per_value=2)
+    assert bytes_per_token(1000, depth=4096) == 1000
+    # K and V, 32 layers, 8 heads of 128, f16, 4,096 tokens: 512 MiB per token read.
+    assert bytes_per_token(1000, shape=shape, depth=4096) == 1000 + 2 * 32 * 8 * 128 * 2 * 4096
+    assert bytes_per_token(None) is None and bytes_per_token(0) is None
+
+
+def test_judge_an_entry() -> None:
+    entry = {"run_id": "r1", "decode_tok_per_sec": 94.27, "model_size": LLAMA_7B_Q4_0}
+    found = judge(entry, 800, "spec")
+    assert found is not None and not found.impossible
+    assert found.mbu_pct == pytest.approx(45.07, abs=0.01)
+    assert judge({"run_id": "r2", "decode_tok_per_sec": 9.0}, 800, "spec") is None
+    assert judge({**entry, "decode_tok_per_sec": 300.0}, 800, "spec").impossible  # type: ignore[union-attr]
+
+
+def test_prediction_scales_the_ceiling_by_the_fleets_median_mbu() -> None:
+    found = predict(200.0, [40.0, 50.0, 60.0, 500.0])  # 500%: an impossible run, left out
+    assert found is not None and found.machines == 3
+    assert found.tok_per_sec == pytest.approx(100.0)
+    assert (found.low, found.high) == (pytest.approx(80.0), pytest.approx(120.0))
+    assert predict(200.0, [50.0]) is None
