@@ -3,8 +3,16 @@ figures published outside this repository."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
+from typing import Any
 
+import pytest
+from tests.kit.catalog import write_v3_catalog
+from tests.kit.entries import make_entry
+
+from benchlab.cli import main
+from benchlab.errors import QueryError
+from benchlab.layout import Store
 from benchlab.machines.roofline import (
     Shape,
     active_fraction,
@@ -15,6 +23,7 @@ from benchlab.machines.roofline import (
     mbu_pct,
     predict,
 )
+from benchlab.query.roofline import fleet_specs, predict_decode
 
 LLAMA_7B_Q4_0 = 3_825_065_984
 """llama-bench's `model_size` for llama 7B Q4_0, as llama.cpp's Apple-silicon scoreboard
@@ -69,3 +78,46 @@ def test_prediction_scales_the_ceiling_by_the_fleets_median_mbu() -> None:
     assert found.tok_per_sec == pytest.approx(100.0)
     assert (found.low, found.high) == (pytest.approx(80.0), pytest.approx(120.0))
     assert predict(200.0, [50.0]) is None
+
+
+SIZE = 4_000_000_000
+
+
+def _fleet(store: Path) -> list[dict[str, Any]]:
+    """Four machines that ran one 4 GB model (bandwidths 100, 200, 400 GB/s and one the
+    physics check must catch), declared as `bench machines set` declares them."""
+    entries = [
+        make_entry(f"{m}-r1", m, "2026-12-01T00:00:00Z", model="llama 7B Q4_0",
+                   model_id="llama-7b", model_size=SIZE, decode_tok_per_sec=decode)
+        for m, decode in (("slow", 12.5), ("mid", 30.0), ("fast", 70.0), ("fake", 60.0))
+    ]  # fmt: skip
+    write_v3_catalog(store, entries)
+    for machine, gbs in (("slow", 100), ("mid", 200), ("fast", 400), ("fake", 100), ("new", 800)):
+        assert main(["machines", "set", machine, "--mem-bandwidth", str(gbs)]) == 0
+    return entries
+
+
+def test_validate_reports_a_run_faster_than_physics(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    _fleet(store)
+    capsys.readouterr()
+    assert main(["catalog", "validate"]) == 1
+    err = capsys.readouterr().err
+    # fake: 100 GB/s / 4 GB = 25 t/s ceiling; 60 t/s claimed.
+    assert "error: impossible: fake-r1: decode 60.0 t/s, over 1.1 x its ceiling 25.0 t/s" in err
+    assert "impossible: slow-r1" not in err and "catalog: 1 runs decode faster" in err
+
+
+def test_predict_from_the_fleets_median_mbu(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    entries = _fleet(store)
+    specs = fleet_specs(Store(store))
+    # MBU: slow 50%, mid 60%, fast 70%; fake is impossible and left out. new: 200 t/s ceiling.
+    found, per_token = predict_decode(entries, specs, "new", "llama-7b")
+    assert per_token == SIZE and found.machines == 3
+    assert found.tok_per_sec == pytest.approx(120.0)
+    assert (found.low, found.high) == (pytest.approx(100.0), pytest.approx(140.0))
+    with pytest.raises(QueryError, match="no specs for this machine"):
+        predict_decode(entries, specs, "nowhere", "llama-7b")
