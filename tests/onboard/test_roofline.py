@@ -3,6 +3,7 @@ figures published outside this repository."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,16 @@ def test_predict_from_the_fleets_median_mbu(store: Path, monkeypatch: pytest.Mon
     assert (found.low, found.high) == (pytest.approx(100.0), pytest.approx(140.0))
     with pytest.raises(QueryError, match="no specs for this machine"):
         predict_decode(entries, specs, "nowhere", "llama-7b")
+
+
+def test_best_predict(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    _fleet(store)
+    capsys.readouterr()
+    assert main(["best", "--predict", "new", "--model", "llama-7b", "--format", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["decode_tok_per_sec"] == 120.0 and answer["machines"] == 3
+    assert main(["best", "--predict", "new"]) == 2
+    assert "--predict needs --model" in capsys.readouterr().err

@@ -479,10 +479,20 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
         help="one row per machine or per series instead of one overall",
     )
     _add_ever(parser)
+    parser.add_argument(
+        "--predict",
+        metavar="MACHINE",
+        help="estimate --model's decode t/s on MACHINE (which has not run it) from its "
+        "memory bandwidth and the median MBU of the machines that did",
+    )
     parser.set_defaults(handler=run_best)
 
 
 def run_best(args: argparse.Namespace) -> int:
+    if args.predict:
+        from benchlab.cli.predict import run_predict
+
+        return run_predict(args)
     from benchlab.query.filters import check_metric
     from benchlab.query.render import Section
     from benchlab.query.verbs import best_runs
