@@ -3,7 +3,8 @@
     BenchlabError                 anything benchlab refuses or cannot do (exit 2)
     ├── ConfigError               a sweep config, policy or CLI argument is wrong
     ├── StoreError                the store is missing, unsafe or inconsistent
-    │   └── SchemaError           a file on disk does not match its schema
+    │   ├── SchemaError           a file on disk does not match its schema
+    │   └── UnsafePathError       a file read or written is a link, FIFO, device or too big
     ├── QueryError                a query cannot be answered (unknown metric, no run)
     │   └── NoMatchError          nothing matches what was asked (exit 1)
     ├── ParseError                a benchmark ran but its output could not be parsed
@@ -40,6 +41,12 @@ class StoreError(BenchlabError):
 
 class SchemaError(StoreError):
     """A file does not match its schema; the message names the file and the JSON path."""
+
+
+class UnsafePathError(StoreError):
+    """A file benchlab reads or writes is not a regular file inside its root: a symbolic
+    link on the way, a FIFO, a device or a socket, or larger than its cap. Refused before a
+    byte is read or written (ARCHITECTURE.md, One reader, one writer path)."""
 
 
 class QueryError(BenchlabError):

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pydantic is imported where used: `bench best` start-up (que
     from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SchemaError, StoreError
+from benchlab.files import prepare_write, read_bytes, read_optional
 from benchlab.ids import check_id
 
 log = logging.getLogger("benchlab.store")
@@ -101,15 +102,33 @@ def dumps(value: Any, indent: str = "") -> str:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, durable: bool = True, root: Path | None = None
+) -> None:
     """Replace `path` whole. `durable=False` skips the fsyncs: for state that observers read
     and a crash may lose (a reader still never sees half a file). A failure (a full disk, a
     read-only store) raises OSError naming `path` itself, never the temp file, and leaves
-    `path` as it was; inside a `WriteSet` the old file is kept until the set commits."""
+    `path` as it was; inside a `WriteSet` the old file is kept until the set commits.
+
+    With a `root` (or inside a `WriteSet` opened with one, for a path under it), no
+    component between the root and the file may be a link: one UnsafePathError, nothing
+    written (ARCHITECTURE.md, One reader, one writer path)."""
+    if root is None and _ACTIVE is not None and _ACTIVE.owns() and _ACTIVE.root is not None:
+        if _under(path, _ACTIVE.root):
+            root = _ACTIVE.root
+    if root is not None:
+        made = prepare_write(path, root)
+        if _ACTIVE is not None and _ACTIVE.owns():
+            _ACTIVE.made_dirs.extend(reversed(made))
     try:
         _atomic_write(path, data, durable)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _under(path: Path, root: Path) -> bool:
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    return rel != os.pardir and not rel.startswith(os.pardir + os.sep)
 
 
 def _atomic_write(path: Path, data: bytes, durable: bool) -> None:
@@ -173,9 +192,10 @@ class WriteSet:
     in a private dir they never reach git. Only the process that opened the set records
     (forked workers inherit the module, not the set)."""
 
-    def __init__(self, aside: Path) -> None:
+    def __init__(self, aside: Path, root: Path | None = None) -> None:
         self.pid = os.getpid()
         self.aside = aside
+        self.root = root
         self.kept: list[tuple[Path, Path | bytes | None]] = []
         self.seen: set[Path] = set()
         self.made_dirs: list[Path] = []
@@ -204,7 +224,7 @@ class WriteSet:
                 os.link(path, old)
             saved: Path | bytes | None = old
         except OSError:  # no hard links here, or another file system: keep the bytes
-            saved = path.read_bytes()
+            saved = read_bytes(path)
             if move:
                 path.unlink()
         self.seen.add(path)
@@ -241,10 +261,12 @@ _ACTIVE: WriteSet | None = None
 
 
 @contextlib.contextmanager
-def write_set(aside: Path) -> Iterator[WriteSet]:
+def write_set(aside: Path, root: Path | None = None) -> Iterator[WriteSet]:
     """Every file written or removed inside is replaced all or none (`WriteSet`): on any
     exception the old versions come back, then the exception goes on. `aside`: a private
-    dir on the same file system for the old versions (what a killed set left there goes)."""
+    dir on the same file system for the old versions (what a killed set left there goes).
+    `root`: every file written under it is placed by `prepare_write` (no link between the
+    root and the file)."""
     global _ACTIVE
     if _ACTIVE is not None and _ACTIVE.owns():
         yield _ACTIVE  # nested: the outer set decides
@@ -253,7 +275,7 @@ def write_set(aside: Path) -> Iterator[WriteSet]:
         for stale in aside.iterdir():
             with contextlib.suppress(OSError):
                 stale.unlink()
-    outer, _ACTIVE = _ACTIVE, WriteSet(aside)
+    outer, _ACTIVE = _ACTIVE, WriteSet(aside, root)
     current = _ACTIVE
     try:
         yield current
@@ -273,12 +295,12 @@ def write_error(exc: OSError) -> StoreError:
     return StoreError(f"{where}: {exc.strerror or exc}")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, *, root: Path | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), root=root)
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, canonical_json(obj))
+def atomic_write_json(path: Path, obj: Any, *, root: Path | None = None) -> None:
+    atomic_write_text(path, canonical_json(obj), root=root)
 
 
 def append_json_lines(path: Path, items: Iterable[Any]) -> None:
@@ -351,14 +373,14 @@ def loads_json(data: bytes | str, where: Path | str) -> Any:
 def read_json(path: Path) -> Any:
     """Parse a JSON file; a missing, malformed or hostile file is a one-line error naming it."""
     try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise SchemaError(f"{path}: $: larger than {MAX_JSON_BYTES} bytes; refused")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise StoreError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
+        size = os.lstat(path).st_size
+    except OSError:
+        size = 0
+    if size > MAX_JSON_BYTES:
+        raise SchemaError(f"{path}: $: larger than {MAX_JSON_BYTES} bytes; refused")
+    data = read_optional(path, cap=MAX_JSON_BYTES)
+    if data is None:
+        raise StoreError(f"{path}: file not found")
     return loads_json(data, path)
 
 

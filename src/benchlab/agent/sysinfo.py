@@ -13,15 +13,13 @@ import shutil
 import subprocess
 from typing import Any
 
+from benchlab.agent.readfile import read_text
+
 TOOL_TIMEOUT_S = 10.0
 
 
 def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
+    return read_text(path)
 
 
 def _tool(argv: list[str]) -> str:

@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+from benchlab.agent.readfile import read_text
+
 CHANNELS = (
     "temperature_c",
     "cpu_freq_mhz",
@@ -43,11 +45,7 @@ RSS_POLL_S = 0.02
 
 
 def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
+    return read_text(path, "ascii")
 
 
 def _number(text: str | None) -> float | None:

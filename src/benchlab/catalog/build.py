@@ -102,7 +102,8 @@ from benchlab.catalog.upgrade import refuse_old
 from benchlab.catalog.verdicts import Judge
 from benchlab.catalog.views import ViewWriter, existing_views, remove_views, view_names
 from benchlab.catalog.workers import Fresh, Task, Workers, _read_dirs, _worker_setup, default_jobs
-from benchlab.errors import BenchlabError, SchemaError
+from benchlab.errors import BenchlabError, SchemaError, StoreError
+from benchlab.files import read_optional, refuse_links
 from benchlab.ids import check_id
 from benchlab.layout import (
     Store,
@@ -283,13 +284,14 @@ def _build(
     head = _parse_head(path, raw)
     pending = _inline(path, head) if raw is not None else {}
     retracted = set(head.get("retracted", []))
+    refuse_links(store.inventory_path, store.root)  # no link at machines/ (One reader, ...)
     old_inventory = load_inventory(store.inventory_path)
 
     cache = BuildCache(store.runs_dir)
     usable = not full and cache.load()
     jobs = max(1, jobs if jobs is not None else default_jobs(not usable))
     workers = Workers(jobs, store, frozenset(retracted))
-    with write_set(store.write_aside):
+    with write_set(store.write_aside, store.root):
         try:
             book = ShardBook(store, result)
             book.open(cache.index.get("shards", []) if usable else [], usable, workers)
@@ -388,7 +390,7 @@ def _write_catalog(
     result.total = book.total()
     result.kept = result.total - result.new - result.changed
     inventory = render(build_inventory(old_inventory, specs, book.light_entries(), store)).encode()
-    if not store.inventory_path.exists() or store.inventory_path.read_bytes() != inventory:
+    if read_optional(store.inventory_path, root=store.root) != inventory:
         atomic_write_bytes(store.inventory_path, inventory)
     result.specs_published = publish_specs(store, specs)
     phases.mark("head")
@@ -628,13 +630,16 @@ def _retract_v3(store: Store, run_ids: list[str]) -> int:
     """`retract` on a v3 catalog: the ids join `retracted`, leave their shards, and their
     views go (a later build never meets these entries again to remove them)."""
     path = store.catalog_path
-    head = loads_json(path.read_bytes(), path)
+    raw = read_catalog(path)
+    if raw is None:
+        raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
+    head = loads_json(raw, path)
     refuse_old(path, head)
     check_head(path, head)
     withdrawn = set(head.get("retracted", [])) | set(run_ids)
     wanted = set(run_ids)
     dropped: list[dict[str, Any]] = []
-    with write_set(store.write_aside):  # shards and head: all replaced, or none
+    with write_set(store.write_aside, store.root):  # shards and head: all replaced, or none
         _retract_shards(path, head, withdrawn, wanted, dropped)
     stale = {name for entry in dropped for name in _views_of(entry)}
     if stale:

@@ -19,10 +19,8 @@ A bad line is named (file:line and field) and set aside by readers; the rest sti
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import stat as stat_mod
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from benchlab import files
 from benchlab.catalog.format import (
     ENTRY_FIELDS,
     FAILURE_KINDS,
@@ -44,7 +43,7 @@ from benchlab.catalog.format import (
     REQUIRED_FIELDS,
     STATUSES,
 )
-from benchlab.errors import SchemaError, StoreError
+from benchlab.errors import SchemaError
 from benchlab.metrics import EXTRA_NAME, MAX_DECLARED, MAX_EXTRA_VALUE, MAX_UNIT, REGISTRY
 
 MAX_SHARD_BYTES = 48 * 1024 * 1024
@@ -827,48 +826,11 @@ def warn(problems: list[str], stream: Any = None) -> None:
 # --- files --------------------------------------------------------------------------------
 
 
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-
-
-def _open_unfollowed(path: Path | str, name: str) -> int:
-    """A descriptor of `path`, opened without following a link and without blocking on a
-    FIFO; a link or any other failure is one StoreError naming the file."""
-    try:
-        return os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise StoreError(f"{name}: cannot read: a symbolic link (never followed)") from None
-        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
-
-
 def read_regular(path: Path | str, name: str, cap: int) -> tuple[bytes, os.stat_result]:
-    """(bytes, stat) of a store file that must be a regular file: opened without following a
-    link (O_NOFOLLOW) and without blocking (O_NONBLOCK: a FIFO opens at once and is then
-    refused), at most `cap` bytes. Anything else is one StoreError naming the file."""
-    fd = _open_unfollowed(path, name)
-    try:
-        info = os.fstat(fd)
-        if not stat_mod.S_ISREG(info.st_mode):
-            raise StoreError(
-                f"{name}: cannot read: not a regular file ({_file_kind(info.st_mode)})"
-            )
-        if info.st_size > cap:
-            raise StoreError(f"{name}: cannot read: {info.st_size} bytes, over the {cap}-byte cap")
-        chunks = []
-        size = 0
-        while True:
-            chunk = os.read(fd, min(1 << 24, cap + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > cap:
-                raise StoreError(f"{name}: cannot read: over the {cap}-byte cap")
-        return b"".join(chunks), info
-    except OSError as exc:
-        raise StoreError(f"{name}: cannot read: {exc.strerror}") from None
-    finally:
-        os.close(fd)
+    """(bytes, stat) of a store file that must be a regular file, read by the one guarded
+    reader (`benchlab.files`: no link followed, no FIFO waited on, at most `cap` bytes).
+    Anything else is one StoreError naming the file."""
+    return files.read_with_stat(path, cap=cap, name=name)
 
 
 def read_catalog(path: Path) -> bytes | None:
@@ -882,24 +844,4 @@ def read_catalog(path: Path) -> bytes | None:
 def check_regular(path: Path | str, name: str) -> None:
     """Refuse (one StoreError) a store file that is no regular file, without reading it:
     before a reader that would follow a link or block on a FIFO opens it."""
-    fd = _open_unfollowed(path, name)
-    try:
-        mode = os.fstat(fd).st_mode
-    finally:
-        os.close(fd)
-    if not stat_mod.S_ISREG(mode):
-        raise StoreError(f"{name}: cannot read: not a regular file ({_file_kind(mode)})")
-
-
-def _file_kind(mode: int) -> str:
-    for test, kind in (
-        (stat_mod.S_ISFIFO, "a FIFO"),
-        (stat_mod.S_ISCHR, "a character device"),
-        (stat_mod.S_ISBLK, "a block device"),
-        (stat_mod.S_ISSOCK, "a socket"),
-        (stat_mod.S_ISDIR, "a directory"),
-        (stat_mod.S_ISLNK, "a symbolic link"),
-    ):
-        if test(mode):
-            return kind
-    return "not a plain file"
+    files.check_regular(path, name=name)

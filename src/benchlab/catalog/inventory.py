@@ -16,6 +16,7 @@ from benchlab.catalog.merge import (
 )
 from benchlab.catalog.text import render
 from benchlab.errors import BenchlabError, SchemaError
+from benchlab.files import read_optional, refuse_links
 from benchlab.layout import (
     Store,
     atomic_write_text,
@@ -181,6 +182,7 @@ def publish_specs(store: Store, specs: dict[str, Any]) -> int:
     from benchlab.models import MachineSpecs
 
     written = 0
+    refuse_links(store.machines_dir, store.root)
     on_disk = (
         [d.name for d in store.machines_dir.iterdir() if d.is_dir() and not d.name.startswith(".")]
         if store.machines_dir.is_dir()
@@ -196,8 +198,8 @@ def publish_specs(store: Store, specs: dict[str, Any]) -> int:
         public.pop("hostname", None)
         text = render(dump_model(MachineSpecs.model_validate(public)))
         target = store.public_specs(machine)
-        if not target.is_file() or target.read_text(encoding="utf-8") != text:
-            atomic_write_text(target, text)
+        if read_optional(target, root=store.root) != text.encode("utf-8"):
+            atomic_write_text(target, text, root=store.root)
             written += 1
     return written
 

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from benchlab.catalog.format import MARKS
+from benchlab.catalog.gate import MAX_CATALOG_BYTES, MAX_SHARD_BYTES
 from benchlab.catalog.merge import _static_of, check_lines, head_document
 from benchlab.catalog.order import (
     CONFLICT,
@@ -31,6 +32,7 @@ from benchlab.catalog.shards import iter_shards, parse_lines, render_shard
 from benchlab.catalog.text import render
 from benchlab.catalog.views import ViewWriter, remove_views, view_names
 from benchlab.errors import QueryError, SchemaError
+from benchlab.files import read_bytes, read_optional
 from benchlab.layout import Store, atomic_write_bytes, loads_json
 
 
@@ -40,7 +42,7 @@ def _holding(path: Path, run_id: str) -> list[tuple[Path, str, list[dict[str, An
     needle = f'"run_id":"{run_id}"'.encode()
     out = []
     for name, shard_path in iter_shards(path):
-        raw = shard_path.read_bytes()
+        raw = read_bytes(shard_path, cap=MAX_SHARD_BYTES, name=name)
         if needle in raw:
             lines = parse_lines(raw, name)
             if any(line["run_id"] == run_id for line in lines):
@@ -53,9 +55,10 @@ def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
     in conflict; the others join the head's `rejected` and leave every shard. Returns the
     copy kept. The caller holds the catalog lock."""
     path = store.catalog_path
-    if not path.exists():
+    raw = read_optional(path, cap=MAX_CATALOG_BYTES)
+    if raw is None:
         raise QueryError(f"{path}: no catalog; run `bench catalog build` first")
-    head = loads_json(path.read_bytes(), path)
+    head = loads_json(raw, path)
     if not isinstance(head, dict):
         raise SchemaError(f"{path}: $: expected a JSON object")
     judged = set(head.get(REJECTED, []))
@@ -153,7 +156,8 @@ def _ids(path: Path, inline: list[dict[str, Any]]) -> Iterator[tuple[str, list[t
     yield path.name, [(line["run_id"], CONFLICT in line) for line in inline]
     for name, shard_path in iter_shards(path):
         out = []
-        for line in shard_path.read_bytes().split(b"\n"):
+        raw = read_bytes(shard_path, cap=MAX_SHARD_BYTES, name=name)
+        for line in raw.split(b"\n"):
             if not line:
                 continue
             start = line.find(_RUN_ID)
@@ -174,4 +178,4 @@ def _sources(
         yield path.name, inline
     for name, shard_path in iter_shards(path):
         if names is None or name in names:
-            yield name, parse_lines(shard_path.read_bytes(), name)
+            yield name, parse_lines(read_bytes(shard_path, cap=MAX_SHARD_BYTES, name=name), name)

@@ -94,7 +94,7 @@ def upgrade_store(store: Any) -> UpgradeResult:
 
     store.require()
     try:
-        with catalog_lock(store), write_set(store.write_aside):
+        with catalog_lock(store), write_set(store.write_aside, store.root):
             result = _upgrade(store)
     except OSError as exc:  # a full disk, a read-only store: one line, nothing half-written
         raise write_error(exc) from None

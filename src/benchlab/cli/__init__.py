@@ -63,7 +63,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code so tests can call `main([...])` in-process."""
+    """Entry point; returns the exit code so tests can call `main([...])` in-process.
+
+    stdout and stderr escape control characters for the whole verb (`textout.SafeStream`;
+    ARCHITECTURE.md, One reader, one writer path): a value read from sysfs, a tool or a
+    pulled catalog line never drives the terminal, whichever verb prints it."""
+    from benchlab.textout import SafeStream
+
+    out, err = sys.stdout, sys.stderr
+    sys.stdout = SafeStream(out)  # type: ignore[assignment]
+    sys.stderr = SafeStream(err)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,17 +122,25 @@ def run_build(args: argparse.Namespace) -> int:
     if not sys.stderr.isatty():
         result = build(store, full=args.full)
     else:
+        from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
+        from benchlab.textout import raw
+
         with Progress(
-            SpinnerColumn(), TextColumn("scanning run dirs: {task.completed}"), transient=True
+            SpinnerColumn(),
+            TextColumn("scanning run dirs: {task.completed}"),
+            transient=True,
+            console=Console(file=raw(sys.stdout)),
         ) as bar:
             task = bar.add_task("scan", total=None)
             result = build(store, full=args.full, progress=lambda n: bar.update(task, completed=n))
     for line in result.warnings:
         print(f"warning: {line}", file=sys.stderr)
     if args.format == "json":
-        print(json.dumps(asdict(result), indent=2, sort_keys=True))
+        from benchlab.query.render import to_json
+
+        sys.stdout.write(to_json(asdict(result)))
     else:
         print(result.summary())
     return 2 if result.skipped else 0

@@ -35,7 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     from datetime import datetime, timezone
 
     from benchlab.errors import ConfigError
@@ -66,7 +65,11 @@ def run(args: argparse.Namespace) -> int:
         total.withheld += report.withheld
     if args.format == "json":
         done = {"created": total.created, "unchanged": total.unchanged, "withheld": total.withheld}
-        print(json.dumps(done, indent=2))
+        import sys
+
+        from benchlab.query.render import to_json
+
+        sys.stdout.write(to_json(done))
     else:
         for run_id in total.created:
             print(f"imported  {run_id}")

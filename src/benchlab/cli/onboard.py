@@ -49,7 +49,6 @@ def _ask(prompt: str, default: str) -> str:
 
 
 def run_onboard(args: argparse.Namespace) -> int:
-    import json
 
     from benchlab.errors import ConfigError
     from benchlab.ids import slug
@@ -108,8 +107,10 @@ def run_onboard(args: argparse.Namespace) -> int:
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
-        print(
-            json.dumps(
+        from benchlab.query.render import to_json
+
+        sys.stdout.write(
+            to_json(
                 {
                     "machine_id": result.specs.machine_id,
                     "smoke": None if result.smoke is None else result.smoke.status,
@@ -117,8 +118,7 @@ def run_onboard(args: argparse.Namespace) -> int:
                         {"check": c.text, "passed": c.passed, "detail": c.detail}
                         for c in result.checks
                     ],
-                },
-                indent=2,
+                }
             )
         )
     else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,7 +86,9 @@ def run_scan(args: argparse.Namespace) -> int:
             "skipped_allowed": report.skipped_allowed,
             "findings": [f.as_dict() for f in report.findings],
         }
-        print(json.dumps(payload, indent=2, sort_keys=True))
+        from benchlab.query.render import to_json
+
+        sys.stdout.write(to_json(payload))
     else:
         _print_table(report)
     return 0 if report.clean else 1

@@ -8,7 +8,7 @@ never a default that could pass for a reading. Exit 0 either way: advice, not a 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from typing import Any
 
 FACTS = (
@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
     from benchlab.agent.sysstate import advice, snapshot
     from benchlab.errors import ConfigError
+    from benchlab.query.render import to_json
 
     if args.root is not None and not os.path.isdir(args.root):
         raise ConfigError(f"--root {args.root}: not a directory")
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     figure = None if args.device is not None or args.root is not None else _bandwidth()
     if args.format == "json":
         answer = {"state": state, "advice": items, "mem_bandwidth": figure}
-        print(json.dumps(answer, indent=2, sort_keys=True))
+        sys.stdout.write(to_json(answer))  # NaN: null
         return 0
     width = max(len(label) for _, label in FACTS)
     for key, label in FACTS:

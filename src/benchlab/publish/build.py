@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from benchlab.errors import ConfigError, StoreError
+from benchlab.files import SMALL_CAP, check_output, ensure_dir, read_bytes, read_text
 from benchlab.publish import hooks, template_cache
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SLOTS_DIR, fill
@@ -50,6 +51,7 @@ def write_docs(data: PublicData, docs: Path, source: Path) -> Rendered:
 def write_files(rendered: Rendered, docs: Path, source: Path) -> None:
     """Write rendered pages (with hand-written pages and assets) into a fresh docs dir."""
     _check_names(rendered.files)
+    check_output(docs)  # a link there: refused, never emptied nor written through
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)
@@ -60,7 +62,7 @@ def write_files(rendered: Rendered, docs: Path, source: Path) -> None:
             if rel.parts[0] == "generated" or not path.is_file():
                 continue
             (docs / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, docs / rel)
+            (docs / rel).write_bytes(read_bytes(path))  # a link there is refused, not copied
     _write_tree(rendered.files, docs)
     copy_assets(docs / "bl", SITE_ASSETS, durable=False)
 
@@ -108,7 +110,7 @@ def _epoch(stamp: str | None) -> int:
 def mkdocs_config(source: Path, docs: Path, output: Path, nav: list[Any]) -> dict[str, Any]:
     base_path = source / "mkdocs.yml"
     try:
-        base = yaml.safe_load(base_path.read_text(encoding="utf-8")) or {}
+        base = yaml.safe_load(read_text(base_path, cap=SMALL_CAP)) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{base_path}: cannot read the MkDocs config: {exc}") from None
     config = dict(base)
@@ -137,7 +139,7 @@ def mkdocs_config(source: Path, docs: Path, output: Path, nav: list[Any]) -> dic
 
 
 def _page_title(path: Path) -> str:
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_text(path, cap=SMALL_CAP).splitlines():
         if line.startswith("# "):
             return line[2:].strip()
     return path.stem.replace("-", " ").capitalize()
@@ -167,7 +169,10 @@ def build_site(
         target = docs or source / "docs" / "generated"
         write_docs(data, target, source)
         return target
-    output.parent.mkdir(parents=True, exist_ok=True)
+    # A link at site/build (or above it, inside the repository) is refused before anything
+    # is removed or written (ARCHITECTURE.md, One reader, one writer path).
+    root = check_output(output)
+    ensure_dir(output.parent, root)
     with (
         tempfile.TemporaryDirectory(prefix="benchlab-site-") as tmp,
         tempfile.TemporaryDirectory(prefix=".benchlab-data-", dir=output.parent) as staged,
@@ -212,6 +217,6 @@ def tree_digest(root: Path, hasher: Callable[[], Any] | None = None) -> str:
     digest = (hasher or hashlib.sha256)()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+        digest.update(read_bytes(path))
         digest.update(b"\0")
     return digest.hexdigest()

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchlab.errors import StoreError
+from benchlab.files import check_output, ensure_dir, read_bytes, read_optional
 from benchlab.layout import atomic_write_bytes
 
 CHART_ASSETS = ("plotly.min.js", "benchlab.js", "benchlab.css")
@@ -61,7 +62,7 @@ def plotly_loader() -> bytes:
     import base64
     import gzip
 
-    raw = (Path(__file__).parent / "assets" / PLOTLY_BASIC).read_bytes()
+    raw = read_bytes(Path(__file__).parent / "assets" / PLOTLY_BASIC)
     packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
     return (_LOADER % packed).encode("utf-8")
 
@@ -84,17 +85,23 @@ def asset_path(name: str) -> Path:
 
 
 def copy_assets(
-    folder: Path, names: Sequence[str] = CHART_ASSETS, *, durable: bool = True
+    folder: Path,
+    names: Sequence[str] = CHART_ASSETS,
+    *,
+    durable: bool = True,
+    root: Path | None = None,
 ) -> list[Path]:
     """Copy `names` into `folder`, atomically, skipping files already identical (a chart
     directory rewritten with the same charts keeps its mtimes). `durable=False` skips the
-    fsyncs, for the site's docs dir that every build replaces whole anyway."""
-    folder.mkdir(parents=True, exist_ok=True)
+    fsyncs, for the site's docs dir that every build replaces whole anyway. `root`: no
+    link between it and a file written (`files.prepare_write`)."""
+    root = root if root is not None else check_output(folder)
+    ensure_dir(folder, root)
     written = []
     for name in names:
-        data = plotly_loader() if name == "plotly.js" else asset_path(name).read_bytes()
+        data = plotly_loader() if name == "plotly.js" else read_bytes(asset_path(name))
         target = folder / name
-        if not target.is_file() or target.read_bytes() != data:
-            atomic_write_bytes(target, data, durable=durable)
+        if read_optional(target, root=root) != data:
+            atomic_write_bytes(target, data, durable=durable, root=root)
         written.append(target)
     return written

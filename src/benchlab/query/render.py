@@ -101,14 +101,27 @@ def csv_cell(value: Any) -> str:
 
 
 def to_json(data: Any) -> str:
-    """Canonical JSON (sorted keys, indent 2, newline-ended), as layout.canonical_json; a
-    hidden character in a string is written as its `\\uXXXX` escape (the same JSON value)."""
-    text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    """The JSON of every `--format json` (ARCHITECTURE.md, One reader, one writer path):
+    canonical (sorted keys, indent 2, newline-ended), as layout.canonical_json; NaN and
+    infinities are `null` (JSON has no such numbers: a reader such as `jq` refuses `NaN`);
+    a hidden character in a string is written as its `\\uXXXX` escape (the same JSON value);
+    a set is a sorted list and any other object its text."""
+    text = orjson.dumps(
+        data,
+        default=_json_default,
+        option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+    ).decode()
     if not text.isascii():
         from benchlab.catalog.gate import hidden_pattern
 
         text = hidden_pattern().sub(_json_escape, text)
     return text.replace("\x7f", "\\u007f") + "\n"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
 
 
 def _json_escape(match: re.Match[str]) -> str:
@@ -194,6 +207,9 @@ def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from benchlab.textout import raw
+
+    stream = raw(stream)  # rich's styling codes pass; every cell is escaped (`cell`)
     terminal = Console(file=stream).width
     for section in sections:
         table = Table(

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.errors import StoreError
+from benchlab import files as guarded
+from benchlab.errors import StoreError, UnsafePathError
 from benchlab.ids import check_id
 from benchlab.layout import (
     MANIFEST,
@@ -99,28 +99,17 @@ def find_private_run(store: Store, run_id: str) -> tuple[str, Path]:
 
 
 def read_regular(path: Path) -> bytes:
-    """The bytes of a regular file, refusing symlinks and special files without a race.
-
-    O_NOFOLLOW makes the open itself fail on a symlink, and fstat checks what was opened,
-    so a file swapped for a link between the walk and the read is still refused.
-    """
+    """The bytes of a regular file, by the one guarded reader (`benchlab.files`: O_NOFOLLOW
+    on the open itself and fstat of what was opened, so a file swapped for a link between
+    the walk and the read is still refused); a refusal is a PromoteRefused."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
+        return guarded.read_bytes(path)
+    except UnsafePathError as exc:
         if path.is_symlink():
             raise PromoteRefused(
                 f"refused: {path} is a symlink; promote publishes regular files only"
             ) from None
-        raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PromoteRefused(
-                f"refused: {path} is not a regular file; promote publishes regular files only"
-            )
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
+        raise PromoteRefused(f"refused: {exc}; promote publishes regular files only") from None
 
 
 def _json_object(path: Path) -> dict[str, object]:
@@ -228,7 +217,7 @@ def _current(destination: Path) -> dict[str, bytes] | None:
     if not destination.is_dir():
         return None
     return {
-        p.relative_to(destination).as_posix(): p.read_bytes()
+        p.relative_to(destination).as_posix(): read_regular(p)
         for p in sorted(destination.rglob("*"))
         if p.is_file()
     }
@@ -272,11 +261,15 @@ def promote(
         repo = git.Repo(store.root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         raise StoreError(f"{store.root}: not inside a git repository; cannot git add") from None
+    # No link between the repository root and the public copy (ARCHITECTURE.md, One reader,
+    # one writer path): a committed link at runs/public would publish outside the repository.
+    top = Path(repo.working_tree_dir or store.root)
+    guarded.ensure_dir(destination.parent, top)
     staging = destination.parent / f".{run_id}.promoting"
     shutil.rmtree(staging, ignore_errors=True)
     try:
         for relative, data in files.items():
-            atomic_write_bytes(staging / relative, data)
+            atomic_write_bytes(staging / relative, data, root=top)
         report = scan_sources(policy, path_sources([staging], staging), use_path_allow=False)
         if not report.clean:
             raise PromoteRefused(
@@ -289,7 +282,6 @@ def promote(
         os.replace(staging, destination)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    top = Path(repo.working_tree_dir or store.root)
     relative = destination.resolve().relative_to(top.resolve()).as_posix()
     try:
         repo.git.add("-f", "--", relative)

@@ -145,7 +145,11 @@ class RichProgress(LineProgress):
             TimeElapsedColumn,
         )
 
-        self.console = Console(file=self.stream, highlight=False)
+        from benchlab.textout import raw
+
+        # rich draws its own styling codes: under the CLI's SafeStream, to the raw stream
+        # (ARCHITECTURE.md, One reader, one writer path); each line is escaped in `_print`.
+        self.console = Console(file=raw(self.stream), highlight=False)
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -166,7 +170,9 @@ class RichProgress(LineProgress):
             self.bar.update(self.task, description=spec_label(spec))
 
     def _print(self, line: str) -> None:
-        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        from benchlab.textout import escape_controls
+
+        self.console.print(escape_controls(line), markup=False, highlight=False, soft_wrap=True)
 
     def point_done(self, done: int, total: int, spec: RunSpec, record: RunRecord) -> None:
         self.start(total)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import ConfigError, StoreError
+from benchlab.files import check_output, prepare_write
 from benchlab.layout import atomic_write_text
 from benchlab.publish.charts.base import Chart
 from benchlab.publish.charts.kinds import CHART_KINDS, FORMATS, build_charts
@@ -184,14 +185,19 @@ def write_charts(
             raise ConfigError(f"--output {output}: one file holds one chart; give a directory")
     charts = build_charts(data, filters, kinds or CHART_KINDS, metric=metric)
     paths = [output] if single else [output / f"{c.slug}.{fmt}" for c in charts]
+    # No link between the repository root and a chart (ARCHITECTURE.md, One reader, one
+    # writer path): a committed link at charts/ must not send the files elsewhere.
+    root = check_output(output)
+    for path in paths:
+        prepare_write(path, root)
     if fmt in ("png", "svg"):
         write_images(charts, paths, fmt)
         return paths
     texts = [chart_csv(c) if fmt == "csv" else chart_page(c) for c in charts]
     for path, text in zip(paths, texts, strict=True):
-        atomic_write_text(path, text)
+        atomic_write_text(path, text, root=root)
     if fmt == "html":
-        copy_assets(paths[0].parent)
+        copy_assets(paths[0].parent, root=root)
     return paths
 
 
