@@ -166,7 +166,7 @@ def _lockstep(runs: Sequence[Entry], metric: str, other: str) -> bool:
         a, b = run.get(metric), run.get(other)
         if not _finite(a) or not _finite(b) or b == 0:
             return False
-        ratios.append(a / b)
+        ratios.append(float(a) / float(b))
     return bool(ratios) and max(ratios) - min(ratios) <= 1e-6 * max(abs(r) for r in ratios)
 
 
@@ -511,6 +511,31 @@ def detect(
     Several metrics (`metrics.HEADLINE_ORDER`): each series is read in the first it has;
     None: every metric each series carries is its own history (`metric_histories`), the
     false discovery rate kept across all of them."""
+    steps, tested = raw_steps(
+        entries,
+        metric,
+        alpha=alpha,
+        min_change=min_change,
+        min_segment=min_segment,
+        min_effect=min_effect,
+        suspects=suspects,
+    )
+    return corroborate(control_fdr(steps, tested, alpha), keep_lone=lone_suspects)
+
+
+def raw_steps(
+    entries: Iterable[Entry],
+    metric: str | Sequence[str] | None = DEFAULT_METRIC,
+    *,
+    alpha: float = 0.01,
+    min_change: float = 0.01,
+    min_segment: int = 3,
+    min_effect: float = MIN_EFFECT,
+    suspects: bool = True,
+) -> tuple[list[Step], int]:
+    """`detect` before its catalog-wide parts: every history's steps (`series_steps`) and
+    how many histories were tested. `control_fdr` then `corroborate` of the steps of several
+    calls together (the site's per-series workers) is `detect` of their entries together."""
     steps: list[Step] = []
     grouped = metric_histories(entries, metric)
     for series_metric, runs in grouped:
@@ -523,7 +548,7 @@ def detect(
             min_effect=min_effect,
             suspects=suspects,
         )
-    return corroborate(control_fdr(steps, len(grouped), alpha), keep_lone=lone_suspects)
+    return steps, len(grouped)
 
 
 def series_steps(
