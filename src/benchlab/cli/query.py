@@ -463,8 +463,10 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "best",
         "the series at the best current level by a metric (its direction: higher or lower)",
-        "--by machine: the best series of each machine (its threads and shape say which "
-        "measurement won); --by series: every series at its level. Only ok runs count. "
+        "Without --model (or --by), the best series of each model, a row each: models are "
+        "not ranked against each other. --by machine: the best series of each machine (its "
+        "threads and shape say which measurement won); --by model: of each model; --by "
+        "series: every series at its level. Only ok runs count. "
         f"{LEVEL_NOTE} {EXIT_ROWS}",
     )
     _add_filters(parser, status_default="ok")
@@ -475,8 +477,8 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--by",
-        choices=("machine", "series"),
-        help="one row per machine or per series instead of one overall",
+        choices=("machine", "model", "series"),
+        help="one row per machine, model or series (default: per model, unless --model)",
     )
     _add_ever(parser)
     parser.add_argument(
@@ -499,11 +501,12 @@ def run_best(args: argparse.Namespace) -> int:
 
     metric = check_metric(args.metric or "peak_tok_per_sec")
     filters = _filters(args)
-    catalog, rows = _levels_answer(best_runs, filters, metric, args.by, ever=args.ever)
+    # A toy model's tokens per second say nothing against a real model's: without --model
+    # the answer is a row per model (with one model, the same single row as one overall).
+    by = args.by or (None if filters.model else "model")
+    catalog, rows = _levels_answer(best_runs, filters, metric, by, ever=args.ever)
     if not rows and not args.metric:  # no batched peak measured: rank by decode, and say so
-        catalog, rows = _levels_answer(
-            best_runs, filters, "decode_tok_per_sec", args.by, ever=args.ever
-        )
+        catalog, rows = _levels_answer(best_runs, filters, "decode_tok_per_sec", by, ever=args.ever)
         if rows:
             metric = "decode_tok_per_sec"
             print(
