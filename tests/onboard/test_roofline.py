@@ -90,7 +90,7 @@ def _fleet(store: Path) -> list[dict[str, Any]]:
     entries = [
         make_entry(f"{m}-r1", m, "2026-12-01T00:00:00Z", model="llama 7B Q4_0",
                    model_id="llama-7b", model_size=SIZE, decode_tok_per_sec=decode)
-        for m, decode in (("slow", 12.5), ("mid", 30.0), ("fast", 70.0), ("fake", 60.0))
+        for m, decode in (("slow", 12.5), ("mid", 30.0), ("fast", 70.0), ("fake", 90.0))
     ]  # fmt: skip
     write_v3_catalog(store, entries)
     for machine, gbs in (("slow", 100), ("mid", 200), ("fast", 400), ("fake", 100), ("new", 800)):
@@ -107,7 +107,7 @@ def test_validate_reports_a_run_faster_than_physics(
     assert main(["catalog", "validate"]) == 1
     err = capsys.readouterr().err
     # fake: 100 GB/s / 4 GB = 25 t/s ceiling; 60 t/s claimed.
-    assert "error: impossible: fake-r1: decode 60.0 t/s, over 1.1 x its ceiling 25.0 t/s" in err
+    assert "error: impossible: fake-r1: decode 90.0 t/s, over 1.1 x its ceiling 25.0 t/s" in err
     assert "impossible: slow-r1" not in err and "catalog: 1 runs decode faster" in err
 
 
@@ -135,3 +135,25 @@ def test_best_predict(
     assert answer["decode_tok_per_sec"] == 120.0 and answer["machines"] == 3
     assert main(["best", "--predict", "new"]) == 2
     assert "--predict needs --model" in capsys.readouterr().err
+
+
+def test_best_never_ranks_an_impossible_series_and_shows_mbu(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    _fleet(store)
+    capsys.readouterr()
+    assert main(["best", "--model", "llama-7b", "--metric", "decode_tok_per_sec"]) == 0
+    out, err = capsys.readouterr()
+    assert "fast" in out and "fake" not in out and "MBU %" in out
+    assert "note: 1 series set aside" in err
+    assert (
+        main(["best", "--by", "machine", "--metric", "decode_tok_per_sec", "--format", "json"]) == 0
+    )
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["machine_id"] for row in rows} == {"slow", "mid", "fast"}
+    assert {row["machine_id"]: row["mbu_pct"] for row in rows} == {
+        "slow": 50.0,
+        "mid": 60.0,
+        "fast": 70.0,
+    }

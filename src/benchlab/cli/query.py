@@ -514,6 +514,8 @@ def run_best(args: argparse.Namespace) -> int:
                 "do not): ranked by decode_tok_per_sec",
                 file=sys.stderr,
             )
+    if metric == "decode_tok_per_sec" and not args.ever:
+        rows = _within_physics(rows, filters, by)
     specs = [
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),
@@ -533,6 +535,10 @@ def run_best(args: argparse.Namespace) -> int:
             ("level_flag", "noise", "text"),
             ("timestamp", "newest run at", "text"),
         ]
+    if any("mbu_pct" in row for row in rows):
+        specs.insert(
+            specs.index((metric, f"{metric} (level)", "num")) + 2, ("mbu_pct", "MBU %", "num")
+        )
     specs.append(("run_id", "run id" if args.ever else "newest run", "id"))
     if args.by == "series":
         specs.insert(0, ("series", "series", "id"))
@@ -547,6 +553,30 @@ def run_best(args: argparse.Namespace) -> int:
         print(f"{no_match(filters, catalog)} (with a {metric})", file=sys.stderr)
         return 1
     return 0
+
+
+def _within_physics(
+    rows: list[dict[str, Any]], filters: Any, by: str | None
+) -> list[dict[str, Any]]:
+    """Decode rankings with MBU beside each level, and never a series faster than its
+    machine's memory bandwidth allows (ARCHITECTURE.md, How close to the hardware)."""
+    from benchlab.query.roofline import annotate, fleet_specs, within_physics
+    from benchlab.query.verbs import best_runs
+
+    specs = fleet_specs(_store_root())
+    if not specs:
+        return rows
+    annotate(rows, specs)
+    if not any(row.get("impossible") for row in rows):
+        return rows
+    _, every = _levels_answer(best_runs, filters, "decode_tok_per_sec", "series", ever=False)
+    kept, dropped = within_physics(every, by, specs)
+    print(
+        f"note: {dropped} series set aside: their decode beats their machine's memory "
+        "bandwidth (bench catalog validate lists the runs)",
+        file=sys.stderr,
+    )
+    return kept
 
 
 # --- summary ------------------------------------------------------------------------------

@@ -120,3 +120,28 @@ def predict_decode(
             "(a prediction needs the fleet's spread)"
         )
     return found_prediction, per_token
+
+
+def within_physics(
+    all_series: list[dict[str, Any]], by: str | None, specs: Mapping[str, MachineSpecs]
+) -> tuple[list[dict[str, Any]], int]:
+    """`bench best` by decode without the series whose level beats their machine's ceiling:
+    from every series at its level (best first), annotated with MBU, the impossible ones
+    dropped, then the best of each group as `by` asks. Returns the rows and how many series
+    were set aside."""
+    annotate(all_series, specs)
+    possible = [row for row in all_series if not row.get("impossible")]
+    key = {
+        None: lambda row: None,
+        "model": lambda row: row.get("model_id"),
+        "machine": lambda row: row.get("machine_id"),
+        "series": lambda row: row.get("series"),
+    }[by]
+    seen: set[Any] = set()
+    out = []
+    for row in possible:
+        group = key(row)
+        if group not in seen:
+            seen.add(group)
+            out.append(row)
+    return out, len(all_series) - len(possible)
