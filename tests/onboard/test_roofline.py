@@ -157,3 +157,22 @@ def test_best_never_ranks_an_impossible_series_and_shows_mbu(
         "mid": 60.0,
         "fast": 70.0,
     }
+
+
+def test_the_roofline_chart_draws_each_machine_under_its_ceiling(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchlab.publish.charts.roofline import roofline_chart
+
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    entries = _fleet(store)
+    unknown = make_entry("far-r1", "far", "2026-12-01T00:00:00Z", model_size=SIZE,
+                         decode_tok_per_sec=5.0)  # fmt: skip
+    chart = roofline_chart([*entries, unknown], fleet_specs(Store(store)))
+    machines = [t["name"] for t in chart.figure["data"] if t.get("mode") == "markers"]
+    assert machines == ["fake", "fast", "mid", "slow"]
+    by_machine = {row["machine"]: row for row in chart.rows}
+    assert by_machine["fast"]["ceiling_tok_per_sec"] == 100.0
+    assert by_machine["fast"]["mbu_pct"] == 70.0
+    assert "1 series left out" in chart.note
+    assert roofline_chart(entries, {}).empty
