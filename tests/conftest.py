@@ -36,6 +36,7 @@ def _isolated_environment(
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@benchlab.invalid")
     monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
     monkeypatch.setenv("NO_MKDOCS_2_WARNING", "1")
+    monkeypatch.setenv("BENCHLAB_BANDWIDTH_PROBE", "off")
 
 
 @pytest.fixture

@@ -72,12 +72,35 @@ class CpuSpec(_Open):
     architecture: str | None = None
 
 
+BandwidthSource = Literal["measured", "declared", "spec"]
+
+
+class BandwidthFigure(_Closed):
+    """A memory bandwidth and where it came from (ARCHITECTURE.md, "How close to the
+    hardware"): a figure without its source cannot be weighed against another."""
+
+    gbs: float = Field(gt=0, le=100_000, description="GB/s (10**9 bytes per second).")
+    source: BandwidthSource = Field(
+        description="measured (the agent's probe), declared (`bench machines set`), or spec "
+        "(the spec-sheet table, from the GPU or SoC name)."
+    )
+    method: str | None = Field(
+        default=None,
+        max_length=64,
+        description="How: the probe's method, or the spec-sheet entry's name.",
+    )
+    date: str | None = Field(default=None, description="When it was measured or declared.")
+
+
 class GpuSpec(_Open):
     model: str
     memory_gb: float | None = None
     compute_capability: str | None = None
     cuda_version: str | None = None
     driver_version: str | None = None
+    mem_bandwidth: BandwidthFigure | None = Field(
+        default=None, description="The device memory's bandwidth, with its source."
+    )
 
 
 class StorageSpec(_Open):
@@ -93,6 +116,9 @@ class HardwareSpec(_Open):
     )
     ram_gb: float | None = None
     storage: StorageSpec | None = None
+    mem_bandwidth: BandwidthFigure | None = Field(
+        default=None, description="The memory bandwidth decode is bound by, with its source."
+    )
 
     @field_validator("gpu", mode="before")
     @classmethod

@@ -48,7 +48,13 @@ from typing import Any, Literal
 
 from benchlab.errors import QueryError
 from benchlab.identity import series_label, series_of, version_label
-from benchlab.metrics import DEFAULT_METRIC, HEADLINE_ORDER, lower_is_better
+from benchlab.metrics import (
+    CATALOG_METRICS,
+    DEFAULT_METRIC,
+    HEADLINE_ORDER,
+    declared_metrics,
+    lower_is_better,
+)
 from benchlab.stats import is_outlier
 
 REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads")
@@ -113,6 +119,77 @@ def headline_histories(
         for sid, runs in histories(entries, metric).items():
             chosen.setdefault(sid, (metric, runs))
     return dict(sorted(chosen.items(), key=lambda item: sort_key(item[1][1][0][0])))
+
+
+# --- every metric a series carries --------------------------------------------------------
+
+DERIVED = {
+    "decode_ms_per_token": ("decode_tok_per_sec",),
+    "ttft_ms": ("prefill_tok_per_sec",),
+    "speedup": ("peak_tok_per_sec", "baseline_tok_per_sec"),
+}
+"""Metrics computed from others a run carries (ARCHITECTURE.md, Regression detection):
+where their sources are in the series, a step in them is the sources' step again, so they
+are judged only in series that lack a source (an import that recorded only the latency)."""
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def judged_metrics(runs: Sequence[Entry]) -> list[str]:
+    """Every metric with a direction that `runs` (one series) carry, each its own history
+    (ARCHITECTURE.md, Regression detection): the headline order first (peak, decode,
+    prefill), then the catalog's other metrics in registry order, then the declared ones;
+    less those derived from a metric the series carries (`DERIVED`) and those that move in
+    lockstep with one already judged (`_lockstep`: a batch-1 rate that is the decode rate),
+    so one step is not found twice."""
+    order = dict.fromkeys([*HEADLINE_ORDER, *CATALOG_METRICS, *declared_metrics()])
+    carried = {m for m in order if any(_finite(r.get(m)) for r in runs)}
+    out: list[str] = []
+    for metric in order:
+        if metric not in carried:
+            continue
+        if any(source in carried for source in DERIVED.get(metric, ())):
+            continue
+        if any(_lockstep(runs, metric, other) for other in out):
+            continue
+        out.append(metric)
+    return out
+
+
+def _lockstep(runs: Sequence[Entry], metric: str, other: str) -> bool:
+    """Whether `metric` is a fixed multiple of `other` in every run: its steps would be the
+    other's steps again."""
+    ratios = []
+    for run in runs:
+        a, b = run.get(metric), run.get(other)
+        if not _finite(a) or not _finite(b) or b == 0:
+            return False
+        ratios.append(float(a) / float(b))
+    return bool(ratios) and max(ratios) - min(ratios) <= 1e-6 * max(abs(r) for r in ratios)
+
+
+def metric_histories(
+    entries: Iterable[Entry], metric: str | Sequence[str] | None = None
+) -> list[tuple[str, History]]:
+    """(metric, history) of every history to judge, the series in `sort_key` order and each
+    series' metrics in `judged_metrics` order. `metric` None: every metric each series
+    carries; a name: that metric; several: each series' first (`headline_histories`)."""
+    if isinstance(metric, str):
+        return [(metric, runs) for runs in histories(entries, metric).values()]
+    if metric is not None:
+        return list(headline_histories(entries, metric).values())
+    by_series: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        if entry.get("status", "ok") == "ok" and not is_outlier(entry):
+            by_series[series_of(entry)].append(entry)
+    out: list[tuple[str, History]] = []
+    for sid in sorted(by_series, key=lambda s: sort_key(by_series[s][0])):
+        runs = by_series[sid]
+        for name in judged_metrics(runs):
+            out += [(name, history) for history in histories(runs, name).values()]
+    return out
 
 
 def _series_fields(entry: Entry) -> dict[str, Any]:
@@ -416,7 +493,7 @@ def fisher_combined(p_values: Sequence[float]) -> float:
 
 def detect(
     entries: Iterable[Entry],
-    metric: str | Sequence[str] = DEFAULT_METRIC,
+    metric: str | Sequence[str] | None = DEFAULT_METRIC,
     *,
     alpha: float = 0.01,
     min_change: float = 0.01,
@@ -431,10 +508,37 @@ def detect(
     recent to confirm (`tail_step`), its confidence raised where other series of the same
     machine stepped the same way at the same time (`corroborate`; a suspect of one run only
     then, unless `lone_suspects`, for callers that corroborate across series later).
-    Several metrics (`metrics.HEADLINE_ORDER`): each series is read in the first it has."""
+    Several metrics (`metrics.HEADLINE_ORDER`): each series is read in the first it has;
+    None: every metric each series carries is its own history (`metric_histories`), the
+    false discovery rate kept across all of them."""
+    steps, tested = raw_steps(
+        entries,
+        metric,
+        alpha=alpha,
+        min_change=min_change,
+        min_segment=min_segment,
+        min_effect=min_effect,
+        suspects=suspects,
+    )
+    return corroborate(control_fdr(steps, tested, alpha), keep_lone=lone_suspects)
+
+
+def raw_steps(
+    entries: Iterable[Entry],
+    metric: str | Sequence[str] | None = DEFAULT_METRIC,
+    *,
+    alpha: float = 0.01,
+    min_change: float = 0.01,
+    min_segment: int = 3,
+    min_effect: float = MIN_EFFECT,
+    suspects: bool = True,
+) -> tuple[list[Step], int]:
+    """`detect` before its catalog-wide parts: every history's steps (`series_steps`) and
+    how many histories were tested. `control_fdr` then `corroborate` of the steps of several
+    calls together (the site's per-series workers) is `detect` of their entries together."""
     steps: list[Step] = []
-    grouped = headline_histories(entries, metric)
-    for series_metric, runs in grouped.values():
+    grouped = metric_histories(entries, metric)
+    for series_metric, runs in grouped:
         steps += series_steps(
             runs,
             series_metric,
@@ -444,7 +548,7 @@ def detect(
             min_effect=min_effect,
             suspects=suspects,
         )
-    return corroborate(control_fdr(steps, len(grouped), alpha), keep_lone=lone_suspects)
+    return steps, len(grouped)
 
 
 def series_steps(
@@ -697,7 +801,7 @@ def compare_latest(
     *,
     baseline_run: str | None = None,
     threshold: float = 0.05,
-    metric: str | Sequence[str] = DEFAULT_METRIC,
+    metric: str | Sequence[str] | None = DEFAULT_METRIC,
     window: int = 5,
 ) -> list[Comparison]:
     """The latest run of each series on `machine` against a baseline in the same series.
@@ -710,28 +814,35 @@ def compare_latest(
     not become the yardstick. `window` is accepted for older callers and unused. A series
     with a single run has nothing to compare with and is left out: a fresh clone's first
     sweep (threads 1 and 2, two models, two precisions) is eight one-run series, not a
-    comparison of a t1 run with a t2 run. Several metrics (`metrics.HEADLINE_ORDER`): each series
-    is compared in the first it has.
+    comparison of a t1 run with a t2 run. Several metrics (`metrics.HEADLINE_ORDER`): each
+    series is compared in the first it has; None: in every metric it carries
+    (`metric_histories`), so a regression in prefill alone fails the gate.
     """
-    measured = {
-        k: v
-        for k, v in headline_histories(entries, metric).items()
-        if v[1][0][0]["machine_id"] == machine
-    }
+    measured = [
+        (name, runs)
+        for name, runs in metric_histories(entries, metric)
+        if runs[0][0]["machine_id"] == machine
+    ]
     if not measured:
-        named = metric if isinstance(metric, str) else " or ".join(metric)
+        named = (
+            "any metric"
+            if metric is None
+            else metric
+            if isinstance(metric, str)
+            else " or ".join(metric)
+        )
         raise QueryError(f"no ok runs with {named} on machine {machine!r}")
-    grouped = {k: runs for k, (_, runs) in measured.items()}
     if baseline_run is not None:
         owner = [
-            k for k, runs in grouped.items() if any(e["run_id"] == baseline_run for e, _ in runs)
+            (name, runs)
+            for name, runs in measured
+            if any(e["run_id"] == baseline_run for e, _ in runs)
         ]
         if not owner:
             raise QueryError(f"baseline run {baseline_run!r} is not an ok run on {machine!r}")
-        grouped = {owner[0]: grouped[owner[0]]}
+        measured = owner
     results = []
-    for sid, runs in grouped.items():
-        series_metric = measured[sid][0]
+    for series_metric, runs in measured:
         latest_entry, latest_value = runs[-1]
         if baseline_run is not None:
             base_entry, base_value = next((e, v) for e, v in runs if e["run_id"] == baseline_run)

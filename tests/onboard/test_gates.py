@@ -18,7 +18,15 @@ from benchlab.errors import ConfigError
 from benchlab.layout import Store, read_json
 from benchlab.models import GateConfig
 from benchlab.sweep.config import parse_sweep_config
-from benchlab.sweep.gates import FAILED, PASSED, UNKNOWN, evaluate
+from benchlab.sweep.gates import (
+    DEFAULT_GATE,
+    FAILED,
+    PASSED,
+    UNKNOWN,
+    combine,
+    default_gates,
+    evaluate,
+)
 
 
 def test_bounds() -> None:
@@ -267,3 +275,19 @@ def test_the_gate_verdict_reaches_a_clone_without_run_dirs(
     full = {c.key: c for c in checklist(other, "box1")}["full_run"]
     assert full.passed, full.detail
     assert full.detail == "1 of 2 full run(s) pass their gate"
+
+
+def test_the_default_gate_judges_every_headline_metric_a_run_yields() -> None:
+    """A llama-bench run has no batched peak: the default gate judges its decode AND its
+    prefill, so a prefill that fell under half of the previous run's fails it although the
+    decode held (each metric its own history: ARCHITECTURE.md, Regression detection)."""
+    run = {"decode_tok_per_sec": 50.0, "prefill_tok_per_sec": 300.0}
+    previous = {"decode_tok_per_sec": 51.0, "prefill_tok_per_sec": 700.0}
+    gates = default_gates(DEFAULT_GATE, run)
+    assert [g.metric for g in gates] == ["decode_tok_per_sec", "prefill_tok_per_sec"]
+    verdict = combine([evaluate(g, run, previous, baseline_run="prev") for g in gates])
+    assert verdict.status == FAILED
+    assert verdict.detail == "default prefill_tok_per_sec: speedup 0.429 < min_speedup 0.5"
+    # One metric: the default gate as it was, on that metric.
+    [only] = default_gates(DEFAULT_GATE, {"peak_tok_per_sec": 9.0})
+    assert only == DEFAULT_GATE

@@ -173,6 +173,22 @@ def test_best_other_metric_json_and_csv(golden: Path, capsys: pytest.CaptureFixt
     ]
 
 
+def test_best_without_a_model_answers_a_row_per_model(
+    golden: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Models are not ranked against each other: with no --model, each model's best series;
+    with one, the single best row as before."""
+    for ever in ((), ("--ever",)):
+        code, out, _ = run_cli(capsys, "best", *ever, "--format", "json")
+        rows = json.loads(out)
+        assert code == 0
+        assert sorted(r["model"] for r in rows) == ["Qwen3-1.7B", "SmolLM2-135M"]
+        code, out, _ = run_cli(capsys, "best", *ever, "--model", "qwen3-1.7b", "--format", "json")
+        assert [r["model"] for r in json.loads(out)] == ["Qwen3-1.7B"]
+    code, out, _ = run_cli(capsys, "best", "--by", "model", "--model", "qwen3-1.7b")
+    assert code == 0 and out.count("Qwen3-1.7B") == 1 and "SmolLM2" not in out
+
+
 def test_best_counts_only_ok_runs_unless_asked(
     golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

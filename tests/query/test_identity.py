@@ -172,8 +172,8 @@ def test_best_by_series_as_functions(builds: LoadedCatalog) -> None:
         ever=True,
     )
     assert ids(rows) == [MAC_T8_B4600, MAC_T4_B4600, PI5_T4_B4500, PI5_T2_B4600]
-    with pytest.raises(QueryError, match="--by: expected one of machine, series"):
-        best_runs(builds, Filters(), by="model")
+    with pytest.raises(QueryError, match="--by: expected one of machine, model, series"):
+        best_runs(builds, Filters(), by="precision")
 
 
 # --- filters ------------------------------------------------------------------------------

@@ -150,8 +150,7 @@ def test_ci_gate_writes_a_markdown_summary_and_fails_over_the_threshold(
     base = ["--store", str(catalog), "regression", "--detect", "--summary-md", str(summary)]
     assert main([*base, "--fail-over", "10%"]) == 1
     text = summary.read_text()
-    headline = "headline: peak, else decode, else prefill"
-    assert text.startswith(f"earlier step\n### Benchmark regressions ({headline})")
+    assert text.startswith("earlier step\n### Benchmark regressions (every metric)")
     assert "**FAIL**: 1 confirmed regression(s) of 10 % or more" in text
     assert "| regression ❌ | -2" in text and "pi5 smollm2-135m q8 reference" in text
     # A bigger threshold passes the same step; the summary still lists it.
@@ -204,3 +203,27 @@ def test_with_no_metric_a_series_without_a_peak_is_judged_by_its_decode(
     assert "ranked by decode_tok_per_sec" in captured.err
     args = ["--store", str(store), "best", "--machine", "gpu", "--metric", "peak_tok_per_sec"]
     assert main(args) == 1  # asked for peak: no match, exit 1
+
+
+def test_an_asv_time_metric_is_judged_without_metric(
+    store: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """An imported asv history carries only `time_s` (lower is better): with no --metric,
+    every metric a series carries is its own history, so its slowdown is found and gated."""
+    rng = np.random.default_rng(5)
+    runs = []
+    for i in range(30):
+        run = _entry(i, "asvbox", 0.0)
+        del run["peak_tok_per_sec"]
+        run.update(backend="asv", mode="time", run_id=run["run_id"].replace("batch", "asv"))
+        run["time_s"] = 0.020 * (1.3 if i >= 18 else 1.0) * (1 + rng.normal(0, 0.01))
+        runs.append(run)
+    write_v3_catalog(store, runs)
+    base = ["--store", str(store), "regression", "--format", "json"]
+    assert main([*base, "--detect"]) == 1
+    [step] = json.loads(capsys.readouterr().out)
+    assert (step["metric"], step["kind"], step["open"]) == ("time_s", "regression", True)
+    assert step["first_bad_run"].endswith("T180000Z") and 25 < step["change"] < 35
+    assert main([*base, "--machine", "asvbox"]) == 1
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["metric"] == "time_s" and row["regression"]

@@ -17,7 +17,6 @@ from benchlab.layout import Store
 from benchlab.publish.charts import shown
 from benchlab.publish.data import PublicData, load_public, load_site
 from benchlab.publish.detection import (
-    DECODE,
     detect_order,
     detect_per_series,
     find_per_series,
@@ -99,14 +98,18 @@ def test_detect_per_series_in_workers_is_detect_of_all_runs(fleet_store):
     ok_of: dict[str, list] = {}
     for run in shown(cut):
         ok_of.setdefault(series_of(run), []).append(run)
-    steps, decode = detect_per_series(ok_of, workers=2)
-    expected = detect(shown(cut))
+    steps, by_series = detect_per_series(ok_of, workers=2)
+    expected = detect(shown(cut), None)  # every metric of every series, as the CLI
     assert steps == expected and any(s.corroborated_by for s in steps)
     assert [s.confidence for s in steps] == [s.confidence for s in expected]
-    assert decode == {sid: detect(runs, DECODE) for sid, runs in ok_of.items()}
+    assert {s.metric for s in steps} >= {"peak_tok_per_sec", "decode_tok_per_sec"}
+    key = lambda st: (st.series, st.metric, st.first_bad_run)  # noqa: E731
+    assert sorted((st for found in by_series.values() for st in found), key=key) == sorted(
+        steps, key=key
+    )
     order = detect_order(ok_of)  # two halves, as the two processes of `beside` find them
     halves = [find_per_series(ok_of, order[part::2], 1) for part in (1, 0)]
-    assert merge_found(ok_of, {**halves[0], **halves[1]}) == (steps, decode)
+    assert merge_found(ok_of, {**halves[0], **halves[1]}) == (steps, by_series)
     cut_data = PublicData(replace(data.catalog, runs=cut))
     assert render_pages(cut_data, workers=2).files == render_pages(cut_data, workers=1).files
 
@@ -123,7 +126,7 @@ def site_steps(data: PublicData, runs: int) -> tuple:
         workers_module.beside(site, ())
     finally:
         workers_module.BESIDE_RUNS = old
-    return site.steps, site.decode_steps, site.regressions
+    return site.steps, site.series_steps, site.regressions
 
 
 def _forking(monkeypatch, runs: int) -> None:

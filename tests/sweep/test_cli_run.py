@@ -82,6 +82,16 @@ def test_run_then_resume_then_dry_run_shows_done(tmp_path: Path, env: Path, caps
 
 
 @pytest.mark.slow
+def test_inside_dvc_repro_the_sweep_gives_no_next_hint(
+    tmp_path: Path, env: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DVC sets DVC_STAGE for a stage's command; the catalog stage follows by itself."""
+    monkeypatch.setenv("DVC_STAGE", "sweep")
+    assert main(["run", str(config(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "4 run(s) in " in out and "next:" not in out and "catalog build" not in out
+
+
 def test_failed_points_exit_0_unless_fail_on_error_and_json_output(
     tmp_path: Path, env: Path, capsys
 ) -> None:

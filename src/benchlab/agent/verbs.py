@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-VERBS = ("sysinfo", "clock", "exists", "run", "reference", "system")
+VERBS = ("sysinfo", "clock", "exists", "run", "reference", "system", "membw")
 
 
 class AgentFailure(Exception):
@@ -93,6 +93,14 @@ def _dispatch(verb: str, args: list[str], stdin: Any, started_at: float) -> dict
 
         state = snapshot()
         return {"state": state, "advice": advice(state)}
+    if verb == "membw":
+        from benchlab.agent.membw import measure
+
+        payload = _read_payload(stdin)
+        size, threads = payload.get("size_bytes"), payload.get("threads")
+        if not all(v is None or (isinstance(v, int) and v > 0) for v in (size, threads)):
+            raise AgentFailure("membw: size_bytes and threads must be positive integers")
+        return measure(size=size, threads=threads)
     if verb == "run":
         from benchlab.agent.runner import TaskError, run_task
 

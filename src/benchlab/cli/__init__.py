@@ -27,6 +27,7 @@ VERB_MODULES = (
     "site",
     "scan",
     "onboard",
+    "machines",
     "migrate",
     "regression",
     "devices",

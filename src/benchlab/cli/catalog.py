@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchlab.cli.args import count
+
+if TYPE_CHECKING:
+    from benchlab.layout import Store
 
 WARNINGS_SHOWN = 20
 """Absent run dirs are normal on a public clone: show a few, count the rest."""
@@ -153,11 +157,38 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"warning: ... and {hidden} more run dirs absent on this clone", file=sys.stderr)
     for line in report.conflicts:
         print(f"error: conflict: {line}", file=sys.stderr)
-    if report.conflicts:
-        print(f"catalog: {len(report.conflicts)} runs in conflict", file=sys.stderr)
+    impossible = _impossible_runs(_store())
+    for line in impossible[:WARNINGS_SHOWN]:
+        print(f"error: impossible: {line}", file=sys.stderr)
+    if len(impossible) > WARNINGS_SHOWN:
+        print(f"error: ... and {len(impossible) - WARNINGS_SHOWN} more", file=sys.stderr)
+    if report.conflicts or impossible:
+        if report.conflicts:
+            print(f"catalog: {len(report.conflicts)} runs in conflict", file=sys.stderr)
+        if impossible:
+            print(
+                f"catalog: {len(impossible)} runs decode faster than their machine's memory "
+                "bandwidth allows: a mistake or a fake",
+                file=sys.stderr,
+            )
         return 1
     print(f"catalog: {report.runs} runs valid, {len(report.absent)} run dirs absent here")
     return 0
+
+
+def _impossible_runs(store: Store) -> list[str]:
+    """The physics check over the whole catalog, a line per run that fails it."""
+    from benchlab.catalog.read import load_catalog
+    from benchlab.query.roofline import fleet_specs, impossible_runs
+
+    specs = fleet_specs(store)
+    if not specs:
+        return []
+    return [
+        f"{entry['run_id']}: decode {entry['decode_tok_per_sec']:,.1f} t/s, over 1.1 x its "
+        f"ceiling {found.ceiling_tok_per_sec:,.1f} t/s at {found.bandwidth_source}"
+        for entry, found in impossible_runs(load_catalog(store.catalog_path).runs, specs)
+    ]
 
 
 def run_upgrade(args: argparse.Namespace) -> int:

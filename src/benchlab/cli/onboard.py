@@ -1,4 +1,4 @@
-"""`bench onboard` (a new machine) and `bench machines` (the fleet and its checklist)."""
+"""`bench onboard`: a new machine, detected, recorded, smoke-tested and checked."""
 
 from __future__ import annotations
 
@@ -41,15 +41,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-smoke", action="store_true", help="skip the smoke benchmark")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.set_defaults(handler=run_onboard)
-
-    machines = subparsers.add_parser(
-        "machines",
-        help="list the fleet's machines with their checklist state",
-        description="Machines of the inventory (machines/catalog.json) and of this clone's "
-        "private specs, each with its validation checklist.",
-    )
-    machines.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
-    machines.set_defaults(handler=run_machines)
 
 
 def _ask(prompt: str, default: str) -> str:
@@ -143,26 +134,3 @@ def run_onboard(args: argparse.Namespace) -> int:
             mark = "pass" if check.passed else "FAIL"
             print(f"  [{mark}] {check.text}" + (f"  ({check.detail})" if check.detail else ""))
     return 0 if (smoke_ok or args.no_smoke) else 1
-
-
-def run_machines(args: argparse.Namespace) -> int:
-    from benchlab.layout import Store, find_store, read_json
-    from benchlab.machines.onboard import CHECKLIST, checklist
-    from benchlab.query.render import Column, Section, emit
-
-    store = Store(find_store()).require()
-    ids: set[str] = set()
-    if store.inventory_path.is_file():
-        ids |= set(read_json(store.inventory_path).get("machines", {}))
-    if store.by_machine.is_dir():
-        ids |= {p.parent.name for p in store.by_machine.glob("*/specs.json")}
-    rows = []
-    for machine in sorted(ids):
-        checks = checklist(store, machine)
-        row = {"machine": machine, "ready": all(c.passed for c in checks)}
-        row.update({key: c.passed for (key, _), c in zip(CHECKLIST, checks, strict=True)})
-        rows.append(row)
-    columns = [Column("machine", "machine"), Column("ready", "ready")]
-    columns += [Column(key, key) for key, _ in CHECKLIST]
-    emit([Section(columns, rows, title="machines")], args.format, rows)
-    return 0

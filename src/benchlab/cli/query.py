@@ -463,8 +463,10 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "best",
         "the series at the best current level by a metric (its direction: higher or lower)",
-        "--by machine: the best series of each machine (its threads and shape say which "
-        "measurement won); --by series: every series at its level. Only ok runs count. "
+        "Without --model (or --by), the best series of each model, a row each: models are "
+        "not ranked against each other. --by machine: the best series of each machine (its "
+        "threads and shape say which measurement won); --by model: of each model; --by "
+        "series: every series at its level. Only ok runs count. "
         f"{LEVEL_NOTE} {EXIT_ROWS}",
     )
     _add_filters(parser, status_default="ok")
@@ -475,25 +477,36 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--by",
-        choices=("machine", "series"),
-        help="one row per machine or per series instead of one overall",
+        choices=("machine", "model", "series"),
+        help="one row per machine, model or series (default: per model, unless --model)",
     )
     _add_ever(parser)
+    parser.add_argument(
+        "--predict",
+        metavar="MACHINE",
+        help="estimate --model's decode t/s on MACHINE (which has not run it) from its "
+        "memory bandwidth and the median MBU of the machines that did",
+    )
     parser.set_defaults(handler=run_best)
 
 
 def run_best(args: argparse.Namespace) -> int:
+    if args.predict:
+        from benchlab.cli.predict import run_predict
+
+        return run_predict(args)
     from benchlab.query.filters import check_metric
     from benchlab.query.render import Section
     from benchlab.query.verbs import best_runs
 
     metric = check_metric(args.metric or "peak_tok_per_sec")
     filters = _filters(args)
-    catalog, rows = _levels_answer(best_runs, filters, metric, args.by, ever=args.ever)
+    # A toy model's tokens per second say nothing against a real model's: without --model
+    # the answer is a row per model (with one model, the same single row as one overall).
+    by = args.by or (None if filters.model else "model")
+    catalog, rows = _levels_answer(best_runs, filters, metric, by, ever=args.ever)
     if not rows and not args.metric:  # no batched peak measured: rank by decode, and say so
-        catalog, rows = _levels_answer(
-            best_runs, filters, "decode_tok_per_sec", args.by, ever=args.ever
-        )
+        catalog, rows = _levels_answer(best_runs, filters, "decode_tok_per_sec", by, ever=args.ever)
         if rows:
             metric = "decode_tok_per_sec"
             print(
@@ -501,6 +514,8 @@ def run_best(args: argparse.Namespace) -> int:
                 "do not): ranked by decode_tok_per_sec",
                 file=sys.stderr,
             )
+    if metric == "decode_tok_per_sec" and not args.ever:
+        rows = _within_physics(rows, filters, by)
     specs = [
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),
@@ -520,6 +535,10 @@ def run_best(args: argparse.Namespace) -> int:
             ("level_flag", "noise", "text"),
             ("timestamp", "newest run at", "text"),
         ]
+    if any("mbu_pct" in row for row in rows):
+        specs.insert(
+            specs.index((metric, f"{metric} (level)", "num")) + 2, ("mbu_pct", "MBU %", "num")
+        )
     specs.append(("run_id", "run id" if args.ever else "newest run", "id"))
     if args.by == "series":
         specs.insert(0, ("series", "series", "id"))
@@ -534,6 +553,30 @@ def run_best(args: argparse.Namespace) -> int:
         print(f"{no_match(filters, catalog)} (with a {metric})", file=sys.stderr)
         return 1
     return 0
+
+
+def _within_physics(
+    rows: list[dict[str, Any]], filters: Any, by: str | None
+) -> list[dict[str, Any]]:
+    """Decode rankings with MBU beside each level, and never a series faster than its
+    machine's memory bandwidth allows (ARCHITECTURE.md, How close to the hardware)."""
+    from benchlab.query.roofline import annotate, fleet_specs, within_physics
+    from benchlab.query.verbs import best_runs
+
+    specs = fleet_specs(_store_root())
+    if not specs:
+        return rows
+    annotate(rows, specs)
+    if not any(row.get("impossible") for row in rows):
+        return rows
+    _, every = _levels_answer(best_runs, filters, "decode_tok_per_sec", "series", ever=False)
+    kept, dropped = within_physics(every, by, specs)
+    print(
+        f"note: {dropped} series set aside: their decode beats their machine's memory "
+        "bandwidth (bench catalog validate lists the runs)",
+        file=sys.stderr,
+    )
+    return kept
 
 
 # --- summary ------------------------------------------------------------------------------

@@ -46,9 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", help="only series of this model (with --detect)")
     parser.add_argument(
         "--metric",
-        help="the metric to judge (default: each series' headline, its peak aggregate where "
-        "it measured one, else its decode, else its prefill: llama-bench and command runs "
-        "have no batched peak)",
+        help="the metric to judge (default: every metric each series carries, each its own "
+        "history: peak, decode, prefill, latency, memory, energy, an import's time_s and "
+        "the declared ones; a metric derived from another the series carries is left out)",
     )
     parser.add_argument(
         "--alpha", type=alpha, default=0.01, help="significance, in (0, 1) (default 0.01)"
@@ -162,7 +162,6 @@ def run(args: argparse.Namespace) -> int:
     from benchlab.cli.query import no_match
     from benchlab.errors import NoMatchError, QueryError
     from benchlab.layout import Store, find_store
-    from benchlab.metrics import HEADLINE_ORDER
     from benchlab.query.filters import Filters, check_metric, select
     from benchlab.query.render import Column, Section, emit
     from benchlab.regress import (
@@ -180,16 +179,17 @@ def run(args: argparse.Namespace) -> int:
     threshold = parse_threshold(args.threshold, "--threshold")
     min_change = parse_threshold(args.min_change, "--min-change")
     catalog = load_catalog(Store(find_store()).catalog_path)
-    # After the load: it knows the declared metrics. No --metric: each series' headline.
-    metric = check_metric(args.metric) if args.metric else HEADLINE_ORDER
-    named = metric if isinstance(metric, str) else "headline: peak, else decode, else prefill"
+    # After the load: it knows the declared metrics. No --metric: every metric a series
+    # carries is its own history (ARCHITECTURE.md, Regression detection).
+    metric = check_metric(args.metric) if args.metric else None
+    named = metric if metric is not None else "every metric"
     filters = Filters(model=args.model, machine=args.machine)
     entries = select(catalog.runs, filters)
     if not entries:  # a typo is no match (exit 1, with what it may have meant), never "0 found"
         raise NoMatchError(no_match(filters, catalog).removeprefix("bench: "))
     series = [Column("label", "series")]
-    if not isinstance(metric, str):
-        series.append(Column("metric", "metric"))  # which headline each row judged
+    if metric is None:
+        series.append(Column("metric", "metric"))  # which history each row judged
     if args.detect:
         steps = detect(entries, metric, alpha=args.alpha, min_change=min_change)
         since = None

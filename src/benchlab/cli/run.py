@@ -14,6 +14,7 @@ held by another sweep, a store that cannot be written) are 2 or the error's own 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -192,11 +193,14 @@ def _run(args: argparse.Namespace) -> int:
             "points already ok are kept",
             file=chatter,
         )
-    print(
-        "next: `bench catalog build` publishes these runs into catalog.json "
-        "(`dvc repro` runs it as the catalog stage)",
-        file=chatter,
-    )
+    # Inside `dvc repro` (DVC sets DVC_STAGE in each stage's environment) the catalog stage
+    # comes next by itself, so the hint would only tell the user what is about to happen.
+    if not os.environ.get("DVC_STAGE"):
+        print(
+            "next: `bench catalog build` publishes these runs into catalog.json "
+            "(`dvc repro` runs it as the catalog stage)",
+            file=chatter,
+        )
     if args.publish:  # the catalog without DVC; gate verdicts first (benchlab.sweep.gates says why)
         from benchlab.sweep.publish import publish_sweep
 

@@ -81,6 +81,26 @@ def _ask_device(config_path: str, device: str) -> tuple[dict[str, Any], list[dic
     return answer["state"], list(answer.get("advice") or [])
 
 
+def _bandwidth() -> dict[str, Any] | None:
+    """This clone's machine's recorded memory bandwidth (`bench machines measure`), or None
+    where there is no store, no machine id or no figure: `bench system` is advice and never
+    fails for want of one."""
+    from benchlab.errors import BenchlabError
+    from benchlab.layout import Store, find_store, read_model
+    from benchlab.machines.onboard import read_machine_id
+    from benchlab.models import MachineSpecs
+
+    try:
+        store = Store(find_store())
+        machine = read_machine_id(store.root)
+        if machine is None or not store.private_specs(machine).is_file():
+            return None
+        figure = read_model(store.private_specs(machine), MachineSpecs).hardware.mem_bandwidth
+    except BenchlabError:
+        return None
+    return figure.model_dump() if figure is not None else None
+
+
 def run(args: argparse.Namespace) -> int:
     import os
 
@@ -97,12 +117,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         state = snapshot(args.root)
         items = advice(state)
+    figure = None if args.device is not None or args.root is not None else _bandwidth()
     if args.format == "json":
-        sys.stdout.write(to_json({"state": state, "advice": items}))  # NaN: null
+        answer = {"state": state, "advice": items, "mem_bandwidth": figure}
+        sys.stdout.write(to_json(answer))  # NaN: null
         return 0
     width = max(len(label) for _, label in FACTS)
     for key, label in FACTS:
         print(f"{label:<{width}}  {_value(state.get(key))}")
+    if figure is not None:
+        from benchlab.machines.bandwidth import label as bandwidth_label
+        from benchlab.models import BandwidthFigure
+
+        shown = bandwidth_label(BandwidthFigure.model_validate(figure))
+        print(f"{'memory bandwidth':<{width}}  {shown}")
     print()
     if not items:
         print("advice: none: the machine looks quiet")

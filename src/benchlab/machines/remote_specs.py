@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab.errors import DeviceError, SchemaError, StoreError
 from benchlab.ids import check_id, utc_iso
 from benchlab.layout import read_model, write_model
-from benchlab.models import MachineSpecs
+from benchlab.models import BandwidthFigure, MachineSpecs
 
 if TYPE_CHECKING:
     from benchlab.devices.base import Transport
@@ -115,11 +115,14 @@ def onboard_remote(
     device = transport or open_transport(device_id, config)
     try:
         info = device.call("sysinfo", None, timeout=timeout)
+        if not isinstance(info, dict):
+            raise DeviceError(
+                f"device {device_id}: sysinfo answered {type(info).__name__}", device_id
+            )
+        measured = measure_bandwidth(device) if bandwidth_probe_enabled() else None
     finally:
         if owned:
             device.close()
-    if not isinstance(info, dict):
-        raise DeviceError(f"device {device_id}: sysinfo answered {type(info).__name__}", device_id)
     specs = specs_from_sysinfo(
         machine_id,
         info,
@@ -127,8 +130,57 @@ def onboard_remote(
         tags=previous.tags if previous and previous.tags else list(config.tags),
         cost_per_hour=previous.cost_per_hour if previous else None,
     )
+    specs = keep_bandwidth(specs, previous, measured)
     write_model(path, specs)
     return specs
+
+
+MEMBW_TIMEOUT_S = 120.0
+
+
+def bandwidth_probe_enabled() -> bool:
+    """`BENCHLAB_BANDWIDTH_PROBE=off` skips the probe (the test suite sets it: hundreds of
+    onboardings would each copy a few hundred MiB for a figure no test reads)."""
+    import os
+
+    return os.environ.get("BENCHLAB_BANDWIDTH_PROBE", "on").lower() not in ("off", "0", "no")
+
+
+def measure_bandwidth(device: Transport) -> BandwidthFigure | None:
+    """The device's own `membw` answer as a figure; None where the agent could not measure
+    (an older agent, a board short of memory): the machine then keeps its spec-sheet or
+    declared figure, and `bench machines measure` can try again."""
+    from benchlab.machines.bandwidth import measured
+
+    try:
+        answer = device.call("membw", None, timeout=MEMBW_TIMEOUT_S)
+        return measured(answer if isinstance(answer, dict) else {})
+    except (DeviceError, ValueError):
+        return None
+
+
+def keep_bandwidth(
+    specs: MachineSpecs, previous: MachineSpecs | None, measured: BandwidthFigure | None
+) -> MachineSpecs:
+    """The new specs with the host figure `bandwidth.better` keeps (a declared figure
+    survives re-onboarding) and each GPU's previous declared figure, else its spec sheet's."""
+    from benchlab.machines.bandwidth import better, from_spec_sheet
+
+    hardware = specs.hardware
+    old = previous.hardware if previous is not None else None
+    host = better(old.mem_bandwidth if old else None, measured)
+    if host is None:
+        host = from_spec_sheet(hardware.cpu.model)
+    old_gpus = {g.model: g.mem_bandwidth for g in old.gpu} if old else {}
+    gpus = [
+        gpu.model_copy(
+            update={"mem_bandwidth": better(from_spec_sheet(gpu.model), old_gpus.get(gpu.model))}
+        )
+        for gpu in hardware.gpu
+    ]
+    return specs.model_copy(
+        update={"hardware": hardware.model_copy(update={"mem_bandwidth": host, "gpu": gpus})}
+    )
 
 
 def record_missing_specs(store: Store, config: SweepConfig) -> list[str]:

@@ -162,7 +162,8 @@ class SiteContext:
         self._shared: list[Shared] = []
         self.detected = False
         self.steps: list[Step] = []
-        self.decode_steps: dict[str, list[Step]] = {}
+        self.series_steps: dict[str, list[Step]] = {}
+        """Each series' steps in every metric it carries (`detection.merge_found`)."""
         self.regressions: list[Regression] = []
         self.flagged: set[str] = set()
         if detect:
@@ -172,8 +173,8 @@ class SiteContext:
         """The detector's pass over every series, in `workers` processes."""
         self._use_steps(*detect_per_series(self.groups.ok_of, self.workers))
 
-    def _use_steps(self, steps: list[Step], decode_steps: dict[str, list[Step]]) -> None:
-        self.steps, self.decode_steps = steps, decode_steps
+    def _use_steps(self, steps: list[Step], series_steps: dict[str, list[Step]]) -> None:
+        self.steps, self.series_steps = steps, series_steps
         self.regressions = [
             Regression(self.by_id[st.first_bad_run], self.by_id[st.first_bad_run][st.metric],
                        st.before, st.after, st)

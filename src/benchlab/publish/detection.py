@@ -1,7 +1,9 @@
 """The regression detector over the site's series, per series in worker processes
 (`pool.pool_map`: fork where there, spawn elsewhere), merged as one `detect` would order
-and corroborate them; over every metric the runs carry (`detect_metrics`), marked outliers
-left out (`stats.is_outlier`).
+and corroborate them; every metric a series carries is its own history
+(`regress.judged_metrics`, as `bench regression` without `--metric`), marked outliers left
+out (`stats.is_outlier`). The home page, the Regressions page and the series pages all
+read these steps, so they agree with each other and with the CLI.
 
 Also what the home page asks of the steps: which regressions are still in effect at the
 newest run of their series (`open_regressions`), and where the "what changed" window ends
@@ -11,13 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from benchlab.catalog.format import Entry
-from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC
 from benchlab.pool import cpus, pool_map
-from benchlab.regress import Step, control_fdr, corroborate, detect, histories, sort_key
+from benchlab.regress import (
+    DERIVED,
+    Step,
+    control_fdr,
+    corroborate,
+    judged_metrics,
+    raw_steps,
+    sort_key,
+)
 from benchlab.stats import is_outlier
+
+__all__ = ["DERIVED", "judged_metrics"]
 
 PARALLEL_RUNS = 20_000
 """From this many ok runs the step detector and the series pages run in a worker process
@@ -31,33 +41,33 @@ spawned ones: `pool.pool_map`)."""
 DECODE = "decode_tok_per_sec"
 
 
-Found = tuple[tuple[str, str] | None, list[Step], list[Step], "MetricSteps"]
-MetricSteps = tuple[tuple[str, str] | None, list[Step], int]
-"""One series' steps in its other metrics: its `sort_key`, the steps, the metrics tested."""
+Found = tuple[tuple[str, str] | None, list[Step], int]
+"""One series' detector pass: its `sort_key`, its steps in every metric it carries, and
+how many metric histories were tested (for the false discovery rate across all)."""
 
 
 def _detect_series(sid: str) -> Found:
-    """One series' `detect` over the headline metric (with the key `detect` orders series
-    by), over decode (the series page's second chart), and over its other metrics
-    (`_detect_metrics`), in one pass of the pool."""
+    """One series' steps in every metric it carries (`regress.raw_steps`: before the false
+    discovery rate and the corroboration, which `merge_found` applies across every series),
+    with the key `detect` orders series by and the count of histories tested."""
     runs = [r for r in _DETECT_INPUT[sid] if not is_outlier(r)]  # marked runs detect nothing
-    grouped = histories(runs)
-    key = sort_key(next(iter(grouped.values()))[0][0]) if grouped else None
-    return key, detect(runs, lone_suspects=True), detect(runs, DECODE), _detect_metrics(sid)
+    if not runs:
+        return None, [], 0
+    steps, tested = raw_steps(runs, None)
+    return sort_key(runs[0]), steps, tested
 
 
 def detect_per_series(
     ok_of: dict[str, list[Entry]], workers: int | None = None
 ) -> tuple[list[Step], dict[str, list[Step]]]:
-    """`detect` over every ok run (the headline metric), and each series' decode steps.
+    """`detect(all ok runs, None)` (every metric of every series), and each series' steps.
 
-    `detect` reads each series alone, then keeps the false discovery rate across series
-    (`control_fdr`) and corroborates suspects across series; a series
-    yields at most one suspect per metric, so running it per series (in parallel), ordering
-    the results as `detect` orders series and corroborating them together gives exactly
-    `detect(all ok runs)`. `workers` defaults to one per CPU from `PARALLEL_RUNS` runs on.
-    The same pass finds the steps of every other metric, which `site_metric_steps` hands
-    to the pages of this render."""
+    `detect` reads each history alone, then keeps the false discovery rate across every
+    (series, metric) history (`control_fdr`) and corroborates suspects across series; so
+    reading each series alone (in parallel, `raw_steps`), ordering the results as `detect`
+    orders series and applying both to them together gives exactly `detect(all ok runs,
+    None)`. `workers` defaults to one per CPU from `PARALLEL_RUNS` runs
+    on."""
     if workers is None:
         workers = workers_for(sum(len(runs) for runs in ok_of.values()))
     return merge_found(ok_of, find_per_series(ok_of, detect_order(ok_of), workers))
@@ -84,13 +94,17 @@ def merge_found(
     ok_of: dict[str, list[Entry]], found: dict[str, Found]
 ) -> tuple[list[Step], dict[str, list[Step]]]:
     """Every series' results (`find_per_series`, from one process or several) as one
-    `detect` orders and corroborates them; the same whatever order `found` holds them in."""
+    `detect` orders and corroborates them, and the surviving steps by series; the same
+    whatever order `found` holds them in."""
     found = {sid: found[sid] for sid in detect_order(ok_of)}
-    ordered = sorted((key, sid) for sid, (key, _, _, _) in found.items() if key is not None)
+    ordered = sorted((key, sid) for sid, (key, _, _) in found.items() if key is not None)
     merged = [step for _, sid in ordered for step in found[sid][1]]
-    steps = corroborate(control_fdr(merged, len(ordered)))  # FDR across all series, as detect
-    _LAST_METRIC_STEPS[:] = [id(ok_of), _merge_metrics([r[3] for r in found.values()])]
-    return steps, {sid: decode for sid, (_, _, decode, _) in found.items()}
+    tested = sum(count for _, _, count in found.values())
+    steps = corroborate(control_fdr(merged, tested))  # FDR across every history, as detect
+    by_series: dict[str, list[Step]] = {}
+    for step in steps:
+        by_series.setdefault(step.series, []).append(step)
+    return steps, by_series
 
 
 def _set_detect_input(ok_of: dict[str, list[Entry]]) -> None:
@@ -103,97 +117,6 @@ def workers_for(ok_runs: int) -> int:
     """Processes for the detector and the series pages: one per CPU from `PARALLEL_RUNS`
     ok runs on (the pages stay in-process where fork is missing: `SiteContext.in_workers`)."""
     return 1 if ok_runs < PARALLEL_RUNS else cpus()
-
-
-# --- every metric a series carries -------------------------------------------------------
-
-DERIVED = {
-    "decode_ms_per_token": ("decode_tok_per_sec",),
-    "ttft_ms": ("prefill_tok_per_sec",),
-    "speedup": ("peak_tok_per_sec", "baseline_tok_per_sec"),
-}
-"""Metrics computed from others a run carries (ARCHITECTURE.md, Metrics): where their
-sources are in the series, a step in them is the sources' step again, so they are read only
-in series that lack a source (an import that recorded only the latency)."""
-
-
-def metrics_of(runs: Sequence[Entry]) -> list[str]:
-    """The catalog metrics the runs carry beyond the two the site always reads (the headline
-    and decode), in registry order, less those derived from metrics the series carries and
-    those that move in lockstep with one already read (`_lockstep`)."""
-    carried = {m for r in runs for m in CATALOG_METRICS if r.get(m) is not None}
-    read = [m for m in (DEFAULT_METRIC, DECODE) if m in carried]
-    out: list[str] = []
-    for m in CATALOG_METRICS:
-        if m not in carried or m in (DEFAULT_METRIC, DECODE):
-            continue
-        if any(source in carried for source in DERIVED.get(m, ())):
-            continue
-        if any(_lockstep(runs, m, other) for other in read):
-            continue
-        read.append(m)
-        out.append(m)
-    return out
-
-
-def _lockstep(runs: Sequence[Entry], metric: str, other: str) -> bool:
-    """Whether `metric` is a fixed multiple of `other` in every run (as a batch-1 rate that
-    is the decode rate, or a prefill rate derived from it): its steps would be the other's
-    steps again, at the cost of a second detector pass."""
-    ratios = []
-    for run in runs:
-        a, b = run.get(metric), run.get(other)
-        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or b == 0:
-            return False
-        ratios.append(a / b)
-    return bool(ratios) and max(ratios) - min(ratios) <= 1e-6 * max(abs(r) for r in ratios)
-
-
-def _detect_metrics(sid: str) -> tuple[tuple[str, str] | None, list[Step], int]:
-    """One series' `detect` over each of its other metrics (`metrics_of`), marked runs
-    left out, and how many metrics were tested."""
-    runs = [r for r in _DETECT_INPUT[sid] if not is_outlier(r)]
-    key = sort_key(runs[0]) if runs else None
-    metrics = metrics_of(runs)
-    return key, [step for m in metrics for step in detect(runs, m)], len(metrics)
-
-
-def detect_metrics(ok_of: dict[str, list[Entry]], workers: int | None = None) -> list[Step]:
-    """`detect` over every metric but the headline and decode, of every series, ordered as
-    `detect` orders series; the false discovery rate kept across every (series, metric)
-    history tested (`control_fdr`), suspects corroborated together (per machine and
-    direction)."""
-    if workers is None:
-        workers = workers_for(sum(len(runs) for runs in ok_of.values()))
-    sids = sorted(ok_of, key=lambda sid: (-len(ok_of[sid]), sid))
-    try:
-        results = pool_map(_detect_metrics, sids, workers, setup=_set_detect_input, shared=ok_of)
-    finally:
-        _set_detect_input({})
-    return _merge_metrics(results)
-
-
-def _merge_metrics(results: Iterable[MetricSteps]) -> list[Step]:
-    """The per-series results of `_detect_metrics` as one `detect` would give them."""
-    found = list(results)
-    ordered = sorted((key, steps[0].series if steps else "", i)
-                     for i, (key, steps, _) in enumerate(found) if key is not None)  # fmt: skip
-    merged = [step for _, _, i in ordered for step in found[i][1]]
-    return corroborate(control_fdr(merged, sum(count for _, _, count in found)))
-
-
-_LAST_METRIC_STEPS: list[Any] = [None, []]
-"""(id of the histories, their other metrics' steps) of the newest `detect_per_series`:
-every render runs it first, then its pages ask `site_metric_steps`."""
-
-
-def site_metric_steps(site: Any) -> list[Step]:
-    """The other metrics' steps of a site's series: those its own `detect_per_series` pass
-    found, or (a site whose steps came another way) `detect_metrics` once."""
-    if _LAST_METRIC_STEPS[0] != id(site.groups.ok_of):
-        _LAST_METRIC_STEPS[:] = [id(site.groups.ok_of), detect_metrics(site.groups.ok_of, 1)]
-    found: list[Step] = _LAST_METRIC_STEPS[1]
-    return found
 
 
 # --- still in effect ---------------------------------------------------------------------

@@ -18,25 +18,23 @@ from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.metrics import DEFAULT_METRIC, unit_of
-from benchlab.publish.detection import open_order, open_regressions, site_metric_steps
+from benchlab.publish.detection import open_order, open_regressions
 from benchlab.publish.sparkline import sparkline
-from benchlab.publish.tables import Cell, Table, cell, cell_num, fmt_num, fmt_time, link
+from benchlab.publish.tables import (
+    Cell,
+    Table,
+    cell,
+    cell_num,
+    fmt_num,
+    fmt_time,
+    link,
+    metric_name,
+)
 from benchlab.regress import Step
 
 if TYPE_CHECKING:
     from benchlab.publish.context import SiteContext
 
-METRIC_NAMES = {
-    "peak_tok_per_sec": "peak aggregate",
-    "baseline_tok_per_sec": "batch-1",
-    "prefill_tok_per_sec": "prefill",
-    "decode_tok_per_sec": "decode",
-    "decode_ms_per_token": "time per token",
-    "ttft_ms": "time to first token",
-    "peak_rss_mb": "peak memory",
-    "gpu_mem_peak_mb": "GPU memory",
-    "joules_per_token": "energy per token",
-}
 
 COLUMNS = [
     ("Trend", "text"),
@@ -47,10 +45,6 @@ COLUMNS = [
     ("Confidence", "num"),
     ("Runs after", "num"),
 ]
-
-
-def metric_name(metric: str) -> str:
-    return METRIC_NAMES.get(metric, metric.replace("_", " "))
 
 
 @dataclass(frozen=True)
@@ -75,10 +69,9 @@ def events(steps: Sequence[Step]) -> list[Event]:
 
 
 def site_open(site: SiteContext) -> list[Step]:
-    """The regressions still in effect of a site: the headline's, decode's and every other
-    metric's steps (`detection.site_metric_steps`)."""
-    decode = [st for steps in site.decode_steps.values() for st in steps]
-    return open_regressions([*site.steps, *decode, *site_metric_steps(site)])
+    """The regressions still in effect of a site: of its steps in every metric its series
+    carry (`detection.detect_per_series`), the same steps its Regressions page lists."""
+    return open_regressions(site.steps)
 
 
 def _change(event: Event) -> Cell:

@@ -118,6 +118,33 @@ def _versions(step: Step) -> Markup:
     return Markup("same: {}").format(after)
 
 
+METRIC_NAMES = {
+    "peak_tok_per_sec": "peak aggregate",
+    "baseline_tok_per_sec": "batch-1",
+    "prefill_tok_per_sec": "prefill",
+    "decode_tok_per_sec": "decode",
+    "decode_ms_per_token": "time per token",
+    "ttft_ms": "time to first token",
+    "peak_rss_mb": "peak memory",
+    "gpu_mem_peak_mb": "GPU memory",
+    "joules_per_token": "energy per token",
+}
+
+
+def metric_name(metric: str) -> str:
+    return METRIC_NAMES.get(metric, metric.replace("_", " "))
+
+
+def _change_in(step: Step) -> Cell:
+    """The step's size and, under it, the metric it is a step of (each metric of a series
+    is its own history: ARCHITECTURE.md, Regression detection)."""
+    text, key = cell_num(100 * step.change, 1, " %")
+    sub = Markup(' <span class="bl-open__sub" data-metric="{}">{}</span>').format(
+        step.metric, metric_name(step.metric)
+    )
+    return (text + sub, key)
+
+
 def steps_table(
     steps: Sequence[Step],
     by_id: dict[str, Entry],
@@ -127,16 +154,20 @@ def steps_table(
     limit: int,
     show_series: bool = True,
 ) -> Table:
-    """The detector's steps as rows: kind and status, size, series, first bad run (a link
-    to its run page), the build or revision either side, confidence, runs after it."""
+    """The detector's steps as rows: kind and status, size, the metric (each metric of a
+    series is its own history), series, first bad run (a link to its run page), the build
+    or revision either side, the levels before and after in the metric's unit, confidence,
+    runs after it."""
+    from benchlab.metrics import unit_of
+
     columns = [("Status", "text"), ("Change", "num")]
     if show_series:
         columns.append(("Series", "text"))
     columns += [
         ("First bad run (UTC)", "text"),
         ("Build before → after", "text"),
-        ("Before tok/s", "num"),
-        ("After tok/s", "num"),
+        ("Before", "num"),
+        ("After", "num"),
         ("Confidence", "num"),
         ("Runs after", "num"),
     ]
@@ -150,7 +181,7 @@ def steps_table(
         )
         row = [
             (_step_status(step), f"{step.status} {step.kind}"),
-            cell_num(100 * step.change, 1, " %"),
+            _change_in(step),
         ]
         if show_series:
             page_name = series_pages.get(step.series)
@@ -159,8 +190,8 @@ def steps_table(
         row += [
             cell(run_cell, step.first_bad_timestamp),
             cell(_versions(step)),
-            cell_num(step.before, 2),
-            cell_num(step.after, 2),
+            cell_num(step.before, 2, f" {unit_of(step.metric) or ''}".rstrip()),
+            cell_num(step.after, 2, f" {unit_of(step.metric) or ''}".rstrip()),
             _confidence(step),
             cell_num(step.runs_after, 0),
         ]

@@ -44,7 +44,7 @@ catalog, or the columnar query cache (`query.colcache`), which gives the same an
 catalogs too big to load."""
 
 GROUPS = ("machine", "model", "precision", "date")
-BEST_BY = ("machine", "series")
+BEST_BY = ("machine", "model", "series")
 
 # --- identity helpers ---------------------------------------------------------------------
 
@@ -74,7 +74,7 @@ def best_runs(
     memo: StepMemo | None = None,
 ) -> list[dict[str, Any]]:
     """`bench best`: the series at the best current level (`query.level`), or the best
-    series of each machine, or every series (`by`), best first. Each row is the newest run
+    series of each machine or model, or every series (`by`), best first. Each row is the newest run
     of the series' newest segment with its `level` beside it.
 
     `ever`: the best single run instead (as before levels), an outlier never among them.
@@ -85,7 +85,7 @@ def best_runs(
         raise QueryError(f"--by: expected one of {', '.join(BEST_BY)}, got {by!r}")
     if not ever:
         levels = _levels(catalog, filters, metric, (), memo)
-        group = {None: None, "machine": _machine_of, "series": _series_id}[by]
+        group = {None: None, "machine": _machine_of, "model": _model_of, "series": _series_id}[by]
         return [item.row() for item in best_levels(levels, group)]
     if not isinstance(catalog, LoadedCatalog):
         return ranked(catalog.best(filters, metric, by), metric)
@@ -97,12 +97,24 @@ def best_runs(
             return []
         top = (min if metric in LOWER_IS_BETTER else max)(e[metric] for e in candidates)
         return ranked([e for e in candidates if e[metric] == top], metric)[:1]
-    group_of = (lambda e: e["machine_id"]) if by == "machine" else series_of
+    group_of = {"machine": _entry_machine, "model": _entry_model}.get(by, series_of)
     return ranked(_best_per(candidates, group_of, (metric,)), metric)
 
 
 def _machine_of(item: SeriesLevel) -> str:
     return str(item.latest["machine_id"])
+
+
+def _model_of(item: SeriesLevel) -> str:
+    return model_key(item.latest)
+
+
+def _entry_machine(entry: dict[str, Any]) -> str:
+    return str(entry["machine_id"])
+
+
+def _entry_model(entry: dict[str, Any]) -> str:
+    return model_key(entry)
 
 
 def _series_id(item: SeriesLevel) -> str:

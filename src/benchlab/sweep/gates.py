@@ -56,17 +56,28 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def default_gate(
+def default_gates(
     gate: GateConfig, metrics: Mapping[str, Any], declared: Iterable[str] = ()
-) -> GateConfig:
-    """`gate` (the default) on the run's headline metric (`metrics.HEADLINE_ORDER`: peak
-    aggregate where measured, else decode, else prefill), else the first metric the run's
-    config declares (a `command` benchmark of requests/s or milliseconds): a gate on a
-    metric the run cannot have would say only "unknown"."""
+) -> list[GateConfig]:
+    """`gate` (the default) on every metric the run yields of the headline order
+    (`metrics.HEADLINE_ORDER`: peak aggregate, decode, prefill) and of those its config
+    declares (a `command` benchmark of requests/s or milliseconds): each metric is its own
+    history (ARCHITECTURE.md, Regression detection), so a prefill that halved fails the gate
+    of a llama-bench run whose decode held. A run with none of them keeps `gate` (on a
+    metric it cannot have, its verdict says "unknown"). With several, each is named after
+    its metric, so a failed verdict says which."""
     present = [m for m in (*HEADLINE_ORDER, *declared) if _number(metrics.get(m)) is not None]
-    if not present or present[0] == gate.metric:
-        return gate
-    return gate.model_copy(update={"metric": present[0]})
+    present = list(dict.fromkeys(present))
+    if not present:
+        return [gate]
+    if len(present) == 1:
+        return [
+            gate if present[0] == gate.metric else gate.model_copy(update={"metric": present[0]})
+        ]
+    return [
+        gate.model_copy(update={"metric": m, "name": f"{gate.name or 'default'} {m}"})
+        for m in present
+    ]
 
 
 def _speedup(metric: str, value: float, base_value: float, lower: bool | None = None) -> float:
@@ -345,7 +356,7 @@ class GateBook:
         gates = [g for g in self.gates_of(record.get("experiment")) if applies(g, record)]
         metrics = record.get("metrics") or {}
         if not gates and self.default is not None:
-            gates = [default_gate(self.default, metrics, record.get("declared") or {})]
+            gates = default_gates(self.default, metrics, record.get("declared") or {})
         if not gates:
             return None
         verdicts = []

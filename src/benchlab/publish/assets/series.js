@@ -50,6 +50,13 @@
       p.appendChild(badge("gate " + data.gate.verdict, "gate-" + data.gate.verdict,
         data.gate.detail || "the newest run's gate verdict"));
     }
+    /* Each metric's own gate: a regression still in effect in any metric fails it. */
+    (data.metric_gates || []).forEach(function (g) {
+      p.appendChild(document.createTextNode(" "));
+      var b = badge(g.metric + " " + g.verdict, "gate-" + g.verdict, g.detail);
+      b.setAttribute("data-metric", g.metric);
+      p.appendChild(b);
+    });
     if (level && level.unstable) {
       p.appendChild(document.createTextNode(" "));
       p.appendChild(badge("unstable series", "unstable", "the newest segment's runs vary by " +

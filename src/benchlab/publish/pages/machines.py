@@ -13,6 +13,7 @@ from benchlab.identity import series_of, version_label
 from benchlab.publish.charts import label, latest_by_series
 from benchlab.publish.charts.base import STYLE_DIMS, describe
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
+from benchlab.publish.charts.roofline import roofline_chart
 from benchlab.publish.context import HISTORY_RUNS, NO_OUTCOMES, SiteContext
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SEARCH_ENTRIES
@@ -145,6 +146,9 @@ def machine_pages(site: SiteContext) -> list[Any]:
             machine_chart(window, prefix + "throughput", present_metrics(latest), site.level_memo),
             site.trend(sids, prefix + "trend"),
         ]
+        roof = roofline_chart(latest, site.data.specs, prefix + "roofline")
+        if not roof.empty:  # no bandwidth figure for this machine: nothing to draw
+            charts.append(roof)
         site.add_charts(charts)
         # Each series at its current level, as `bench best` answers (ARCHITECTURE.md, The
         # current level): the newest segment's mean ± its interval, not the newest run.

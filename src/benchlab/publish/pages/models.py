@@ -9,6 +9,7 @@ from benchlab.identity import shape, version_label
 from benchlab.ids import slug
 from benchlab.publish.charts import scaling_chart, threads_chart
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
+from benchlab.publish.charts.roofline import roofline_chart
 from benchlab.publish.context import SiteContext, best_per_machine
 from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, link
 
@@ -34,6 +35,9 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
             threads_chart(latest, prefix + "threads"),
             site.trend(latest_map, prefix + "trend", model),
         ]  # fmt: skip
+        roof = roofline_chart(latest, site.data.specs, prefix + "roofline")
+        if not roof.empty:  # no machine with a bandwidth figure: nothing to draw
+            charts.append(roof)
         site.add_charts(charts)
         sections = []
         for precision in sorted({r["precision"] for r in latest}):

@@ -22,6 +22,7 @@ from benchlab.metrics import DEFAULT_MAX_CV, DEFAULT_METRIC
 from benchlab.publish.charts import Chart, builds_chart, downsample, label, series_chart
 from benchlab.publish.charts.output import PLOTLY_CONFIG
 from benchlab.publish.context import HISTORY_RUNS, STEPS_LIMIT, SiteContext
+from benchlab.publish.detection import judged_metrics, open_regressions
 from benchlab.publish.links import series_file
 from benchlab.publish.measures import MEASURES, UNSTABLE_TITLE, is_unstable, measure_rows
 from benchlab.publish.pages.runs import gate_of
@@ -90,19 +91,21 @@ def series_data(site: SiteContext, sid: str) -> None:
     history = site.groups.ok_of[sid]
     newest = history[-1]
     mine_steps = site.steps_by_series.get(sid, [])
-    decode_steps = site.decode_steps.get(sid, [])
+    metrics = judged_metrics([r for r in history if not is_outlier(r)])
     # The decode chart's band reads each drawn run's decode_stddev.
-    site.data.upgrade(drawn_runs(history, decode_steps, "decode_tok_per_sec"))
+    site.data.upgrade(drawn_runs(history, mine_steps, "decode_tok_per_sec"))
     site.data.upgrade([newest])
     made: dict[tuple[str, str], Any] = {}  # a run's point and CSV columns, for all its charts
-    charts = [
-        series_chart(history, mine_steps, f"series-{sid}-peak", "peak_tok_per_sec", made=made),
-        series_chart(
-            history, decode_steps, f"series-{sid}-decode", "decode_tok_per_sec", made=made
-        ),
-        *(series_chart(history, [], f"series-{sid}-{m}", m, made=made) for m in MEASURES),
+    charts = [  # a chart and its steps for each metric the series carries (as detected)
+        series_chart(history, [st for st in mine_steps if st.metric == m],
+                     f"series-{sid}-{chart_slug(m)}", m, made=made)
+        for m in metrics
+    ]  # fmt: skip
+    charts += [
+        *(series_chart(history, [], f"series-{sid}-{m}", m, made=made)
+          for m in MEASURES if m not in metrics),
         builds_chart([r for r in history if not is_outlier(r)], f"series-{sid}-builds"),
-    ]
+    ]  # fmt: skip
     charts = [c for c in charts if not c.empty]
     for chart in charts:
         site.links.from_chart(chart)
@@ -125,12 +128,13 @@ def series_data(site: SiteContext, sid: str) -> None:
         "count": len(history),
         "version": version_label(newest) or None,
         "newest": {"run_id": newest["run_id"], "href": site.links.run(newest, "")},
-        "gate": gate_of(newest),
+        "gate": series_gate(newest, mine_steps),
+        "metric_gates": metric_gates(metrics, mine_steps),
         "unstable": UNSTABLE_TITLE if is_unstable(newest) else None,
         "unstable_count": sum(1 for r in history if is_unstable(r)),
         "unstable_title": UNSTABLE_TITLE,
         "outliers": sum(1 for r in history if is_outlier(r)),
-        "level": level_of(history, DEFAULT_METRIC, site.level_memo),
+        "level": level_of(history, metrics[0] if metrics else DEFAULT_METRIC, site.level_memo),
         "points": points,
         "charts": figures,
         "measures": measure_rows(newest),
@@ -147,6 +151,54 @@ def series_data(site: SiteContext, sid: str) -> None:
     site.files[f"bl/series/{series_file(sid, '.js')}"] = json_script(
         "BENCHLAB_SERIES", sid, payload
     )
+
+
+CHART_SLUGS = {"peak_tok_per_sec": "peak", "decode_tok_per_sec": "decode",
+               "prefill_tok_per_sec": "prefill"}  # fmt: skip
+"""The short slug of a headline metric's chart on the series page; other metrics' charts
+are named by the metric."""
+
+
+def chart_slug(metric: str) -> str:
+    return CHART_SLUGS.get(metric, metric)
+
+
+def _in_effect(steps: Sequence[Step], metric: str) -> list[Step]:
+    """The confirmed regressions of one metric still in effect at the newest run."""
+    mine = [st for st in steps if st.metric == metric]
+    return [st for st in open_regressions(mine) if st.status == "confirmed"]
+
+
+def metric_gates(metrics: Sequence[str], steps: Sequence[Step]) -> list[dict[str, str]]:
+    """Each metric's gate on the series page: failed where a confirmed regression of that
+    metric is still in effect at the newest run (`detection.open_regressions`, the home
+    page's list), else passed. As `bench regression` judges every metric, so does the page."""
+    out = []
+    for metric in metrics:
+        found = _in_effect(steps, metric)
+        detail = "; ".join(
+            f"{100 * st.change:+.1f} % since {st.first_bad_run}"
+            + (f" ({st.version_before} → {st.version_after})" if st.version_changed else "")
+            for st in found
+        )
+        out.append({
+            "metric": metric,
+            "verdict": "failed" if found else "passed",
+            "detail": detail or "no regression in effect at the newest run",
+        })  # fmt: skip
+    return out
+
+
+def series_gate(newest: Entry, steps: Sequence[Step]) -> dict[str, str] | None:
+    """The badge: the newest run's own gate verdict (`runs.gate_of`), failed where any
+    metric of the series has a confirmed regression in effect, whatever that verdict said:
+    a series 15 % down in prefill never shows "gate passed"."""
+    verdict = gate_of(newest)
+    failing = sorted({st.metric for st in steps if st in _in_effect(steps, st.metric)})
+    if not failing:
+        return verdict
+    named = ", ".join(failing)
+    return {"verdict": "failed", "detail": f"regression in effect in {named}"}
 
 
 RUN_COLUMNS = ("time", "run_id", "model", "precision", "threads", "status", "peak", "decode",

@@ -1,0 +1,147 @@
+"""`bench machines`: the fleet with its checklist and memory bandwidth, and the two ways a
+machine gets a bandwidth figure benchlab did not look up itself (`set`, `measure`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from benchlab.cli.args import positive
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    machines = subparsers.add_parser(
+        "machines",
+        help="list the fleet's machines with their checklist and memory bandwidth",
+        description="Machines of the inventory (machines/catalog.json) and of this clone's "
+        "private specs, each with its validation checklist and the memory bandwidth decode "
+        "is bound by, with where that figure came from: measured (the agent's probe), "
+        "declared (`bench machines set`) or spec (the spec-sheet table, from the GPU or SoC "
+        "name). MBU and the physics check in `bench best` use these figures.",
+        epilog="examples:\n"
+        "  bench machines\n"
+        "  bench machines set m2-max-studio --mem-bandwidth 400\n"
+        "  bench machines measure\n"
+        "  bench machines measure --device pi5 --config experiments/sweeps/lab.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    machines.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
+    machines.set_defaults(handler=run_list)
+    actions = machines.add_subparsers(dest="action", metavar="{set,measure}")
+    setter = actions.add_parser(
+        "set",
+        help="declare a machine's memory bandwidth (for a machine benchlab cannot reach)",
+        description="Record a declared memory bandwidth in the machine's private specs "
+        "(runs/by-machine/ID/specs.json; the next catalog build publishes it). A declared "
+        "figure outranks a measured one and the spec sheet's, and survives re-onboarding.",
+    )
+    setter.add_argument("machine_id", metavar="ID")
+    setter.add_argument(
+        "--mem-bandwidth", type=positive, required=True, metavar="GBPS",
+        help="GB/s (10**9 bytes per second)",
+    )  # fmt: skip
+    setter.add_argument(
+        "--gpu", action="store_true", help="the figure is the first GPU's device memory's"
+    )
+    setter.set_defaults(handler=run_set)
+    measure = actions.add_parser(
+        "measure",
+        help="measure memory bandwidth with the agent's probe and record it",
+        description="Run the agent's `membw` probe (a multi-threaded copy over four times "
+        "the last-level cache, best of 7) on this machine, or on --device of --config "
+        "through its agent, and record the figure in the machine's private specs.",
+    )
+    measure.add_argument("--machine-id", help="default: .bench-machine-id, or the device's id")
+    measure.add_argument("--device", help="a device of --config to measure through its agent")
+    measure.add_argument("--config", type=Path, help="the sweep config declaring --device")
+    measure.add_argument("--format", choices=("table", "json"), default="table")
+    measure.set_defaults(handler=run_measure)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from benchlab.catalog.inventory import machine_specs
+    from benchlab.layout import Store, find_store, read_json
+    from benchlab.machines.bandwidth import label
+    from benchlab.machines.onboard import CHECKLIST, checklist
+    from benchlab.query.render import Column, Section, emit
+
+    store = Store(find_store()).require()
+    ids: set[str] = set()
+    if store.inventory_path.is_file():
+        ids |= set(read_json(store.inventory_path).get("machines", {}))
+    specs = machine_specs(store)
+    ids |= set(specs)
+    rows = []
+    for machine in sorted(ids):
+        checks = checklist(store, machine)
+        row: dict[str, Any] = {"machine": machine, "ready": all(c.passed for c in checks)}
+        row.update({key: c.passed for (key, _), c in zip(CHECKLIST, checks, strict=True)})
+        hardware = specs[machine].hardware if machine in specs else None
+        host = hardware.mem_bandwidth if hardware else None
+        gpu = hardware.gpu[0].mem_bandwidth if hardware and hardware.gpu else None
+        row["mem_bandwidth"] = label(host)
+        row["gpu_mem_bandwidth"] = label(gpu)
+        if args.format == "json":
+            row["mem_bandwidth"] = host.model_dump() if host else None
+            row["gpu_mem_bandwidth"] = gpu.model_dump() if gpu else None
+        rows.append(row)
+    columns = [Column("machine", "machine"), Column("ready", "ready")]
+    columns += [Column(key, key) for key, _ in CHECKLIST]
+    columns += [Column("mem_bandwidth", "memory"), Column("gpu_mem_bandwidth", "GPU memory")]
+    emit([Section(columns, rows, title="machines")], args.format, rows)
+    return 0
+
+
+def run_set(args: argparse.Namespace) -> int:
+    from benchlab.layout import Store, find_store
+    from benchlab.machines.bandwidth import declared, label, record
+
+    store = Store(find_store()).require()
+    figure = declared(args.mem_bandwidth)
+    record(store, args.machine_id, figure, gpu=args.gpu)
+    where = "first GPU's memory" if args.gpu else "memory"
+    print(f"{args.machine_id}: {where} {label(figure)}; `bench catalog build` publishes it")
+    return 0
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    import json
+
+    from benchlab.errors import ConfigError, DeviceError
+    from benchlab.layout import Store, find_store
+    from benchlab.machines.bandwidth import label, record
+    from benchlab.machines.remote_specs import measure_bandwidth
+
+    store = Store(find_store()).require()
+    if (args.device is None) != (args.config is None):
+        raise ConfigError("--device and --config go together (a device of a sweep config)")
+    if args.device is not None:
+        from benchlab.devices import open_transport
+        from benchlab.sweep.config import load_sweep_config
+
+        config = load_sweep_config(args.config)
+        if args.device not in config.devices:
+            raise ConfigError(f"{args.config}: devices: no device {args.device!r}")
+        device = config.devices[args.device]
+        machine_id = args.machine_id or device.machine_id or args.device
+        transport = open_transport(args.device, device)
+    else:
+        from benchlab.devices import open_transport
+        from benchlab.machines.onboard import read_machine_id
+        from benchlab.models import DeviceConfig
+
+        machine_id = args.machine_id or read_machine_id(store.root)
+        if not machine_id:
+            raise ConfigError("--machine-id is required (no .bench-machine-id: run bench onboard)")
+        transport = open_transport(machine_id, DeviceConfig())
+    with transport:
+        figure = measure_bandwidth(transport)
+    if figure is None:
+        raise DeviceError(f"{machine_id}: the agent could not measure memory bandwidth")
+    record(store, machine_id, figure)
+    if args.format == "json":
+        print(json.dumps({"machine_id": machine_id, "mem_bandwidth": figure.model_dump()}))
+    else:
+        print(f"{machine_id}: memory {label(figure)}")
+    return 0

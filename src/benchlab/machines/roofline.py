@@ -1,0 +1,149 @@
+"""How close a run is to what its machine can do at all (ARCHITECTURE.md, "How close to the
+hardware").
+
+Each generated token reads the model's active weights (and the KV cache so far) once, so
+decode t/s x bytes per token can never exceed the memory bandwidth. From that one bound:
+
+- the **ceiling**: bandwidth / bytes per token, the fastest decode the machine allows;
+- **MBU** (model bandwidth utilisation): achieved decode / ceiling, in percent;
+- the **physics check**: a decode over 1.1 x its ceiling is `impossible` (a mistake or a
+  fake); the 10% allows for a spec-sheet figure that undersells a card and for a model file
+  whose metadata is not read on every token;
+- the **prediction** for a machine that never ran a model: its ceiling x the fleet's median
+  MBU for that model, with the interval the fleet's spread of MBU gives.
+
+Bytes per token are a lower bound wherever the model's shape is unknown (llama-bench's JSON
+gives the file size, not the layer count): the KV cache read is then left out, which raises
+the ceiling, so the physics check never calls a run impossible for want of a shape.
+A mixture-of-experts model reads only its active experts per token: a name that says
+`30B.A3B` counts 3/30 of the weights, `8x7B` two experts of eight (Mixtral's top-2); both
+leave out the shared attention weights, again a lower bound.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+IMPOSSIBLE_OVER = 1.1
+"""A decode this many times over its ceiling cannot have happened."""
+
+_ACTIVE = re.compile(r"(\d+(?:\.\d+)?)B[.\-_ ]?A(\d+(?:\.\d+)?)B", re.IGNORECASE)
+_EXPERTS = re.compile(r"\b(\d+)x(\d+(?:\.\d+)?)B\b", re.IGNORECASE)
+
+
+def active_fraction(model: str | None) -> float:
+    """The share of the weights one token reads: 1.0 for a dense model."""
+    if not model:
+        return 1.0
+    active = _ACTIVE.search(model)
+    if active:
+        total, used = float(active.group(1)), float(active.group(2))
+        return min(1.0, used / total) if total > 0 else 1.0
+    experts = _EXPERTS.search(model)
+    if experts and int(experts.group(1)) > 2:
+        return 2.0 / int(experts.group(1))
+    return 1.0
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the KV cache read needs; known for the reference decoder, not for an import."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+    kv_bytes_per_value: float = 2.0
+
+
+def bytes_per_token(
+    model_size: int | None, *, model: str | None = None, shape: Shape | None = None,
+    depth: int = 0,
+) -> float | None:  # fmt: skip
+    """Bytes one decoded token reads: active weights plus K and V of every layer at `depth`
+    (only where the shape is known). None without a model size."""
+    if not model_size or model_size <= 0:
+        return None
+    weights = model_size * active_fraction(model)
+    kv = 0.0
+    if shape is not None and depth > 0:
+        kv = 2 * shape.layers * shape.kv_heads * shape.head_dim * shape.kv_bytes_per_value * depth
+    return weights + kv
+
+
+def ceiling(bandwidth_gbs: float, per_token: float) -> float:
+    """The fastest decode (t/s) the bandwidth allows."""
+    return bandwidth_gbs * 1e9 / per_token
+
+
+def mbu_pct(decode_tok_per_sec: float, per_token: float, bandwidth_gbs: float) -> float:
+    """Model bandwidth utilisation: the share of the bandwidth the decode used, in percent."""
+    return decode_tok_per_sec * per_token / (bandwidth_gbs * 1e9) * 100.0
+
+
+def impossible(decode_tok_per_sec: float, per_token: float, bandwidth_gbs: float) -> bool:
+    return decode_tok_per_sec > IMPOSSIBLE_OVER * ceiling(bandwidth_gbs, per_token)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One run against its machine's roofline."""
+
+    run_id: str
+    bandwidth_gbs: float
+    bandwidth_source: str
+    ceiling_tok_per_sec: float
+    mbu_pct: float
+    impossible: bool
+
+
+def judge(entry: Mapping[str, Any], bandwidth_gbs: float, source: str) -> Judgement | None:
+    """A catalog entry's MBU and physics check, or None where it has no decode or size."""
+    decode = entry.get("decode_tok_per_sec")
+    per_token = bytes_per_token(
+        entry.get("model_size"), model=entry.get("model"), depth=entry.get("depth") or 0
+    )
+    if not isinstance(decode, (int, float)) or decode <= 0 or per_token is None:
+        return None
+    return Judgement(
+        run_id=str(entry.get("run_id")),
+        bandwidth_gbs=bandwidth_gbs,
+        bandwidth_source=source,
+        ceiling_tok_per_sec=ceiling(bandwidth_gbs, per_token),
+        mbu_pct=mbu_pct(decode, per_token, bandwidth_gbs),
+        impossible=impossible(decode, per_token, bandwidth_gbs),
+    )
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Decode t/s expected on a machine from its ceiling and the fleet's MBU for the model."""
+
+    tok_per_sec: float
+    low: float
+    high: float
+    ceiling_tok_per_sec: float
+    median_mbu_pct: float
+    machines: int
+    """How many machines' MBU the median and interval come from."""
+
+
+def predict(ceiling_tok_per_sec: float, fleet_mbu: Iterable[float]) -> Prediction | None:
+    """The ceiling scaled by the fleet's median MBU (one figure per machine), with the
+    interval from the fleet's lowest to highest MBU: with a handful of machines a quantile
+    interval would claim more than the fleet knows. None without at least two machines."""
+    shares = sorted(m for m in fleet_mbu if 0 < m <= 100 * IMPOSSIBLE_OVER)
+    if len(shares) < 2:
+        return None
+    median = statistics.median(shares)
+    return Prediction(
+        tok_per_sec=ceiling_tok_per_sec * median / 100,
+        low=ceiling_tok_per_sec * shares[0] / 100,
+        high=ceiling_tok_per_sec * shares[-1] / 100,
+        ceiling_tok_per_sec=ceiling_tok_per_sec,
+        median_mbu_pct=median,
+        machines=len(shares),
+    )

@@ -1,0 +1,103 @@
+"""The site over a llama-bench history made as users make it (tests/kit/llama_steps): its
+Regressions page lists the steps `bench regression --detect` finds, in every metric; the
+home page lists those in effect; the series page of a prefill-only regression draws its
+prefill chart with the step and fails that metric's gate."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tests.kit.llama_steps import make_store
+
+from benchlab.cli import main
+from benchlab.layout import Store
+from benchlab.publish.build import expand
+from benchlab.publish.data import load_public
+from benchlab.publish.links import series_file
+from benchlab.publish.site import render_pages
+from benchlab.publish.tables import metric_name
+
+
+def _rows(text: str, table_id: str) -> list[list[str]]:
+    body = re.search(rf'<table[^>]*id="{table_id}".*?<tbody>(.*?)</tbody>', text, re.S)
+    if not body:
+        return []
+    return [
+        [
+            " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split())
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
+        for row in re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)
+    ]
+
+
+@pytest.fixture(scope="module")
+def llama_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    root = tmp_path_factory.mktemp("llama-site")
+    store = root / "repo" / "experiments" / "benchmark"
+    store.mkdir(parents=True)
+    make_store(store, root / "outputs")
+    return store, render_pages(load_public(Store(store))).files
+
+
+def _cli_steps(store: Path, capsys: pytest.CaptureFixture) -> list[dict]:
+    capsys.readouterr()
+    main(["--store", str(store), "regression", "--detect", "--format", "json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_regressions_page_lists_the_steps_the_cli_finds(
+    llama_site: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture
+) -> None:
+    store, files = llama_site
+    cli = _cli_steps(store, capsys)
+    assert len(cli) >= 4
+    page = expand(files, "regressions.md")
+    assert "No step found" not in page
+    listed = sorted(
+        (row[0], row[2], row[1].split(" % ", 1)[1], float(row[1].split()[0]))
+        for row in _rows(page, "all-steps")
+    )
+    expected = sorted(
+        (f"{s['status']} {s['kind']}" if s["status"] != "confirmed" else s["kind"],
+         s["label"], metric_name(s["metric"]), round(s["change"], 1))
+        for s in cli
+    )  # fmt: skip
+    assert listed == expected
+
+
+def test_the_home_page_lists_the_regressions_in_effect(
+    llama_site: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture
+) -> None:
+    store, files = llama_site
+    cli = _cli_steps(store, capsys)
+    in_effect = {
+        (s["machine_id"], metric_name(s["metric"]))
+        for s in cli
+        if s["kind"] == "regression" and s["open"] and s["status"] == "confirmed"
+    }
+    assert in_effect == {("lab03", "decode"), ("lab07", "prefill")}
+    rows = _rows(expand(files, "index.md"), "open-regressions")
+    listed = {(row[1].split()[0], row[2].split(" % ", 1)[1].split()[0]) for row in rows}
+    assert listed == in_effect
+
+
+def test_the_series_page_of_a_prefill_regression_draws_and_gates_prefill(
+    llama_site: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture
+) -> None:
+    store, files = llama_site
+    [step] = [s for s in _cli_steps(store, capsys) if s["machine_id"] == "lab07"]
+    text = files[f"bl/series/{series_file(step['series'], '.js')}"]
+    payload = json.loads(text[text.index("]=") + 2 : text.rindex("}") + 1])
+    slugs = [chart["slug"] for chart in payload["charts"]]
+    assert (
+        f"series-{step['series']}-prefill" in slugs and f"series-{step['series']}-decode" in slugs
+    )
+    assert payload["steps"] is not None and "prefill" in payload["steps"]["html"]
+    gates = {g["metric"]: g["verdict"] for g in payload["metric_gates"]}
+    assert gates == {"decode_tok_per_sec": "passed", "prefill_tok_per_sec": "failed"}
+    assert payload["gate"]["verdict"] == "failed"  # never "gate passed" on a series 15 % down
