@@ -21,6 +21,8 @@ import threading
 import time
 from typing import Any
 
+from benchlab.agent.readfile import read_text
+
 MIN_WORKING_SET = 64 << 20
 DEFAULT_LLC = 32 << 20
 REPEATS = 7
@@ -29,18 +31,9 @@ TIME_BUDGET_S = 20.0
 
 
 def _read_small(path: str) -> str | None:
-    """A sysfs or procfs text file, or None: regular files only, never blocking."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 1 << 16).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    """A sysfs or procfs text file, or None: the agent's guarded reader (regular files
+    only, never blocking, capped)."""
+    return read_text(path, cap=1 << 16)
 
 
 def _size_bytes(text: str) -> int | None:
