@@ -25,10 +25,14 @@ from benchlab.catalog.lines import (
 )
 from benchlab.catalog.order import (
     CONFLICT,
+    Judgements,
+    copies,
+    copy_digest,
+    effective_rejections,
     measurement,
     merge_copies,
     rejected_by_run,
-    without_rejected,
+    without_digests,
 )
 from benchlab.catalog.result import BuildResult
 from benchlab.catalog.shards import (
@@ -88,7 +92,7 @@ class ShardBook:
         self.stale: set[str] = set()  # view names of replaced entries no entry has now
         self.removed: list[dict[str, Any]] = []  # entries dropped (retracted)
         self.rejected: set[str] = set()  # the head's `rejected` copies (`resolve`)
-        self._rejected: dict[str, set[str]] = {}  # the same, by run id
+        self._rejected: dict[str, Judgements] = {}  # the same, by run id and round
         self.fresh_ids: set[str] = set()
         self.written: set[str] = set()  # names of the shards this build rewrote or removed
         self.views: ViewWriter | None = None  # full builds: views of the entries kept
@@ -276,9 +280,10 @@ class ShardBook:
         are settled with `winner`. `candidates`: `where([run_id])[0]`, if known; `views`:
         the view names a reader already wrote for this line (else this process writes
         them)."""
-        digests = self._rejected.get(run_id)
+        rounds = self._rejected.get(run_id)
+        digests = self._effective(run_id, rounds, [_decode(line)]) if rounds else None
         if digests:
-            judged = without_rejected(_decode(line), digests)
+            judged = without_digests(_decode(line), digests)
             if judged is None:  # a copy `bench catalog resolve` set aside
                 if views is not None:
                     self._views_back(run_id, views)
@@ -370,12 +375,13 @@ class ShardBook:
         pulled one's) leave every shard, and are never placed again (`place`)."""
         self.rejected.update(items)
         self._rejected = rejected_by_run(self.rejected)
-        for run_id, digests in sorted(self._rejected.items()):
+        for run_id, rounds in sorted(self._rejected.items()):
+            digests = self._effective(run_id, rounds, [])
             for sid in self.where([run_id])[0]:
                 line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
                 if line is None:
                     continue
-                kept = without_rejected(_decode(line), digests)
+                kept = without_digests(_decode(line), digests)
                 if kept is None:
                     self.removed.append(_decode(line))
                     self.remove(sid, run_id)
@@ -383,6 +389,16 @@ class ShardBook:
                     self.remove(sid, run_id)
                     self.put(sid, run_id, encode_line(kept), point_of(kept))
                     self.touched[run_id] = kept
+
+    def _effective(self, run_id: str, rounds: Judgements, more: list[dict[str, Any]]) -> set[str]:
+        """The rejected digests in force for `run_id`, over every copy of it the shards hold
+        and `more` (`order.effective_rejections`: never every copy)."""
+        present = {copy_digest(c) for line in more for c in copies(line)}
+        for sid in self.where([run_id])[0]:
+            line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
+            if line is not None:
+                present |= {copy_digest(c) for c in copies(_decode(line))}
+        return effective_rejections(rounds, present)
 
     def drop(self, run_id: str) -> None:
         """A retracted run leaves every shard."""
