@@ -36,7 +36,7 @@ from benchlab.catalog.text import render
 from benchlab.catalog.views import ViewWriter, remove_views, view_names
 from benchlab.errors import QueryError
 from benchlab.ids import check_id
-from benchlab.layout import Store, atomic_write_bytes, loads_json
+from benchlab.layout import Store, atomic_write_bytes, loads_json, write_set
 
 
 def _holding(path: Path, run_id: str) -> list[tuple[Path, str, list[dict[str, Any]]]]:
@@ -104,16 +104,16 @@ def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
         raise QueryError(f"{path}: {exc}") from None
     present = {copy_digest(c) for line in found for c in copies(line)}
     gone = effective_rejections(rejected_by_run(judged)[run_id], present)
-    # Shards first, then the head: stopped in between, the copies set aside come back with
-    # the next pull as a conflict again (nothing is lost).
-    for shard_path, name, lines in shards:
-        out = _judged(lines, run_id, gone)
+    written = [(shard_path, _judged(lines, run_id, gone)) for shard_path, _, lines in shards]
+    for (_, name, _), (_, out) in zip(shards, written, strict=True):
         check_lines(name, out)
-        atomic_write_bytes(shard_path, render_shard(out))
     pending = _judged(inline, run_id, gone)
     static = _static_of(head.get("machines", {}))
     doc = head_document(static, head.get("retracted", []), pending, judged, head.get(MARKS, []))
-    atomic_write_bytes(path, render(doc).encode("utf-8"))
+    with write_set(store.write_aside):  # shards and head: all replaced, or none
+        for shard_path, out in written:
+            atomic_write_bytes(shard_path, render_shard(out))
+        atomic_write_bytes(path, render(doc).encode("utf-8"))
     _views(store, kept, rejected)
     return kept
 
@@ -166,6 +166,13 @@ def find_conflicts(path: Path, head: dict[str, Any]) -> list[str]:
         if settled is not None and CONFLICT in settled:
             out.append(describe_conflict(settled))
     return out
+
+
+def held_ids(path: Path, head: dict[str, Any]) -> set[str]:
+    """Every run id the catalog holds a line of (conflicts included, retracted not)."""
+    inline = [*head.get("runs", []), *head.get("conflicts", [])]
+    ids = {run_id for _, found in _ids(path, inline) for run_id, _ in found}
+    return ids - set(head.get("retracted", []))
 
 
 _CONFLICT_LINE = b'{"conflict":['

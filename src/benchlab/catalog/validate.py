@@ -51,14 +51,16 @@ def _validate_v3(store: Store) -> ValidationReport:
     with the entries. All problems are found; the first is raised, the count with it."""
     from benchlab.catalog.document import parse_catalog
     from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
+    from benchlab.catalog.marks import mark_problems
     from benchlab.catalog.read import load_catalog
     from benchlab.catalog.shards import iter_shards
     from benchlab.layout import loads_json
 
     path = store.catalog_path
     raw, _ = read_regular(path, str(path), MAX_CATALOG_BYTES)
-    parse_catalog(path, loads_json(raw, path))
-    problems: list[str] = []
+    head = loads_json(raw, path)
+    parse_catalog(path, head)
+    problems: list[str] = mark_problems(str(path), head)
     for name, shard_path in iter_shards(path):
         problems += _shard_problems(name, shard_path)
     if problems:
@@ -70,9 +72,17 @@ def _validate_v3(store: Store) -> ValidationReport:
         e["run_id"] for e in loaded.runs if e.get("path") and not (store.root / e["path"]).is_dir()
     )
     warnings = [f"{run_id}: run dir absent on this clone" for run_id in absent]
-    from benchlab.catalog.resolve import find_conflicts
+    from benchlab.catalog.resolve import find_conflicts, held_ids
 
-    conflicts = find_conflicts(path, loads_json(raw, path))
+    held = held_ids(path, head)
+    unnamed = [m["run_id"] for m in head.get("marks", []) if m["run_id"] not in held]
+    if unnamed:
+        raise SchemaError(
+            f"{path}: $.marks: a mark names {unnamed[0]!r}, no run of the catalog"
+            + (f" (and {len(unnamed) - 1} more)" if len(unnamed) > 1 else "")
+            + "; `bench catalog build` drops it"
+        )
+    conflicts = find_conflicts(path, head)
     return ValidationReport(len(loaded.runs), absent, warnings, conflicts)
 
 
