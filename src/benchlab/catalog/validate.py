@@ -36,7 +36,25 @@ def validate(store: Store) -> ValidationReport:
     from benchlab.catalog.gate import check_regular
 
     check_regular(path, str(path))  # before anything opens it: no link, FIFO or device
-    return _validate_v3(store)
+    restored = _recover(store)
+    report = _validate_v3(store)
+    report.warnings[:0] = [
+        f"{line}: put back (a write set was killed part way)" for line in restored
+    ]
+    return report
+
+
+def _recover(store: Store) -> list[str]:
+    """A write set a killed build, resolve or retract left half done (its journal) is
+    rolled back first, under the catalog lock (ARCHITECTURE.md, invariant 8): mixed shards
+    are never called valid."""
+    from benchlab.catalog.lock import catalog_lock
+    from benchlab.layout import JOURNAL, recover_write_set
+
+    if not (store.write_aside / JOURNAL).exists():
+        return []
+    with catalog_lock(store):
+        return [str(store.relative(Path(p))) for p in recover_write_set(store.write_aside)]
 
 
 BUILD_FIXES = "run `bench catalog build` (it re-files and sorts shard lines, run dirs or not)"
