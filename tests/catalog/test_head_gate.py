@@ -1,4 +1,4 @@
-"""What another clone's head may hold (ARCHITECTURE.md, The trust boundary; The catalog:
+"""What another clone's head may hold (ARCHITECTURE.md, The catalog: the trust boundary,
 marks): `rejected` items of one shape, `marks` and `rejected` bounded before anything expands
 them, marks dated by a real clock from 1970 to 2099 (one from the future is set aside, never
 in force, and the next mark of its run replaces it), entry timestamps in that range too,

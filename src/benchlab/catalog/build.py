@@ -94,6 +94,7 @@ from benchlab.catalog.shards import (
     encode_line,
     iter_shards,
     read_shard,
+    read_shard_gated,
     render_shard,
     shard_name,
 )
@@ -598,7 +599,7 @@ def _reconcile_views(store: Store, book: ShardBook, result: BuildResult, *, swee
     for name in sorted(book.pulled):
         target = store.root / name
         if target.exists():
-            for entry in read_shard(target, name):
+            for entry in read_shard_gated(target, name)[0]:
                 if CONFLICT not in entry:
                     writer.put(entry)
     if sweep and book.wanted is not None:

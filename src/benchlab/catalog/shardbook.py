@@ -12,6 +12,7 @@ import numpy as np
 from benchlab.catalog.buildcache import _stat
 from benchlab.catalog.gate import MAX_SHARD_BYTES, read_regular
 from benchlab.catalog.lines import (
+    BadLine,
     _alone,
     _checked,
     _decode,
@@ -19,9 +20,11 @@ from benchlab.catalog.lines import (
     _points,
     _settled,
     _views_of,
+    gated,
     id_hash,
     line_id,
     point_of,
+    with_bad,
 )
 from benchlab.catalog.order import (
     CONFLICT,
@@ -39,7 +42,6 @@ from benchlab.catalog.shards import (
     encode_line,
     is_layout_name,
     iter_shards,
-    parse_lines,
     read_shard,
     shard_name,
 )
@@ -72,6 +74,7 @@ class Shard:
     loaded_stat: list[int] | None = None
     dirty: bool = False
     visited: bool = False  # loaded at least once this build
+    bad: list[BadLine] = field(default_factory=list)  # pulled lines the gate refuses, kept
 
 
 class ShardBook:
@@ -149,7 +152,7 @@ class ShardBook:
             checked = list(workers.imap(_check_shard, tasks))
         else:
             checked = [_check_shard(task) for task in tasks]
-        for sid, (stat, canonical, counts, ids) in zip(sids, checked, strict=True):
+        for sid, (stat, canonical, counts, ids, _) in zip(sids, checked, strict=True):
             shard = self._shard(sid)
             shard.stat, shard.canonical, shard.counts = stat, canonical, counts
             shard.hashes = _hashes(ids)
@@ -220,7 +223,8 @@ class ShardBook:
             if raw and shard.canonical and stat == shard.stat:
                 shard.lines = {line_id(line): line for line in raw.split(b"\n") if line}
             elif raw:
-                entries = _checked(shard.name, parse_lines(raw, shard.name))
+                good, shard.bad, _ = gated(raw, shard.name)
+                entries = _checked(shard.name, good)
                 shard.lines = {k: encode_line(e) for k, e in entries.items()}
                 shard.counts = _count(entries.values())
             else:
@@ -293,6 +297,10 @@ class ShardBook:
         if sid is None:
             sid = self._add(target)
         here = self.lines(sid).get(run_id)
+        if fresh and any(bad[3] == run_id for bad in self._shard(sid).bad):
+            # A refused pulled line of a run this clone holds: its run dir rebuilds it.
+            self._shard(sid).bad = [bad for bad in self._shard(sid).bad if bad[3] != run_id]
+            self._shard(sid).dirty = True
         again = fresh and run_id in self.fresh_ids
         if fresh:
             self.fresh_ids.add(run_id)
@@ -460,7 +468,7 @@ class ShardBook:
                     lines[run_id] = encode_line(best)
                     self.touched[run_id] = best
             shard.counts = _count(_decode(line) for line in lines.values())
-        if not lines and not is_layout_name(shard.name):
+        if not lines and not shard.bad and not is_layout_name(shard.name):
             # A file the layout does not name, emptied by `relocate`: it goes. A shard the
             # layout names stays, empty (below): deleting it would make a pull that adds a
             # run to it a modify/delete conflict, which git resolves without the driver.
@@ -473,16 +481,40 @@ class ShardBook:
             self.shards[sid] = None
             del self.by_name[shard.name]
             return
-        data = b"".join(line + b"\n" for _, line in sorted(lines.items()))
+        data = with_bad(lines, shard.bad)
         if now is None or path.read_bytes() != data:
             atomic_write_bytes(path, data)
             self.result.catalog_written = True
             self.written.add(shard.name)
         shard.stat = _stat(path)
-        shard.canonical = True
+        shard.canonical = not shard.bad
+        if shard.bad:
+            self._report_bad(shard.name, data, {bad[3] for bad in shard.bad})
+            shard.stat = None  # the cache never vouches for it: read through the gate again
         shard.hashes = _hashes(lines)
         shard.ids = None
         shard.counts = {k: n for k, n in shard.counts.items() if n > 0}
+
+    def _report_bad(self, name: str, data: bytes, run_ids: set[str]) -> None:
+        """One warning per kept bad line, at its line in the file as written: why, and the
+        one command that fixes it."""
+        from benchlab.catalog.gate import gate_lines
+
+        mine = {r for r in run_ids if r and any(self.store.by_machine.glob(f"*/{r}"))}
+        for problem in gate_lines(data, name)[2]:
+            line = int(problem.split(":", 2)[1])
+            raw = data.split(b"\n")[line - 1]
+            found = next((r for r in mine if f'"run_id":"{r}"'.encode() in raw), None)
+            fix = (
+                "`bench catalog build --full` rebuilds it from this clone's run dir"
+                if found
+                else f"delete it (`sed -i '{line}d' {name}`) or have the clone that pushed it "
+                "rebuild its run"
+            )
+            self.result.warnings.append(
+                f"set aside, kept as it is and not published: {problem}; fix: {fix}"
+            )
+            self.result.set_aside += 1
 
     # -- summaries
 
@@ -526,7 +558,9 @@ def _count(entries: Iterable[dict[str, Any]]) -> dict[tuple[Any, Any, Any], int]
     return counts
 
 
-def _check_shard(task: tuple[str, str]) -> tuple[Any, bool, dict[Any, int], list[str]]:
+def _check_shard(
+    task: tuple[str, str],
+) -> tuple[Any, bool, dict[Any, int], list[str], list[str]]:
     """(stat, canonical?, point counts, run ids) of a shard, validated as catalog entries
     (every line through the gate, the file a regular one under the cap). Canonical: as a
     build writes it, sorted, every entry in the shard its machine and week name; a shard
@@ -534,7 +568,8 @@ def _check_shard(task: tuple[str, str]) -> tuple[Any, bool, dict[Any, int], list
     name, path = task
     stat = _stat(path)
     raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
-    entries = _checked(name, parse_lines(raw, name))
+    good, bad, problems = gated(raw, name)
+    entries = _checked(name, good)
     canonical = raw == b"".join(encode_line(e) + b"\n" for _, e in sorted(entries.items()))
-    canonical = canonical and all(shard_name(e) == name for e in entries.values())
-    return stat, canonical, _count(entries.values()), list(entries)
+    canonical = canonical and not bad and all(shard_name(e) == name for e in entries.values())
+    return stat, canonical, _count(entries.values()), list(entries), problems
