@@ -81,7 +81,8 @@ class Catalog:
 
     def to_pandas(self) -> pandas.DataFrame:
         """One row per run, one column per entry field (`columns`): identity fields, status,
-        metrics (NaN where a run did not measure one); `timestamp` as UTC datetimes."""
+        metrics (NaN where a run did not measure one); `timestamp` as UTC datetimes (NaT where
+        a run's stamp is not a date-time)."""
         pd = _pandas()
         columns = self.columns()
         runs = self.loaded.runs
@@ -89,7 +90,8 @@ class Catalog:
         data["status"] = [run.get("status", "ok") for run in runs]
         data["tags"] = [run.get("tags", []) for run in runs]
         frame = pd.DataFrame(data, columns=columns)
-        frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
+        # An undated run (any text the gate lets by: ARCHITECTURE.md, The catalog) is NaT.
+        frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce")
         return frame
 
 

@@ -28,6 +28,17 @@ _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 line/paragraph separators: characters that are invisible or reorder what a reader sees."""
 
 
+_INVISIBLE_RANGES = (
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
+)  # fmt: skip
+INVISIBLE = frozenset(chr(c) for first, last in _INVISIBLE_RANGES for c in range(first, last + 1))
+"""Letters and marks that draw nothing (Hangul fillers U+115F, U+1160, U+3164, U+FFA0, the
+blank Braille pattern U+2800, the combining grapheme joiner, Khmer and Mongolian invisible
+marks, variation selectors): default-ignorable or blank, so `gpu\u3164` reads as `gpu`."""
+
+
 def hidden_character(text: str) -> str | None:
     """The first character of `text` that a name must not hold, as `U+XXXX`, else None.
 
@@ -36,7 +47,7 @@ def hidden_character(text: str) -> str | None:
     name that looks right could stand for another one.
     """
     for char in text:
-        if unicodedata.category(char) in _REFUSED_CATEGORIES:
+        if unicodedata.category(char) in _REFUSED_CATEGORIES or char in INVISIBLE:
             return f"U+{ord(char):04X}"
     return None
 

@@ -145,9 +145,12 @@ def _atomic_write(path: Path, data: bytes, durable: bool) -> None:
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
-        if _ACTIVE is not None and _ACTIVE.owns():
-            _ACTIVE.keep(path)
+        active = _ACTIVE if _ACTIVE is not None and _ACTIVE.owns() else None
+        if active is not None:
+            active.keep(path)
         os.replace(tmp, path)
+        if active is not None:
+            active.replaced()
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -187,18 +190,19 @@ class WriteSet:
     late) leaves the tracked catalog as it was.
 
     Each file stays whole at every instant (every write is a rename); a process killed
-    between the first replacement and the commit is not rolled back; the old versions it
-    left aside are cleared by the next set (the catalog lock keeps sets apart), and being
-    in a private dir they never reach git. Only the process that opened the set records
-    (forked workers inherit the module, not the set)."""
+    between the first replacement and the commit leaves the set's `JOURNAL`, and the next
+    set (or `bench catalog validate`) rolls it back (`recover_write_set`; the catalog lock
+    keeps sets apart); in a private dir, the old versions never reach git. Only the process
+    that opened the set records (forked workers inherit the module, not the set)."""
 
     def __init__(self, aside: Path, root: Path | None = None) -> None:
         self.pid = os.getpid()
         self.aside = aside
         self.root = root
-        self.kept: list[tuple[Path, Path | bytes | None]] = []
+        self.kept: list[tuple[Path, Path | None]] = []
         self.seen: set[Path] = set()
         self.made_dirs: list[Path] = []
+        self.count = 0
 
     def owns(self) -> bool:
         return os.getpid() == self.pid
@@ -210,29 +214,50 @@ class WriteSet:
                 path.unlink()
             return
         old = self.aside / f"{len(self.kept)}.{path.name}"
+        self.aside.mkdir(parents=True, exist_ok=True)
         if not path.exists():
+            self._journal(path, None)
             self.seen.add(path)
             self.kept.append((path, None))  # a new file
             return
         try:
-            self.aside.mkdir(parents=True, exist_ok=True)
-            if move:
-                os.replace(path, old)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    old.unlink()
-                os.link(path, old)
-            saved: Path | bytes | None = old
-        except OSError:  # no hard links here, or another file system: keep the bytes
-            saved = read_bytes(path)
-            if move:
-                path.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                old.unlink()
+            os.link(path, old)
+        except OSError:  # no hard links here: a copy of the bytes
+            with open(old, "wb") as handle:
+                handle.write(read_bytes(path))
+                handle.flush()
+                os.fsync(handle.fileno())
+        self._journal(path, old)  # before the file is touched: a kill -9 is rolled back
+        if move:
+            path.unlink()
         self.seen.add(path)
-        self.kept.append((path, saved))
+        self.kept.append((path, old))
+
+    def _journal(self, path: Path, saved: Path | None) -> None:
+        """One line of the set's journal (`JOURNAL`), on disk before `path` changes."""
+        line = json.dumps({"path": str(path), "saved": saved.name if saved else None})
+        with open(self.aside / JOURNAL, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def replaced(self) -> None:
+        """A file of the set was replaced (tests may hold the set here: `PAUSE_ENV`)."""
+        self.count += 1
+        pause = os.environ.get(PAUSE_ENV)
+        if pause and pause.isdigit() and self.count == int(pause):
+            (self.aside / "paused").write_text(str(os.getpid()))
+            import time
+
+            time.sleep(600)
 
     def commit(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.aside / JOURNAL).unlink()  # the set is done: nothing to roll back
         for _, saved in self.kept:
-            if isinstance(saved, Path):
+            if saved is not None:
                 with contextlib.suppress(OSError):
                     saved.unlink()
         self.kept.clear()
@@ -244,17 +269,52 @@ class WriteSet:
             try:
                 if saved is None:
                     path.unlink(missing_ok=True)
-                elif isinstance(saved, Path):
-                    os.replace(saved, path)
                 else:
-                    _atomic_write(path, saved, True)
+                    os.replace(saved, path)
             except OSError as exc:
                 failed.append(f"{path}: {exc.strerror}")
         for made in self.made_dirs:
             with contextlib.suppress(OSError):
                 made.rmdir()
         self.kept.clear()
+        if not failed:
+            with contextlib.suppress(FileNotFoundError):
+                (self.aside / JOURNAL).unlink()
         return failed
+
+
+JOURNAL = "journal"
+"""A write set's journal in its `aside` dir: one JSON line per file, `{"path", "saved"}`
+(the old version's name there, or null for a new file), written and synced before the file
+changes and removed when the set commits. Found by the next set (or `recover_write_set`),
+it means a process was killed mid set: every file goes back (ARCHITECTURE.md, invariant 8)."""
+PAUSE_ENV = "BENCHLAB_TEST_PAUSE_WRITE_SET"
+"""Tests only: hold a write set after this many files, so a test can kill it there."""
+
+
+def recover_write_set(aside: Path) -> list[str]:
+    """Roll back a write set a killed process left (its `JOURNAL`): every file it replaced
+    gets its old version back, every file it made goes. Returns the paths put back (empty
+    when there was nothing to do). The caller holds the lock the set was written under."""
+    journal = aside / JOURNAL
+    try:
+        text = journal.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    done: list[str] = []
+    for line in reversed(text.splitlines()):
+        try:
+            item = json.loads(line)
+            path, saved = Path(item["path"]), item["saved"]
+        except (ValueError, KeyError, TypeError):
+            continue  # a line torn by the kill: its file was not touched yet
+        if saved is None:
+            path.unlink(missing_ok=True)
+        elif (aside / saved).exists():
+            os.replace(aside / saved, path)
+        done.append(str(path))
+    journal.unlink()
+    return done
 
 
 _ACTIVE: WriteSet | None = None
@@ -271,6 +331,8 @@ def write_set(aside: Path, root: Path | None = None) -> Iterator[WriteSet]:
     if _ACTIVE is not None and _ACTIVE.owns():
         yield _ACTIVE  # nested: the outer set decides
         return
+    for line in recover_write_set(aside):
+        log.warning("put back after an interrupted write: %s", line)
     if aside.is_dir():
         for stale in aside.iterdir():
             with contextlib.suppress(OSError):

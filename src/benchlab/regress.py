@@ -743,7 +743,10 @@ def window_start(entries: Iterable[Entry], days: float) -> str | None:
         moment = datetime.strptime(newest, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     except ValueError:
         return None
-    return (moment - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return (moment - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except OverflowError:  # a window reaching past year 1: every run is in it
+        return None
 
 
 def recent(steps: Iterable[Step], since: str | None) -> list[Step]:

@@ -170,6 +170,20 @@ def test_ci_gate_window_counts_back_from_the_newest_run(
     assert step["status"] == "confirmed" and step["runs_after"] == 20
 
 
+def test_a_window_past_the_calendar_is_one_line(
+    catalog: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """2**31 days used to end in an OverflowError traceback from date arithmetic."""
+    base = ["--store", str(catalog), "regression", "--detect"]
+    assert main([*base, "--window", "2147483648"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "at most 100000" in err
+    assert main([*base, "--window", "100000", "--format", "json"]) == 1  # every run counts
+    from benchlab.regress import window_start
+
+    assert window_start([{"timestamp": "2025-01-06T00:00:00Z"}], 1e6) is None
+
+
 def test_with_no_metric_a_series_without_a_peak_is_judged_by_its_decode(
     store: Path, capsys: pytest.CaptureFixture
 ) -> None:

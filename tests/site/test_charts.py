@@ -496,3 +496,16 @@ def test_the_trend_draws_every_machine_before_a_fast_machines_twentieth_series()
     assert len(kept) == 16 and "top 16 of 26 series" in figure["layout"]["title"]["text"]
     assert {t["customdata"][0][0] for t in drawn} == {"big", "small", "other"}
     assert sum(t["customdata"][0][0] == "big" for t in kept) == 14
+
+
+def test_the_chart_of_a_machine_whose_only_run_failed_is_empty_not_an_index_error() -> None:
+    """A machine page's throughput chart reads the ok runs' tails (none) and the metrics
+    its runs carry (none): it used to index the first of no metrics."""
+    from benchlab.publish.charts.levels import present_metrics
+
+    failed = {"run_id": "pi5-x-q8-batch-0-20250106T000000Z", "machine_id": "pi5"}
+    failed.update(status="failed", model="x", precision="q8", tags=[])
+    metrics = present_metrics([failed])
+    assert metrics == []
+    chart = machine_chart([], "machine-pi5-throughput", metrics)
+    assert chart.slug == "machine-pi5-throughput" and chart.rows == []

@@ -94,6 +94,7 @@ from benchlab.catalog.shards import (
     encode_line,
     iter_shards,
     read_shard,
+    read_shard_gated,
     render_shard,
     shard_name,
 )
@@ -361,13 +362,15 @@ def _write_catalog(
             book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
         static = _merge_static(static, _static_of(theirs.get("machines", {})))
         raw = now
+    # Outlier marks: newest wins; a mark naming no run of the catalog goes (a run is
+    # marked only while the catalog holds it; a retracted run's mark goes with it).
+    marks = [m for m in (*head.get(MARKS, []), *theirs.get(MARKS, [])) if book.holds(m["run_id"])]
     book.flush()
     if book.views is not None:
         _views_of_unvisited(book)
     phases.mark("shards")
 
     static = public_static(store, specs, static)  # no host-named machine
-    marks = [*head.get(MARKS, []), *theirs.get(MARKS, [])]  # outlier marks: newest wins
     head_bytes = render(head_document(static, retracted, (), book.rejected, marks)).encode()
     late = read_catalog(path)
     if late != raw and late is not None:
@@ -599,7 +602,7 @@ def _reconcile_views(store: Store, book: ShardBook, result: BuildResult, *, swee
     for name in sorted(book.pulled):
         target = store.root / name
         if target.exists():
-            for entry in read_shard(target, name):
+            for entry in read_shard_gated(target, name)[0]:
                 if CONFLICT not in entry:
                     writer.put(entry)
     if sweep and book.wanted is not None:
@@ -629,7 +632,11 @@ def _save_cache(
 
 def _retract_v3(store: Store, run_ids: list[str]) -> int:
     """`retract` on a v3 catalog: the ids join `retracted`, leave their shards, and their
-    views go (a later build never meets these entries again to remove them)."""
+    views go (a later build never meets these entries again to remove them). An id the
+    catalog does not hold (a typo) is refused before anything is written: a tombstone is
+    for good, and one for a run that never was would only wait for a run to bury."""
+    from benchlab.errors import NoMatchError
+
     path = store.catalog_path
     raw = read_catalog(path)
     if raw is None:
@@ -637,11 +644,21 @@ def _retract_v3(store: Store, run_ids: list[str]) -> int:
     head = loads_json(raw, path)
     refuse_old(path, head)
     check_head(path, head)
+    shards = [(shard_path, read_shard(shard_path, name)) for name, shard_path in iter_shards(path)]
+    inline = [*head.get("runs", []), *head.get("conflicts", [])]
+    held = {e["run_id"] for _, entries in shards for e in entries}
+    held |= {e["run_id"] for e in inline} | set(head.get("retracted", []))
+    unknown = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in held]
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise NoMatchError(
+            f"{store.relative(path)}: no run {unknown[0]!r} in the catalog{more}; nothing retracted"
+        )
     withdrawn = set(head.get("retracted", [])) | set(run_ids)
     wanted = set(run_ids)
     dropped: list[dict[str, Any]] = []
     with write_set(store.write_aside, store.root):  # shards and head: all replaced, or none
-        _retract_shards(path, head, withdrawn, wanted, dropped)
+        _retract_shards(path, head, shards, inline, withdrawn, wanted, dropped)
     stale = {name for entry in dropped for name in _views_of(entry)}
     if stale:
         remove_views(store, stale)
@@ -651,12 +668,13 @@ def _retract_v3(store: Store, run_ids: list[str]) -> int:
 def _retract_shards(
     path: Path,
     head: dict[str, Any],
+    shards: list[tuple[Path, list[dict[str, Any]]]],
+    inline: list[dict[str, Any]],
     withdrawn: set[str],
     wanted: set[str],
     dropped: list[dict[str, Any]],
 ) -> None:
-    for name, shard_path in iter_shards(path):
-        entries = read_shard(shard_path, name)
+    for shard_path, entries in shards:
         kept = [e for e in entries if e["run_id"] not in wanted]
         if len(kept) != len(entries):
             dropped += [e for e in entries if e["run_id"] in wanted]
@@ -664,7 +682,6 @@ def _retract_shards(
             # it a modify/delete conflict at the next pull, which the merge driver never sees.
             atomic_write_bytes(shard_path, render_shard(kept))
     static = _static_of(head.get("machines", {}))
-    inline = [*head.get("runs", []), *head.get("conflicts", [])]
     pending = [e for e in inline if e["run_id"] not in wanted]
     dropped += [e for e in inline if e["run_id"] in wanted]
     doc = head_document(static, withdrawn, pending, head.get(REJECTED, []), head.get(MARKS, []))

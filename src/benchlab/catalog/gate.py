@@ -43,6 +43,7 @@ from benchlab.catalog.format import (
     REQUIRED_FIELDS,
     STATUSES,
 )
+from benchlab.catalog.order import MAX_REJECTED, REJECTED, REJECTED_PATTERN, rejected_problem
 from benchlab.errors import SchemaError
 from benchlab.metrics import EXTRA_NAME, MAX_DECLARED, MAX_EXTRA_VALUE, MAX_UNIT, REGISTRY
 
@@ -69,17 +70,20 @@ WARN_LIMIT = 20
 """Bad lines a reader names on stderr, one line each, before it only counts the rest."""
 
 HIDDEN_RANGES: tuple[tuple[int, int], ...] = (
-    (0x0000, 0x001F), (0x007F, 0x009F), (0x00AD, 0x00AD), (0x0600, 0x0605),
-    (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
-    (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x2028, 0x202E),
-    (0x2060, 0x2064), (0x2066, 0x206F), (0xD800, 0xF8FF), (0xFEFF, 0xFEFF),
-    (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F),
-    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+    (0x0000, 0x001F), (0x007F, 0x009F), (0x00AD, 0x00AD), (0x034F, 0x034F),
+    (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x2028, 0x202E), (0x2060, 0x2064),
+    (0x2066, 0x206F), (0x2800, 0x2800), (0x3164, 0x3164), (0xD800, 0xF8FF),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F), (0xE0100, 0xE01EF),
     (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD),
 )  # fmt: skip
-"""The code points `ids.hidden_character` refuses (categories Cc, Cf, Cs, Co, Zl, Zp), as
-ranges: one regex finds them in C, and the JSON Schema states the same rule. A test keeps
-this equal to `ids.hidden_character` over every code point."""
+"""The code points `ids.hidden_character` refuses (categories Cc, Cf, Cs, Co, Zl, Zp, and
+the invisible fillers and default-ignorable marks of `ids.INVISIBLE`), as ranges: one regex
+finds them in C, and the JSON Schema states the same rule. A test keeps this equal to
+`ids.hidden_character` over every code point."""
 
 
 def _class(ranges: Iterable[tuple[int, int]]) -> str:
@@ -106,7 +110,23 @@ HEAD_KEY = rf"^\$?[A-Za-z_][A-Za-z0-9_]{{0,{MAX_KEY - 1}}}{_END}"
 STAMP = rf"^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}T[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}Z{_END}"
 """A mark's `at`: UTC to the second, so the text order is the time order."""
 
+_STAMP_SHAPE = (
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+)
+_STAMP_GOOD = (
+    r"(?:19[7-9][0-9]|20[0-9]{2})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[T ]"
+    r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:[.,][0-9]{1,9})?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+)
+TIME = rf"^(?!(?={_STAMP_SHAPE}{_END})(?!{_STAMP_GOOD}{_END}))[^{_HIDDEN_CLASS}]*{_END}"
+"""An entry's `timestamp`: a date-time in ISO 8601's shape must be one from 1970 to 2099
+with its fields in range (a run stamped in 2200 is refused: no clock wrote it, and the
+site's date arithmetic cannot hold it); any other visible text is an undated run, as
+before (`format.UNDATED`)."""
+
 _HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
+_TIME = re.compile(TIME)
 _ID = re.compile(ID)
 _SERIES = re.compile(SERIES)
 _MODEL_ID = re.compile(MODEL_ID)
@@ -121,14 +141,15 @@ _STAMP = re.compile(STAMP)
 def _kinds() -> dict[str, str]:
     """Each entry field's kind: `format.ENTRY_FIELDS`, with the ids given their patterns."""
     plain = {"str": "text", "str?": "text?", "strs": "texts", "num": "num", "spread": "num"}
-    ids = {"run_id": "id", "machine_id": "id", "spec_id": "id?"}
+    ids = {"run_id": "id", "machine_id": "id", "spec_id": "id?", "timestamp": "time"}
     ids.update(model_id="model_id?", series="series?")
     return {k: ids.get(k) or plain.get(kind, kind) for k, kind in ENTRY_FIELDS.items()}
 
 
 LINE_FIELDS: dict[str, str] = _kinds()
-"""Kinds: id (a run or machine id), id?, series?, model_id?, text, text?, texts, int?, ints?,
-bool?, num (a metric or spread, or null), obj?, status, failure_kind, curve."""
+"""Kinds: id (a run or machine id), id?, series?, model_id?, time (`TIME`), text, text?,
+texts, int?, ints?, bool?, num (a metric or spread, or null), obj?, status, failure_kind,
+curve."""
 REQUIRED = REQUIRED_FIELDS
 
 
@@ -183,6 +204,8 @@ def kind_schema(kind: str) -> dict[str, Any]:
         return _text_schema(pattern, MAX_ID, null)
     if base == "text":
         return _text_schema(null=null)
+    if base == "time":
+        return _text_schema(TIME)
     if base == "texts":
         return {"type": "array", "maxItems": MAX_ITEMS, "items": _text_schema()}
     if base == "int":
@@ -278,7 +301,12 @@ def head_schema() -> dict[str, Any]:
         },
         "retracted": {"type": "array", "items": kind_schema("id")},
         "runs": {"type": "array", "items": _LINE},
-        MARKS: {"type": "array", "items": {"$ref": "#/$defs/mark"}},
+        MARKS: {"type": "array", "maxItems": MAX_REJECTED, "items": {"$ref": "#/$defs/mark"}},
+        REJECTED: {
+            "type": "array",
+            "maxItems": MAX_REJECTED,
+            "items": {"type": "string", "pattern": REJECTED_PATTERN},
+        },
     }
     mark = _object_schema(MARK_FIELDS, ("run_id", "state", "at"), KEY)
     mark["additionalProperties"] = False
@@ -405,6 +433,12 @@ def _curve_point(point: Any) -> str | None:
     return _fields_problem(rest, {}) if rest else None
 
 
+def _time(value: str) -> str | None:
+    if _TIME.match(value):
+        return None
+    return f"{_shown(value)} is not a date-time from 1970 to 2099"
+
+
 def _stamp(value: Any) -> str | None:
     problem = _text(value, limit=20)
     if problem is None and not _STAMP.match(value):
@@ -508,6 +542,7 @@ _CHECKERS: dict[str, Callable[[Any], str | None]] = {
         None if v in MARK_STATES else f"expected one of {', '.join(MARK_STATES)}, got {_shown(v)}"
     ),
     "stamp": _stamp,
+    "time": lambda v: _text(v) or _time(v),
     "reason?": _nullable(lambda v: _text(v, limit=MARK_REASON_MAX)),
 }
 for _kind in ("id", "series", "model_id", "text", "int", "ints", "bool", "num", "obj"):
@@ -554,6 +589,7 @@ for _name, _kind in LINE_FIELDS.items():
         "id": (_ID_CODE, _ID),
         "series": (_ID_CODE, _SERIES),
         "model_id": (_ID_CODE, _MODEL_ID),
+        "time": (_ID_CODE, _TIME),
     }.get(_base, (_OTHER, None))
 _KINDS_OR_NULL = (*FAILURE_KINDS, None)
 
@@ -717,7 +753,9 @@ def _head_field(name: Any, value: Any) -> str | None:
     if name == "runs":
         return _items_any(value, line_problem)
     if name == MARKS:
-        return _items_any(value, mark_problem)
+        return _items_any(value, mark_problem, MAX_REJECTED)
+    if name == REJECTED:
+        return _items_any(value, rejected_problem, MAX_REJECTED)
     if name == "machines":
         if type(value) is not dict:
             return f"expected an object, got {_json_type(value)}"
@@ -753,10 +791,15 @@ def mark_problem(mark: Any) -> str | None:
     return None
 
 
-def _items_any(value: Any, check: Callable[[Any], str | None]) -> str | None:
-    """A list of any length (the head's retracted ids and pending runs)."""
+def _items_any(
+    value: Any, check: Callable[[Any], str | None], limit: int | None = None
+) -> str | None:
+    """A list (of any length where `limit` is None: the head's retracted ids and pending
+    runs), its length checked before any item is."""
     if type(value) is not list:
         return f"expected an array, got {_json_type(value)}"
+    if limit is not None and len(value) > limit:
+        return f"{len(value)} items (at most {limit})"
     for i, item in enumerate(value):
         problem = check(item)
         if problem is not None:

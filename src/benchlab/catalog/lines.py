@@ -3,6 +3,7 @@ settles against the copies already held (the build's view of `order.settle`)."""
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterable
 from typing import Any
@@ -114,3 +115,42 @@ def _points(counts: dict[tuple[Any, Any, Any], int]) -> list[list[Any]]:
 
 def _point_key(point: list[Any]) -> list[str]:
     return [str(x) for x in point]
+
+
+_RUN_ID_BYTES = re.compile(rb'"run_id":"([A-Za-z0-9][A-Za-z0-9._+-]{0,199})"')
+
+BadLine = tuple[str, int, bytes, str]
+"""A pulled line this version refuses, kept as it is (ARCHITECTURE.md, Errors and exit
+codes): (run id of the good line before it, or ""; its index among the bad lines; its
+bytes; the run id it names, where one can be read from its bytes, else "")."""
+
+
+def gated(raw: bytes, name: str) -> tuple[list[dict[str, Any]], list[BadLine], list[str]]:
+    """A shard's lines through the gate, for the build: (entries that pass, the lines it
+    refuses as `BadLine`s, their problems `name:LINE: field: reason`). The build keeps a
+    refused line where it is rather than stop every build over another clone's line."""
+    from benchlab.catalog.gate import gate_lines
+
+    entries, offsets, problems = gate_lines(raw, name)
+    if not problems:
+        return entries, [], []
+    good = dict(zip(offsets, entries, strict=True))
+    bad: list[BadLine] = []
+    after = ""
+    position = 0
+    for line in raw.split(b"\n"):
+        start, position = position, position + len(line) + 1
+        if start in good:
+            after = good[start]["run_id"]
+        elif line.strip():
+            found = _RUN_ID_BYTES.search(line)
+            bad.append((after, len(bad), line, found.group(1).decode() if found else ""))
+    return entries, bad, problems
+
+
+def with_bad(lines: dict[str, bytes], bad: list[BadLine]) -> bytes:
+    """A shard's bytes: its lines sorted by run id, each kept bad line right after the line
+    it followed (its bytes unchanged)."""
+    keyed = [((run_id, 0, 0), line) for run_id, line in lines.items()]
+    keyed += [((after, 1, index), line) for after, index, line, _ in bad]
+    return b"".join(line + b"\n" for _, line in sorted(keyed, key=lambda item: item[0]))

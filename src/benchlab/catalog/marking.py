@@ -18,7 +18,7 @@ from benchlab.catalog.document import parse_catalog
 from benchlab.catalog.format import MARK_REASON_MAX, MARKS, Entry
 from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.lock import catalog_lock
-from benchlab.catalog.marks import Mark, head_marks, new_mark
+from benchlab.catalog.marks import Mark, aside_reason, head_marks, new_mark
 from benchlab.catalog.merge import _static_of, head_document
 from benchlab.catalog.order import REJECTED
 from benchlab.catalog.text import render
@@ -115,15 +115,21 @@ def _after(stamp: str) -> str:
 
 
 def _write(store: Store, mark: Mark) -> Mark:
-    """The mark into the head. A mark made here always wins over the one the head holds
-    for its run (a clock behind, or two marks in one second): its `at` is moved past it."""
+    """The mark into the head. A mark made here always wins over the one in force for its
+    run (a clock behind, or two marks in one second): its `at` is moved past it. Marks of
+    the run that readers set aside (dated in the future) leave the head: the run was just
+    judged here, and a mark from the future would otherwise outrank every later one (a
+    `--clear` that reported success and changed nothing)."""
     path = store.catalog_path
     raw = read_catalog(path)
     if raw is None:
         raise StoreError(f"{path}: file not found; run `bench catalog build` first")
     head: dict[str, Any] = loads_json(raw, path)
     parse_catalog(path, head)  # the gate, and an old format refused by name
-    held = head_marks(head).get(mark["run_id"])
+    run_id = mark["run_id"]
+    held = head_marks(head).get(run_id)
+    mine = [m for m in head.get(MARKS, []) if m["run_id"] == run_id]
+    aside = [m for m in mine if aside_reason(m) is not None]
     if held is not None and held["at"] >= mark["at"]:
         mark = {**mark, "at": _after(held["at"])}
     pending = [*head.get("runs", []), *head.get("conflicts", [])]
@@ -132,7 +138,7 @@ def _write(store: Store, mark: Mark) -> Mark:
         head.get("retracted", []),
         pending,
         head.get(REJECTED, []),
-        [*head.get(MARKS, []), mark],
+        [*(m for m in head.get(MARKS, []) if m["run_id"] != run_id or m not in aside), mark],
     )
     atomic_write_bytes(path, render(doc).encode("utf-8"))
-    return mark
+    return {**mark, "replaced": [f"{m['at']} ({aside_reason(m)})" for m in aside]}

@@ -29,25 +29,94 @@ REASON_FIELD = "outlier_reason"
 Mark = dict[str, Any]
 
 
+EARLIEST = "1970-01-01T00:00:00Z"
+LATEST = "2100-01-01T00:00:00Z"
+"""Times the gate takes (ARCHITECTURE.md, The catalog: marks): from 1970, before 2100."""
+FUTURE_SLACK_S = 86400
+"""How far past this clone's clock a mark may be dated (clocks disagree) before it is set
+aside as dated in the future: a mark from the future would win over every later one."""
+
+
 def _rank(mark: Mark) -> tuple[str, bytes]:
     return str(mark.get("at", "")), orjson.dumps(mark, option=orjson.OPT_SORT_KEYS)
 
 
-def merge_marks(*sides: Iterable[Mark]) -> dict[str, Mark]:
-    """The winning mark of each run id across every side: the newest (`at`), ties broken
-    by the canonical JSON, so every clone and the merge driver pick the same one."""
+def stamp_problem(at: Any) -> str | None:
+    """Why a mark's `at` can never be in force (not a real UTC time from 1970 to 2099),
+    or None. The same on every clone: the merge may drop such a mark."""
+    import calendar
+    import time
+
+    text = str(at)
+    try:
+        calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+    except (ValueError, OverflowError):
+        return f"at: {ascii(text)[:40]} is not a real UTC time"
+    if not EARLIEST <= text < LATEST:
+        return f"at: {text} is before 1970 or after 2099"
+    return None
+
+
+def aside_reason(mark: Mark, now: float | None = None) -> str | None:
+    """Why readers set a mark aside (`stamp_problem`, or dated more than a day past this
+    clone's clock), or None when it is in force."""
+    import calendar
+    import time
+
+    problem = stamp_problem(mark.get("at"))
+    if problem is not None:
+        return problem
+    moment = calendar.timegm(time.strptime(str(mark["at"]), "%Y-%m-%dT%H:%M:%SZ"))
+    if moment > (time.time() if now is None else now) + FUTURE_SLACK_S:
+        return f"at: {mark['at']} is in the future"
+    return None
+
+
+def merge_marks(*sides: Iterable[Mark], now: float | None = None) -> dict[str, Mark]:
+    """The winning mark of each run id across every side, among the marks in force
+    (`aside_reason`): the newest (`at`), ties broken by the canonical JSON, so every clone
+    and the merge driver pick the same one."""
     out: dict[str, Mark] = {}
     for side in sides:
         for mark in side:
+            if aside_reason(mark, now) is not None:
+                continue
             held = out.get(mark["run_id"])
             if held is None or _rank(mark) > _rank(held):
                 out[mark["run_id"]] = mark
     return out
 
 
-def head_marks(head: Mapping[str, Any]) -> dict[str, Mark]:
-    """A checked head's marks, the winner per run id."""
-    return merge_marks(head.get(MARKS, ()))
+def stored_marks(*sides: Iterable[Mark], now: float | None = None) -> list[Mark]:
+    """The marks a head keeps: per run the winner in force and every mark dated in the
+    future (kept, not in force, so a merge stays a union of what clones hold; `validate`
+    names them), sorted. A mark no clock could honour (`stamp_problem`) is dropped."""
+    held = list(merge_marks(*sides, now=now).values())
+    ahead = {
+        orjson.dumps(m, option=orjson.OPT_SORT_KEYS): m
+        for side in sides
+        for m in side
+        if stamp_problem(m.get("at")) is None and aside_reason(m, now) is not None
+    }
+    return sorted([*held, *ahead.values()], key=lambda m: (m["run_id"], *_rank(m)))
+
+
+def head_marks(head: Mapping[str, Any], now: float | None = None) -> dict[str, Mark]:
+    """A checked head's marks in force, the winner per run id."""
+    return merge_marks(head.get(MARKS, ()), now=now)
+
+
+def mark_problems(where: str, head: Mapping[str, Any], now: float | None = None) -> list[str]:
+    """A checked head's marks set aside (`aside_reason`), one line each with its fix."""
+    out = []
+    for i, mark in enumerate(head.get(MARKS, ())):
+        reason = aside_reason(mark, now)
+        if reason is not None:
+            out.append(
+                f"{where}: $.{MARKS}[{i}] ({mark['run_id']}): {reason}; set aside (a new "
+                f"`bench mark-outlier {mark['run_id']}` [--clear] replaces it)"
+            )
+    return out
 
 
 def new_mark(run_id: str, *, at: str, clear: bool = False, reason: str | None = None) -> Mark:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchlab.catalog.format import CATALOG_V3, MARK_REASON_MAX, MARKS
-from benchlab.catalog.marks import merge_marks
+from benchlab.catalog.marks import stored_marks
 from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-exported)
     CONFLICT,
     REJECTED,
@@ -168,11 +168,7 @@ def head_document(
     judged = sorted(set(rejected))
     if judged:
         doc[REJECTED] = judged
-    kept_marks = [
-        _public_mark(mark)
-        for run_id, mark in sorted(merge_marks(marks).items())
-        if run_id not in gone
-    ]
+    kept_marks = [_public_mark(mark) for mark in stored_marks(marks) if mark["run_id"] not in gone]
     if kept_marks:
         doc[MARKS] = kept_marks
     kept = sorted((e for e in pending if e["run_id"] not in gone), key=lambda e: e["run_id"])
@@ -201,8 +197,8 @@ def merge_heads(*docs: dict[str, Any]) -> dict[str, Any]:
     retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
     pending = union(*(_lines_of(doc) for doc in docs))
     rejected = {item for doc in docs for item in doc.get(REJECTED, [])}
-    marks = merge_marks(*(doc.get(MARKS, []) for doc in docs))
-    return head_document(static, retracted, pending.values(), rejected, marks.values())
+    marks = [mark for doc in docs for mark in doc.get(MARKS, [])]
+    return head_document(static, retracted, pending.values(), rejected, marks)
 
 
 def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:

@@ -187,9 +187,25 @@ def conflict_problems(lines: Iterable[dict[str, Any]]) -> list[str]:
 
 
 REJECTED = "rejected"
-"""The head's list of copies set aside by `bench catalog resolve`, as `<run id>@<digest>`:
-a union like `retracted`, so a merge never brings a rejected copy back, while a copy no one
-has judged yet (another clone's third measurement) is still a conflict."""
+"""The head's list of copies set aside by `bench catalog resolve`, as `<run id>@<digest>`
+(round 0) or `<run id>@<digest>@<round>`: a union like `retracted`, so a merge never brings
+a rejected copy back, while a copy no one has judged yet (another clone's third measurement)
+is still a conflict. Rounds (ARCHITECTURE.md, The catalog: merge): two clones that settle one
+conflict differently reject every copy between them; such a round voids itself
+(`effective_rejections`) and the run is a conflict again, which a later round settles."""
+MAX_REJECTED = 20_000
+"""Items of a head's `rejected` (and of its `marks`) the gate lets through before anything
+expands them: each is a judgement by hand, so a real head holds a few hundred."""
+MAX_ROUND = 999_999
+REJECTED_PATTERN = (
+    r"^(?!.*\.\.)([A-Za-z0-9][A-Za-z0-9._+-]{0,199})@([0-9a-f]{16})"
+    r"(?:@(0|[1-9][0-9]{0,5}))?(?![\s\S])"
+)
+"""An item of `rejected` (Python's `re` and ECMA 262 alike: the schema states it too)."""
+_REJECTED_ITEM = re.compile(REJECTED_PATTERN)
+
+Judgements = dict[int, set[str]]
+"""One run's rejections: round -> digests of the copies rejected in it."""
 
 
 def copy_digest(entry: dict[str, Any]) -> str:
@@ -200,18 +216,65 @@ def copy_digest(entry: dict[str, Any]) -> str:
     return hashlib.sha256(measurement(entry)).hexdigest()[:16]
 
 
-def rejected_by_run(rejected: Iterable[str]) -> dict[str, set[str]]:
-    """The head's `rejected` list as run id -> digests of its rejected copies."""
-    out: dict[str, set[str]] = {}
+def rejected_problem(item: Any) -> str | None:
+    """What is wrong with one item of a head's `rejected`; None when it passes."""
+    if type(item) is not str:
+        return "expected a string <run id>@<digest>[@<round>]"
+    if _REJECTED_ITEM.match(item) is None:
+        shown = ascii(item) if len(item) <= 60 else ascii(item[:57]) + "..."
+        return f"{shown} is not <run id>@<16 hex digits>[@<round up to {MAX_ROUND}>]"
+    return None
+
+
+def rejected_item(run_id: str, digest: str, round_: int) -> str:
+    """One item of `rejected`: round 0 in the form older versions wrote and read."""
+    return f"{run_id}@{digest}" if round_ == 0 else f"{run_id}@{digest}@{round_}"
+
+
+def rejected_by_run(rejected: Iterable[Any]) -> dict[str, Judgements]:
+    """The head's `rejected` list as run id -> round -> digests (items the gate would
+    refuse are skipped: a reader of an ungated head never meets a traceback here)."""
+    out: dict[str, Judgements] = {}
     for item in rejected:
-        run_id, _, digest = item.rpartition("@")
-        out.setdefault(run_id, set()).add(digest)
+        found = _REJECTED_ITEM.match(item) if type(item) is str else None
+        if found is None:
+            continue
+        run_id, digest, round_ = found.groups()
+        out.setdefault(run_id, {}).setdefault(int(round_ or 0), set()).add(digest)
     return out
 
 
-def without_rejected(line: dict[str, Any], digests: set[str]) -> dict[str, Any] | None:
-    """A line less its rejected copies (`settle` of those left); None when none is left."""
+def next_round(judged: Judgements | None) -> int:
+    """The round a new resolve of a run records: past every round its head holds."""
+    return max(judged) + 1 if judged else 0
+
+
+def effective_rejections(judged: Judgements, present: Iterable[str]) -> set[str]:
+    """The digests that stay rejected, given the digests of every copy of the run present:
+    rounds in order, each adding its rejections unless, with those before it, they would
+    cover every copy present (two clones' opposite choices: that round voids itself, so the
+    run is a conflict again rather than absent from every answer). A function of two
+    unions, so every clone and merge order agree (invariant 13)."""
+    held = set(present)
+    out: set[str] = set()
+    for round_ in sorted(judged):
+        more = out | judged[round_]
+        if held and held <= more:
+            continue
+        out = more
+    return out
+
+
+def without_digests(line: dict[str, Any], digests: set[str]) -> dict[str, Any] | None:
+    """A line less the copies in `digests` (`settle` of those left); None when none is left."""
     left = [copy for copy in copies(line) if copy_digest(copy) not in digests]
     if not left:
         return None
     return line if len(left) == len(copies(line)) else settle(left)
+
+
+def without_rejected(line: dict[str, Any], judged: Judgements) -> dict[str, Any] | None:
+    """A line holding every copy of its run, less those its judgements reject (never all
+    of them: `effective_rejections`)."""
+    present = {copy_digest(copy) for copy in copies(line)}
+    return without_digests(line, effective_rejections(judged, present))

@@ -359,7 +359,7 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     copies measure differently (a conflict line, or copies in two shards) is left out and
     named in `problems`: no copy of it is the truth until `bench catalog validate`'s fix."""
     from benchlab.catalog.gate import check_head
-    from benchlab.catalog.marks import head_marks, present_all
+    from benchlab.catalog.marks import head_marks, mark_problems, present_all
     from benchlab.catalog.order import (
         CONFLICT,
         REJECTED,
@@ -401,6 +401,7 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
         problems += conflict_problems(runs)
         runs = [entry for entry in runs if CONFLICT not in entry]
     runs = present_all(runs, head_marks(doc))  # outlier marks (ARCHITECTURE.md, The catalog)
+    problems += mark_problems(str(path), doc)
     counts, last, newest = machine_activity(runs)
     summaries = machine_summaries(machines, counts, last)
     return LoadedCatalog(path, runs, summaries, newest, tuple(problems))

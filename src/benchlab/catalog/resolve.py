@@ -9,14 +9,14 @@ judged yet (a third clone's) is a conflict again rather than silently outvoted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from benchlab.catalog.format import MARKS
-from benchlab.catalog.gate import MAX_CATALOG_BYTES, MAX_SHARD_BYTES
+from benchlab.catalog.gate import MAX_SHARD_BYTES
 from benchlab.catalog.merge import _static_of, check_lines, head_document
 from benchlab.catalog.order import (
     CONFLICT,
@@ -24,16 +24,21 @@ from benchlab.catalog.order import (
     copies,
     copy_digest,
     describe_conflict,
+    effective_rejections,
+    next_round,
     rejected_by_run,
+    rejected_item,
     settle,
+    without_digests,
     without_rejected,
 )
 from benchlab.catalog.shards import iter_shards, parse_lines, render_shard
 from benchlab.catalog.text import render
 from benchlab.catalog.views import ViewWriter, remove_views, view_names
-from benchlab.errors import QueryError, SchemaError
-from benchlab.files import read_bytes, read_optional
-from benchlab.layout import Store, atomic_write_bytes, loads_json
+from benchlab.errors import QueryError
+from benchlab.files import read_bytes
+from benchlab.ids import check_id
+from benchlab.layout import Store, atomic_write_bytes, loads_json, write_set
 
 
 def _holding(path: Path, run_id: str) -> list[tuple[Path, str, list[dict[str, Any]]]]:
@@ -50,26 +55,20 @@ def _holding(path: Path, run_id: str) -> list[tuple[Path, str, list[dict[str, An
     return out
 
 
-def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
-    """Keep copy `keep` (1-based, in the order `bench catalog validate` lists them) of a run
-    in conflict; the others join the head's `rejected` and leave every shard. Returns the
-    copy kept. The caller holds the catalog lock."""
-    path = store.catalog_path
-    raw = read_optional(path, cap=MAX_CATALOG_BYTES)
-    if raw is None:
-        raise QueryError(f"{path}: no catalog; run `bench catalog build` first")
-    head = loads_json(raw, path)
-    if not isinstance(head, dict):
-        raise SchemaError(f"{path}: $: expected a JSON object")
-    judged = set(head.get(REJECTED, []))
-    digests = rejected_by_run(judged).get(run_id, set())
-    shards = _holding(path, run_id)
-    inline = [*head.get("runs", []), *head.get("conflicts", [])]
-    found = [line for _, _, lines in shards for line in lines if line["run_id"] == run_id]
-    found += [line for line in inline if line["run_id"] == run_id]
+def judge(
+    run_id: str, found: list[dict[str, Any]], rejected: Iterable[str], keep: int
+) -> tuple[dict[str, Any], list[dict[str, Any]], set[str]]:
+    """The settling itself, on the lines that hold `run_id` (every copy of it present) and
+    the head's `rejected`: (copy kept, copies rejected, the new `rejected`). The rejections
+    are recorded in a round past every round the run has, so they supersede a round two
+    clones voided by choosing differently (`order.effective_rejections`)."""
+    judged = set(rejected)
+    rounds = rejected_by_run(judged).get(run_id, {})
+    present = {copy_digest(c) for line in found for c in copies(line)}
+    digests = effective_rejections(rounds, present)
     left = [c for line in found for c in copies(line) if copy_digest(c) not in digests]
     if not left:
-        raise QueryError(f"{path}: no run {run_id!r} in the catalog")
+        raise QueryError(f"no run {run_id!r} in the catalog")
     line = settle(left)
     if CONFLICT not in line:
         raise QueryError(f"{run_id}: not in conflict (its copies measure the same)")
@@ -77,19 +76,46 @@ def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
     if not 1 <= keep <= len(held):
         raise QueryError(f"--keep {keep}: {run_id} has copies 1 to {len(held)}")
     kept: dict[str, Any] = held[keep - 1]
-    rejected = [c for i, c in enumerate(held, start=1) if i != keep]
-    judged |= {f"{run_id}@{copy_digest(c)}" for c in rejected}
-    gone = rejected_by_run(judged)[run_id]
-    # Shards first, then the head: stopped in between, the copies set aside come back with
-    # the next pull as a conflict again (nothing is lost).
-    for shard_path, name, lines in shards:
-        out = _judged(lines, run_id, gone)
+    rejected_now = [c for i, c in enumerate(held, start=1) if i != keep]
+    round_ = next_round(rounds)
+    judged |= {rejected_item(run_id, copy_digest(c), round_) for c in rejected_now}
+    return kept, rejected_now, judged
+
+
+def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
+    """Keep copy `keep` (1-based, in the order `bench catalog validate` lists them) of a run
+    in conflict; the others join the head's `rejected` and leave every shard. Returns the
+    copy kept. The caller holds the catalog lock. The head passes the gate first."""
+    from benchlab.catalog.document import parse_catalog
+    from benchlab.catalog.gate import read_catalog
+
+    check_id(run_id, "run id")
+    path = store.catalog_path
+    raw = read_catalog(path)
+    if raw is None:
+        raise QueryError(f"{path}: no catalog; run `bench catalog build` first")
+    head = loads_json(raw, path)
+    parse_catalog(path, head)  # the gate, and an old format refused by name
+    shards = _holding(path, run_id)
+    inline = [*head.get("runs", []), *head.get("conflicts", [])]
+    found = [line for _, _, lines in shards for line in lines if line["run_id"] == run_id]
+    found += [line for line in inline if line["run_id"] == run_id]
+    try:
+        kept, rejected, judged = judge(run_id, found, head.get(REJECTED, []), keep)
+    except QueryError as exc:
+        raise QueryError(f"{path}: {exc}") from None
+    present = {copy_digest(c) for line in found for c in copies(line)}
+    gone = effective_rejections(rejected_by_run(judged)[run_id], present)
+    written = [(shard_path, _judged(lines, run_id, gone)) for shard_path, _, lines in shards]
+    for (_, name, _), (_, out) in zip(shards, written, strict=True):
         check_lines(name, out)
-        atomic_write_bytes(shard_path, render_shard(out))
     pending = _judged(inline, run_id, gone)
     static = _static_of(head.get("machines", {}))
     doc = head_document(static, head.get("retracted", []), pending, judged, head.get(MARKS, []))
-    atomic_write_bytes(path, render(doc).encode("utf-8"))
+    with write_set(store.write_aside, store.root):  # shards and head: all replaced, or none
+        for shard_path, out in written:
+            atomic_write_bytes(shard_path, render_shard(out))
+        atomic_write_bytes(path, render(doc).encode("utf-8"))
     _views(store, kept, rejected)
     return kept
 
@@ -98,7 +124,7 @@ def _judged(lines: list[dict[str, Any]], run_id: str, gone: set[str]) -> list[di
     """`lines` with the rejected copies of `run_id` taken out (a line left empty goes)."""
     out = []
     for line in lines:
-        kept = without_rejected(line, gone) if line["run_id"] == run_id else line
+        kept = without_digests(line, gone) if line["run_id"] == run_id else line
         if kept is not None:
             out.append(kept)
     return out
@@ -138,10 +164,17 @@ def find_conflicts(path: Path, head: dict[str, Any]) -> list[str]:
     rejected = rejected_by_run(head.get(REJECTED, []))
     out = []
     for run_id in sorted(found.keys() - retracted):
-        settled = without_rejected(settle(found[run_id]), rejected.get(run_id, set()))
+        settled = without_rejected(settle(found[run_id]), rejected.get(run_id, {}))
         if settled is not None and CONFLICT in settled:
             out.append(describe_conflict(settled))
     return out
+
+
+def held_ids(path: Path, head: dict[str, Any]) -> set[str]:
+    """Every run id the catalog holds a line of (conflicts included, retracted not)."""
+    inline = [*head.get("runs", []), *head.get("conflicts", [])]
+    ids = {run_id for _, found in _ids(path, inline) for run_id, _ in found}
+    return ids - set(head.get("retracted", []))
 
 
 _CONFLICT_LINE = b'{"conflict":['

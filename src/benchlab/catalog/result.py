@@ -20,6 +20,9 @@ class BuildResult:
     dirs_read: int = 0
     dirs_unchanged: int = 0
     skipped: int = 0
+    set_aside: int = 0
+    """Pulled shard lines this version refuses, kept as they are and not published (exit 0:
+    ARCHITECTURE.md, Errors and exit codes)."""
     views_written: int = 0
     views_removed: int = 0
     catalog_written: bool = False
@@ -34,6 +37,8 @@ class BuildResult:
         )
         if self.skipped:
             text += f"; {self.skipped} bad run dir(s) skipped, see the warnings"
+        if self.set_aside:
+            text += f"; {self.set_aside} pulled line(s) refused, kept unpublished (see warnings)"
         from benchlab.redact.shapes import withheld_summary
 
         return text + withheld_summary(self.warnings)

@@ -12,6 +12,7 @@ import numpy as np
 from benchlab.catalog.buildcache import _stat
 from benchlab.catalog.gate import MAX_SHARD_BYTES, read_regular
 from benchlab.catalog.lines import (
+    BadLine,
     _alone,
     _checked,
     _decode,
@@ -19,23 +20,28 @@ from benchlab.catalog.lines import (
     _points,
     _settled,
     _views_of,
+    gated,
     id_hash,
     line_id,
     point_of,
+    with_bad,
 )
 from benchlab.catalog.order import (
     CONFLICT,
+    Judgements,
+    copies,
+    copy_digest,
+    effective_rejections,
     measurement,
     merge_copies,
     rejected_by_run,
-    without_rejected,
+    without_digests,
 )
 from benchlab.catalog.result import BuildResult
 from benchlab.catalog.shards import (
     encode_line,
     is_layout_name,
     iter_shards,
-    parse_lines,
     read_shard,
     shard_name,
 )
@@ -69,6 +75,7 @@ class Shard:
     loaded_stat: list[int] | None = None
     dirty: bool = False
     visited: bool = False  # loaded at least once this build
+    bad: list[BadLine] = field(default_factory=list)  # pulled lines the gate refuses, kept
 
 
 class ShardBook:
@@ -89,7 +96,7 @@ class ShardBook:
         self.stale: set[str] = set()  # view names of replaced entries no entry has now
         self.removed: list[dict[str, Any]] = []  # entries dropped (retracted)
         self.rejected: set[str] = set()  # the head's `rejected` copies (`resolve`)
-        self._rejected: dict[str, set[str]] = {}  # the same, by run id
+        self._rejected: dict[str, Judgements] = {}  # the same, by run id and round
         self.fresh_ids: set[str] = set()
         self.written: set[str] = set()  # names of the shards this build rewrote or removed
         self.views: ViewWriter | None = None  # full builds: views of the entries kept
@@ -146,7 +153,7 @@ class ShardBook:
             checked = list(workers.imap(_check_shard, tasks))
         else:
             checked = [_check_shard(task) for task in tasks]
-        for sid, (stat, canonical, counts, ids) in zip(sids, checked, strict=True):
+        for sid, (stat, canonical, counts, ids, _) in zip(sids, checked, strict=True):
             shard = self._shard(sid)
             shard.stat, shard.canonical, shard.counts = stat, canonical, counts
             shard.hashes = _hashes(ids)
@@ -217,7 +224,8 @@ class ShardBook:
             if raw and shard.canonical and stat == shard.stat:
                 shard.lines = {line_id(line): line for line in raw.split(b"\n") if line}
             elif raw:
-                entries = _checked(shard.name, parse_lines(raw, shard.name))
+                good, shard.bad, _ = gated(raw, shard.name)
+                entries = _checked(shard.name, good)
                 shard.lines = {k: encode_line(e) for k, e in entries.items()}
                 shard.counts = _count(entries.values())
             else:
@@ -277,9 +285,10 @@ class ShardBook:
         are settled with `winner`. `candidates`: `where([run_id])[0]`, if known; `views`:
         the view names a reader already wrote for this line (else this process writes
         them)."""
-        digests = self._rejected.get(run_id)
+        rounds = self._rejected.get(run_id)
+        digests = self._effective(run_id, rounds, [_decode(line)]) if rounds else None
         if digests:
-            judged = without_rejected(_decode(line), digests)
+            judged = without_digests(_decode(line), digests)
             if judged is None:  # a copy `bench catalog resolve` set aside
                 if views is not None:
                     self._views_back(run_id, views)
@@ -289,6 +298,10 @@ class ShardBook:
         if sid is None:
             sid = self._add(target)
         here = self.lines(sid).get(run_id)
+        if fresh and any(bad[3] == run_id for bad in self._shard(sid).bad):
+            # A refused pulled line of a run this clone holds: its run dir rebuilds it.
+            self._shard(sid).bad = [bad for bad in self._shard(sid).bad if bad[3] != run_id]
+            self._shard(sid).dirty = True
         again = fresh and run_id in self.fresh_ids
         if fresh:
             self.fresh_ids.add(run_id)
@@ -371,12 +384,13 @@ class ShardBook:
         pulled one's) leave every shard, and are never placed again (`place`)."""
         self.rejected.update(items)
         self._rejected = rejected_by_run(self.rejected)
-        for run_id, digests in sorted(self._rejected.items()):
+        for run_id, rounds in sorted(self._rejected.items()):
+            digests = self._effective(run_id, rounds, [])
             for sid in self.where([run_id])[0]:
                 line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
                 if line is None:
                     continue
-                kept = without_rejected(_decode(line), digests)
+                kept = without_digests(_decode(line), digests)
                 if kept is None:
                     self.removed.append(_decode(line))
                     self.remove(sid, run_id)
@@ -384,6 +398,16 @@ class ShardBook:
                     self.remove(sid, run_id)
                     self.put(sid, run_id, encode_line(kept), point_of(kept))
                     self.touched[run_id] = kept
+
+    def _effective(self, run_id: str, rounds: Judgements, more: list[dict[str, Any]]) -> set[str]:
+        """The rejected digests in force for `run_id`, over every copy of it the shards hold
+        and `more` (`order.effective_rejections`: never every copy)."""
+        present = {copy_digest(c) for line in more for c in copies(line)}
+        for sid in self.where([run_id])[0]:
+            line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
+            if line is not None:
+                present |= {copy_digest(c) for c in copies(_decode(line))}
+        return effective_rejections(rounds, present)
 
     def drop(self, run_id: str) -> None:
         """A retracted run leaves every shard."""
@@ -445,7 +469,7 @@ class ShardBook:
                     lines[run_id] = encode_line(best)
                     self.touched[run_id] = best
             shard.counts = _count(_decode(line) for line in lines.values())
-        if not lines and not is_layout_name(shard.name):
+        if not lines and not shard.bad and not is_layout_name(shard.name):
             # A file the layout does not name, emptied by `relocate`: it goes. A shard the
             # layout names stays, empty (below): deleting it would make a pull that adds a
             # run to it a modify/delete conflict, which git resolves without the driver.
@@ -458,16 +482,40 @@ class ShardBook:
             self.shards[sid] = None
             del self.by_name[shard.name]
             return
-        data = b"".join(line + b"\n" for _, line in sorted(lines.items()))
+        data = with_bad(lines, shard.bad)
         if now is None or read_optional(path, cap=MAX_SHARD_BYTES) != data:
             atomic_write_bytes(path, data)
             self.result.catalog_written = True
             self.written.add(shard.name)
         shard.stat = _stat(path)
-        shard.canonical = True
+        shard.canonical = not shard.bad
+        if shard.bad:
+            self._report_bad(shard.name, data, {bad[3] for bad in shard.bad})
+            shard.stat = None  # the cache never vouches for it: read through the gate again
         shard.hashes = _hashes(lines)
         shard.ids = None
         shard.counts = {k: n for k, n in shard.counts.items() if n > 0}
+
+    def _report_bad(self, name: str, data: bytes, run_ids: set[str]) -> None:
+        """One warning per kept bad line, at its line in the file as written: why, and the
+        one command that fixes it."""
+        from benchlab.catalog.gate import gate_lines
+
+        mine = {r for r in run_ids if r and any(self.store.by_machine.glob(f"*/{r}"))}
+        for problem in gate_lines(data, name)[2]:
+            line = int(problem.split(":", 2)[1])
+            raw = data.split(b"\n")[line - 1]
+            found = next((r for r in mine if f'"run_id":"{r}"'.encode() in raw), None)
+            fix = (
+                "`bench catalog build --full` rebuilds it from this clone's run dir"
+                if found
+                else f"delete it (`sed -i '{line}d' {name}`) or have the clone that pushed it "
+                "rebuild its run"
+            )
+            self.result.warnings.append(
+                f"set aside, kept as it is and not published: {problem}; fix: {fix}"
+            )
+            self.result.set_aside += 1
 
     # -- summaries
 
@@ -511,7 +559,9 @@ def _count(entries: Iterable[dict[str, Any]]) -> dict[tuple[Any, Any, Any], int]
     return counts
 
 
-def _check_shard(task: tuple[str, str]) -> tuple[Any, bool, dict[Any, int], list[str]]:
+def _check_shard(
+    task: tuple[str, str],
+) -> tuple[Any, bool, dict[Any, int], list[str], list[str]]:
     """(stat, canonical?, point counts, run ids) of a shard, validated as catalog entries
     (every line through the gate, the file a regular one under the cap). Canonical: as a
     build writes it, sorted, every entry in the shard its machine and week name; a shard
@@ -519,7 +569,8 @@ def _check_shard(task: tuple[str, str]) -> tuple[Any, bool, dict[Any, int], list
     name, path = task
     stat = _stat(path)
     raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
-    entries = _checked(name, parse_lines(raw, name))
+    good, bad, problems = gated(raw, name)
+    entries = _checked(name, good)
     canonical = raw == b"".join(encode_line(e) + b"\n" for _, e in sorted(entries.items()))
-    canonical = canonical and all(shard_name(e) == name for e in entries.values())
-    return stat, canonical, _count(entries.values()), list(entries)
+    canonical = canonical and not bad and all(shard_name(e) == name for e in entries.values())
+    return stat, canonical, _count(entries.values()), list(entries), problems

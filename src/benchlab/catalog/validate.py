@@ -36,7 +36,25 @@ def validate(store: Store) -> ValidationReport:
     from benchlab.catalog.gate import check_regular
 
     check_regular(path, str(path))  # before anything opens it: no link, FIFO or device
-    return _validate_v3(store)
+    restored = _recover(store)
+    report = _validate_v3(store)
+    report.warnings[:0] = [
+        f"{line}: put back (a write set was killed part way)" for line in restored
+    ]
+    return report
+
+
+def _recover(store: Store) -> list[str]:
+    """A write set a killed build, resolve or retract left half done (its journal) is
+    rolled back first, under the catalog lock (ARCHITECTURE.md, invariant 8): mixed shards
+    are never called valid."""
+    from benchlab.catalog.lock import catalog_lock
+    from benchlab.layout import JOURNAL, recover_write_set
+
+    if not (store.write_aside / JOURNAL).exists():
+        return []
+    with catalog_lock(store):
+        return [str(store.relative(Path(p))) for p in recover_write_set(store.write_aside)]
 
 
 BUILD_FIXES = "run `bench catalog build` (it re-files and sorts shard lines, run dirs or not)"
@@ -51,14 +69,16 @@ def _validate_v3(store: Store) -> ValidationReport:
     with the entries. All problems are found; the first is raised, the count with it."""
     from benchlab.catalog.document import parse_catalog
     from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
+    from benchlab.catalog.marks import mark_problems
     from benchlab.catalog.read import load_catalog
     from benchlab.catalog.shards import iter_shards
     from benchlab.layout import loads_json
 
     path = store.catalog_path
     raw, _ = read_regular(path, str(path), MAX_CATALOG_BYTES)
-    parse_catalog(path, loads_json(raw, path))
-    problems: list[str] = []
+    head = loads_json(raw, path)
+    parse_catalog(path, head)
+    problems: list[str] = mark_problems(str(path), head)
     for name, shard_path in iter_shards(path):
         problems += _shard_problems(name, shard_path)
     if problems:
@@ -70,9 +90,17 @@ def _validate_v3(store: Store) -> ValidationReport:
         e["run_id"] for e in loaded.runs if e.get("path") and not (store.root / e["path"]).is_dir()
     )
     warnings = [f"{run_id}: run dir absent on this clone" for run_id in absent]
-    from benchlab.catalog.resolve import find_conflicts
+    from benchlab.catalog.resolve import find_conflicts, held_ids
 
-    conflicts = find_conflicts(path, loads_json(raw, path))
+    held = held_ids(path, head)
+    unnamed = [m["run_id"] for m in head.get("marks", []) if m["run_id"] not in held]
+    if unnamed:
+        raise SchemaError(
+            f"{path}: $.marks: a mark names {unnamed[0]!r}, no run of the catalog"
+            + (f" (and {len(unnamed) - 1} more)" if len(unnamed) > 1 else "")
+            + "; `bench catalog build` drops it"
+        )
+    conflicts = find_conflicts(path, head)
     return ValidationReport(len(loaded.runs), absent, warnings, conflicts)
 
 

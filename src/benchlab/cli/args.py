@@ -58,6 +58,20 @@ def positive(text: str) -> float:
     return _finite(text, 0.0, False, "a number above 0")
 
 
+MAX_DAYS = 100_000
+"""A window in days (some 270 years): past it date arithmetic leaves the calendar."""
+
+
+def days(text: str) -> float:
+    """A window in days: a finite number above 0, at most MAX_DAYS."""
+    value = _finite(text, 0.0, False, f"a number of days above 0, at most {MAX_DAYS}")
+    if value > MAX_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of days above 0, at most {MAX_DAYS}, got {text!r}"
+        )
+    return value
+
+
 def non_negative(text: str) -> float:
     """A finite number of 0 or more (a cost)."""
     return _finite(text, 0.0, True, "a number of 0 or more")

@@ -202,11 +202,15 @@ def run_resolve(args: argparse.Namespace) -> int:
     from benchlab.catalog.lock import catalog_lock
     from benchlab.catalog.order import copy_digest
     from benchlab.catalog.resolve import resolve_v3
+    from benchlab.layout import write_error
 
     store = _store()
     store.require()
-    with catalog_lock(store):
-        kept = resolve_v3(store, args.run_id, args.keep)
+    try:
+        with catalog_lock(store):
+            kept = resolve_v3(store, args.run_id, args.keep)
+    except OSError as exc:  # a read-only store, a full disk: one line, nothing changed
+        raise write_error(exc) from None
     print(f"catalog: {args.run_id}: kept copy {args.keep} ({copy_digest(kept)}), others rejected")
     return 0
 

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if store.catalog_path.is_file():
         mark = write_mark(store, args.run_id, clear=args.clear, reason=reason)
         done.append(f"{store.relative(store.catalog_path)} at {mark['at']}")
+        done += [f"a mark set aside, dated {text}, removed" for text in mark["replaced"]]
     if records:
         done.append(_mark_record(store, records[0], clear=args.clear, reason=reason))
     verb = "no longer marked" if args.clear else "marked"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchlab.cli.args import alpha, positive, threshold
+from benchlab.cli.args import alpha, days, threshold
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "regression at least that large. Suspects (too few runs after the step to confirm) are "
         "listed but never fail the job.",
     )
-    ci.add_argument("--window", type=positive, metavar="DAYS", help="only steps in the last DAYS")
+    ci.add_argument("--window", type=days, metavar="DAYS", help="only steps in the last DAYS")
     ci.add_argument(
         "--fail-over",
         type=threshold,

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from benchlab.catalog.format import Entry
-from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
+from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC, lower_is_better, unit_of
 from benchlab.publish.charts.base import (
     EXTRA,
     Chart,
@@ -122,6 +122,7 @@ def machine_chart(
     first is drawn first; the page offers the rest). Several machines: a bar per machine,
     every machine included. One machine (its own page): a horizontal bar per series."""
     metrics = [m for m in metrics if any(r.get(m) is not None for r in runs)] or list(metrics[:1])
+    metrics = metrics or [DEFAULT_METRIC]  # no ok run measured anything: an empty chart
     by_metric = series_levels_of(runs, metrics, memo)
     machines = {lv.latest["machine_id"] for lvs in by_metric.values() for lv in lvs}
     one = len(machines) == 1

@@ -164,7 +164,14 @@ def _one_row_per_run(
     reader settles it), and where they do not the Python reader answers (it leaves the run
     out and names it); retracted ids go. Ids are compared by a 64-bit hash first (a sort of
     a million integers), then in full where hashes meet."""
-    from benchlab.catalog.order import CONFLICT, copy_digest, merge_copies, rejected_by_run
+    from benchlab.catalog.order import (
+        CONFLICT,
+        copies,
+        copy_digest,
+        effective_rejections,
+        merge_copies,
+        rejected_by_run,
+    )
 
     hashes = np.concatenate([s.hashes for s in segments])
     starts = np.cumsum([0, *(s.n for s in segments)])
@@ -187,8 +194,13 @@ def _one_row_per_run(
         ids = np.array([r.encode() for r in judged], dtype=np.bytes_)
         rows = np.flatnonzero(np.isin(hashes, _hashes(ids))).tolist()
         rows = [row for row in rows if run_id(row).decode() in judged]
-        for row, entry in zip(rows, _read_rows(root, files, where, inline, rows), strict=True):
-            if copy_digest(entry) in judged[entry["run_id"]]:
+        entries = _read_rows(root, files, where, inline, rows)
+        present: dict[str, set[str]] = {}
+        for entry in entries:
+            present.setdefault(entry["run_id"], set()).update(copy_digest(c) for c in copies(entry))
+        gone = {r: effective_rejections(judged[r], held) for r, held in present.items()}
+        for row, entry in zip(rows, entries, strict=True):
+            if copy_digest(entry) in gone[entry["run_id"]]:
                 keep[row] = False
     ordered = np.sort(hashes)
     shared = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
