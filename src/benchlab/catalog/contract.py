@@ -46,7 +46,7 @@ def check_written(where: str, entry: Any) -> None:
     """Refuse to write `entry` with one SchemaError naming `where` and the field."""
     problem = written_problem(entry)
     if problem is not None:
-        raise SchemaError(f"{where}: {problem}; refused (no reader would accept it)")
+        raise SchemaError(f"{where}: {problem}; refused, nothing written")
 
 
 def params_problem(params: Any) -> str | None:
@@ -130,7 +130,21 @@ def run_problem(
     entry["path"] = f"runs/by-machine/{record.machine_id}/{record.run_id}/"
     entry = {k: v for k, v in entry.items() if v is not None}
     entry["series"] = series_id(entry)
-    return written_problem(entry)
+    return written_problem(entry) or counts_problem(entry)
+
+
+COUNTS = ("threads", "prompt_tokens", "gen_tokens", "depth", "n_batch", "n_ubatch")
+"""Identity fields that count something: a reader accepts any integer within +-2**53, but a
+count below zero is no measurement (an import's `n_threads: -4` read as a thread count)."""
+
+
+def counts_problem(entry: Mapping[str, Any]) -> str | None:
+    """A count of the line below zero, as `field: reason`; None when there is none."""
+    for name in COUNTS:
+        value = entry.get(name)
+        if type(value) is int and value < 0:
+            return f"{name}: {value} is below zero, not a count"
+    return None
 
 
 def check_run(
@@ -144,4 +158,4 @@ def check_run(
     would accept, before any of its files is written."""
     problem = run_problem(manifest, record, kernel, batch)
     if problem is not None:
-        raise SchemaError(f"{where}: {problem}; refused (no reader would accept it)")
+        raise SchemaError(f"{where}: {problem}; refused, nothing written")

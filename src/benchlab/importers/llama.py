@@ -13,7 +13,14 @@ from benchlab.benchmarks.llama_bench import results_from_rows
 from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
 from benchlab.errors import BenchlabError, ConfigError, SchemaError
 from benchlab.ids import check_id, spec_id, sweep_stamp, utc_iso
-from benchlab.importers.store import ImportReport, existing_run, stamp_time, write_run
+from benchlab.importers.store import (
+    ImportedRun,
+    ImportReport,
+    existing_run,
+    prepare_run,
+    stamp_time,
+    write_prepared,
+)
 from benchlab.layout import (
     BATCH,
     KERNEL,
@@ -77,6 +84,7 @@ def import_llama_bench(
     digest = hashlib.sha256(data).hexdigest()
     fallback = timestamp or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
     report = ImportReport()
+    ready: list[ImportedRun] = []
     for rows_of_run in _groups(rows).values():
         first = rows_of_run[0]
         name = model or model_of(first)
@@ -126,8 +134,11 @@ def import_llama_bench(
                 "rows": len(rows_of_run),
             },
         )
-        write_run(store, manifest, kernel, batch, {"rows": content}, parsed.facts)
+        raw = {"rows": content}
+        ready.append(prepare_run(str(path), manifest, kernel, batch, raw, parsed.facts))
         report.created.append(run_id)
+    for run in ready:  # every run of the file passed the writer contract: none is half-imported
+        write_prepared(store, run)
     return report
 
 

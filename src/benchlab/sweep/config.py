@@ -117,6 +117,13 @@ def load_sweep_config(path: str | Path, *, max_points: int | None = None) -> Swe
     cap). `bench run` passes MAX_POINTS unless --max-points says otherwise; the verbs that
     read a config a sweep already ran under (gates, regression, inject) pass none."""
     where = str(path)
+    return parse_sweep_config(read_config_data(path), where, max_points=max_points)
+
+
+def read_config_data(path: str | Path) -> Any:
+    """A config file's YAML, bounded (`load_yaml_bounded`), not yet validated: what
+    `bench inject` lays its axes over before the variant is checked as a whole."""
+    where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -131,7 +138,7 @@ def load_sweep_config(path: str | Path, *, max_points: int | None = None) -> Swe
         raise ConfigError(f"{where}: {position}malformed YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: malformed YAML: {exc}") from None
-    return parse_sweep_config(data, where, max_points=max_points)
+    return data
 
 
 def parse_sweep_config(
