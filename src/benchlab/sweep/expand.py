@@ -187,12 +187,15 @@ def _with_declared(config: SweepConfig, params: dict[str, Any]) -> dict[str, Any
 
 
 def device_settings(config: SweepConfig, device: str) -> str | None:
-    """The digest of the device's env and workdir (`ids.settings_digest`), None where it
-    sets neither: part of the spec id and of the measurement identity (`settings`)."""
+    """The digest of the device's env, workdir, exec prefix and interpreter
+    (`ids.settings_digest`), None where it sets none of them: part of the spec id and of
+    the measurement identity (`settings`)."""
     declared = config.devices.get(device)
     if declared is None:
         return None
-    return settings_digest(declared.env, declared.workdir)
+    return settings_digest(
+        declared.env, declared.workdir, command=declared.command, python=declared.python
+    )
 
 
 def failover_spec(config: SweepConfig, spec: RunSpec, to_device: str) -> RunSpec:
