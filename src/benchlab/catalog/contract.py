@@ -9,7 +9,7 @@ readers' own function (`gate.parse_line` of the encoded line, `gate.extras_probl
 never in a copy of their rules.
 
 Writers that use it: the sweep config (each point's would-be line, `spec_problem`, and its
-declared metrics and gates), the run record (`run_problem`, before record.json is
+declared metrics and gates), the run record (`contract_runs.run_problem`, before record.json is
 written), the importers (`check_run`), and the catalog build (`written_problem` on each
 line it is about to place).
 """
@@ -22,7 +22,7 @@ from typing import Any
 from benchlab import models
 from benchlab.catalog.format import encode_line
 from benchlab.catalog.gate import extras_problem, parse_line, value_problem
-from benchlab.errors import BenchlabError, SchemaError
+from benchlab.errors import SchemaError
 from benchlab.identity import derive, series_id
 from benchlab.ids import slug
 from benchlab.metrics import REGISTRY, Metric
@@ -112,27 +112,6 @@ def spec_problem(spec: models.RunSpec, revision: str | None, settings: str | Non
     return written_problem({k: v for k, v in entry.items() if v is not None})
 
 
-def run_problem(
-    manifest: models.RunManifest | None,
-    record: models.RunRecord,
-    kernel: models.KernelResults | None,
-    batch: models.BatchResults | None,
-) -> str | None:
-    """What every reader would say of the catalog line of a run about to be written: the
-    entry the build extracts from these files (before redaction, which only withholds),
-    through the line gate."""
-    from benchlab.catalog.extract import entry_from_docs
-
-    try:
-        entry = entry_from_docs(record.run_id, manifest, record, kernel, batch, "record.json")
-    except BenchlabError as exc:  # the extraction itself refuses: that is the problem
-        return f"$: {exc}"
-    entry["path"] = f"runs/by-machine/{record.machine_id}/{record.run_id}/"
-    entry = {k: v for k, v in entry.items() if v is not None}
-    entry["series"] = series_id(entry)
-    return written_problem(entry) or counts_problem(entry)
-
-
 COUNTS = ("threads", "prompt_tokens", "gen_tokens", "depth", "n_batch", "n_ubatch")
 """Identity fields that count something: a reader accepts any integer within +-2**53, but a
 count below zero is no measurement (an import's `n_threads: -4` read as a thread count)."""
@@ -145,17 +124,3 @@ def counts_problem(entry: Mapping[str, Any]) -> str | None:
         if type(value) is int and value < 0:
             return f"{name}: {value} is below zero, not a count"
     return None
-
-
-def check_run(
-    where: str,
-    manifest: models.RunManifest | None,
-    record: models.RunRecord,
-    kernel: models.KernelResults | None,
-    batch: models.BatchResults | None,
-) -> None:
-    """Refuse (one SchemaError naming `where` and the field) a run whose line no reader
-    would accept, before any of its files is written."""
-    problem = run_problem(manifest, record, kernel, batch)
-    if problem is not None:
-        raise SchemaError(f"{where}: {problem}; refused, nothing written")

@@ -9,6 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from benchlab.benchmarks.llama_bench import results_from_rows
 from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
 from benchlab.errors import BenchlabError, ConfigError, SchemaError
@@ -106,6 +108,10 @@ def import_llama_bench(
             )
         except BenchlabError as exc:
             raise SchemaError(f"{path}: {exc}") from None
+        except ValidationError as exc:  # a row value no run file can hold (n_threads 1e19)
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "$"
+            raise SchemaError(f"{path}: {exc.title}.{where}: {first['msg']}; refused") from None
         kernel, batch = parsed.kernel, parsed.batch
         kernel.model = batch.model = name
         manifest = RunManifest(

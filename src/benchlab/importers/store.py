@@ -109,7 +109,7 @@ def prepare_run(
     """The run an import would write, refused (one SchemaError naming `where`, the input
     file, and the field) where its catalog line would be refused by every reader or counts
     something below zero (the writer contract, `catalog.contract`)."""
-    from benchlab.catalog.contract import check_run
+    from benchlab.catalog.contract_runs import check_run
 
     try:
         record = record_of(manifest, kernel, batch, facts or {}, metrics)

@@ -303,7 +303,7 @@ class Runner:
         reader would refuse (a benchmark's metric of 1e300, a count below zero it reported)
         is recorded as a failed `parse` run that says why, before any file is written, not
         as an ok run that every build and reader then sets aside."""
-        from benchlab.catalog.contract import run_problem
+        from benchlab.catalog.contract_runs import run_problem
 
         parsed = result.parsed
         if result.kind is not None or parsed is None:
