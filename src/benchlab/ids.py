@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -103,18 +103,35 @@ SETTINGS_CHARS = 16
 """Hex chars of a device's settings digest (64 bits)."""
 
 
-def settings_digest(env: Mapping[str, str] | None, workdir: str | None) -> str | None:
+DEFAULT_PYTHON = "python3"
+"""A device's interpreter where its config names none (`models.DeviceConfig.python`): not
+hashed, so configs that never set it keep their spec ids."""
+
+
+def settings_digest(
+    env: Mapping[str, str] | None,
+    workdir: str | None,
+    *,
+    command: Sequence[str] | None = None,
+    python: str | None = None,
+) -> str | None:
     """A digest of how a device runs its points, where the config says: its environment
     (`OMP_NUM_THREADS` shapes the number) and its working dir (which binary and files a
     relative path finds). None where it declares neither, so the spec ids and series of a
     config without them are the ones they always were. Env values may hold secrets: only
     this digest is kept (in the spec id and the identity), never a value; the templates
-    are hashed as written, so `${worker_instance_id}` keeps one id across workers."""
+    are hashed as written, so `${worker_instance_id}` keeps one id across workers. An exec
+    device's `command` prefix and a `python` other than the default are hashed too: both
+    choose what runs the point (ARCHITECTURE.md, invariant 14)."""
     parts: dict[str, Any] = {}
     if env:
         parts["env"] = {str(k): str(v) for k, v in sorted(env.items())}
     if workdir:
         parts["workdir"] = workdir
+    if command:  # an exec device's prefix: which pod, container or allocation runs it
+        parts["command"] = [str(part) for part in command]
+    if python and python != DEFAULT_PYTHON:  # the interpreter the agent runs under
+        parts["python"] = python
     if not parts:
         return None
     return config_hash(parts, SETTINGS_CHARS)

@@ -214,6 +214,10 @@ def unit_of(metric: str) -> str | None:
 
 # --- declared metrics in the catalog (ARCHITECTURE.md, Metrics) ----------------------------
 
+MAX_MEASURED = 1e12
+"""The largest value a run's metric may be recorded with: the catalog gate's bound on a
+metric (`catalog.gate.MAX_METRIC`; a test keeps the two equal)."""
+
 EXTRA_FIELD = "extra_metrics"
 """The catalog entry field of a run's declared metrics: {name: {value, unit, better}}."""
 EXTRA_NAME = r"^[a-z][a-z0-9_]{0,63}$"
@@ -433,6 +437,7 @@ def resource_metrics(
     resources: Mapping[str, Any] | None,
     duration_s: float | None,
     decode_tok_per_sec: float | None,
+    warnings: list[str] | None = None,
 ) -> dict[str, float]:
     """The RESOURCES metrics of a run from the agent's `resources` (absent: not measured).
 
@@ -443,8 +448,15 @@ def resource_metrics(
     out: dict[str, float] = {}
     for key in ("peak_rss_mb", "gpu_mem_peak_mb", "energy_j"):
         value = _number(_get(resources, key))
-        if value is not None and math.isfinite(value) and value >= 0:
-            out[key] = value
+        if value is None or not math.isfinite(value) or value < 0:
+            continue
+        if value > MAX_MEASURED or (key == "peak_rss_mb" and value == 0):
+            # A process has pages: 0 MiB is no reading; past the catalog's bound is a broken
+            # or fake tool. Either is not measured, and said so, never published.
+            if warnings is not None:
+                warnings.append(f"{key}: the device reported {value:g}; not measured")
+            continue
+        out[key] = value
     energy = out.get("energy_j")
     if energy is not None and duration_s and duration_s > 0 and decode_tok_per_sec:
         out["joules_per_token"] = round(energy / duration_s / decode_tok_per_sec, 6)

@@ -92,10 +92,16 @@ def test_a_number_no_run_file_can_carry_is_refused_naming_the_key(
     assert files(env) == []
 
 
-def test_the_largest_64_bit_integers_still_load(tmp_path: Path) -> None:
-    for value in (2**63 - 1, -(2**63)):
+def test_the_largest_integers_a_catalog_reader_accepts_still_load(tmp_path: Path) -> None:
+    """A matrix value reaches the run's catalog line, whose readers hold every number
+    within +-2**53 (the writer contract): the edges load, one past them is refused."""
+    for value in (2**53, -(2**53)):
         path = write_sweep(tmp_path / "edge.yaml", matrix={"params": {"n": value}})
         assert expand(load_sweep_config(path))[0].params == {"n": value}
+    for value in (2**53 + 1, -(2**53) - 1, 2**63 - 1):
+        path = write_sweep(tmp_path / "edge.yaml", matrix={"params": {"n": value}})
+        with pytest.raises(ConfigError, match=r"matrix\.params\.n: .* outside \+-2\*\*53"):
+            load_sweep_config(path)
 
 
 @pytest.mark.slow

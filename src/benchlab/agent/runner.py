@@ -81,11 +81,13 @@ def peak_rss_mb(
     bytes on macOS. `own_mb`: the agent's own peak when it started the child; a wait4
     figure not above it may be the agent's pages, so the sampled VmHWM is used instead.
     (None, None) where neither could say."""
+    if sampled_mb is not None and not sampled_mb > 0:
+        sampled_mb = None  # a VmHWM of 0 is no reading: not measured, never 0 MiB
     maxrss = getattr(rusage, "ru_maxrss", None)
     if isinstance(maxrss, int) and maxrss > 0:
         scale = 2**20 if sys.platform == "darwin" else 2**10
         exact = round(maxrss / scale, 1)
-        if own_mb is None or exact > own_mb or sampled_mb is None:
+        if exact > 0 and (own_mb is None or exact > own_mb or sampled_mb is None):
             return exact, "wait4"
     if sampled_mb is not None:
         return sampled_mb, "VmHWM"

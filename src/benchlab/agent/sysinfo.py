@@ -7,6 +7,7 @@ takes more than a few seconds even when a tool hangs (every subprocess has a tim
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import shutil
@@ -16,6 +17,8 @@ from typing import Any
 from benchlab.agent.readfile import read_text
 
 TOOL_TIMEOUT_S = 10.0
+MAX_GPU_MIB = 2**30
+"""A GPU's memory a tool may report (1 PiB, in MiB); past it the tool is broken or fake."""
 
 
 def _read(path: str) -> str | None:
@@ -51,10 +54,12 @@ def _cpuinfo_fields() -> list[dict[str, str]]:
 
 
 def _float(text: str | None, scale: float = 1.0) -> float | None:
+    """A finite number times `scale`, or None (a tool's `nan` or `inf` is no reading)."""
     try:
-        return float(str(text).strip()) * scale
+        value = float(str(text).strip()) * scale
     except (TypeError, ValueError):
         return None
+    return value if math.isfinite(value) else None
 
 
 def cpu_info() -> dict[str, Any]:
@@ -221,6 +226,8 @@ def nvidia_gpus() -> list[dict[str, Any]]:
     for line in text.strip().splitlines():
         cols = [c.strip() for c in line.split(",")]
         memory = _float(cols[1]) if len(cols) > 1 else None
+        if memory is not None and not 0 < memory <= MAX_GPU_MIB:
+            memory = None  # 1e20 MiB is no GPU's: not measured
         gpus.append(
             {
                 "vendor": "nvidia",

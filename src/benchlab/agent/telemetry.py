@@ -18,6 +18,7 @@ give the sampler a fake machine.
 from __future__ import annotations
 
 import glob
+import math
 import os
 import shutil
 import subprocess
@@ -48,11 +49,32 @@ def _read(path: str) -> str | None:
     return read_text(path, "ascii")
 
 
+MAX_READING = 1e12
+"""The largest reading a channel keeps: the catalog's bound on a metric. A tool that prints
+more (a fake or broken nvidia-smi's 1e20 MiB) has not measured anything; that reading is
+not measured (None) and named in the summary's `refused`, never published."""
+
+
 def _number(text: str | None) -> float | None:
+    """A finite number, or None: `nan` or `inf` from a tool or a sysfs file is not a reading
+    (float() parses both, and JSON cannot carry them)."""
     try:
-        return float(str(text).strip())
+        value = float(str(text).strip())
     except (TypeError, ValueError):
         return None
+    return value if math.isfinite(value) else None
+
+
+def _reading(text: str, refused: dict[str, str], channel: str) -> float | None:
+    """A tool's reading for `channel`, None where it printed no number; a non-finite,
+    negative or implausibly large one is None too, its text kept in `refused`."""
+    value = _number(text)
+    word = text.strip()
+    if value is not None and 0 <= value <= MAX_READING:
+        return value
+    if value is not None or word.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        refused[channel] = word[:32]
+    return None
 
 
 def _tool(exe: str | None, args: list[str]) -> str | None:
@@ -91,7 +113,8 @@ def vm_hwm_mb(pid: int) -> float | None:
     for line in (_read(f"/proc/{pid}/status") or "").splitlines():
         if line.startswith("VmHWM:"):
             kib = _number(line.split()[1]) if len(line.split()) > 1 else None
-            return round(kib / 1024.0, 2) if kib is not None else None
+            # 0 kB is a process with no pages yet (or gone): not measured, never 0 MiB.
+            return round(kib / 1024.0, 2) if kib is not None and kib > 0 else None
     return None
 
 
@@ -127,6 +150,8 @@ class Probes:
         self.rapl_joules: float | None = None
         self.watched: int | None = None
         self.hwm_mb: float | None = None
+        self.refused: dict[str, str] = {}
+        """Channels a tool printed a reading for that is not one (`_reading`), and what."""
 
     def sources(self) -> dict[str, Any]:
         return {
@@ -193,9 +218,11 @@ class Probes:
         power: list[float] = []
         temps: list[float] = []
         memory: list[float] = []
+        channels = ("gpu_power_w", "gpu_temperature_c", "gpu_mem_mb")
         for line in (text or "").strip().splitlines():
-            cols = [_number(c) for c in line.split(",")]
-            for column, value in zip((power, temps, memory), cols, strict=False):
+            cols = line.split(",")
+            for column, channel, cell in zip((power, temps, memory), channels, cols, strict=False):
+                value = _reading(cell, self.refused, channel)
                 if value is not None:
                     column.append(value)
         return (
@@ -379,5 +406,7 @@ class Sampler:
         summary["sources"] = self._probes.sources() if self._probes else {}
         rapl = self._probes.rapl_joules if self._probes else None
         summary["energy"] = energy_summary(self._joules, rapl)
+        if self._probes is not None and self._probes.refused:
+            summary["refused"] = dict(sorted(self._probes.refused.items()))
         summary["samples"] = self.samples
         return summary

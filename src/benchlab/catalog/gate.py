@@ -834,17 +834,7 @@ def gate_lines(raw: bytes, where: str) -> tuple[list[dict[str, Any]], list[int],
         start, position = position, position + len(line) + 1
         if not line.strip():
             continue
-        problem = None
-        if len(line) > MAX_LINE_BYTES:
-            problem = f"a line of {len(line)} bytes (at most {MAX_LINE_BYTES})"
-        else:
-            try:
-                data = loads(line)
-            except orjson.JSONDecodeError as exc:
-                problem = f"not JSON: {exc.msg}"
-            else:
-                plain = type(data) is dict and is_plain(line) and _plain_ok(data)
-                problem = None if plain else line_problem(data)
+        data, problem = parse_line(line, loads)
         if problem is None and data["run_id"] in seen:
             run_id = data["run_id"]
             problem = f"run_id: duplicate id {run_id!a} (also at line {seen[run_id]})"
@@ -855,6 +845,21 @@ def gate_lines(raw: bytes, where: str) -> tuple[list[dict[str, Any]], list[int],
         out.append(decode_entry(data))
         offsets.append(start)
     return out, offsets, problems
+
+
+def parse_line(line: bytes, loads: Callable[[bytes], Any] = orjson.loads) -> tuple[Any, str | None]:
+    """(parsed, problem) of one line's bytes, as every reader's gate judges it: what
+    `gate_lines` asks of each line, and what a writer asks of a line before it writes it
+    (`catalog.contract`, ARCHITECTURE.md invariant 11)."""
+    if len(line) > MAX_LINE_BYTES:
+        return None, f"a line of {len(line)} bytes (at most {MAX_LINE_BYTES})"
+    try:
+        data = loads(line)
+    except orjson.JSONDecodeError as exc:
+        return None, f"not JSON: {exc.msg}"
+    if type(data) is dict and is_plain(line) and _plain_ok(data):
+        return data, None
+    return data, line_problem(data)
 
 
 def warn(problems: list[str], stream: Any = None) -> None:

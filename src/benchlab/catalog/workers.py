@@ -15,6 +15,7 @@ from benchlab.catalog.extract import (
     extract_entry,
     read_run_dir,
 )
+from benchlab.catalog.gate import parse_line
 from benchlab.catalog.lines import (
     point_of,
 )
@@ -120,13 +121,19 @@ def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
 
 
 def _line_of(entry: dict[str, Any], run_dir: str) -> bytes:
-    """The entry as its shard line; a value no shard can hold (an integer past 64 bits
-    that slipped past the file checks) sets this run aside instead of failing the build,
-    and every build after it."""
+    """The entry as its shard line, held to the gate every reader applies (the writer
+    contract, `catalog.contract`): a value no shard can hold or no reader would accept (an
+    integer past 64 bits, a number out of range, a reserved metric name written by an older
+    version) sets this run aside, named, instead of being published and then set aside by
+    every reader, failing `validate` and `build --full` until the line is deleted by hand."""
     try:
-        return encode_line(entry)
+        line = encode_line(entry)
     except (TypeError, ValueError) as exc:
         raise SchemaError(f"{run_dir}: cannot be written to a shard: {exc}; set aside") from None
+    problem = parse_line(line)[1]
+    if problem is not None:
+        raise SchemaError(f"{run_dir}: {problem}: no reader would accept its line; set aside")
+    return line
 
 
 class Workers:

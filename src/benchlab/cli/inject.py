@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchlab.cli.args import index
+from benchlab.cli.args import index, point_cap
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,32 +33,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--repeat", type=index, default=None, help="as this repeat index (0 or more)"
     )
+    parser.add_argument(
+        "--max-points",
+        type=point_cap,
+        metavar="N",
+        help="refuse a variant that expands to more than N points, counted before expanding "
+        "(default: 10000; 0 lifts the cap)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from datetime import datetime, timedelta, timezone
 
-    import yaml
-
     from benchlab.errors import ConfigError
     from benchlab.ids import utc_iso
     from benchlab.layout import Store, find_store
     from benchlab.sweep.budget import parse_duration
-    from benchlab.sweep.config import load_sweep_config
-    from benchlab.sweep.expand import expand
+    from benchlab.sweep.config import load_yaml_bounded, parse_sweep_config, read_config_data
+    from benchlab.sweep.expand import MAX_POINTS, expand
     from benchlab.sweep.inject import append_points, pending_path
 
-    config = load_sweep_config(args.config)
-    matrix = dict(config.matrix)
+    # The axes are laid over the config's own text, and the variant is checked as a whole
+    # config: its numbers, params and lines by the writer contract, its points counted
+    # before any is made (ARCHITECTURE.md, The catalog: every input is bounded).
+    data = read_config_data(args.config)
+    matrix = dict(data.get("matrix") or {}) if isinstance(data, dict) else {}
     for item in args.axes:
         name, sep, text = item.partition("=")
         if not sep or not name:
             raise ConfigError(f"{item!r}: expected AXIS=VALUE, e.g. threads=4")
-        matrix[name] = yaml.safe_load(text)
+        matrix[name] = load_yaml_bounded(text, item)
     matrix.pop("repeats", None)
-    variant = config.model_copy(update={"matrix": matrix})
-    specs = expand(variant, where=f"{args.config} with {' '.join(args.axes)}", repeat=args.repeat)
+    shown = " ".join(a if len(a) <= 40 else f"{a[:37]}..." for a in args.axes)
+    where = f"{args.config} with {shown}" if args.axes else str(args.config)
+    cap = MAX_POINTS if args.max_points is None else args.max_points or None
+    config = parse_sweep_config(
+        {**data, "matrix": matrix} if isinstance(data, dict) else data, where, max_points=cap
+    )
+    specs = expand(config, where=where, repeat=args.repeat)
     not_before = None
     if args.after:
         moment = datetime.now(timezone.utc) + timedelta(

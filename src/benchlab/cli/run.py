@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchlab.cli.args import port
+from benchlab.cli.args import point_cap, port
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--max-points",
-        type=_point_cap,
+        type=point_cap,
         metavar="N",
         help="refuse a config that expands to more than N points, counted before expanding "
         "(default: 10000; 0 lifts the cap)",
@@ -243,17 +243,6 @@ def _config(args: argparse.Namespace) -> Any:
     )
     args.config = Path(f"<{config.experiment}>")
     return config
-
-
-def _point_cap(text: str) -> int:
-    """`--max-points N`: a whole number, 0 for no cap (argparse prints the one-line error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 (no cap) or more, got {value}")
-    return value
 
 
 def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) -> Any:

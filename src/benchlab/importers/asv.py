@@ -14,7 +14,13 @@ from typing import Any
 from benchlab.errors import ConfigError, SchemaError
 from benchlab.files import read_bytes
 from benchlab.ids import check_id, slug, spec_id, sweep_stamp, utc_iso
-from benchlab.importers.store import ImportReport, RunIndex, write_run
+from benchlab.importers.store import (
+    ImportedRun,
+    ImportReport,
+    RunIndex,
+    prepare_run,
+    write_prepared,
+)
 from benchlab.layout import (
     BATCH,
     KERNEL,
@@ -92,29 +98,63 @@ def _import_asv_file(
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise SchemaError(f"{path}: $.results: expected an object of benchmark results")
     columns = data.get("result_columns")
-    date_ms = data.get("date")
-    moment = (
-        datetime.fromtimestamp(date_ms / 1000, timezone.utc)
-        if isinstance(date_ms, (int, float)) and not isinstance(date_ms, bool)
-        else datetime.fromtimestamp(0, timezone.utc)
-    )
+    moment = asv_moment(data.get("date"), path)
     commit = str(data.get("commit_hash") or "")
+    ready: list[ImportedRun] = []
     for name, entry in sorted(data["results"].items()):
         values, params = _asv_values(entry, columns)
         info = units.get(name) if isinstance(units, dict) else None
         info = info if isinstance(info, dict) else {}
-        combos = asv_combinations(params)
-        if values == [None]:
-            values = [None] * len(combos)  # the whole benchmark failed: no value at all
-        if len(combos) != len(values):
+        # Counted before expanding: six parameters of 100 values each are 3.8 KB of JSON
+        # and 10**12 combinations (ARCHITECTURE.md, The catalog: every input is bounded).
+        size = asv_grid_size(params)
+        if size > MAX_ASV_GRID:
             raise SchemaError(
-                f"{path}: $.results.{name}: {len(values)} result(s) for {len(combos)} "
+                f"{path}: $.results.{name}.params: {size:,} parameter combinations, over the "
+                f"cap of {MAX_ASV_GRID:,}; refused before expanding"
+            )
+        if values == [None]:
+            values = [None] * size  # the whole benchmark failed: no value at all
+        if size != len(values):
+            raise SchemaError(
+                f"{path}: $.results.{name}: {len(values)} result(s) for {size} "
                 "parameter combination(s)"
             )
         unit = str(info.get("unit") or "")
-        for combo, value in zip(combos, values, strict=True):
+        for combo, value in zip(asv_combinations(params), values, strict=True):
             point = AsvPoint(name, unit, info.get("param_names") or [], combo, value)
-            _import_asv_point(index, point, machine, (path, digest, data, commit, moment), report)
+            found = _import_asv_point(
+                index, point, machine, (path, digest, data, commit, moment), report
+            )
+            if found is not None:
+                ready.append(found)
+    for run in ready:  # every run of the file passed the writer contract: none is half-imported
+        write_prepared(index.store, run)
+
+
+MAX_ASV_GRID = 100_000
+"""Parameter combinations one asv benchmark may have: asv's own suites have hundreds; past
+this a result file is not one asv wrote for a benchmark anyone runs."""
+_YEAR_2100_MS = 4_102_444_800_000
+"""2100-01-01T00:00:00Z in milliseconds: the latest date a catalog line may carry."""
+
+
+def asv_grid_size(params: list[Any]) -> int:
+    """How many combinations `asv_combinations` would make, counted without making them."""
+    return math.prod(len(values) for values in params if isinstance(values, list))
+
+
+def asv_moment(date_ms: Any, path: Path) -> datetime:
+    """A result file's `date` (ms since 1970, UTC) as a time; none (or not a number) is
+    1970-01-01, as asv's own readers take it. A date
+    before 1970 or after 2100 is one SchemaError naming the file (a catalog reader refuses
+    such a stamp; `fromtimestamp` of 1e20 raises past any caller)."""
+    if isinstance(date_ms, bool) or not isinstance(date_ms, (int, float)):
+        return datetime.fromtimestamp(0, timezone.utc)
+    if not 0 <= date_ms < _YEAR_2100_MS:
+        shown = f"{date_ms:g}" if isinstance(date_ms, float) else str(date_ms)[:24]
+        raise SchemaError(f"{path}: $.date: {shown} is not a time from 1970 to 2100; refused")
+    return datetime.fromtimestamp(date_ms / 1000, timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -200,7 +240,7 @@ def _import_asv_point(
     machine: str,
     source: tuple[Path, str, dict[str, Any], str, datetime],
     report: ImportReport,
-) -> None:
+) -> ImportedRun | None:
     path, digest, data, commit, moment = source
     raw = {
         "benchmark": point.benchmark,
@@ -215,7 +255,7 @@ def _import_asv_point(
     existing = index.find(machine, spec)
     if existing:
         report.unchanged.append(existing)
-        return
+        return None
     run_id = check_id(f"{spec}-{sweep_stamp(moment)}", "run id")
     index.add(machine, spec, run_id)
     kernel, batch = _asv_results(run_id, point)
@@ -240,9 +280,9 @@ def _import_asv_point(
         },
     )
     number = point.number
-    if point.throughput:  # tok/s: the decode and peak figures, derived as a sweep's are
-        write_run(index.store, manifest, kernel, batch, raw)
-    else:
-        metrics = {} if number is None else {asv_metric(point.unit): number}
-        write_run(index.store, manifest, kernel, batch, raw, metrics=metrics)
+    given = None  # tok/s: the decode and peak figures, derived as a sweep's are
+    if not point.throughput:
+        given = {} if number is None else {asv_metric(point.unit): number}
+    run = prepare_run(str(path), manifest, kernel, batch, raw, metrics=given)
     report.created.append(run_id)
+    return run

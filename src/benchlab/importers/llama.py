@@ -9,12 +9,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from benchlab.benchmarks.llama_bench import results_from_rows
 from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
 from benchlab.errors import BenchlabError, SchemaError
 from benchlab.files import read_bytes
 from benchlab.ids import check_id, spec_id, sweep_stamp, utc_iso
-from benchlab.importers.store import ImportReport, existing_run, stamp_time, write_run
+from benchlab.importers.store import (
+    ImportedRun,
+    ImportReport,
+    existing_run,
+    prepare_run,
+    stamp_time,
+    write_prepared,
+)
 from benchlab.layout import (
     BATCH,
     KERNEL,
@@ -79,6 +88,7 @@ def import_llama_bench(
     digest = hashlib.sha256(data).hexdigest()
     fallback = timestamp or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
     report = ImportReport()
+    ready: list[ImportedRun] = []
     for rows_of_run in _groups(rows).values():
         first = rows_of_run[0]
         name = model or model_of(first)
@@ -100,6 +110,10 @@ def import_llama_bench(
             )
         except BenchlabError as exc:
             raise SchemaError(f"{path}: {exc}") from None
+        except ValidationError as exc:  # a row value no run file can hold (n_threads 1e19)
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "$"
+            raise SchemaError(f"{path}: {exc.title}.{where}: {first['msg']}; refused") from None
         kernel, batch = parsed.kernel, parsed.batch
         kernel.model = batch.model = name
         manifest = RunManifest(
@@ -128,8 +142,11 @@ def import_llama_bench(
                 "rows": len(rows_of_run),
             },
         )
-        write_run(store, manifest, kernel, batch, {"rows": content}, parsed.facts)
+        raw = {"rows": content}
+        ready.append(prepare_run(str(path), manifest, kernel, batch, raw, parsed.facts))
         report.created.append(run_id)
+    for run in ready:  # every run of the file passed the writer contract: none is half-imported
+        write_prepared(store, run)
     return report
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from benchlab.errors import BenchlabError, SchemaError
 from benchlab.identity import derive as derive_identity
 from benchlab.ids import slug
 from benchlab.layout import (
@@ -84,8 +85,19 @@ def existing_run(store: Store, machine_id: str, spec: str) -> str | None:
     return None
 
 
-def write_run(
-    store: Store,
+@dataclass
+class ImportedRun:
+    """One imported result, held to the writer contract, not written yet."""
+
+    manifest: RunManifest
+    kernel: KernelResults
+    batch: BatchResults
+    record: RunRecord
+    raw: dict[str, Any]
+
+
+def prepare_run(
+    where: str,
     manifest: RunManifest,
     kernel: KernelResults,
     batch: BatchResults,
@@ -93,13 +105,27 @@ def write_run(
     facts: dict[str, Any] | None = None,
     *,
     metrics: dict[str, float] | None = None,
-) -> None:
-    run_dir = store.run_dir(manifest.machine_id, manifest.run_id)
-    atomic_write_json(run_dir / RAW_DIR / "imported.json", raw)
-    write_model(run_dir / KERNEL, kernel)
-    write_model(run_dir / BATCH, batch)
-    write_model(run_dir / RECORD, record_of(manifest, kernel, batch, facts or {}, metrics))
-    write_model(run_dir / MANIFEST, manifest)  # last: a run dir counts once its manifest exists
+) -> ImportedRun:
+    """The run an import would write, refused (one SchemaError naming `where`, the input
+    file, and the field) where its catalog line would be refused by every reader or counts
+    something below zero (the writer contract, `catalog.contract`)."""
+    from benchlab.catalog.contract_runs import check_run
+
+    try:
+        record = record_of(manifest, kernel, batch, facts or {}, metrics)
+    except BenchlabError as exc:
+        raise SchemaError(f"{where}: {exc}") from None
+    check_run(where, manifest, record, kernel, batch)
+    return ImportedRun(manifest, kernel, batch, record, raw)
+
+
+def write_prepared(store: Store, run: ImportedRun) -> None:
+    run_dir = store.run_dir(run.manifest.machine_id, run.manifest.run_id)
+    atomic_write_json(run_dir / RAW_DIR / "imported.json", run.raw)
+    write_model(run_dir / KERNEL, run.kernel)
+    write_model(run_dir / BATCH, run.batch)
+    write_model(run_dir / RECORD, run.record)
+    write_model(run_dir / MANIFEST, run.manifest)  # last: a run dir counts once it exists
 
 
 def record_of(

@@ -289,12 +289,20 @@ def _system_facts(system: Any) -> list[tuple[str, Any]]:
     if not isinstance(system, dict):
         return []
     load = system.get("load")
+    first = load[0] if isinstance(load, list) and load else None
+    if isinstance(first, bool) or not isinstance(first, (int, float)):
+        first = None  # a load average read as `nan` was recorded as null: not measured
     during = system.get("during_run") or {}
+    if not isinstance(during, dict):
+        during = {}
     throttled = during.get("throttled")
     return [
         ("governor", ", ".join(system.get("governors") or []) or None),
         ("boost", {True: "on", False: "off"}.get(system.get("boost"))),
-        ("load_at_start", f"{load[0]:g} on {system.get('cores')} cores" if load else None),
+        (
+            "load_at_start",
+            f"{first:g} on {system.get('cores')} cores" if first is not None else None,
+        ),
         ("swap_used_mb", system.get("swap_used_mb")),
         (
             "throttled",

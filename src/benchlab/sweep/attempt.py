@@ -25,7 +25,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
@@ -118,6 +118,8 @@ class _Result:
     parsed: ParsedRun | None = None
     metrics: dict[str, float] | None = None
     tests: list[str] | None = None
+    notes: list[str] = field(default_factory=list)
+    """Warnings of the attempt itself (a reading that was not one), for the record."""
 
 
 def _default_backend(name: str) -> Backend:
@@ -193,12 +195,25 @@ def summarise_telemetry(telemetry: dict[str, Any]) -> dict[str, Any] | None:
     return summary
 
 
-def used_metrics(envelope: AgentEnvelope, metrics: dict[str, float]) -> dict[str, float]:
-    """Memory and energy the device measured (`benchlab.metrics.resource_metrics`)."""
+def used_metrics(
+    envelope: AgentEnvelope, metrics: dict[str, float], warnings: list[str] | None = None
+) -> dict[str, float]:
+    """Memory and energy the device measured (`benchlab.metrics.resource_metrics`); a
+    reading that is none (0 MiB of resident memory, 1e20 MiB of GPU memory, a tool's `nan`)
+    is not measured, with one warning each in `warnings`."""
     from benchlab.metrics import resource_metrics
 
     duration = envelope.finished_at - envelope.started_at
-    return resource_metrics(envelope.resources, duration, metrics.get("decode_tok_per_sec"))
+    out = resource_metrics(
+        envelope.resources, duration, metrics.get("decode_tok_per_sec"), warnings
+    )
+    refused = (envelope.telemetry or {}).get("refused")
+    if warnings is not None and isinstance(refused, dict):
+        for channel, text in sorted(refused.items())[:8]:
+            warnings.append(
+                f"telemetry: {channel}: the device's tool printed {str(text)[:32]!a}; not measured"
+            )
+    return out
 
 
 def state_warnings(
@@ -263,6 +278,7 @@ class Runner:
         started = self._clock()
         result = self._run(spec, run_id, transport, worker)
         finished = self._clock()
+        self._hold_to_contract(spec, run_id, result, started, finished)
 
         self._begin_writing(spec, run_id, run_dir, attempt, attempts, started, worker)
         self._write_artifacts(spec, run_id, run_dir, result, started)
@@ -279,6 +295,33 @@ class Runner:
         )
         write_model(run_dir / RECORD, record)
         return AttemptOutcome(record=record, failure_kind=result.kind)
+
+    def _hold_to_contract(
+        self, spec: RunSpec, run_id: str, result: _Result, started: float, finished: float
+    ) -> None:
+        """The writer contract (`catalog.contract`): an ok run whose catalog line every
+        reader would refuse (a benchmark's metric of 1e300, a count below zero it reported)
+        is recorded as a failed `parse` run that says why, before any file is written, not
+        as an ok run that every build and reader then sets aside."""
+        from benchlab.catalog.contract_runs import run_problem
+
+        parsed = result.parsed
+        if result.kind is not None or parsed is None:
+            return
+        kernel = parsed.kernel.model_copy(update={"run_id": run_id})
+        batch = parsed.batch.model_copy(update={"run_id": run_id})
+        manifest = self._manifest(spec, run_id, parsed, {}, started)
+        record = self._record(
+            spec, run_id, result, attempt=1, attempts=1, worker=None, warnings=[],
+            started=started, finished=finished,
+        )  # fmt: skip
+        problem = run_problem(manifest, record, kernel, batch)
+        if problem is not None:
+            result.kind = "parse"
+            result.error = _one_line(
+                f"its catalog line would be refused by every reader: {problem}"
+            )
+            result.parsed, result.metrics, result.tests = None, None, None
 
     def _local(self, spec: RunSpec) -> bool:
         """Whether the point ran on this machine (its device's transport is local)."""
@@ -324,7 +367,7 @@ class Runner:
             metrics, tests = derive_metrics(parsed, spec)
             if not metrics:
                 raise ParseError("the run reported success but yielded no metrics")
-            metrics = {**used_metrics(envelope, metrics), **metrics}
+            metrics = {**used_metrics(envelope, metrics, result.notes), **metrics}
             result.parsed, result.metrics, result.tests = parsed, metrics, tests
         except DeviceError as exc:
             result.kind, result.error = "transport", _one_line(str(exc))
@@ -539,7 +582,7 @@ class Runner:
             status="ok" if result.kind is None else "failed",
             failure_kind=result.kind,
             error=result.error,
-            warnings=[*warnings, *more],
+            warnings=[*warnings, *result.notes, *more],
             attempt=attempt,
             attempts=attempts,
             tags=[*_tags(spec), *([UNSTABLE_TAG] if unstable else [])],

@@ -27,10 +27,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from benchlab.catalog.gate import MAX_INT
 from benchlab.errors import BenchlabError, ConfigError, StoreError
 from benchlab.files import SMALL_CAP, read_optional_text
 from benchlab.ids import check_id, check_name, hidden_character
-from benchlab.models import ResourceGroupConfig, SweepConfig
+from benchlab.models import ResourceGroupConfig, RunSpec, SweepConfig
 from benchlab.sweep.placeholders import unknown_placeholders
 
 _DEVICE_TEMPLATED = ("command", "workdir", "python", "env", "host", "identity_file")
@@ -117,6 +118,13 @@ def load_sweep_config(path: str | Path, *, max_points: int | None = None) -> Swe
     cap). `bench run` passes MAX_POINTS unless --max-points says otherwise; the verbs that
     read a config a sweep already ran under (gates, regression, inject) pass none."""
     where = str(path)
+    return parse_sweep_config(read_config_data(path), where, max_points=max_points)
+
+
+def read_config_data(path: str | Path) -> Any:
+    """A config file's YAML, bounded (`load_yaml_bounded`), not yet validated: what
+    `bench inject` lays its axes over before the variant is checked as a whole."""
+    where = str(path)
     try:
         text = read_optional_text(path, cap=SMALL_CAP)
     except StoreError as exc:
@@ -131,7 +139,7 @@ def load_sweep_config(path: str | Path, *, max_points: int | None = None) -> Swe
         raise ConfigError(f"{where}: {position}malformed YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: malformed YAML: {exc}") from None
-    return parse_sweep_config(data, where, max_points=max_points)
+    return data
 
 
 def parse_sweep_config(
@@ -164,7 +172,7 @@ def _check_hidden(data: Any, where: str, key: str = "") -> None:
     while stack:
         path, value = stack.pop()
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            _check_number(value, where, path or "(top level)")
+            _check_number(value, where, path or "(top level)", path.startswith("matrix"))
         elif isinstance(value, str):
             bad = hidden_character(value)
             if bad is not None:
@@ -192,16 +200,28 @@ def _check_hidden(data: Any, where: str, key: str = "") -> None:
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _check_number(value: float, where: str, key: str) -> None:
+def _check_number(value: float, where: str, key: str, in_matrix: bool = False) -> None:
     """Refuse a number no run file can carry into the catalog: an integer past 64 bits
     (it runs, then every catalog build after it fails to write it) or one that is not
-    finite (YAML's .inf, or 1e400)."""
+    finite (YAML's .inf, or 1e400). A matrix value reaches the run's catalog line (its
+    identity, `axes`), where every reader holds numbers within +-2**53 (ARCHITECTURE.md,
+    invariant 11): past that it is refused here, not run and then set aside by every reader."""
     if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
-        digits = str(value)
-        shown = digits if len(digits) <= 24 else f"{digits[:20]}...({len(digits)} digits)"
-        raise fail(where, key, f"integer {shown} is outside the 64-bit range; refused")
+        raise fail(where, key, f"integer {_digits(value)} is outside the 64-bit range; refused")
     if isinstance(value, float) and not math.isfinite(value):
         raise fail(where, key, f"{value} is not a finite number; refused")
+    if in_matrix and not -MAX_INT <= value <= MAX_INT:
+        shown = _digits(value) if isinstance(value, int) else f"{value:g}"
+        raise fail(
+            where,
+            key,
+            f"{shown} is outside +-2**53, the range every catalog reader accepts; refused",
+        )
+
+
+def _digits(value: int) -> str:
+    digits = str(value)
+    return digits if len(digits) <= 24 else f"{digits[:20]}...({len(digits)} digits)"
 
 
 def check_config(
@@ -221,7 +241,65 @@ def check_config(
     from benchlab.sweep.expand import check_point_count, expand
 
     check_point_count(config, where, max_points)
-    expand(config, where=where)
+    specs = expand(config, where=where)
+    _check_contract(config, specs, where)
+
+
+_LINE_AXES = (
+    "device",
+    "machine_id",
+    "backend",
+    "model",
+    "precision",
+    "mode",
+    "threads",
+    "prompt_tokens",
+    "gen_tokens",
+    "batch_sizes",
+    "params",
+    "tags",
+)
+"""What of a RunSpec reaches its catalog line (the spec id aside, a checked id)."""
+
+
+def _check_contract(config: SweepConfig, specs: list[RunSpec], where: str) -> None:
+    """The writer contract (`catalog.contract`): each point's catalog line, as it will be
+    written once the point runs, passes the gate every reader applies; declared metrics do
+    not take a name the catalog reserves; a gate names a metric a run can hold."""
+    from benchlab.catalog.contract import declared_problem, gate_metric_problem, spec_problem
+    from benchlab.metrics import declare
+    from benchlab.sweep.expand import device_settings, hashed_fields
+
+    problem = declared_problem(declare(where, config.metrics))
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
+    declared = set(config.metrics or {})
+    for spec in specs:
+        own = spec.params.get("metrics")
+        declared.update(own if isinstance(own, dict) else ())
+    for index, gate in enumerate(config.gates):
+        problem = gate_metric_problem(gate.metric, declared)
+        if problem is not None:
+            raise fail(where, f"gates[{index}].metric", problem)
+    seen: set[tuple[str, str]] = set()
+    for index, spec in enumerate(specs):
+        # A line's fields come from the point's axis values, each checked on its own by the
+        # gate: a point whose every value an earlier point had adds nothing to check.
+        values = {(name, repr(getattr(spec, name))) for name in _LINE_AXES}
+        if values <= seen:
+            continue
+        seen |= values
+        problem = spec_problem(spec, config.revision, device_settings(config, spec.device))
+        if problem is not None:
+            fields = hashed_fields(spec)
+            words = ", ".join(
+                f"{k}={v}" for k, v in fields.items() if v not in (None, [], {}) and k != "params"
+            )
+            raise fail(
+                where,
+                f"matrix (point {index + 1}: {words})",
+                f"its catalog line would be refused by every reader: {problem}",
+            )
 
 
 def fail(where: str, key: str, reason: str) -> ConfigError:

@@ -24,6 +24,7 @@ import itertools
 from typing import Any
 
 from benchlab.benchmarks import BACKENDS
+from benchlab.catalog.contract import params_problem
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import SPEC_HASH_CHARS, settings_digest, spec_id
 from benchlab.metrics import declare
@@ -186,12 +187,15 @@ def _with_declared(config: SweepConfig, params: dict[str, Any]) -> dict[str, Any
 
 
 def device_settings(config: SweepConfig, device: str) -> str | None:
-    """The digest of the device's env and workdir (`ids.settings_digest`), None where it
-    sets neither: part of the spec id and of the measurement identity (`settings`)."""
+    """The digest of the device's env, workdir, exec prefix and interpreter
+    (`ids.settings_digest`), None where it sets none of them: part of the spec id and of
+    the measurement identity (`settings`)."""
     declared = config.devices.get(device)
     if declared is None:
         return None
-    return settings_digest(declared.env, declared.workdir)
+    return settings_digest(
+        declared.env, declared.workdir, command=declared.command, python=declared.python
+    )
 
 
 def failover_spec(config: SweepConfig, spec: RunSpec, to_device: str) -> RunSpec:
@@ -362,9 +366,16 @@ def _params(value: Any, where: str) -> list[dict[str, Any]]:
     if value is None:
         return [{}]
     values = _axis(value)
-    for item in values:
+    for index, item in enumerate(values):
         if not isinstance(item, dict):
             raise ConfigError(
                 f"{where}: matrix.params: expected a mapping or a list of mappings, got {item!r}"
             )
+        # A point's params are its catalog line's `axes`: held here to the readers' gate
+        # (the writer contract, `catalog.contract`), not run and then set aside by them.
+        problem = params_problem(item)
+        if problem is not None:
+            key = "matrix.params" if not isinstance(value, list) else f"matrix.params[{index}]"
+            sep = "" if problem.startswith((".", "[")) else ": "
+            raise ConfigError(f"{where}: {key}{sep}{problem}; refused (no reader would accept it)")
     return _unique(values, where, "params")
