@@ -1,9 +1,9 @@
 """Cluster and checkout tells: node pools, resource groups, serial elements, checkout paths
 and topology rows that sit inside a line (ARCHITECTURE.md, Publishing and redaction).
 
-These detectors join `tells.builtin_detectors` in their own module (tells.py is near the
-module size limit). Each is a shape a tool prints where the name in it was chosen by a
-person or a cluster, never by what was measured:
+The policy runs these after `tells.builtin_detectors`; they have their own module
+(tells.py is near the module size limit). Each is a shape a tool prints where the name
+in it was chosen by a person or a cluster, never by what was measured:
 
 - a node-pool or node-group name after the label or flag that carries it
   (`cloud.google.com/gke-nodepool=gpu-pool-a100`, `--nodegroup bench-ng`), and a GKE node
@@ -95,7 +95,7 @@ def _resource_group(value: str) -> bool:
 
 
 def cluster_detectors() -> tuple[Detector, ...]:
-    """The detectors of this module, in the order `tells.builtin_detectors` runs them."""
+    """The detectors of this module, in the order the policy runs them."""
     return (
         Detector(
             "node-pool",

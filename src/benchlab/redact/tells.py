@@ -674,11 +674,9 @@ def _not_a_quantity(before: str) -> bool:
 
 @functools.cache
 def builtin_detectors() -> tuple[Detector, ...]:
-    """The tell classes every policy starts from (redaction.yaml adds to them); node pools,
-    resource groups, serial elements, checkout paths and inline topology rows come from
-    `redact.cluster_tells`."""
-    from benchlab.redact.cluster_tells import cluster_detectors
-
+    """The tell classes every policy starts from (redaction.yaml adds to them); the policy
+    adds `cluster_tells.cluster_detectors` after them (node pools, resource groups, serial
+    elements, checkout paths and inline topology rows)."""
     return (
         Detector("private-key", SECRET, _PRIVATE_KEY_BLOCK, "<secret>", numbered=False),
         Detector("token", SECRET, _EXTRA_TOKENS, "<secret>", numbered=False),
@@ -718,7 +716,6 @@ def builtin_detectors() -> tuple[Detector, ...]:
         ),
         *_infrastructure_detectors(),
         *_context_free_detectors(),
-        *cluster_detectors(),
     )
 
 
