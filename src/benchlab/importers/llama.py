@@ -12,7 +12,7 @@ from typing import Any
 from benchlab.benchmarks.llama_bench import results_from_rows
 from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
 from benchlab.errors import BenchlabError, ConfigError, SchemaError
-from benchlab.ids import check_id, spec_id, sweep_stamp, utc_iso
+from benchlab.ids import check_id, sweep_stamp, utc_iso
 from benchlab.importers.store import ImportReport, existing_run, stamp_time, write_run
 from benchlab.layout import (
     BATCH,
@@ -26,6 +26,7 @@ from benchlab.models import (
     ModelInfo,
     RunManifest,
 )
+from benchlab.redact.public_ids import public_spec_id
 from benchlab.redact.shapes import public_commit
 
 _CONFIG_FIELDS = (
@@ -82,7 +83,7 @@ def import_llama_bench(
         name = model or model_of(first)
         precision = precision_of(first)
         content = json.loads(json.dumps(rows_of_run, sort_keys=True, default=str))
-        spec = spec_id(machine_id, name, precision, "import", content)
+        spec = public_spec_id(machine_id, name, precision, "import", content)
         existing = existing_run(store, machine_id, spec)
         if existing:
             report.unchanged.append(existing)
