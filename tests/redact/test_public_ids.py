@@ -118,3 +118,51 @@ def test_a_machine_with_a_host_in_it_is_refused() -> None:
     with pytest.raises(SchemaError, match="--machine-id"):
         public_machine_id("Darwin studio-7.local", "machine.json: machine")
     assert public_machine_id("lab-pi5", "x") == "lab-pi5"
+
+
+def test_llama_bench_model_type_and_kv_types_publish_only_their_shapes(
+    store: Path, tmp_path: Path
+) -> None:
+    rows = json.loads((DATA / "llama-bench.json").read_text())
+    for row in rows:
+        row["model_type"] = "/home/qzhang/notes on the box"
+        row["type_k"] = "q4_0 see /home/qzhang"
+        row["type_v"] = "bench.corp.example"
+    hostile = tmp_path / "llama-bench.json"
+    hostile.write_text(json.dumps(rows))
+    assert main(["--store", str(store), "migrate", str(hostile), "--machine-id", "rig"]) == 0
+    [run_dir] = (store / "runs" / "by-machine" / "rig").iterdir()
+    for path in run_dir.glob("*.json"):
+        text = path.read_text()
+        assert "qzhang" not in text and "corp" not in text, path.name
+    assert main(["--store", str(store), "catalog", "build"]) == 0
+    [entry] = catalog_doc(store / "catalog.json")["runs"]
+    assert entry.get("type_k") is None and entry.get("type_v") is None
+
+
+@pytest.mark.parametrize("kind", ["q4_0", "f16", "IQ4_NL", "bf16", "q8_0"])
+def test_kv_types_of_the_known_shape_are_kept(kind: str) -> None:
+    from benchlab.redact.shapes import public_kv_type, value_shape_ok
+
+    assert public_kv_type(kind) == kind
+    assert value_shape_ok("type_k", kind, POLICY)
+    assert not value_shape_ok("type_k", "turbo-cache", POLICY)
+
+
+@pytest.mark.parametrize("unit", ["/home/qzhang", "a@b", "x" * 40, "s//", "ms\x1b[2J"])
+def test_a_declared_unit_is_a_bounded_shape(unit: str) -> None:
+    from benchlab.errors import ConfigError
+    from benchlab.metrics import declare
+    from benchlab.redact.shapes import value_shape_ok
+
+    with pytest.raises(ConfigError, match=r"metrics\.lat_ms\.unit"):
+        declare("s.yaml", {"lat_ms": {"unit": unit, "better": "lower"}})
+    extra = {"lat_ms": {"value": 1.0, "unit": unit, "better": "lower"}}
+    assert not value_shape_ok("extra_metrics", extra, POLICY)
+
+
+def test_a_unit_of_the_shape_that_holds_a_tell_is_withheld_at_the_build() -> None:
+    from benchlab.redact.shapes import value_shape_ok
+
+    extra = {"lat_ms": {"value": 1.0, "unit": "ms gpu03.intra", "better": "lower"}}
+    assert not value_shape_ok("extra_metrics", extra, POLICY)

@@ -27,7 +27,7 @@ from benchlab.models import (
     RunManifest,
 )
 from benchlab.redact.public_ids import public_spec_id
-from benchlab.redact.shapes import public_commit
+from benchlab.redact.shapes import public_commit, public_kv_type, public_model_type
 
 _CONFIG_FIELDS = (
     "n_threads",
@@ -112,9 +112,14 @@ def import_llama_bench(
             model=ModelInfo(
                 name=name,
                 precision=precision,
-                quantization=str(first.get("model_type") or "") or None,
+                quantization=public_model_type(first.get("model_type")),
             ),
-            config={k: first[k] for k in _CONFIG_FIELDS if first.get(k) is not None},
+            config={
+                k: first[k]
+                for k in _CONFIG_FIELDS
+                if first.get(k) is not None
+                and (k not in ("type_k", "type_v") or public_kv_type(str(first[k])))
+            },
             tags=sorted({"imported", "llama-bench", *tags}),
             artifacts={"kernel": KERNEL, "batch": BATCH, "raw": f"{RAW_DIR}/imported.json"},
             backend="llama-bench",
