@@ -166,3 +166,33 @@ def test_a_unit_of_the_shape_that_holds_a_tell_is_withheld_at_the_build() -> Non
 
     extra = {"lat_ms": {"value": 1.0, "unit": "ms gpu03.intra", "better": "lower"}}
     assert not value_shape_ok("extra_metrics", extra, POLICY)
+
+
+def test_scan_tracked_names_a_published_line_the_policy_now_withholds(
+    git_repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A line built under an older policy (here: a KV type that was any slug) stays in the
+    tracked catalog; `bench scan --tracked` names it by shard and run."""
+    from tests.redact.conftest import git
+
+    store = git_repo / "experiments" / "benchmark"
+    monkeypatch.chdir(git_repo)
+    args = ["--store", str(store), "migrate", str(DATA / "llama-bench.json")]
+    assert main([*args, "--machine-id", "rig"]) == 0
+    assert main(["--store", str(store), "catalog", "build"]) == 0
+    [shard] = [p for p in (store / "catalog").rglob("*") if p.is_file()]
+    lines = shard.read_text().splitlines()
+    entry = json.loads(lines[0])
+    entry["type_k"] = "turbo-cache"  # a slug: what the shape of type_k allowed before
+    shard.write_text(json.dumps(entry, sort_keys=True) + "\n")
+    git(git_repo, "add", ".")
+    git(git_repo, "commit", "-q", "-m", "catalog")
+    capsys.readouterr()
+    assert main(["--store", str(store), "scan", "--tracked", "--format", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    withheld = [f for f in findings if f["tell_class"] == "withheld"]
+    assert len(withheld) == 1
+    assert withheld[0]["path"].endswith(shard.name) and "type_k" in withheld[0]["excerpt"]
