@@ -169,6 +169,23 @@ def lower_is_better(metric: str) -> bool:
 MAX_DECLARED = 16
 """The most extra metrics one config may declare: each is a column in every run's record."""
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+UNIT_SHAPE = re.compile(
+    r"(?:%|[A-Za-z0-9µ°][A-Za-z0-9µ°%/._^*-]{0,23})(?: [A-Za-z0-9µ°%/._^*-]{1,16}){0,2}"
+)
+"""A unit as people write one (`ms`, `tok/s`, `requests/s`, `%`, `°C`, `tokens per s`):
+letters, digits and a few signs, no leading `/`, at most 32 characters. It is published
+with every run, so a path, an address or a sentence is refused."""
+
+
+def unit_ok(unit: object) -> bool:
+    """True when `unit` has UNIT_SHAPE (`//` and `..` are no unit's)."""
+    return (
+        isinstance(unit, str)
+        and len(unit) <= 32
+        and UNIT_SHAPE.fullmatch(unit) is not None
+        and "//" not in unit
+        and ".." not in unit
+    )
 
 
 def declare(where: str, declared: Any) -> dict[str, Metric]:
@@ -191,8 +208,12 @@ def declare(where: str, declared: Any) -> dict[str, Metric]:
         if not isinstance(shape, Mapping) or set(shape) - {"unit", "better", "help"}:
             raise ConfigError(f"{field}: expected {{unit: ..., better: higher|lower}}")
         unit, better = shape.get("unit"), shape.get("better")
-        if not isinstance(unit, str) or not unit.strip() or len(unit) > 32:
-            raise ConfigError(f"{field}.unit: expected a short unit (ms, requests/s, J, s)")
+        if not unit_ok(unit):
+            raise ConfigError(
+                f"{field}.unit: expected a short unit of letters, digits and / % . _ ^ * - "
+                "(ms, requests/s, J, s)"
+            )
+        assert isinstance(unit, str)
         if better not in ("higher", "lower"):
             raise ConfigError(f"{field}.better: expected higher or lower, got {better!r}")
         known = REGISTRY.get(name)

@@ -278,3 +278,37 @@ def test_an_import_with_provenance_is_promoted_without_a_record(
     (run / "raw" / "stdout.txt").write_text("changed\n")
     assert main(["promote", RUN]) == 2
     assert "not an import with provenance" in capsys.readouterr().err
+
+
+CLUSTER_LOG = (
+    "node gke-prod-pool-1-abc123-xyz9 Ready\n"
+    "cd /root/src/llama.cpp && make -j\n"
+    "<serial>ABC123</serial>\n"
+    "resource group rg-bench-prod-eastus\n"
+    '"topo": "GPU0\\t X \\tNV12\\tNV12\\t0-63\\t0"\n'
+    "pp512 5523.67\n"
+)
+
+
+def test_raw_logs_with_cluster_tells_are_scrubbed_and_a_scan_of_a_raw_copy_finds_them(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Node pools, root checkouts, serial elements, resource groups and inline topo rows
+    in a raw log: promote publishes none of them, and `bench scan` finds each in a copy
+    that was force-added by hand."""
+    run_dir = make_run(repo)
+    (run_dir / "raw" / "stderr.txt").write_text(CLUSTER_LOG)
+    assert main(["promote", RUN]) == 0
+    capsys.readouterr()
+    published = (public(repo) / "raw" / "stderr.txt").read_text()
+    for tell in ("abc123-xyz9", "/root/src", "ABC123", "rg-bench-prod", "NV12"):
+        assert tell not in published, tell
+    assert published.endswith("pp512 5523.67\n")
+    assert main(["scan", str(public(repo))]) == 0
+    by_hand = tmp_path / "by-hand"
+    by_hand.mkdir()
+    (by_hand / "stderr.txt").write_text(CLUSTER_LOG)
+    capsys.readouterr()
+    assert main(["scan", "--format", "json", str(by_hand)]) == 1
+    found = {f["tell_class"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert found == {"k8s", "site-path", "hardware-id", "cloud-account", "topology"}

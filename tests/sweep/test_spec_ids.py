@@ -14,6 +14,7 @@ import pytest
 from benchlab.errors import ConfigError
 from benchlab.ids import LEGACY_HASH_CHARS, SPEC_HASH_CHARS, check_id, spec_id
 from benchlab.models import SweepConfig
+from benchlab.redact.public_ids import public_spec_id
 from benchlab.sweep import expand as expand_module
 from benchlab.sweep.config import parse_sweep_config
 from benchlab.sweep.expand import expand
@@ -54,9 +55,9 @@ def test_a_100k_point_matrix_has_one_id_per_point() -> None:
 
 def test_a_forced_collision_names_both_points(monkeypatch: pytest.MonkeyPatch) -> None:
     def one_hex_char(*args: object, **kwargs: object) -> str:
-        return spec_id(*args, **kwargs)[: -(SPEC_HASH_CHARS - 1)]  # type: ignore[arg-type]
+        return public_spec_id(*args, **kwargs)[: -(SPEC_HASH_CHARS - 1)]  # type: ignore[arg-type]
 
-    monkeypatch.setattr(expand_module, "spec_id", one_hex_char)
+    monkeypatch.setattr(expand_module, "public_spec_id", one_hex_char)
     with pytest.raises(ConfigError) as info:
         expand(square(5))  # 25 points, 16 possible ids: two must share one
     message = str(info.value)

@@ -41,6 +41,7 @@ from benchlab.devices.base import Transport
 from benchlab.errors import ConfigError, ParseError
 from benchlab.metrics import chosen_prefill
 from benchlab.models import AgentEnvelope, AgentTask, BatchResults, KernelResults, RunSpec
+from benchlab.redact.shapes import public_kv_type, public_model_type
 
 FLAGS = (
     ("reps", "-r"),
@@ -280,7 +281,7 @@ def results_from_rows(
     engine += f" b{build}" if build is not None else ""
     engine += f" ({commit})" if commit else ""
     engine += f" {backend}" if backend else ""
-    model_name = str(first.get("model_type") or model)
+    model_name = public_model_type(first.get("model_type")) or model
     kernel = KernelResults.model_validate(
         {
             "$schema": KernelResults.SCHEMA_ID,
@@ -340,7 +341,10 @@ def row_facts(row: dict[str, Any]) -> dict[str, Any]:
     if build is not None or commit:
         version = f"b{build}" if build is not None else ""
         facts["backend_version"] = f"{version} ({commit})".strip() if commit else version
-    model_type = row.get("model_type")
-    if isinstance(model_type, str) and model_type.strip():
+    for name in ("type_k", "type_v"):  # published: only a tensor type's shape
+        if name in facts and public_kv_type(str(facts[name])) is None:
+            del facts[name]
+    model_type = public_model_type(row.get("model_type"))
+    if model_type:
         facts["precision"] = normalize_precision(model_type)
     return facts

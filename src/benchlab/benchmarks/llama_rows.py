@@ -17,6 +17,7 @@ import sqlite3
 from typing import Any
 
 from benchlab.errors import ParseError
+from benchlab.redact.shapes import public_model_type
 
 _TEST = re.compile(
     r"^(?:(?P<kind>pp|tg)\s*(?P<n>\d+)|pp\s*(?P<pp>\d+)\s*\+\s*tg\s*(?P<tg>\d+))"
@@ -289,7 +290,8 @@ _QUANT = re.compile(
 
 def precision_of(row: dict[str, Any]) -> str:
     """The quantisation tag: from the file name where it says, else from the model type."""
-    for source in (str(row.get("model_filename") or ""), str(row.get("model_type") or "")):
+    model_type = public_model_type(row.get("model_type")) or ""
+    for source in (str(row.get("model_filename") or ""), model_type):
         match = _QUANT.search(source.rsplit("/", 1)[-1])
         if match:
             tag = match[1].upper()
@@ -307,5 +309,5 @@ def model_of(row: dict[str, Any]) -> str:
         stem = _QUANT.sub("", stem).strip("-_. ")
         if stem:
             return stem
-    model_type = str(row.get("model_type") or "unknown model")
+    model_type = public_model_type(row.get("model_type")) or "unknown model"
     return _QUANT.sub("", model_type.replace("mostly", "")).strip(" -") or model_type

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from benchlab.redact.policy import Policy
     from benchlab.redact.scan import ScanReport
 
 
@@ -78,6 +79,8 @@ def run_scan(args: argparse.Namespace) -> int:
     if args.staged and repo_root is not None:
         sources.append(staged_sources(repo_root))
     report = scan_sources(policy, chain.from_iterable(sources))
+    if tracked and repo_root is not None:
+        _published(report, policy, repo_root)
     if args.format == "json":
         payload = {
             "clean": report.clean,
@@ -92,6 +95,32 @@ def run_scan(args: argparse.Namespace) -> int:
     else:
         _print_table(report)
     return 0 if report.clean else 1
+
+
+def _published(report: ScanReport, policy: Policy, repo_root: Path) -> None:
+    """The tracked catalog's lines that today's policy would withhold a value of
+    (ARCHITECTURE.md, Publishing and redaction): published under an older policy."""
+    from benchlab.catalog.published import withheld_lines
+    from benchlab.redact.scan import Finding
+
+    root = _store_root()
+    if root is None:
+        return
+    try:
+        shown = root.resolve().relative_to(repo_root.resolve())
+    except ValueError:
+        shown = root
+    for line in withheld_lines(root, policy):
+        report.findings.append(
+            Finding(
+                tell_class="withheld",
+                detector="value-shapes",
+                path=f"{shown}/{line.path}",
+                where=f"entry {line.line}",
+                excerpt=f"{line.run_id}: would withhold {', '.join(line.fields)}; "
+                "run `bench catalog build --full`",
+            )
+        )
 
 
 def _print_table(report: ScanReport) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from benchlab.errors import ConfigError, SchemaError
 from benchlab.files import read_bytes
-from benchlab.ids import check_id, slug, spec_id, sweep_stamp, utc_iso
+from benchlab.ids import check_id, sweep_stamp, utc_iso
 from benchlab.importers.store import (
     ImportedRun,
     ImportReport,
@@ -42,6 +42,7 @@ from benchlab.models import (
     ModelInfo,
     RunManifest,
 )
+from benchlab.redact.public_ids import public_machine_id, public_spec_id
 
 
 def _asv_values(entry: Any, columns: list[str] | None) -> tuple[list[Any], list[Any]]:
@@ -77,9 +78,10 @@ def import_asv(store: Store, results_dir: Path, *, machine_id: str | None = None
     index = RunIndex(store)
     for machine_file in machine_files:
         info = read_json(machine_file)
-        machine = check_id(
-            machine_id or slug(str(info.get("machine") or machine_file.parent.name)), "machine id"
-        )
+        machine = check_id(machine_id, "machine id") if machine_id else None
+        if machine is None:  # asv's own name for it may be a host or a cluster node
+            where = f"{machine_file}: machine"
+            machine = public_machine_id(str(info.get("machine") or machine_file.parent.name), where)
         for result_file in sorted(machine_file.parent.glob("*.json")):
             if result_file.name == "machine.json":
                 continue
@@ -251,7 +253,7 @@ def _import_asv_point(
         "env": data.get("env_name"),
         "file": path.name,
     }
-    spec = spec_id(machine, point.label, "asv", "import", raw)
+    spec = public_spec_id(machine, point.label, "asv", "import", raw)
     existing = index.find(machine, spec)
     if existing:
         report.unchanged.append(existing)

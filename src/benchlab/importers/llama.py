@@ -15,7 +15,7 @@ from benchlab.benchmarks.llama_bench import results_from_rows
 from benchlab.benchmarks.llama_rows import model_of, precision_of, read_rows
 from benchlab.errors import BenchlabError, SchemaError
 from benchlab.files import read_bytes
-from benchlab.ids import check_id, spec_id, sweep_stamp, utc_iso
+from benchlab.ids import check_id, sweep_stamp, utc_iso
 from benchlab.importers.store import (
     ImportedRun,
     ImportReport,
@@ -36,7 +36,8 @@ from benchlab.models import (
     ModelInfo,
     RunManifest,
 )
-from benchlab.redact.shapes import public_commit
+from benchlab.redact.public_ids import public_spec_id
+from benchlab.redact.shapes import public_commit, public_kv_type, public_model_type
 
 _CONFIG_FIELDS = (
     "n_threads",
@@ -94,7 +95,7 @@ def import_llama_bench(
         name = model or model_of(first)
         precision = precision_of(first)
         content = json.loads(json.dumps(rows_of_run, sort_keys=True, default=str))
-        spec = spec_id(machine_id, name, precision, "import", content)
+        spec = public_spec_id(machine_id, name, precision, "import", content)
         existing = existing_run(store, machine_id, spec)
         if existing:
             report.unchanged.append(existing)
@@ -127,9 +128,14 @@ def import_llama_bench(
             model=ModelInfo(
                 name=name,
                 precision=precision,
-                quantization=str(first.get("model_type") or "") or None,
+                quantization=public_model_type(first.get("model_type")),
             ),
-            config={k: first[k] for k in _CONFIG_FIELDS if first.get(k) is not None},
+            config={
+                k: first[k]
+                for k in _CONFIG_FIELDS
+                if first.get(k) is not None
+                and (k not in ("type_k", "type_v") or public_kv_type(str(first[k])))
+            },
             tags=sorted({"imported", "llama-bench", *tags}),
             artifacts={"kernel": KERNEL, "batch": BATCH, "raw": f"{RAW_DIR}/imported.json"},
             backend="llama-bench",

@@ -27,6 +27,7 @@ from benchlab.errors import ConfigError, StoreError
 from benchlab.files import SMALL_CAP, read_bytes, read_text
 from benchlab.layout import Store, find_store
 from benchlab.redact import tells
+from benchlab.redact.cluster_tells import cluster_detectors
 from benchlab.redact.tells import Detector
 
 # JSON keys whose string values are private whatever they look like, and their class.
@@ -342,7 +343,12 @@ def build_policy(config: RedactionConfig, names: StoreNames | None = None) -> Po
         tells.known_names_detector("known-host", tells.HOST, "host", hosts),
         tells.known_names_detector("known-user", tells.USER, "user", users),
     ]
-    policy.detectors = [*custom, *tells.builtin_detectors(), *(d for d in known if d)]
+    policy.detectors = [
+        *custom,
+        *tells.builtin_detectors(),
+        *cluster_detectors(),
+        *(d for d in known if d),
+    ]
     return policy
 
 

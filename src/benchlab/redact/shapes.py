@@ -23,6 +23,7 @@ from typing import Any
 
 from benchlab.errors import ConfigError, SchemaError
 from benchlab.ids import slug
+from benchlab.metrics import unit_ok
 from benchlab.redact.engine import find
 from benchlab.redact.policy import Policy, RedactionConfig, build_policy
 
@@ -232,6 +233,7 @@ TESTS = "tests"  # llama-bench test names: pp512, tg128@d64, pp512+tg128
 PARAMS = "params"  # numbers, booleans or short slugs; text where the sweep says so
 STRUCTURE = "structure"  # a nested value the catalog builds itself (batch curve)
 ID = "id"  # a public id: refused, not withheld, when it is not one (check_public_field)
+KV_TYPE = "kv-type"  # a ggml tensor type as llama-bench names a cache's: q4_0, f16, iq4_nl
 
 MAX_TEXT = 160
 """A model's display name or a version string; a paragraph is a log, not a field."""
@@ -270,8 +272,8 @@ PUBLIC_VALUE_SHAPES: dict[str, tuple[str, ...]] = {
     "n_ubatch": (NUMBER,),
     "gpu_layers": (NUMBER,),
     "flash_attn": (BOOL,),
-    "type_k": (SLUG,),
-    "type_v": (SLUG,),
+    "type_k": (KV_TYPE,),
+    "type_v": (KV_TYPE,),
     "settings": (DIGEST,),  # a digest of a device's env and workdir, never their values
     "axes": (PARAMS,),
     "tests": (TESTS,),
@@ -312,6 +314,9 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     DIGEST: re.compile(r"(?:sha256:|sha1:|md5:)?[0-9a-f]{16,128}"),
     STAMP: re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][0-9:.]{2,18}(?:Z|[+-]\d{2}:?\d{2})?)?"),
     TESTS: re.compile(r"[a-z]{2}\d{1,7}(?:[+@][a-z]{1,2}\d{1,7}){0,3}"),
+    KV_TYPE: re.compile(
+        r"(?i)(?:f16|f32|f64|bf16|i8|i16|i32|i?q[1-8](?:_[0-9a-z]{1,2}){0,2}|tq[12]_0)"
+    ),
     "path": re.compile(
         r"runs/(?:by-machine|public)/[A-Za-z0-9][A-Za-z0-9._+-]*/[A-Za-z0-9][A-Za-z0-9._+-]*/"
     ),
@@ -326,7 +331,7 @@ def _is_number(value: Any) -> bool:
 
 def _string_shape(kind: str, value: str, policy: Policy) -> bool:
     """True when a string has the shape `kind` and no tell under `policy`."""
-    if kind in (SLUG, TESTS, BUILD_TAG, HEX_COMMIT, DIGEST, STAMP):
+    if kind in (SLUG, TESTS, BUILD_TAG, HEX_COMMIT, DIGEST, STAMP, KV_TYPE):
         if len(value) > MAX_LENGTH and kind != DIGEST:
             return False
         if kind == SLUG:
@@ -334,7 +339,7 @@ def _string_shape(kind: str, value: str, policy: Policy) -> bool:
                 return False
         elif not _PATTERNS[kind].fullmatch(value):
             return False
-        if kind in (HEX_COMMIT, DIGEST, STAMP):
+        if kind in (HEX_COMMIT, DIGEST, STAMP, KV_TYPE):
             return True  # nothing of that alphabet is a name
     elif kind == TEXT:
         if len(value) > MAX_TEXT or _CONTROL.search(value):
@@ -396,7 +401,7 @@ def _extras_ok(value: Any, policy: Policy) -> bool:
         unit = held.get("unit")
         if held.get("better") not in ("higher", "lower") or not isinstance(unit, str):
             return False
-        if len(unit) > 32 or not _string_shape(TEXT, unit, policy):
+        if not unit_ok(unit) or not _string_shape(TEXT, unit, policy):
             return False
     return True
 
@@ -556,3 +561,26 @@ def public_commit(value: Any) -> str | None:
         return None
     text = value.strip()
     return text if _PATTERNS[HEX_COMMIT].fullmatch(text) else None
+
+
+def public_kv_type(value: Any) -> str | None:
+    """A KV cache type (`q4_0`, `f16`, `iq4_nl`) where it has that shape, else None."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    return text if _PATTERNS[KV_TYPE].fullmatch(text) else None
+
+
+_MODEL_TYPE = re.compile(r"[A-Za-z0-9][\w.+-]*(?: [\w.+()-]+){0,8}")
+
+
+def public_model_type(value: Any) -> str | None:
+    """llama-bench's `model_type` (`llama 7B Q4_0`, `qwen3 8B Q4_K - Medium`) where it has
+    that shape (words of letters, digits and `. + _ - ( )`, at most 64 characters, no
+    tell), else None: the field is published, so a path or a host in it is withheld."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if len(text) > 64 or not _MODEL_TYPE.fullmatch(text):
+        return None
+    return None if find(_builtin_policy(), [text]) else text

@@ -393,7 +393,7 @@ _NOT_A_SERIAL = frozenset(
 )
 
 
-def _real_serial(value: str) -> bool:
+def real_serial(value: str) -> bool:
     """Vendors fill unset fields with stock words ("Default string", "Not Specified")."""
     lowered = value.lower()
     if lowered in _NOT_A_SERIAL or lowered.startswith(("not", "n/a", "none")):
@@ -510,7 +510,7 @@ _NOT_A_NAME = frozenset(
 _CODE_VALUE = _c(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(.*)?")
 
 
-def _real_name(value: str) -> bool:
+def real_name(value: str) -> bool:
     """Stock names (`default`, `minikube`, `kind`), placeholders and code name nobody's cloud.
 
     `project_id=args.project` in a source file is an attribute, not a project: a dotted
@@ -528,8 +528,9 @@ def _real_name(value: str) -> bool:
 # below a site mount root (/mnt, /data, /scratch, /nfs, /lustre, ... : what follows is a
 # user, team, project or host name), below any Windows drive except its system folders,
 # and in any object-store URL. Paths under system roots (/usr, /opt, /etc, /tmp, /var,
-# /proc, /dev, /root, /workspace) and tool dot-dirs (`~/.cache/...`) are named by software
-# and are left alone; /home and C:\\Users belong to the home-path class.
+# /proc, /dev, /workspace) and tool dot-dirs (`~/.cache/...`) are named by software
+# and are left alone (root's own checkouts and CI workspaces are `cluster_tells`'); /home
+# and C:\\Users belong to the home-path class.
 _SEG = r"[\w.@+%~-]+"
 _SITE_ROOTS = (
     r"mnt|media|data\d*|datasets?|scratch\d*|nfs|lustre\d*|gpfs|fsx|efs|beegfs|cephfs|ceph"
@@ -673,7 +674,9 @@ def _not_a_quantity(before: str) -> bool:
 
 @functools.cache
 def builtin_detectors() -> tuple[Detector, ...]:
-    """The tell classes every policy starts from (redaction.yaml adds to them)."""
+    """The tell classes every policy starts from (redaction.yaml adds to them); the policy
+    adds `cluster_tells.cluster_detectors` after them (node pools, resource groups, serial
+    elements, checkout paths and inline topology rows)."""
     return (
         Detector("private-key", SECRET, _PRIVATE_KEY_BLOCK, "<secret>", numbered=False),
         Detector("token", SECRET, _EXTRA_TOKENS, "<secret>", numbered=False),
@@ -729,7 +732,7 @@ def _infrastructure_detectors() -> tuple[Detector, ...]:
             _SERIAL,
             "serial",
             group=1,
-            check=_real_serial,
+            check=real_serial,
             gate=_gate(r"erial|ERIAL|oard|OARD|sset|SSET|nique|NIQUE|uid|UID"),
         ),
         Detector("mac-address", HARDWARE_ID, _MAC, "mac", check=_real_mac),
@@ -758,7 +761,7 @@ def _infrastructure_detectors() -> tuple[Detector, ...]:
             _CLOUD_NAMED,
             "cloud",
             group=1,
-            check=_real_name,
+            check=real_name,
             gate=_gate(
                 r"roject|ROJECT|ubscription|UBSCRIPTION|enant|ENANT|esource|ESOURCE|luster"
                 r"|LUSTER|ccount|CCOUNT|ontext|ONTEXT|egistry|orkspace|ROFILE"
@@ -770,7 +773,7 @@ def _infrastructure_detectors() -> tuple[Detector, ...]:
             _CLI_NAME_FLAG,
             "cloud",
             group=1,
-            check=_real_name,
+            check=real_name,
             context=_after_cloud_cli,
             gate=_gate(r"\b(?:az|eks|aks)\b"),
         ),

@@ -26,9 +26,10 @@ from typing import Any
 from benchlab.benchmarks import BACKENDS
 from benchlab.catalog.contract import params_problem
 from benchlab.errors import BenchlabError, ConfigError
-from benchlab.ids import SPEC_HASH_CHARS, settings_digest, spec_id
+from benchlab.ids import SPEC_HASH_CHARS, settings_digest
 from benchlab.metrics import declare
 from benchlab.models import Policies, RunSpec, SweepConfig
+from benchlab.redact.public_ids import public_spec_id
 
 MAX_POINTS = 10_000
 """Points (repeats included) a config may expand to unless `--max-points` lifts it: a
@@ -164,7 +165,7 @@ def make_spec(
     settings = device_settings(config, device)
     if settings is not None:
         hashed["settings"] = settings
-    identity = spec_id(
+    identity = public_spec_id(
         machine,
         fields["model"],
         fields["precision"],
