@@ -39,7 +39,9 @@ from benchlab.identity import (
     SCALAR_TYPES,
     SERIES_FIELDS,
     VERSION_FIELDS,
+    WORKLOAD_FIELDS,
     build_label,
+    metric_test_key,
     series_of,
     shape,
     test_names,
@@ -130,9 +132,18 @@ def _pair_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
     return tuple(_hashable(entry.get(name)) for name in _pair_fields(axis))
 
 
+def _unshaped(key: tuple[Any, ...], axis: str) -> tuple[Any, ...]:
+    """A pair key less the workload (`identity.WORKLOAD_FIELDS`): a row's metric test
+    (`identity.metric_test_key`) stands for the part of it that shapes the metric."""
+    return tuple(
+        v for v, name in zip(key, _pair_fields(axis), strict=True) if name not in WORKLOAD_FIELDS
+    )
+
+
 def _best_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
-    """What `match=best` pairs on: the pair key less the settings and the model file."""
-    skip = (*SETTING_FIELDS, *_MODEL_FILE)
+    """What `match=best` pairs on: the pair key less the settings, the model file and the
+    workload (the row's metric test holds what of it shapes the metric)."""
+    skip = (*SETTING_FIELDS, *_MODEL_FILE, *WORKLOAD_FIELDS)
     kept = [_hashable(entry.get(name)) for name in _pair_fields(axis) if name not in skip]
     return (*kept, entry.get("model_id") or entry.get("model"))
 
@@ -318,6 +329,9 @@ class Sides:
     _levels: dict[tuple[str, tuple[Any, ...], str], dict[str, Any] | None] = field(
         default_factory=dict, repr=False
     )
+    _keys: dict[tuple[str, str], dict[tuple[Any, ...], list[tuple[Any, ...]]]] = field(
+        default_factory=dict, repr=False
+    )
 
     def side(self, value: str, key: tuple[Any, ...], metric: str) -> dict[str, Any] | None:
         """A measurement's side for `metric` (memoised: the site asks for it per pair)."""
@@ -327,12 +341,25 @@ class Sides:
         return self._levels[slot]
 
     def keys(self, value: str, match: str) -> dict[tuple[Any, ...], list[tuple[Any, ...]]]:
-        """The row keys under `value` and, for each, the measurements (pair keys) behind it."""
+        """The row keys under `value` and, for each, the measurements (pair keys) behind it.
+        A row key is a metric and its test (`identity.metric_test_key`) with the rest of
+        the pair key (`exact`) or of the best key (`best`): tg128 of a pp128 + tg128 run and
+        of a pp512 + tg128 run is one test, pp256 and pp16 are two."""
+        slot = (value, match)
+        found = self._keys.get(slot)
+        if found is not None:
+            return found
         out: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
         for (v, key), runs in self.repeats.items():
-            if v == value:
-                row_key = key if match == "exact" else _best_key(runs[-1], self.axis)
-                out.setdefault(row_key, []).append(key)
+            if v != value:
+                continue
+            newest = runs[-1]
+            base = _unshaped(key, self.axis) if match == "exact" else _best_key(newest, self.axis)
+            for metric in ROW_METRICS:
+                if any(run.get(metric) is not None for run in runs):
+                    row_key = (metric, metric_test_key(metric, newest), *base)
+                    out.setdefault(row_key, []).append(key)
+        self._keys[slot] = out
         return out
 
 
@@ -438,7 +465,9 @@ def compare_pair(sides: Sides, a: str, b: str, match: str = "exact") -> AxisComp
     keys_a, keys_b = sides.keys(a, match), sides.keys(b, match)
     rows: list[dict[str, Any]] = []
     for key in keys_a.keys() & keys_b.keys():
-        rows += _rows(sides, a, b, keys_a[key], keys_b[key], match)
+        row = _metric_row(sides, a, b, key[0], keys_a[key], keys_b[key], match)
+        if row is not None:
+            rows.append(row)
     rows.sort(key=_row_order)
     return AxisComparison(
         sides.axis,
@@ -446,10 +475,18 @@ def compare_pair(sides: Sides, a: str, b: str, match: str = "exact") -> AxisComp
         b,
         rows,
         values=sides.present,
-        only_a=len(keys_a.keys() - keys_b.keys()),
-        only_b=len(keys_b.keys() - keys_a.keys()),
+        only_a=_alone(keys_a, keys_b),
+        only_b=_alone(keys_b, keys_a),
         match=match,
     )
+
+
+def _alone(
+    keys: dict[tuple[Any, ...], list[tuple[Any, ...]]], other: dict[tuple[Any, ...], Any]
+) -> int:
+    """The measurements under one value none of whose tests the other value measured."""
+    paired = {m for key, held in keys.items() if key in other for m in held}
+    return len({m for held in keys.values() for m in held} - paired)
 
 
 def _default_pair(
@@ -503,24 +540,35 @@ def _pick(
     return best
 
 
-def _rows(
+def _newest(
+    sides: Sides, value: str, measurements: list[tuple[Any, ...]], metric: str
+) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
+    """`match=exact`: of the measurements of one test (a tg128 measured beside pp128 and
+    beside pp512), the one measured last (ties: identity order)."""
+    key = max(
+        sorted(measurements, key=repr),
+        key=lambda k: sides.repeats[(value, k)][-1]["timestamp"],
+    )
+    return key, sides.side(value, key, metric)
+
+
+def _metric_row(
     sides: Sides,
     a: str,
     b: str,
+    metric: str,
     measurements_a: list[tuple[Any, ...]],
     measurements_b: list[tuple[Any, ...]],
     match: str,
-) -> list[dict[str, Any]]:
-    """One row per metric either side carries, for one row key."""
-    rows = []
-    for metric in ROW_METRICS:
-        key_a, side_a = _pick(sides, a, measurements_a, metric)
-        key_b, side_b = _pick(sides, b, measurements_b, metric)
-        if side_a is None and side_b is None:
-            continue
-        runs_a, runs_b = sides.repeats[(a, key_a)], sides.repeats[(b, key_b)]
-        rows.append(_row(sides.axis, match, metric, runs_a, runs_b, side_a, side_b))
-    return rows
+) -> dict[str, Any] | None:
+    """The row of one metric's test under one row key (None where neither side counts)."""
+    pick = _pick if match == "best" else _newest
+    key_a, side_a = pick(sides, a, measurements_a, metric)
+    key_b, side_b = pick(sides, b, measurements_b, metric)
+    if side_a is None and side_b is None:
+        return None
+    runs_a, runs_b = sides.repeats[(a, key_a)], sides.repeats[(b, key_b)]
+    return _row(sides.axis, match, metric, runs_a, runs_b, side_a, side_b)
 
 
 def _row(
@@ -541,7 +589,7 @@ def _row(
         "precision": run_a["precision"],
         "backend": run_a.get("backend"),
         "threads": run_a.get("threads") if match == "exact" else None,
-        "shape": (shape(run_a) if match == "exact" else _workload(run_a)) or None,
+        "shape": _row_shape(run_a, run_b, match) or None,
         "test": row_test(run_a, metric),
         "metric": metric,
         "unit": unit_of(metric),
@@ -579,6 +627,14 @@ def row_test(entry: dict[str, Any], metric: str) -> str:
         sizes = entry.get("batch_sizes")
         return f"batch peak b{max(sizes)}" if sizes else "batch peak"
     return _LABEL.get(metric, metric)
+
+
+def _row_shape(run_a: dict[str, Any], run_b: dict[str, Any], match: str) -> str:
+    """The row's shape: A's (`exact`: its settings too), less the workload where the two
+    sides ran different ones (the row's test names what they share)."""
+    if any(run_a.get(name) != run_b.get(name) for name in WORKLOAD_FIELDS):
+        run_a = {**run_a, **dict.fromkeys(WORKLOAD_FIELDS)}
+    return shape(run_a) if match == "exact" else _workload(run_a)
 
 
 def _workload(entry: dict[str, Any]) -> str:
