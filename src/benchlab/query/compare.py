@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,17 +50,17 @@ from benchlab.identity import (
 from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
-from benchlab.stats import summarize
+from benchlab.stats import summarize, t_quantile
 
 COMPARE_AXES = ("build", "revision", "machine")
 MATCHES = ("exact", "best")
 """`exact`: one measurement under both values; `best`: each side at its best settings."""
 
 MARKS = {
-    "+": "B better than A (the 95% intervals do not overlap)",
-    "-": "B worse than A (the 95% intervals do not overlap)",
-    "~": "within noise (the 95% intervals overlap)",
-    "?": "one run a side: no spread to judge noise by",
+    "+": "B better than A (significant at 5%: Welch's t on the runs, or on one run's samples)",
+    "-": "B worse than A (significant at 5%: Welch's t on the runs, or on one run's samples)",
+    "~": "within noise (not significant at 5%)",
+    "?": "one run a side and no samples: no spread to judge noise by",
 }
 """What a row's mark means (`significance`)."""
 
@@ -279,7 +280,44 @@ def _side(
         if stats.ci_low is not None and stats.ci_high is not None
         else None
     )
-    return {"mean": stats.mean, "n": stats.n, "stddev": stats.stddev, "ci95": ci}
+    side: dict[str, Any] = {"mean": stats.mean, "n": stats.n, "stddev": stats.stddev, "ci95": ci}
+    if stats.n == 1:
+        held = _samples_of(runs, metric, values[0])
+        if held is not None:
+            side["samples"] = held
+    return side
+
+
+def _samples_of(runs: list[dict[str, Any]], metric: str, value: float) -> dict[str, Any] | None:
+    """The samples (`metric_samples`) of the one run behind a side: the newest run that
+    counts with that value."""
+    for run in reversed(runs):
+        if run.get(metric) == value and counts(run, metric):
+            held = (run.get("metric_samples") or {}).get(metric)
+            return dict(held) if held else None
+    return None
+
+
+SAMPLES_MIN_CHANGE = 0.01
+"""The least relative change marked where a side is judged on one run's samples: repeats
+inside one run do not see the noise between runs, so a smaller difference is not called a
+change on their word alone (the detector's own least step, `regress.detect`'s min_change)."""
+
+
+def evidence(side: dict[str, Any]) -> tuple[int, float, float | None]:
+    """(n, mean, sd) a side is judged on: its runs where it has two or more, else its one
+    run's samples (`metric_samples`: the repeats the backend measured inside it), else the
+    single value with no spread."""
+    if side["n"] >= 2:
+        sd = side.get("stddev")
+        if sd is None and side.get("ci95"):
+            low, high = side["ci95"]
+            sd = (high - low) / 2 * math.sqrt(side["n"]) / t_quantile(side["n"] - 1)
+        return side["n"], side["mean"], sd
+    held = side.get("samples")
+    if held:
+        return held["n"], held["mean"], held["sd"]
+    return 1, side["mean"], None
 
 
 def significance(
@@ -287,26 +325,45 @@ def significance(
 ) -> str | None:
     """`+`, `-`, `~` or `?` for B against A (None where a side has no value).
 
-    The rule: each side's interval is the 95% t-interval of its mean (a single run is the
-    point it measured); the difference is significant when the two intervals do not
-    overlap, and then `+` where B is better in the metric's direction, `-` where worse.
-    Overlapping intervals are `~`. With one run on each side there is no spread at all, so
-    no way to tell a change from noise: `?`.
+    The rule (ARCHITECTURE.md, Compare): each side is judged on its runs where it has two
+    or more, else on its one run's samples (`evidence`). Two sides with spread: Welch's t
+    test, two-sided at 5% (Welch-Satterthwaite degrees of freedom). One side a single value
+    with no samples: significant where that value lies outside the other side's 95%
+    t-interval. Neither with spread: `?`. Where a side is judged on samples, a change under
+    `SAMPLES_MIN_CHANGE` is `~`. A significant difference is `+` where B is better in the
+    metric's direction, `-` where worse.
     """
     if side_a is None or side_b is None:
         return None
-    if side_a["n"] < 2 and side_b["n"] < 2:
+    n_a, mean_a, sd_a = evidence(side_a)
+    n_b, mean_b, sd_b = evidence(side_b)
+    if (n_a < 2 or sd_a is None) and (n_b < 2 or sd_b is None):
         return "?"
-    low_a, high_a = side_a["ci95"] or (side_a["mean"], side_a["mean"])
-    low_b, high_b = side_b["ci95"] or (side_b["mean"], side_b["mean"])
-    if low_a <= high_b and low_b <= high_a:
+    on_samples = (side_a["n"] < 2 and n_a >= 2) or (side_b["n"] < 2 and n_b >= 2)
+    if on_samples and abs(mean_b - mean_a) < SAMPLES_MIN_CHANGE * abs(mean_a):
         return "~"
-    better = (
-        side_b["mean"] < side_a["mean"]
-        if lower_is_better(metric)
-        else side_b["mean"] > side_a["mean"]
-    )
+    if not _differs(n_a, mean_a, sd_a, n_b, mean_b, sd_b):
+        return "~"
+    better = mean_b < mean_a if lower_is_better(metric) else mean_b > mean_a
     return "+" if better else "-"
+
+
+def _differs(
+    n_a: int, mean_a: float, sd_a: float | None, n_b: int, mean_b: float, sd_b: float | None
+) -> bool:
+    """Welch's t test at 5% two-sided; against a single value (no sd), whether the value
+    lies outside the other side's 95% t-interval."""
+    if n_a < 2 or sd_a is None:
+        n_a, mean_a, sd_a, n_b, mean_b, sd_b = n_b, mean_b, sd_b, n_a, mean_a, sd_a
+    assert sd_a is not None
+    if n_b < 2 or sd_b is None:  # a point against an interval
+        return abs(mean_b - mean_a) > t_quantile(n_a - 1) * sd_a / math.sqrt(n_a)
+    var_a, var_b = sd_a * sd_a / n_a, sd_b * sd_b / n_b
+    if var_a + var_b == 0:
+        return mean_a != mean_b
+    t = abs(mean_b - mean_a) / math.sqrt(var_a + var_b)
+    df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    return t > t_quantile(max(1, math.floor(df)))
 
 
 def changed(row: dict[str, Any]) -> bool:
