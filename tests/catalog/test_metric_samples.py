@@ -75,3 +75,32 @@ def test_a_llama_bench_import_keeps_each_tests_samples(store: Path) -> None:
         == entry["metric_samples"]["decode_tok_per_sec"]
     )  # llama-bench's batch-1 point is its tg test
     assert set(entry["metric_samples"]) <= {k for k, v in entry.items() if v is not None}
+
+
+def test_a_llama_bench_import_names_the_machine(store: Path) -> None:
+    """llama-bench's cpu_info, gpu_info and backends reach the machine's public specs and
+    the inventory the Machines table reads; specs `bench onboard` wrote are never touched."""
+    path = DATA / "llama-bench.json"
+    assert main(["--store", str(store), "migrate", str(path), "--machine-id", "rig"]) == 0
+    assert main(["--store", str(store), "catalog", "build"]) == 0
+    specs = json.loads((store / "machines" / "rig" / "specs.json").read_text())
+    assert specs["hardware"]["cpu"]["model"] == "AMD Ryzen 7 7800X3D 8-Core Processor"
+    assert specs["hardware"]["gpu"] == [{"model": "NVIDIA GeForce RTX 4080"}]
+    assert specs["runtime"] == {"backends": "CUDA"}
+    assert specs["registered_at"] == "2025-04-24T11:58:50Z"  # the first test's time
+    row = json.loads((store / "machines" / "catalog.json").read_text())["machines"]["rig"]
+    assert row["cpu_model"] == "AMD Ryzen 7 7800X3D 8-Core Processor"
+    assert row["gpu"] == "NVIDIA GeForce RTX 4080"
+
+    onboarded = store / "runs" / "by-machine" / "own" / "specs.json"
+    onboarded.parent.mkdir(parents=True)
+    mine = {
+        "$schema": "benchmark/machine-specs.v1",
+        "machine_id": "own",
+        "registered_at": "2026-01-01T00:00:00Z",
+        "hardware": {"cpu": {"model": "Onboarded CPU"}},
+        "os": {"name": "Linux"},
+    }
+    onboarded.write_text(json.dumps(mine))
+    assert main(["--store", str(store), "migrate", str(path), "--machine-id", "own"]) == 0
+    assert json.loads(onboarded.read_text()) == mine
