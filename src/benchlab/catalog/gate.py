@@ -474,6 +474,7 @@ def _extras(value: Any) -> str | None:
 
 
 extras_problem = _extras
+"""What the loader's fast check asks of `extra_metrics` too: one rule, two readers."""
 
 MAX_SAMPLE_N = 1_000_000
 """Repeats one run may state for one metric (`models.MetricSamples`)."""
@@ -522,7 +523,8 @@ def _samples(value: Any) -> str | None:
     return None
 
 
-"""What the loader's fast check asks of `extra_metrics` too: one rule, two readers."""
+samples_problem = _samples
+"""What the loader's fast check asks of `metric_samples` too: one rule, two readers."""
 
 
 def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
