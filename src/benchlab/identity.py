@@ -139,6 +139,57 @@ def test_names(prefill_tokens: int | None, gen_tokens: int | None, depth: int | 
     return names
 
 
+# --- the test of one metric ----------------------------------------------------------------
+
+WORKLOAD_FIELDS: tuple[str, ...] = ("prompt_tokens", "gen_tokens", "depth")
+"""The workload of a run as a whole; a metric's own test holds only part of it
+(`metric_test_key`)."""
+
+SEPARATE_TEST_BACKENDS = frozenset({"llama-bench"})
+"""Backends that measure prompt processing and generation as separate tests: llama-bench's
+tg row has n_prompt 0, so the prompt size of the run does not shape its decode rate."""
+
+_PREFILL_TEST_METRICS = frozenset({"prefill_tok_per_sec", "ttft_ms", "prefill_stddev"})
+_DECODE_TEST_METRICS = frozenset({"decode_tok_per_sec", "decode_ms_per_token", "decode_stddev"})
+_TEST_NAME = re.compile(r"^(pp|tg)(\d+)(?:@d(\d+))?$")
+
+
+def metric_test_key(metric: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The test one metric of a run measures, as a hashable key: only what shapes that
+    metric (ARCHITECTURE.md, Measurement identity). `params`: an entry or an identity (its
+    workload fields, `backend` and `tests`).
+
+    - prefill (`prefill_tok_per_sec`, `ttft_ms`): the prompt size measured and the depth;
+    - decode (`decode_tok_per_sec`, `decode_ms_per_token`): the tokens generated and the
+      depth, and the prompt too where the backend decodes after the prompt in one context
+      (every backend but llama-bench, whose tg test starts from an empty context);
+    - llama-bench's batch-1 baseline is its tg test again;
+    - any other metric: the whole workload (prompt, generation, depth).
+
+    The sizes are the ones measured: the run's test list (`pp256`, `tg128@d512`) where it
+    names the test, else the workload fields, so a run whose prefill came from its largest
+    measured size is never set against another's smaller one.
+    """
+    backend = params.get("backend")
+    depth = params.get("depth") or 0
+    separate = backend in SEPARATE_TEST_BACKENDS
+    if metric in _PREFILL_TEST_METRICS:
+        return ("pp", _measured(params, "pp", "prompt_tokens"), depth)
+    if metric in _DECODE_TEST_METRICS or (separate and metric == "baseline_tok_per_sec"):
+        key: tuple[Any, ...] = ("tg", _measured(params, "tg", "gen_tokens"), depth)
+        return key if separate else (*key, params.get("prompt_tokens"))
+    return ("run", *(_frozen(params.get(name)) for name in WORKLOAD_FIELDS))
+
+
+def _measured(params: Mapping[str, Any], kind: str, field: str) -> Any:
+    """The size of the run's `kind` test (pp or tg) from its test list, else `field`."""
+    for name in params.get("tests") or ():
+        match = _TEST_NAME.match(str(name))
+        if match is not None and match[1] == kind:
+            return int(match[2])
+    return params.get(field)
+
+
 SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 
 

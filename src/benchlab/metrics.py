@@ -454,6 +454,51 @@ def derive(
     return kept, tests
 
 
+def repeat_samples(
+    kernel: Any, prompt_tokens: int | None = None, batch: Any = None
+) -> dict[str, dict[str, Any]]:
+    """The run's samples per metric: {metric: {n, mean, sd}} for each rate whose repeats
+    the backend measured (two or more, with their spread: llama-bench's `samples_ts` as
+    `reps` and `stddev_ts`, the reference decoder's reps), from the same points `derive`
+    reads. The mean is the point's rate (llama-bench's `avg_ts`, the mean of its samples;
+    the reference decoder's median-based rate, the best it reports). The latencies derived
+    from a rate (`ttft_ms`, `decode_ms_per_token`) get the rate's relative spread (first
+    order: sd/mean of 1/x is that of x). A batch-1 baseline that is the decode test's own
+    rate (llama-bench's one curve point) has the decode's samples. Absent where a backend
+    measured once."""
+    out: dict[str, dict[str, Any]] = {}
+    prefill = chosen_prefill(kernel, prompt_tokens)
+    decode = _get(_get(kernel, "benchmark"), "decode")
+    pairs = (
+        (prefill, "prefill_tok_per_sec", "ttft_ms"),
+        (decode, "decode_tok_per_sec", "decode_ms_per_token"),
+    )
+    derived, _ = (
+        derive(kernel, None, prompt_tokens=prompt_tokens) if prefill or decode else ({}, [])
+    )
+    for point, rate_name, latency_name in pairs:
+        if point is None:
+            continue
+        reps, sd, rate = (
+            _get(point, "reps"),
+            _number(_get(point, "stddev_ts")),
+            derived.get(rate_name),
+        )
+        if not isinstance(reps, int) or isinstance(reps, bool) or reps < 2 or sd is None:
+            continue
+        if rate is None or rate <= 0 or not math.isfinite(sd) or sd < 0:
+            continue
+        out[rate_name] = {"n": reps, "mean": rate, "sd": sd}
+        latency = derived.get(latency_name)
+        if latency is not None:
+            out[latency_name] = {"n": reps, "mean": latency, "sd": latency * sd / rate}
+    decoded = out.get("decode_tok_per_sec")
+    baseline = _number(_get(_get(batch, "baseline"), "tok_per_sec"))
+    if decoded is not None and baseline is not None and baseline == decoded["mean"]:
+        out["baseline_tok_per_sec"] = dict(decoded)
+    return out
+
+
 def resource_metrics(
     resources: Mapping[str, Any] | None,
     duration_s: float | None,

@@ -388,6 +388,16 @@ HOLE_TAG = "hole"
 """The tag a hole's catalog entry carries (the catalog keeps no error text)."""
 
 
+class MetricSamples(_Closed):
+    """The repeats a backend measured inside one run for one metric (llama-bench's
+    `samples_ts`, the reference decoder's reps): how many, their mean and their standard
+    deviation. `bench compare` judges a side of one run by them (ARCHITECTURE.md, Compare)."""
+
+    n: int = Field(ge=2, le=1_000_000, description="Repeats measured (two or more).")
+    mean: float = Field(ge=-1e12, le=1e12, description="Their mean, in the metric's unit.")
+    sd: float = Field(ge=0, le=1e12, description="Their sample standard deviation (n - 1).")
+
+
 class RunRecord(_Document):
     """`record.json`: what the sweep runner says about one attempt at one point.
 
@@ -415,6 +425,11 @@ class RunRecord(_Document):
     )
     tests: list[str] = Field(
         default_factory=list, description="The tests in llama-bench's spelling (pp512, tg128)."
+    )
+    metric_samples: dict[str, MetricSamples] | None = Field(
+        default=None,
+        description="Per metric, the repeats measured inside the run: {n, mean, sd} "
+        "(benchlab.metrics.repeat_samples); absent where the backend measured one.",
     )
     identity: dict[str, Any] | None = Field(
         default=None, description="The measurement identity (benchlab.identity.IDENTITY_FIELDS)."
@@ -521,6 +536,11 @@ class CatalogEntry(_Open):
     attempts: int | None = Field(default=None, description="Attempts the policy allowed.")
     warnings: int | None = Field(default=None, description="How many warnings the run has.")
     samples: int | None = Field(default=None, description="Repetitions behind each number.")
+    metric_samples: dict[str, MetricSamples] | None = Field(
+        default=None,
+        description="Per metric, the repeats measured inside the run: {n, mean, sd}; "
+        "`bench compare` judges a one-run side by them (ARCHITECTURE.md, Compare).",
+    )
     peak_tok_per_sec: float | None = None
     baseline_tok_per_sec: float | None = None
     speedup: float | None = None

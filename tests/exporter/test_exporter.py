@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from tests.kit.oracle import need_programs
 from tests.kit.runs import write_run
 
 from benchlab.cli import main
@@ -143,8 +143,8 @@ def test_device_state_clock_outcomes_and_failures(sweep_dir: Path, prom_parse) -
     assert trips == {"laptop": 0.0, "pi5": 2.0}
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian prometheus) absent")
 def test_promtool_accepts_the_output(sweep_dir: Path) -> None:
+    need_programs("promtool", reason="promtool (Debian prometheus) absent")
     result = subprocess.run(
         ["promtool", "check", "metrics"],
         input=scrape(sweep_dir),

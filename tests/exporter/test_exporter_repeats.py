@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from tests.kit.configs import write_sweep
+from tests.kit.oracle import need_programs
 from tests.kit.runs import write_run
 
 from benchlab.layout import Store, atomic_write_json
@@ -27,8 +27,7 @@ PRINT_RATE = "print('{\"d\": {threads}5.0}')"
 
 
 def _promtool(text: str) -> None:
-    if shutil.which("promtool") is None:
-        pytest.skip("promtool absent: tools/ci-setup.sh installs it (Debian's prometheus)")
+    need_programs("promtool", reason="promtool absent (Debian's prometheus)")
     check = subprocess.run(
         ["promtool", "check", "metrics"],
         input=text,

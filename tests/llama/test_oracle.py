@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 from tests.kit.catalog import catalog_doc
+from tests.kit.oracle import need_modules
 
 from benchlab.cli import main
 from benchlab.identity import identity_key, series_key
@@ -121,8 +122,7 @@ def test_compare_by_build_agrees_with_compare_llama_bench(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    pytest.importorskip("tabulate", reason="pip install -e '.[dev]' (the oracle needs it)")
-    pytest.importorskip("git", reason="the oracle imports GitPython")
+    need_modules("tabulate", "git", reason="the oracle imports tabulate and GitPython ('.[dev]')")
     old, new = older_build, llama_build
     outputs = {}
     for build in (new, old):  # the newer build's schema first, as after an upgrade

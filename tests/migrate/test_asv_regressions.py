@@ -14,13 +14,13 @@ fixed one, which asv does not list, must be two steps (the regression and its fi
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from tests.kit.catalog import catalog_doc
+from tests.kit.oracle import need_programs
 
 from benchlab.cli import main
 from benchlab.regress import Step, detect
@@ -47,8 +47,7 @@ def _open_regressions_at(steps: list[Step]) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.integration
 def test_detect_finds_what_asv_publish_lists(store: Path, tmp_path: Path) -> None:
-    if shutil.which("asv") is None or shutil.which("git") is None:
-        pytest.skip("asv (pip install asv) and git are needed to make the history")
+    need_programs("asv", "git", reason="asv (pip install asv) and git make the history")
     made = tmp_path / "asv"
     subprocess.run(["bash", str(MAKE), str(made)], check=True, timeout=900)
     listed = _asv_regressions(made / "html")

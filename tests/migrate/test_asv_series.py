@@ -10,13 +10,13 @@ slow_sum from the fourth commit on. The slow test runs asv itself."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from tests.kit.catalog import catalog_doc
+from tests.kit.oracle import need_programs
 
 from benchlab.cli import main
 from benchlab.layout import read_model
@@ -116,8 +116,7 @@ def test_asv_series_reach_the_catalog_and_the_verbs(
 @pytest.mark.integration
 def test_a_fresh_asv_run_imports_the_same_way(store: Path, tmp_path: Path) -> None:
     """asv itself, on the tiny package, with the Python running the tests (no network)."""
-    if shutil.which("asv") is None or shutil.which("git") is None:
-        pytest.skip("asv (pip install asv) and git are needed to make a results dir")
+    need_programs("asv", "git", reason="asv (pip install asv) and git make a results dir")
     results = tmp_path / "results"
     subprocess.run(["bash", str(MAKE), str(results)], check=True, timeout=300)
     _check_history(results, store)

@@ -72,6 +72,8 @@ def _kind(name: str, annotation: Any, required: bool) -> str:
         return "curve"
     if args == {dict[str, models.ExtraMetric], type(None)}:
         return "extras"
+    if args == {dict[str, models.MetricSamples], type(None)}:
+        return "samples"
     return f"unknown: {annotation!r}"
 
 

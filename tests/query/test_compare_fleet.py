@@ -195,7 +195,10 @@ def _side(mean: float, n: int, half: float | None) -> dict[str, Any]:
     [
         ("decode_tok_per_sec", _side(100, 5, 2), _side(110, 5, 2), "+"),
         ("decode_tok_per_sec", _side(100, 5, 2), _side(90, 5, 2), "-"),
-        ("decode_tok_per_sec", _side(100, 5, 6), _side(110, 5, 6), "~"),
+        # Welch's t, not the overlap of the intervals: these overlap (94-106, 104-116), yet
+        # t = 3.3 on 8 degrees of freedom is significant at 5%.
+        ("decode_tok_per_sec", _side(100, 5, 6), _side(110, 5, 6), "+"),
+        ("decode_tok_per_sec", _side(100, 5, 12), _side(110, 5, 12), "~"),
         ("decode_ms_per_token", _side(10, 5, 1), _side(13, 5, 1), "-"),
         ("decode_ms_per_token", _side(10, 5, 1), _side(7, 5, 1), "+"),
         ("decode_tok_per_sec", _side(100, 1, None), _side(150, 1, None), "?"),
@@ -220,3 +223,20 @@ def test_only_the_newest_segment_counts() -> None:
     assert kept == values[10:]
     runs[12]["tags"] = ["outlier"]
     assert side_values(runs, "decode_tok_per_sec") == values[10:12] + values[13:]
+
+
+def _one_run(value: float, n: int, sd: float) -> dict[str, Any]:
+    return {"mean": value, "n": 1, "ci95": None, "samples": {"n": n, "mean": value, "sd": sd}}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "mark"),
+    [
+        (_one_run(60.0, 5, 0.72), _one_run(53.4, 5, 0.64), "-"),  # 11% down, 1.2% spread
+        (_one_run(60.0, 5, 0.72), _one_run(60.5, 5, 0.72), "~"),  # within the samples' noise
+        (_one_run(60.0, 5, 0.01), _one_run(60.3, 5, 0.01), "~"),  # under 1% on samples alone
+        (_one_run(60.0, 5, 0.72), _side(66.0, 5, 1.0), "+"),  # runs on one side, samples on one
+    ],
+)
+def test_one_run_a_side_is_judged_on_its_samples(a: dict, b: dict, mark: str) -> None:
+    assert significance("decode_tok_per_sec", a, b) == mark

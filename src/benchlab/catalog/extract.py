@@ -28,7 +28,7 @@ from benchlab.layout import (
     loads_json,
     parse_model,
 )
-from benchlab.metrics import CATALOG_FIELDS, EXTRA_FIELD, declare, extra_entry
+from benchlab.metrics import CATALOG_FIELDS, EXTRA_FIELD, declare, extra_entry, repeat_samples
 from benchlab.metrics import derive as derive_metrics
 from benchlab.models import HOLE_ERROR_PREFIX, HOLE_TAG
 from benchlab.redact import Policy, ScanMemo, scrub_public
@@ -482,6 +482,9 @@ def entry_from_docs(
     samples = metrics.get("samples")
     if samples is not None:
         entry["samples"] = int(samples)
+    held = _metric_samples(record, kernel, batch, prompt_tokens, entry)
+    if held:
+        entry["metric_samples"] = held
     entry["tests"] = tests
 
     identity = record.identity if record is not None else None
@@ -512,3 +515,28 @@ def entry_from_docs(
         if curve:
             entry["batch_curve"] = [{"batch": b, "agg_tok_per_sec": agg} for b, agg in curve]
     return entry
+
+
+def _metric_samples(
+    record: models.RunRecord | None,
+    kernel: models.KernelResults | None,
+    batch: models.BatchResults | None,
+    prompt_tokens: int | None,
+    entry: dict[str, Any],
+) -> dict[str, Any] | None:
+    """The run's samples per metric (ARCHITECTURE.md, Compare): the record's, else those of
+    its kernel results (an import, a run recorded before samples were kept), for the metrics
+    the entry carries."""
+    if entry.get("status") != "ok":
+        return None
+    if record is not None and record.metric_samples:
+        held = {k: v.model_dump() for k, v in record.metric_samples.items()}
+    elif kernel is not None:
+        try:
+            held = repeat_samples(kernel, prompt_tokens, batch)
+        except ParseError:
+            held = {}
+    else:
+        held = {}
+    kept = {k: v for k, v in sorted(held.items()) if entry.get(k) is not None}
+    return kept or None

@@ -111,6 +111,7 @@ ENTRY_FIELDS: dict[str, str] = {
     "attempts": "int?",
     "warnings": "int?",
     "samples": "int?",
+    "metric_samples": "samples",
     **{m.name: m.kind for m in REGISTRY.values() if m.kind in ("num", "spread")},
     "extra_metrics": "extras",
     "path": "str?",
@@ -120,7 +121,8 @@ ENTRY_FIELDS: dict[str, str] = {
 ints? (null or a list of integers), obj? (null or an object), num (an optional metric,
 declared with its direction in `benchlab.metrics.REGISTRY`), spread (an optional
 standard deviation), extras (null or a run's declared metrics, {name: {value, unit,
-better}}: `benchlab.metrics.EXTRA_FIELD`), strs (a list of strings), status, failure_kind,
+better}}: `benchlab.metrics.EXTRA_FIELD`), samples (null or a run's repeats per metric,
+{name: {n, mean, sd}}: `models.MetricSamples`), strs (a list of strings), status, failure_kind,
 curve (null or a list
 of {batch: int, agg_tok_per_sec: number}), verdict (null or one of GATE_STATUSES).
 tests/query keeps it equal to the model."""

@@ -230,6 +230,8 @@ def kind_schema(kind: str) -> dict[str, Any]:
         return _curve_schema()
     if base == "extras":
         return _extras_schema()
+    if base == "samples":
+        return _samples_schema()
     if base == "verdict":
         return {"enum": [*GATE_STATUSES, None]}
     if base == "mark_state":
@@ -507,6 +509,56 @@ def _extras(value: Any) -> str | None:
 extras_problem = _extras
 """What the loader's fast check asks of `extra_metrics` too: one rule, two readers."""
 
+MAX_SAMPLE_N = 1_000_000
+"""Repeats one run may state for one metric (`models.MetricSamples`)."""
+_SAMPLE_KEYS = ["mean", "n", "sd"]
+
+
+def _samples_schema() -> dict[str, Any]:
+    """`metric_samples` (ARCHITECTURE.md, Compare): the twin of `_samples`."""
+    held = {
+        "type": "object",
+        "required": _SAMPLE_KEYS,
+        "properties": {
+            "n": {"type": "integer", "minimum": 2, "maximum": MAX_SAMPLE_N},
+            "mean": {"type": "number", "minimum": -MAX_EXTRA_VALUE, "maximum": MAX_EXTRA_VALUE},
+            "sd": {"type": "number", "minimum": 0, "maximum": MAX_METRIC},
+        },
+        "additionalProperties": False,
+    }
+    return {
+        "type": ["object", "null"],
+        "maxProperties": MAX_DECLARED + len(REGISTRY),
+        "propertyNames": {"pattern": EXTRA_NAME},
+        "additionalProperties": held,
+    }
+
+
+def _samples(value: Any) -> str | None:
+    """A run's samples per metric: at most one per registry or declared metric, names by
+    EXTRA_NAME, each {n: an integer 2 to 1e6, mean: within +-1e12, sd: 0 to 1e12}."""
+    if type(value) is not dict:
+        return f"expected an object, got {_json_type(value)}"
+    if len(value) > MAX_DECLARED + len(REGISTRY):
+        return f"{len(value)} metrics (at most {MAX_DECLARED + len(REGISTRY)})"
+    for name, held in value.items():
+        if type(name) is not str or not _EXTRA_NAME.match(name):
+            return f"{_shown(name)}: not a metric name"
+        if type(held) is not dict or sorted(held) != _SAMPLE_KEYS:
+            return f"{name}: expected {{n, mean, sd}}"
+        n, centre, sd = held["n"], held["mean"], held["sd"]
+        if type(n) is not int or not 2 <= n <= MAX_SAMPLE_N:
+            return f"{name}.n: expected an integer from 2 to {MAX_SAMPLE_N}, got {_shown(n)}"
+        if type(centre) not in (int, float) or not -MAX_EXTRA_VALUE <= centre <= MAX_EXTRA_VALUE:
+            return f"{name}.mean: expected a number within +-1e12, got {_shown(centre)}"
+        if type(sd) not in (int, float) or not 0 <= sd <= MAX_METRIC:
+            return f"{name}.sd: expected a number from 0 to 1e12, got {_shown(sd)}"
+    return None
+
+
+samples_problem = _samples
+"""What the loader's fast check asks of `metric_samples` too: one rule, two readers."""
+
 
 def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
     return lambda value: None if value is None else check(value)
@@ -533,6 +585,7 @@ _CHECKERS: dict[str, Callable[[Any], str | None]] = {
     ),
     "curve": _nullable(lambda v: _items(v, _curve_point)),
     "extras": _nullable(lambda v: _extras(v)),
+    "samples": _nullable(lambda v: _samples(v)),
     "verdict": lambda v: (
         None
         if v is None or v in GATE_STATUSES
@@ -640,6 +693,8 @@ def _plain_ok(e: dict[str, Any]) -> bool:
 def _plain_other(key: str, value: Any) -> bool:
     if key == "batch_curve":
         return _plain_curve(value)
+    if key == "metric_samples":
+        return _samples(value) is None
     if key == "batch_sizes":
         return _plain_ints(value)
     if key == "flash_attn":

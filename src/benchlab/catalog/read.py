@@ -461,6 +461,13 @@ def _check_rare(path: Path, i: int, entry: dict[str, Any]) -> None:
         problem = extras_problem(extra)
         if problem is not None:
             raise SchemaError(f"{path}: $.runs[{i}].extra_metrics: {problem}")
+    held = entry.get("metric_samples")
+    if held is not None:  # a run's samples (ARCHITECTURE.md, Compare): the gate's check
+        from benchlab.catalog.gate import samples_problem
+
+        problem = samples_problem(held)
+        if problem is not None:
+            raise SchemaError(f"{path}: $.runs[{i}].metric_samples: {problem}")
 
 
 def _check_curve(path: Path, i: int, curve: Any) -> None:

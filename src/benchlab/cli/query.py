@@ -440,7 +440,7 @@ def run_table(args: argparse.Namespace) -> int:
         _emit(
             [Section(_columns(*specs), _level_display(rows, args.format), note=note)],
             args.format,
-            _entries_out(rows),
+            _entries_out(rows) if args.ever else _level_entries(rows),
         )
     if not rows:
         print(no_match(filters, catalog), file=sys.stderr)
@@ -448,9 +448,23 @@ def run_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _level_entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`table --format json`: each row's metrics at their levels, as the text and csv
+    tables show them (`levels`: each metric's own current level), the newest run's own
+    values under `newest` (ARCHITECTURE.md, The current level)."""
+    out = []
+    for row in _entries_out(rows):
+        levels = row.get("levels") or {}
+        row["newest"] = {m: row.get(m) for m in levels}
+        row.update(levels)
+        out.append(row)
+    return out
+
+
 _LEVEL_LEGEND = (
-    "tok/s: the mean of the series' newest segment (runs since its last step); ±95% and runs "
-    "are of that level (peak, else decode); noise: unstable where the runs vary over 10%, "
+    "tok/s: each metric's current level, the mean of its newest segment (runs since its "
+    "own last step; the level `bench best --metric` gives); ±95% and runs "
+    "are of the row's level (peak, else decode); noise: unstable where the runs vary over 10%, "
     "run unstable where the newest run's own repeats do."
 )
 

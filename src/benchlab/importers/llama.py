@@ -29,11 +29,19 @@ from benchlab.layout import (
     KERNEL,
     RAW_DIR,
     Store,
+    dump_model,
+    read_model,
+    write_model,
 )
 from benchlab.models import (
+    CpuSpec,
     GitInfo,
+    GpuSpec,
+    HardwareSpec,
     HarnessInfo,
+    MachineSpecs,
     ModelInfo,
+    OsSpec,
     RunManifest,
 )
 from benchlab.redact.public_ids import public_spec_id
@@ -153,7 +161,59 @@ def import_llama_bench(
         report.created.append(run_id)
     for run in ready:  # every run of the file passed the writer contract: none is half-imported
         write_prepared(store, run)
+    first_test = min((str(r.get("test_time") or "") for r in rows), default=None)
+    write_specs(store, machine_id, rows, stamp_time(first_test or None, fallback))
     return report
+
+
+IMPORTED_SPECS_TAG = "imported-specs"
+"""The tag of machine specs an import wrote (from llama-bench's own fields), which a later
+import may bring up to date; specs without it (`bench onboard`'s) are never touched."""
+
+
+def write_specs(store: Store, machine_id: str, rows: list[dict[str, Any]], when: datetime) -> None:
+    """The machine's private specs from what llama-bench says of it (`cpu_info`, `gpu_info`,
+    `backends`): the Machines table and its specs name an imported machine. Written where the
+    machine has no specs yet, or has specs an earlier import wrote; nothing else is known
+    (the OS is `unknown`, never guessed)."""
+    cpu = _newest_text(rows, "cpu_info")
+    gpus = [g.strip() for g in (_newest_text(rows, "gpu_info") or "").split(",") if g.strip()]
+    backends = _newest_text(rows, "backends")
+    if cpu is None and not gpus:
+        return
+    path = store.private_specs(machine_id)
+    registered = utc_iso(when)
+    held = None
+    if path.is_file():
+        try:
+            held = read_model(path, MachineSpecs)
+        except BenchlabError:
+            return  # not ours to repair: the build names a bad specs file
+        if IMPORTED_SPECS_TAG not in held.tags:
+            return
+        registered = min(registered, held.registered_at)
+        cpu = cpu or held.hardware.cpu.model
+    specs = MachineSpecs(
+        machine_id=machine_id,
+        registered_at=registered,
+        hardware=HardwareSpec(
+            cpu=CpuSpec(model=cpu or "unknown"), gpu=[GpuSpec(model=g) for g in gpus]
+        ),
+        os=OsSpec(name="unknown"),
+        runtime={"backends": backends} if backends else {},
+        tags=[IMPORTED_SPECS_TAG, "llama-bench"],
+    )
+    if held is None or dump_model(held) != dump_model(specs):  # a re-import writes nothing
+        write_model(path, specs)
+
+
+def _newest_text(rows: list[dict[str, Any]], key: str) -> str | None:
+    """The last non-empty text value of `key` among the rows (bounded: 160 characters)."""
+    for row in reversed(rows):
+        value = row.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:160]
+    return None
 
 
 def _public_commits(

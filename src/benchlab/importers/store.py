@@ -21,6 +21,7 @@ from benchlab.layout import (
     write_model,
 )
 from benchlab.metrics import derive as derive_metrics
+from benchlab.metrics import repeat_samples
 from benchlab.models import (
     BatchResults,
     KernelResults,
@@ -164,6 +165,11 @@ def record_of(
         timings=Timings(started_at=manifest.timestamp, finished_at=manifest.timestamp),
         metrics=dict(metrics),
         tests=tests,
+        metric_samples=(
+            repeat_samples(kernel, facts.get("prompt_tokens"), batch) or None
+            if given is None and metrics
+            else None
+        ),
         identity=identity,
     )
 

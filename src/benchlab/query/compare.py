@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,9 @@ from benchlab.identity import (
     SCALAR_TYPES,
     SERIES_FIELDS,
     VERSION_FIELDS,
+    WORKLOAD_FIELDS,
     build_label,
+    metric_test_key,
     series_of,
     shape,
     test_names,
@@ -47,17 +50,17 @@ from benchlab.identity import (
 from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
-from benchlab.stats import summarize
+from benchlab.stats import summarize, t_quantile
 
 COMPARE_AXES = ("build", "revision", "machine")
 MATCHES = ("exact", "best")
 """`exact`: one measurement under both values; `best`: each side at its best settings."""
 
 MARKS = {
-    "+": "B better than A (the 95% intervals do not overlap)",
-    "-": "B worse than A (the 95% intervals do not overlap)",
-    "~": "within noise (the 95% intervals overlap)",
-    "?": "one run a side: no spread to judge noise by",
+    "+": "B better than A (significant at 5%: Welch's t on the runs, or on one run's samples)",
+    "-": "B worse than A (significant at 5%: Welch's t on the runs, or on one run's samples)",
+    "~": "within noise (not significant at 5%)",
+    "?": "one run a side and no samples: no spread to judge noise by",
 }
 """What a row's mark means (`significance`)."""
 
@@ -130,9 +133,18 @@ def _pair_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
     return tuple(_hashable(entry.get(name)) for name in _pair_fields(axis))
 
 
+def _unshaped(key: tuple[Any, ...], axis: str) -> tuple[Any, ...]:
+    """A pair key less the workload (`identity.WORKLOAD_FIELDS`): a row's metric test
+    (`identity.metric_test_key`) stands for the part of it that shapes the metric."""
+    return tuple(
+        v for v, name in zip(key, _pair_fields(axis), strict=True) if name not in WORKLOAD_FIELDS
+    )
+
+
 def _best_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
-    """What `match=best` pairs on: the pair key less the settings and the model file."""
-    skip = (*SETTING_FIELDS, *_MODEL_FILE)
+    """What `match=best` pairs on: the pair key less the settings, the model file and the
+    workload (the row's metric test holds what of it shapes the metric)."""
+    skip = (*SETTING_FIELDS, *_MODEL_FILE, *WORKLOAD_FIELDS)
     kept = [_hashable(entry.get(name)) for name in _pair_fields(axis) if name not in skip]
     return (*kept, entry.get("model_id") or entry.get("model"))
 
@@ -268,7 +280,44 @@ def _side(
         if stats.ci_low is not None and stats.ci_high is not None
         else None
     )
-    return {"mean": stats.mean, "n": stats.n, "stddev": stats.stddev, "ci95": ci}
+    side: dict[str, Any] = {"mean": stats.mean, "n": stats.n, "stddev": stats.stddev, "ci95": ci}
+    if stats.n == 1:
+        held = _samples_of(runs, metric, values[0])
+        if held is not None:
+            side["samples"] = held
+    return side
+
+
+def _samples_of(runs: list[dict[str, Any]], metric: str, value: float) -> dict[str, Any] | None:
+    """The samples (`metric_samples`) of the one run behind a side: the newest run that
+    counts with that value."""
+    for run in reversed(runs):
+        if run.get(metric) == value and counts(run, metric):
+            held = (run.get("metric_samples") or {}).get(metric)
+            return dict(held) if held else None
+    return None
+
+
+SAMPLES_MIN_CHANGE = 0.01
+"""The least relative change marked where a side is judged on one run's samples: repeats
+inside one run do not see the noise between runs, so a smaller difference is not called a
+change on their word alone (the detector's own least step, `regress.detect`'s min_change)."""
+
+
+def evidence(side: dict[str, Any]) -> tuple[int, float, float | None]:
+    """(n, mean, sd) a side is judged on: its runs where it has two or more, else its one
+    run's samples (`metric_samples`: the repeats the backend measured inside it), else the
+    single value with no spread."""
+    if side["n"] >= 2:
+        sd = side.get("stddev")
+        if sd is None and side.get("ci95"):
+            low, high = side["ci95"]
+            sd = (high - low) / 2 * math.sqrt(side["n"]) / t_quantile(side["n"] - 1)
+        return side["n"], side["mean"], sd
+    held = side.get("samples")
+    if held:
+        return held["n"], held["mean"], held["sd"]
+    return 1, side["mean"], None
 
 
 def significance(
@@ -276,26 +325,45 @@ def significance(
 ) -> str | None:
     """`+`, `-`, `~` or `?` for B against A (None where a side has no value).
 
-    The rule: each side's interval is the 95% t-interval of its mean (a single run is the
-    point it measured); the difference is significant when the two intervals do not
-    overlap, and then `+` where B is better in the metric's direction, `-` where worse.
-    Overlapping intervals are `~`. With one run on each side there is no spread at all, so
-    no way to tell a change from noise: `?`.
+    The rule (ARCHITECTURE.md, Compare): each side is judged on its runs where it has two
+    or more, else on its one run's samples (`evidence`). Two sides with spread: Welch's t
+    test, two-sided at 5% (Welch-Satterthwaite degrees of freedom). One side a single value
+    with no samples: significant where that value lies outside the other side's 95%
+    t-interval. Neither with spread: `?`. Where a side is judged on samples, a change under
+    `SAMPLES_MIN_CHANGE` is `~`. A significant difference is `+` where B is better in the
+    metric's direction, `-` where worse.
     """
     if side_a is None or side_b is None:
         return None
-    if side_a["n"] < 2 and side_b["n"] < 2:
+    n_a, mean_a, sd_a = evidence(side_a)
+    n_b, mean_b, sd_b = evidence(side_b)
+    if (n_a < 2 or sd_a is None) and (n_b < 2 or sd_b is None):
         return "?"
-    low_a, high_a = side_a["ci95"] or (side_a["mean"], side_a["mean"])
-    low_b, high_b = side_b["ci95"] or (side_b["mean"], side_b["mean"])
-    if low_a <= high_b and low_b <= high_a:
+    on_samples = (side_a["n"] < 2 and n_a >= 2) or (side_b["n"] < 2 and n_b >= 2)
+    if on_samples and abs(mean_b - mean_a) < SAMPLES_MIN_CHANGE * abs(mean_a):
         return "~"
-    better = (
-        side_b["mean"] < side_a["mean"]
-        if lower_is_better(metric)
-        else side_b["mean"] > side_a["mean"]
-    )
+    if not _differs(n_a, mean_a, sd_a, n_b, mean_b, sd_b):
+        return "~"
+    better = mean_b < mean_a if lower_is_better(metric) else mean_b > mean_a
     return "+" if better else "-"
+
+
+def _differs(
+    n_a: int, mean_a: float, sd_a: float | None, n_b: int, mean_b: float, sd_b: float | None
+) -> bool:
+    """Welch's t test at 5% two-sided; against a single value (no sd), whether the value
+    lies outside the other side's 95% t-interval."""
+    if n_a < 2 or sd_a is None:
+        n_a, mean_a, sd_a, n_b, mean_b, sd_b = n_b, mean_b, sd_b, n_a, mean_a, sd_a
+    assert sd_a is not None
+    if n_b < 2 or sd_b is None:  # a point against an interval
+        return abs(mean_b - mean_a) > t_quantile(n_a - 1) * sd_a / math.sqrt(n_a)
+    var_a, var_b = sd_a * sd_a / n_a, sd_b * sd_b / n_b
+    if var_a + var_b == 0:
+        return mean_a != mean_b
+    t = abs(mean_b - mean_a) / math.sqrt(var_a + var_b)
+    df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    return t > t_quantile(max(1, math.floor(df)))
 
 
 def changed(row: dict[str, Any]) -> bool:
@@ -318,6 +386,9 @@ class Sides:
     _levels: dict[tuple[str, tuple[Any, ...], str], dict[str, Any] | None] = field(
         default_factory=dict, repr=False
     )
+    _keys: dict[tuple[str, str], dict[tuple[Any, ...], list[tuple[Any, ...]]]] = field(
+        default_factory=dict, repr=False
+    )
 
     def side(self, value: str, key: tuple[Any, ...], metric: str) -> dict[str, Any] | None:
         """A measurement's side for `metric` (memoised: the site asks for it per pair)."""
@@ -327,12 +398,25 @@ class Sides:
         return self._levels[slot]
 
     def keys(self, value: str, match: str) -> dict[tuple[Any, ...], list[tuple[Any, ...]]]:
-        """The row keys under `value` and, for each, the measurements (pair keys) behind it."""
+        """The row keys under `value` and, for each, the measurements (pair keys) behind it.
+        A row key is a metric and its test (`identity.metric_test_key`) with the rest of
+        the pair key (`exact`) or of the best key (`best`): tg128 of a pp128 + tg128 run and
+        of a pp512 + tg128 run is one test, pp256 and pp16 are two."""
+        slot = (value, match)
+        found = self._keys.get(slot)
+        if found is not None:
+            return found
         out: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
         for (v, key), runs in self.repeats.items():
-            if v == value:
-                row_key = key if match == "exact" else _best_key(runs[-1], self.axis)
-                out.setdefault(row_key, []).append(key)
+            if v != value:
+                continue
+            newest = runs[-1]
+            base = _unshaped(key, self.axis) if match == "exact" else _best_key(newest, self.axis)
+            for metric in ROW_METRICS:
+                if any(run.get(metric) is not None for run in runs):
+                    row_key = (metric, metric_test_key(metric, newest), *base)
+                    out.setdefault(row_key, []).append(key)
+        self._keys[slot] = out
         return out
 
 
@@ -438,7 +522,9 @@ def compare_pair(sides: Sides, a: str, b: str, match: str = "exact") -> AxisComp
     keys_a, keys_b = sides.keys(a, match), sides.keys(b, match)
     rows: list[dict[str, Any]] = []
     for key in keys_a.keys() & keys_b.keys():
-        rows += _rows(sides, a, b, keys_a[key], keys_b[key], match)
+        row = _metric_row(sides, a, b, key[0], keys_a[key], keys_b[key], match)
+        if row is not None:
+            rows.append(row)
     rows.sort(key=_row_order)
     return AxisComparison(
         sides.axis,
@@ -446,10 +532,18 @@ def compare_pair(sides: Sides, a: str, b: str, match: str = "exact") -> AxisComp
         b,
         rows,
         values=sides.present,
-        only_a=len(keys_a.keys() - keys_b.keys()),
-        only_b=len(keys_b.keys() - keys_a.keys()),
+        only_a=_alone(keys_a, keys_b),
+        only_b=_alone(keys_b, keys_a),
         match=match,
     )
+
+
+def _alone(
+    keys: dict[tuple[Any, ...], list[tuple[Any, ...]]], other: dict[tuple[Any, ...], Any]
+) -> int:
+    """The measurements under one value none of whose tests the other value measured."""
+    paired = {m for key, held in keys.items() if key in other for m in held}
+    return len({m for held in keys.values() for m in held} - paired)
 
 
 def _default_pair(
@@ -503,24 +597,35 @@ def _pick(
     return best
 
 
-def _rows(
+def _newest(
+    sides: Sides, value: str, measurements: list[tuple[Any, ...]], metric: str
+) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
+    """`match=exact`: of the measurements of one test (a tg128 measured beside pp128 and
+    beside pp512), the one measured last (ties: identity order)."""
+    key = max(
+        sorted(measurements, key=repr),
+        key=lambda k: sides.repeats[(value, k)][-1]["timestamp"],
+    )
+    return key, sides.side(value, key, metric)
+
+
+def _metric_row(
     sides: Sides,
     a: str,
     b: str,
+    metric: str,
     measurements_a: list[tuple[Any, ...]],
     measurements_b: list[tuple[Any, ...]],
     match: str,
-) -> list[dict[str, Any]]:
-    """One row per metric either side carries, for one row key."""
-    rows = []
-    for metric in ROW_METRICS:
-        key_a, side_a = _pick(sides, a, measurements_a, metric)
-        key_b, side_b = _pick(sides, b, measurements_b, metric)
-        if side_a is None and side_b is None:
-            continue
-        runs_a, runs_b = sides.repeats[(a, key_a)], sides.repeats[(b, key_b)]
-        rows.append(_row(sides.axis, match, metric, runs_a, runs_b, side_a, side_b))
-    return rows
+) -> dict[str, Any] | None:
+    """The row of one metric's test under one row key (None where neither side counts)."""
+    pick = _pick if match == "best" else _newest
+    key_a, side_a = pick(sides, a, measurements_a, metric)
+    key_b, side_b = pick(sides, b, measurements_b, metric)
+    if side_a is None and side_b is None:
+        return None
+    runs_a, runs_b = sides.repeats[(a, key_a)], sides.repeats[(b, key_b)]
+    return _row(sides.axis, match, metric, runs_a, runs_b, side_a, side_b)
 
 
 def _row(
@@ -541,7 +646,7 @@ def _row(
         "precision": run_a["precision"],
         "backend": run_a.get("backend"),
         "threads": run_a.get("threads") if match == "exact" else None,
-        "shape": (shape(run_a) if match == "exact" else _workload(run_a)) or None,
+        "shape": _row_shape(run_a, run_b, match) or None,
         "test": row_test(run_a, metric),
         "metric": metric,
         "unit": unit_of(metric),
@@ -579,6 +684,14 @@ def row_test(entry: dict[str, Any], metric: str) -> str:
         sizes = entry.get("batch_sizes")
         return f"batch peak b{max(sizes)}" if sizes else "batch peak"
     return _LABEL.get(metric, metric)
+
+
+def _row_shape(run_a: dict[str, Any], run_b: dict[str, Any], match: str) -> str:
+    """The row's shape: A's (`exact`: its settings too), less the workload where the two
+    sides ran different ones (the row's test names what they share)."""
+    if any(run_a.get(name) != run_b.get(name) for name in WORKLOAD_FIELDS):
+        run_a = {**run_a, **dict.fromkeys(WORKLOAD_FIELDS)}
+    return shape(run_a) if match == "exact" else _workload(run_a)
 
 
 def _workload(entry: dict[str, Any]) -> str:

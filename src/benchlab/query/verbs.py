@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import statistics
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
@@ -219,18 +219,30 @@ def _level_value(row: dict[str, Any], metric: str) -> float:
 
 
 def _table_levels(catalog: Runs, filters: Filters, memo: StepMemo | None) -> list[SeriesLevel]:
-    """Each series at the level of the first TABLE_METRICS metric it has a history for."""
-    found: dict[str, SeriesLevel] = {}
+    """Each series at the level of the first TABLE_METRICS metric it has a history for,
+    and each TABLE_COLUMNS metric (`levels`) at its own current level: the metric's history
+    segmented on its own steps (ARCHITECTURE.md, The current level), the very level `bench
+    best --metric M --by series` gives. A step in decode does not cut prefill's history, and
+    prefill's own step is not averaged across."""
+    by_metric: dict[str, dict[str, SeriesLevel]] = {}
+    own: dict[str, dict[str, float]] = {}
     runs = select(catalog.runs, filters) if isinstance(catalog, LoadedCatalog) else None
-    for metric in TABLE_METRICS:
-        skip = set(found)
+    for metric in TABLE_COLUMNS:
         if runs is None:
-            items = _levels(catalog, filters, metric, TABLE_COLUMNS, memo, skip)
+            items = _levels(catalog, filters, metric, (), memo)
         else:  # the filters once, not once per metric
-            items = series_levels(runs, metric, memo, TABLE_COLUMNS, skip)
+            items = series_levels(runs, metric, memo)
+        by_metric[metric] = {item.series: item for item in items}
         for item in items:
-            found[item.series] = item
-    return list(found.values())
+            own.setdefault(item.series, {})[metric] = item.level.value
+    found: dict[str, SeriesLevel] = {}
+    for metric in TABLE_METRICS:  # the row's level: the first metric it has a history for
+        for series, item in by_metric.get(metric, {}).items():
+            found.setdefault(series, item)
+    return [
+        replace(item, means={m: own.get(series, {}).get(m) for m in TABLE_COLUMNS})
+        for series, item in found.items()
+    ]
 
 
 @dataclass(frozen=True)

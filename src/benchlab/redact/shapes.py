@@ -281,6 +281,7 @@ PUBLIC_VALUE_SHAPES: dict[str, tuple[str, ...]] = {
     "attempts": (NUMBER,),
     "warnings": (NUMBER,),
     "samples": (NUMBER,),
+    "metric_samples": (STRUCTURE,),
     "peak_tok_per_sec": (NUMBER,),
     "baseline_tok_per_sec": (NUMBER,),
     "speedup": (NUMBER,),
@@ -363,6 +364,8 @@ def value_shape_ok(
         return False
     if field == "extra_metrics":
         return _extras_ok(value, policy)
+    if field == "metric_samples":
+        return _samples_ok(value)
     for kind in shapes:
         if kind in (ID, STRUCTURE):
             return _structure_ok(field, value)
@@ -404,6 +407,18 @@ def _extras_ok(value: Any, policy: Policy) -> bool:
         if not unit_ok(unit) or not _string_shape(TEXT, unit, policy):
             return False
     return True
+
+
+def _samples_ok(value: Any) -> bool:
+    """A run's samples per metric: metric names and numbers only ({n, mean, sd})."""
+    return isinstance(value, dict) and all(
+        isinstance(name, str)
+        and _EXTRA_NAME.fullmatch(name) is not None
+        and isinstance(held, dict)
+        and sorted(held) == ["mean", "n", "sd"]
+        and all(_is_number(v) for v in held.values())
+        for name, held in value.items()
+    )
 
 
 def _structure_ok(field: str, value: Any) -> bool:

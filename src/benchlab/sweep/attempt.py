@@ -158,6 +158,15 @@ def derive_metrics(parsed: ParsedRun, spec: RunSpec) -> tuple[dict[str, float], 
     )
 
 
+def run_samples(parsed: ParsedRun | None, spec: RunSpec) -> dict[str, Any] | None:
+    """The repeats measured inside the run, per metric (`benchlab.metrics.repeat_samples`)."""
+    from benchlab.metrics import repeat_samples
+
+    if parsed is None:
+        return None
+    return repeat_samples(parsed.kernel, spec.prompt_tokens, parsed.batch) or None
+
+
 def run_identity(
     spec: RunSpec,
     parsed: ParsedRun | None,
@@ -594,6 +603,7 @@ class Runner:
             worker=worker,
             metrics=result.metrics or {},
             tests=result.tests or [],
+            metric_samples=run_samples(result.parsed, spec) if result.kind is None else None,
             identity=run_identity(
                 spec, result.parsed, self.config.revision, device_settings(self.config, spec.device)
             ),
