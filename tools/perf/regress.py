@@ -203,6 +203,8 @@ def ours_open(detect_fn: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
     def run(rows: list[dict[str, Any]]) -> list[Any]:
         out = []
         for step in detect_fn(rows):
+            if getattr(step, "status", "") == "outlier":
+                continue  # one run that came back: shown as an outlier, never a step
             out.append(_Reported(step.first_bad_run, step.change, step.kind, False))
             if step.kind == "regression" and getattr(step, "open", False):
                 out.append(_Reported(step.first_bad_run, step.change, step.kind, True))
