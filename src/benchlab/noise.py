@@ -42,6 +42,11 @@ MODE_TIGHT = 0.8
 """...and this share of the jumps lie within 25 % of their median size (one gap)."""
 MIN_RUNS = 12
 """Fewer runs than this say nothing about the shape of their noise."""
+MIN_GAP = math.log(1.04)
+"""Two modes closer than 4 % are not told apart from a Gaussian cloud's chance clusters."""
+NARROWER = 0.5
+"""Taking the modes out must at least halve the run-to-run noise (`segment.noise_scale`),
+or the noise was not bimodal and the history is left as it is."""
 STEP_COST = 36.0
 """What the mode labelling pays for a change of level it cannot explain (a step), in
 squared within-mode deviations: a step is paid once, a mislabelled run at every flip."""
@@ -85,6 +90,8 @@ def bimodal_gap(values: Sequence[float]) -> float | None:
     if len(jumps) < max(4, MODE_SHARE * len(diffs)):
         return None
     gap = jumps[len(jumps) // 2]
+    if gap < MIN_GAP:
+        return None
     tight = sum(1 for d in jumps if abs(d - gap) <= 0.25 * gap)
     return gap if tight >= MODE_TIGHT * len(jumps) else None
 
@@ -128,8 +135,13 @@ def demode(values: Sequence[float]) -> tuple[list[float], float | None]:
     labels = mode_labels(values, gap)
     if not any(labels):
         return list(values), None
+    from benchlab.segment import noise_scale
+
     ratio = math.exp(gap)
-    return [v / ratio if label else v for v, label in zip(values, labels, strict=True)], gap
+    flat = [v / ratio if label else v for v, label in zip(values, labels, strict=True)]
+    if noise_scale(flat) > NARROWER * noise_scale(values):
+        return list(values), None
+    return flat, gap
 
 
 def excursions(values: Sequence[float], sigma: float, min_change: float) -> list[int]:
