@@ -55,6 +55,7 @@ from benchlab.metrics import (
     declared_metrics,
     lower_is_better,
 )
+from benchlab.noise import demode
 from benchlab.stats import is_outlier
 
 REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads")
@@ -371,7 +372,9 @@ class Step:
     revision_before: str | None = None
     revision_after: str | None = None
     identity: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    status: Literal["confirmed", "suspect"] = "confirmed"
+    status: Literal["confirmed", "suspect", "outlier"] = "confirmed"
+    """confirmed; suspect (too few runs after it); outlier (one run that came back: a
+    `noise.excursions` run, shown but never a step of the level)."""
     runs_after: int = 0
     effect: float = 0.0
     corroborated_by: int = 0
@@ -564,7 +567,14 @@ def series_steps(
     """The steps of one series' history (`detect` without the catalog-wide parts)."""
 
     fields = _series_fields(runs[0][0])
-    values = [value for _, value in runs]
+    values, gap = demode([value for _, value in runs])
+    outliers = excursion_steps(runs, values, metric, min_change, fields)
+    if outliers:  # judged without them: a run that dipped and came back is no step
+        left_out = {step.first_bad_run for step in outliers}
+        kept = [i for i, (entry, _) in enumerate(runs) if entry["run_id"] not in left_out]
+        runs, values = [runs[i] for i in kept], [values[i] for i in kept]
+    if gap is not None:
+        fields["bimodal_gap"] = round(gap, 4)
     cuts = find_steps(
         values,
         alpha=alpha,
@@ -590,6 +600,8 @@ def series_steps(
     levels = [(lo, median(values[lo:hi])) for lo, hi in pairwise(bounds)]
     if suspects:
         tail = tail_step(values, bounds[-2], min_change=min_change, min_tail=1)
+        if tail is not None and _seen_before(tail[0], bounds[-2], runs, values, outliers):
+            tail = None  # a run that dipped as far and came back: the newest may too
         if tail is not None and tail[0] - bounds[-2] >= MIN_BASELINE:
             first, p_value, effect = tail
             found.append(
@@ -639,7 +651,70 @@ def series_steps(
                 p_value=p_value,
             )
         )
-    return steps
+    return steps + outliers
+
+
+def _seen_before(
+    first: int, start: int, runs: History, values: Sequence[float], outliers: Sequence[Step]
+) -> bool:
+    """Whether an excursion left out of the history between `start` and the tail at
+    `first` went as far as the tail does: the tail check asks whether the newest runs lie
+    beyond every run since the last step, and an excursion is still a run of that stretch."""
+    if not outliers:
+        return False
+    lo, hi = runs[start][0]["timestamp"], runs[first][0]["timestamp"]
+    tail = values[first:]
+    down = median(tail) < median(values[start:first])
+    for step in outliers:
+        if lo <= step.first_bad_timestamp < hi:
+            if (step.after <= max(tail)) if down else (step.after >= min(tail)):
+                return True
+    return False
+
+
+def excursion_steps(
+    runs: History, values: Sequence[float], metric: str, min_change: float, fields: Entry
+) -> list[Step]:
+    """The one-run excursions of a history (`noise.excursions`) as `outlier` steps: shown
+    with the run, its size against the runs around it and a confidence, never confirmed,
+    never open, never a gate failure; the history is segmented without them."""
+    from benchlab.noise import excursions
+
+    sigma = noise_scale(values)
+    out = []
+    n = len(values)
+    for i in excursions(values, sigma, min_change):
+        around = sorted([*values[max(0, i - 2) : i], *values[i + 1 : i + 3]])
+        before = median(around)
+        change = (values[i] - before) / before
+        z = abs(values[i] - before) / sigma
+        p_value = min(1.0, n * math.erfc(z / math.sqrt(2)))
+        good, bad = runs[i - 1][0], runs[i][0]
+        out.append(
+            Step(
+                fields["series"],
+                fields["label"],
+                metric,
+                bad["run_id"],
+                bad["timestamp"],
+                good["run_id"],
+                before,
+                values[i],
+                change,
+                1.0 - p_value,
+                _kind(metric, change),
+                version_before=version_label(good),
+                version_after=version_label(bad),
+                revision_before=good.get("revision"),
+                revision_after=bad.get("revision"),
+                identity={**fields, "last_good_timestamp": good["timestamp"]},
+                status="outlier",
+                runs_after=n - i,
+                effect=z,
+                p_value=p_value,
+            )
+        )
+    return out
 
 
 def _still_open(before: float, after: float, later: Sequence[float], margin: float) -> bool:

@@ -107,7 +107,8 @@ def test_hundreds_of_noise_series_at_once_yield_almost_no_step() -> None:
     real = [s for s in confirmed if "-s" in s.first_bad_run]
     assert sorted(s.first_bad_run for s in real) == [f"pi5-s{n}-015" for n in range(5)]
     assert len(confirmed) - len(real) <= 1
-    assert len(steps) - len(real) <= 3  # suspects included
+    stepped = [s for s in steps if s.status != "outlier"]  # a run that came back is no step
+    assert len(stepped) - len(real) <= 3  # suspects included
 
 
 def _step(series: str, p_value: float, status: str = "confirmed") -> Step:

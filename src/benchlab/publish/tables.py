@@ -98,8 +98,10 @@ def neg(stamp: str) -> tuple[int, ...]:
 
 def _step_status(step: Step) -> Markup:
     kind = "bad" if step.kind == "regression" else "ok"
-    text = step.kind if step.status == "confirmed" else f"suspect {step.kind}"
-    css = "suspect" if step.status == "suspect" else kind
+    text = step.kind if step.status == "confirmed" else f"{step.status} {step.kind}"
+    if step.status == "outlier":  # one run that came back: shown as a suspect run, no step
+        text = "outlier run (suspect)"
+    css = kind if step.status == "confirmed" else "suspect"
     return Markup('<span class="bl-badge bl-badge--{}">{}</span>').format(css, text)
 
 
