@@ -74,10 +74,11 @@ def shape_words(run: Entry) -> str:
 class Styles:
     """Colour by the one field that most tells a chart's series apart (model, machine,
     precision, threads, backend or shape: whichever has the most values the palette can
-    hold, `STYLE_DIMS` order on a tie), then a dash, marker and bar pattern of its own for
-    each series sharing that colour (`palette.assign`). So four lines of one model on a
-    machine's page differ in colour by what differs between them, and two series never share
-    colour, dash and marker. Legends name only the fields that differ (`name`)."""
+    hold, `STYLE_DIMS` order on a tie; the machine where none fits), then a dash, marker
+    and bar pattern of its own for each series sharing that colour (`palette.assign`). So
+    four lines of one model on a machine's page differ in colour by what differs between
+    them, and two series never share colour, dash and marker. Legends name only the fields
+    that differ (`name`)."""
 
     key: str
     varying: tuple[str, ...]
@@ -91,6 +92,10 @@ class Styles:
         fits = [d for d in varying if len(values[d]) <= len(PALETTE)]
         if fits:
             key = max(fits, key=lambda d: (len(values[d]), -STYLE_DIMS.index(d)))
+        elif "machine_id" in varying:
+            # More machines than colours: colours still tell machines apart (they come
+            # round with the next dash), not the two values of some other field.
+            key = "machine_id"
         elif varying:
             key = min(varying, key=lambda d: (len(values[d]), STYLE_DIMS.index(d)))
         else:

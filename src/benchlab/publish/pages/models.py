@@ -10,7 +10,22 @@ from benchlab.ids import slug
 from benchlab.publish.charts import scaling_chart, threads_chart
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
 from benchlab.publish.context import SiteContext, best_per_machine
-from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, link
+from benchlab.publish.tables import (
+    NOT_MEASURED,
+    Table,
+    cell,
+    cell_level,
+    cell_num,
+    fmt_time,
+    link,
+)
+
+LEVEL_COLUMNS = (
+    ("peak_tok_per_sec", "Peak tok/s"),
+    ("decode_tok_per_sec", "Decode tok/s"),
+    ("prefill_tok_per_sec", "Prefill tok/s"),
+)
+"""The level columns of a model page's tables, those some row measured kept."""
 
 
 def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
@@ -34,6 +49,9 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
             threads_chart(latest, prefix + "threads"),
             site.trend(latest_map, prefix + "trend", model),
         ]  # fmt: skip
+        # A scaling chart with no curve of two batch sizes, or a thread chart with no line
+        # over two thread counts, shows no scaling (llama-bench's batch 1 at one count).
+        charts = [c for c in charts if not _flat(c, prefix)]
         site.add_charts(charts)
         sections = []
         for precision in sorted({r["precision"] for r in latest}):
@@ -42,12 +60,16 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
                 ("peak_tok_per_sec", "decode_tok_per_sec"),
                 site.level_memo,
             )
+            # A level column no row measured (a llama-bench fleet's batched peak) is left
+            # out, so the table sorts by a column that has values.
+            measured = [
+                (metric, title) for metric, title in LEVEL_COLUMNS
+                if any(cell_level(item, metric) != NOT_MEASURED for item in best)
+            ] or list(LEVEL_COLUMNS[1:2])  # fmt: skip
             rows = [
                 [
                     cell(site.machine_link(r["machine_id"], "../"), r["machine_id"]),
-                    cell_level(item, "peak_tok_per_sec"),
-                    cell_level(item, "decode_tok_per_sec"),
-                    cell_level(item, "prefill_tok_per_sec"),
+                    *(cell_level(item, metric) for metric, _ in measured),
                     cell_num(item.level.n, 0),
                     cell_num(r.get("threads"), 0),
                     cell(shape(r) or "–"),
@@ -67,9 +89,7 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
                     "table": Table(
                         [
                             ("Machine", "text"),
-                            ("Peak tok/s", "num"),
-                            ("Decode tok/s", "num"),
-                            ("Prefill tok/s", "num"),
+                            *((title, "num") for _, title in measured),
                             ("Runs", "num"),
                             ("Threads", "num"),
                             ("Shape", "text"),
@@ -103,3 +123,10 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
         )  # fmt: skip
         nav.append({html.escape(model): f"models/{name}"})
     return nav
+
+
+def _flat(chart: Any, prefix: str) -> bool:
+    """Whether a scaling or thread chart has no line of two points or more."""
+    if chart.slug not in (prefix + "scaling", prefix + "threads"):
+        return False
+    return all(len(trace.get("x") or ()) < 2 for trace in chart.figure["data"])
