@@ -90,12 +90,14 @@ class Styles:
         values = {dim: {_sortable(dim_value(r, dim)) for r in runs} for dim in STYLE_DIMS}
         varying = tuple(dim for dim in STYLE_DIMS if len(values[dim]) > 1)
         fits = [d for d in varying if len(values[d]) <= len(PALETTE)]
-        if fits:
-            key = max(fits, key=lambda d: (len(values[d]), -STYLE_DIMS.index(d)))
-        elif "machine_id" in varying:
-            # More machines than colours: colours still tell machines apart (they come
-            # round with the next dash), not the two values of some other field.
+        most = max((len(values[d]) for d in fits), default=0)
+        if "machine_id" in varying and len(values["machine_id"]) > most:
+            # More machines than colours, and more than any field that fits has values:
+            # colours still tell machines apart (they come round with the next dash), not
+            # the two values of a precision.
             key = "machine_id"
+        elif fits:
+            key = max(fits, key=lambda d: (len(values[d]), -STYLE_DIMS.index(d)))
         elif varying:
             key = min(varying, key=lambda d: (len(values[d]), STYLE_DIMS.index(d)))
         else:

@@ -49,9 +49,9 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
             threads_chart(latest, prefix + "threads"),
             site.trend(latest_map, prefix + "trend", model),
         ]  # fmt: skip
-        # A scaling chart with no curve of two batch sizes, or a thread chart with no line
-        # over two thread counts, shows no scaling (llama-bench's batch 1 at one count).
-        charts = [c for c in charts if not _flat(c, prefix)]
+        # A scaling chart with no curve of two batch sizes shows no scaling (llama-bench
+        # measures batch 1 alone): left out.
+        charts = [c for c in charts if not (c.slug == prefix + "scaling" and c.empty)]
         site.add_charts(charts)
         sections = []
         for precision in sorted({r["precision"] for r in latest}):
@@ -123,10 +123,3 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
         )  # fmt: skip
         nav.append({html.escape(model): f"models/{name}"})
     return nav
-
-
-def _flat(chart: Any, prefix: str) -> bool:
-    """Whether a scaling or thread chart has no line of two points or more."""
-    if chart.slug not in (prefix + "scaling", prefix + "threads"):
-        return False
-    return all(len(trace.get("x") or ()) < 2 for trace in chart.figure["data"])
