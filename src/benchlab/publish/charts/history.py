@@ -55,8 +55,8 @@ def trend_chart(
 
     `metrics`: the metrics offered (each the runs carry; `metric` where none is given), the
     first drawn first and the rest a pick away: each metric's lines are traces of their own
-    (`meta.when.metric`; `meta.shown` is how each is drawn once picked, ARCHITECTURE.md,
-    Model and machine charts), with the top series picked fairly per metric.
+    (`meta.when.metric`; `meta.shown` is how each is drawn once picked: ARCHITECTURE.md,
+    Publishing and redaction), with the top series picked fairly per metric.
     `regressions` found over a larger set of whole series (the site finds them once for
     every page) are kept where their run is among `runs` and their step is in the metric
     drawn. `styles` may come from a caller that passes runs it has already thinned as
