@@ -164,6 +164,11 @@
     var spec = (window.BENCHLAB_CHARTS || {})[div.getAttribute("data-chart")];
     if (!spec) { return; }
     spec.data.forEach(expand);
+    spec.data.forEach(function (trace) {
+      /* A trend's later metric shares its runs' x and customdata with an earlier line. */
+      var like = spec.data[(trace.meta || {}).like];
+      if (like && like !== trace) { trace.x = like.x; trace.customdata = like.customdata; }
+    });
     div.blOriginal = spec.data;
     div.blSpec = spec;
     var layout = Object.assign({}, spec.layout);

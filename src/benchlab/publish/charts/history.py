@@ -99,6 +99,7 @@ def trend_chart(
         )
     if len(choices) > 1:
         layout["meta"] = {**layout.get("meta", {}), "metrics": choices}
+        _share_points(traces)
     return Chart(
         slug,
         "Throughput over time",
@@ -107,6 +108,21 @@ def trend_chart(
         csv_columns("timestamp", "tok_per_sec", "regression"),
         note="" if rows else "No successful runs in this selection yet.",
     )
+
+
+def _share_points(traces: list[dict[str, Any]]) -> None:
+    """A later metric's line over the same runs as a line of an earlier one carries only its
+    y: `meta.like` names the trace whose x and customdata it shares (benchlab.js copies them
+    back), so a trend of four metrics weighs little more than one."""
+    seen: dict[tuple[str, ...], int] = {}
+    for index, trace in enumerate(traces):
+        if trace["name"] == "regression":
+            continue
+        runs = tuple(point[3] for point in trace["customdata"])
+        held = seen.setdefault(runs, index)
+        if held != index:
+            del trace["x"], trace["customdata"]
+            trace["meta"] = {**trace["meta"], "like": held}
 
 
 def thin(
