@@ -76,16 +76,6 @@ def served(site: Path) -> Iterator[str]:
         yield url + "compare.html"
 
 
-def _pair(site: Path, a: str, b: str, match: str) -> dict[str, Any]:
-    """The pair script of A and B as the page loads it (either order)."""
-    for path in sorted((site / "bl" / "compare").glob(f"machine-{match}-*.js")):
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text[text.index("]=") + 2 : text.rindex(";")])
-        if {data["a"], data["b"]} == {a, b}:
-            return data
-    raise AssertionError(f"no {match} pair file for {a} and {b}")
-
-
 def _cli_rows(root: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict]:
     capsys.readouterr()
     assert (
@@ -100,19 +90,31 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("match", ["best", "exact"])
 def test_cli_and_site_print_the_same_numbers(
-    store_root: Path, site: Path, capsys: pytest.CaptureFixture[str], match: str
+    store_root: Path, served, browser, capsys: pytest.CaptureFixture[str], match: str
 ) -> None:
     cli = _cli_rows(store_root, capsys, "--a", "pi5", "--b", "laptop", "--match", match)
-    page = _pair(site, "pi5", "laptop", match)
-    assert (page["a"], page["b"]) == ("laptop", "pi5")  # the page pairs them oldest first
+    watched = Watched(browser)
+    try:
+        _open(watched, served + f"#by=machine&a=pi5&b=laptop&match={match}")
+        # The rows the page computed in the browser from the two machines' summaries.
+        page = watched.page.evaluate(
+            """match => { const index = window.BENCHLAB_CMP_INDEX.index;
+                 const values = index.axes.find(a => a.axis === 'machine').values;
+                 return window.BENCHLAB_COMPARE.comparePair(index, 'machine', match,
+                   window.BENCHLAB_CMP['machine-' + values.indexOf('pi5')],
+                   window.BENCHLAB_CMP['machine-' + values.indexOf('laptop')]); }""",
+            match,
+        )
+    finally:
+        watched.close()
     ours = {_key(r): r for r in page["rows"]}
     assert len(ours) == len(page["rows"]) == len(cli)  # every row, no cap
     assert len(cli) > 100
     for row in cli:
-        mine = ours[_key(row)]  # the page's A is the CLI's B
-        assert (mine["b"], mine["a"]) == (row["a"], row["b"])
-        assert mine["speedup"] == pytest.approx(1 / row["speedup"])
-        assert {"+": "-", "-": "+"}.get(mine["mark"], mine["mark"]) == row["mark"]
+        mine = ours[_key(row)]
+        assert (mine["a"], mine["b"]) == (row["a"], row["b"])
+        assert mine["speedup"] == pytest.approx(row["speedup"])
+        assert mine["mark"] == row["mark"]
 
 
 def test_plotly_only_where_a_chart_is_drawn(site: Path, tmp_path: Path) -> None:

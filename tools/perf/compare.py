@@ -7,11 +7,10 @@
    `--match exact` and `--match best`, --repeat times each as a subprocess (interpreter
    start included): the first call's seconds (it segments every history and saves the step
    memo), the median of the others (they read it), and the rows printed.
-3. The compare page's computation on the machine axis (`query.compare.gather`, then
-   `compare_pair` for every pair of the offered machines, both matches, no memo kept between
-   repeats: what `publish.pages.compare` does before it writes the scripts), --repeat times
-   in this process: the median seconds, the
-   pairs, the rows in all and in the largest pair, and that pair's script size.
+3. The compare page's build-time work (`publish.pages.compare.compare_data`: a summary per
+   value of each axis, from which the browser computes any pair), --repeat times in this
+   process, each in a fresh render context: the median seconds, the summary files written
+   and the largest one's bytes (with the two of a pair, what the page loads).
 """
 
 from __future__ import annotations
@@ -59,31 +58,22 @@ def time_cli(store: Path, a: str, b: str, match: str, repeat: int) -> tuple[floa
     return times[0], statistics.median(times[1:] or times), rows
 
 
-def time_page(store: Path, repeat: int) -> tuple[float, int, int, int, int]:
-    from benchlab.catalog.read import load_catalog
-    from benchlab.publish.pages.compare import COMPARE_VALUES, MODES
-    from benchlab.query.compare import compare_pair, gather
+def time_page(store: Path, repeat: int) -> tuple[float, int, int]:
+    from benchlab.layout import Store
+    from benchlab.publish.context import SiteContext
+    from benchlab.publish.data import load_site
+    from benchlab.publish.pages.compare import compare_data
 
-    runs = [r for r in load_catalog(store / "catalog.json").runs if r.get("status") == "ok"]
-    counts = Counter(r["machine_id"] for r in runs)
-    times, pairs, rows, largest, size = [], 0, 0, 0, 0
+    data = load_site(Store(store))
+    times, files, largest = [], 0, 0
     for _ in range(repeat):
+        site = SiteContext(data, workers=1, detect=False)
         start = time.perf_counter()
-        sides = gather(runs, "machine")
-        chosen = sorted(sorted(sides.present, key=lambda v: (-counts[v], v))[:COMPARE_VALUES])
-        results = [
-            compare_pair(sides, a, b, mode)
-            for mode in MODES["machine"]
-            for i, a in enumerate(chosen)
-            for b in chosen[i + 1 :]
-        ]
+        compare_data(site)
         times.append(time.perf_counter() - start)
-        pairs = len(results)
-        rows = sum(len(r.rows) for r in results)
-        biggest = max(results, key=lambda r: len(r.rows))
-        largest = len(biggest.rows)
-        size = len(json.dumps(biggest.as_json(), default=str))
-    return statistics.median(times), pairs, rows, largest, size
+        sizes = [len(v.encode()) for k, v in site.files.items() if k.startswith("bl/compare/")]
+        files, largest = len(sizes), max(sizes, default=0)
+    return statistics.median(times), files, largest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"bench compare --by machine --match {match}: first {first:.2f} s, "
                 f"then median {again:.2f} s (step memo), {rows} rows"
             )
-        seconds, pairs, rows, largest, size = time_page(store, args.repeat)
+        seconds, files, largest = time_page(store, args.repeat)
         print(
-            f"compare page computation: median {seconds:.2f} s for {pairs} pairs, {rows} rows "
-            f"in all, largest pair {largest} rows (~{size / 1000:.0f} kB as JSON, stats included)"
+            f"compare page summaries: median {seconds:.2f} s, {files} files, the largest "
+            f"{largest / 1000:.0f} kB"
         )
     return 0
 

@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC
+from benchlab.metrics import CATALOG_METRICS
 from benchlab.publish.charts import (
     Chart,
     Regression,
@@ -23,6 +23,7 @@ from benchlab.publish.charts import (
     label,
     trend_chart,
 )
+from benchlab.publish.charts.history import trend_metrics
 from benchlab.publish.charts.levels import tails
 from benchlab.publish.data import PublicData
 from benchlab.publish.detection import (
@@ -258,23 +259,30 @@ class SiteContext:
         sids = sorted(sids)
         keys = [(model, sid) for sid in sids]
         if model is None and any(sid in self.groups.mixed for sid in sids):
-            return trend_chart(self.ok_runs_of(sids), slug, self.regressions,
-                               max_points=TREND_POINTS)  # fmt: skip
+            whole = self.ok_runs_of(sids)
+            return trend_chart(whole, slug, self.regressions, max_points=TREND_POINTS,
+                               metrics=trend_metrics(whole))  # fmt: skip
         runs: list[Entry] = []
         newest: list[Entry] = []  # one run per series: all that `Styles.of` tells apart
         for key in keys:
             thinned = self._thinned.get(key)
             if thinned is None:
+                # Every throughput the trend offers (`trend_metrics`), thinned on the first
+                # the series carries: a llama-bench series has no peak, and is drawn all
+                # the same.
                 whole = self.ok_runs_of([key[1]], key[0])
-                drawn = [r for r in whole if r.get(DEFAULT_METRIC) is not None]
-                keep = {r["run_id"] for r in downsample(drawn, TREND_POINTS, DEFAULT_METRIC)}
+                carried = trend_metrics(whole)
+                drawn = [r for r in whole if any(r.get(m) is not None for m in carried)]
+                keep = {r["run_id"] for r in downsample(drawn, TREND_POINTS, carried[0])} \
+                    if carried else set()  # fmt: skip
                 thinned = [r for r in drawn if r["run_id"] in keep or r["run_id"] in self.flagged]
                 self._thinned[key] = thinned
             if thinned:
                 newest.append(thinned[-1])
             runs.extend(thinned)
         styles = Styles.of(newest)
-        return trend_chart(runs, slug, self.regressions, max_points=None, styles=styles)
+        return trend_chart(runs, slug, self.regressions, max_points=None, styles=styles,
+                           metrics=trend_metrics(newest))  # fmt: skip
 
     def runs_table(
         self,

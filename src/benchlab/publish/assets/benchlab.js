@@ -164,6 +164,11 @@
     var spec = (window.BENCHLAB_CHARTS || {})[div.getAttribute("data-chart")];
     if (!spec) { return; }
     spec.data.forEach(expand);
+    spec.data.forEach(function (trace) {
+      /* A trend's later metric shares its runs' x and customdata with an earlier line. */
+      var like = spec.data[(trace.meta || {}).like];
+      if (like && like !== trace) { trace.x = like.x; trace.customdata = like.customdata; }
+    });
     div.blOriginal = spec.data;
     div.blSpec = spec;
     var layout = Object.assign({}, spec.layout);
@@ -233,12 +238,22 @@
     return Object.keys(when).every(function (k) { return (wanted[k] || "") === when[k]; });
   }
 
+  function shownAs(trace, meta) {
+    /* How a trace is drawn when its points match: a pooled chart's series all compete again
+       (pick); a trace made for a filter state or a metric (meta.when) that is chosen is
+       drawn as its meta.shown says (true, or "legendonly" past a chart's top), whatever
+       the figure's first state hid; another keeps its visibility. */
+    var own = trace.meta || {};
+    if (own.when) { return own.shown === undefined ? true : own.shown; }
+    return trace.visible === undefined || (meta && meta.pick) ? true : trace.visible;
+  }
+
   function filtered(data, wanted, meta) {
     var any = DIMS.some(function (d) { return wanted[d]; });
     var out = data.map(function (trace) {
       if (!chosen(trace, wanted)) { return Object.assign({}, trace, { visible: false }); }
       var custom = trace.customdata || [];
-      if (!any || !custom.length) { return trace; }
+      if (!any || !custom.length) { return Object.assign({}, trace, { visible: shownAs(trace, meta) }); }
       var index = [];
       for (var i = 0; i < custom.length; i++) { if (keep(custom[i], wanted)) { index.push(i); } }
       var copy = {};
@@ -262,9 +277,7 @@
         }
         copy.marker = m;
       }
-      /* A pooled chart's series all compete again (pick); another keeps its visibility. */
-      var was = trace.visible === undefined || (meta && meta.pick) ? true : trace.visible;
-      copy.visible = index.length > 0 ? was : false;
+      copy.visible = index.length > 0 ? shownAs(trace, meta) : false;
       return copy;
     });
     if (meta && meta.tail) { out = out.map(function (t) { return tail(t, meta.tail); }); }

@@ -1,8 +1,12 @@
-/* benchlab: the compare page (pages/compare.py writes its index and one script per pair).
+/* benchlab: the compare page (pages/compare.py writes its index and one summary per value).
 
    Pick an axis (machine, build, revision), how to match (machines: each side at its best
-   settings, or the exact same measurement), A and B; the pair's rows load from
-   bl/compare/<axis>-<match>-<i>-<j>.js. Every row is there: the filters (model, precision,
+   settings, or the exact same measurement), A and B: the page loads A's and B's summaries
+   (bl/compare/<axis>-<i>.js: each measurement's row fields and, per metric, the side's n,
+   mean and sd, and one run's samples) and computes the rows here, by the rule of
+   query/compare.py (ARCHITECTURE.md, Compare): pairing, each side at its best for `best`,
+   the speedup, and the mark (Welch's t on the runs, else on a one-run side's samples).
+   Any two values can be compared. Every row is there: the filters (model, precision,
    machine, metric, changed only) act on all of them, the count says how many match, and the
    table pages through them 100 at a time. The picks, the filters, the sort and the page live
    in the URL hash, so a reload or a shared link shows the same table. No plotly here.
@@ -10,11 +14,11 @@
 (function () {
   "use strict";
   var PAGE = 100;
-  var MARKS = { "+": ["plus", "B better than A: the 95% intervals do not overlap"],
-    "-": ["minus", "B worse than A: the 95% intervals do not overlap"],
-    "~": ["same", "within noise: the 95% intervals overlap"],
-    "?": ["unknown", "one run a side: no spread to judge noise by"] };
-  var FLIP = { "+": "-", "-": "+" };
+  var MARKS = { "+": ["plus", "B better than A: significant at 5% (Welch's t on the runs, or on one run's samples)"],
+    "-": ["minus", "B worse than A: significant at 5% (Welch's t on the runs, or on one run's samples)"],
+    "~": ["same", "within noise: not significant at 5%"],
+    "?": ["unknown", "one run a side and no samples: no spread to judge noise by"] };
+  var SAMPLES_MIN_CHANGE = 0.01;  /* query/compare.py's: the least change marked on samples */
   var FILTERS = ["model", "precision", "machine", "metric"];
 
   var STYLE = [
@@ -87,21 +91,135 @@
 
   /* --- rows as the reader sees them: A and B in the order picked ----------------------- */
 
-  function oriented(r, swap) {
+  function oriented(r) {
     var o = { model: r.model, machine: r.machine_id || "", precision: r.precision, backend: r.backend || "",
       threads: r.threads, shape: r.shape || "", test: r.test, metric: r.metric, unit: r.unit || "",
-      lower: r.better === "lower" };
-    var s = swap ? ["b", "a"] : ["a", "b"];
-    ["a", "b"].forEach(function (side, i) {
-      var from = s[i];
-      o[side] = r[from]; o["pm_" + side] = r["pm_" + from]; o["n_" + side] = r["n_" + from];
-      o["link_" + side] = r["link_" + from]; o["settings_" + side] = r["settings_" + from];
+      lower: r.better === "lower", speedup: r.speedup, mark: r.mark };
+    ["a", "b"].forEach(function (side) {
+      o[side] = r[side]; o["pm_" + side] = r["pm_" + side]; o["n_" + side] = r["n_" + side];
+      o["link_" + side] = r["link_" + side]; o["settings_" + side] = r["settings_" + side];
     });
-    o.speedup = swap ? (r.speedup ? 1 / r.speedup : null) : r.speedup;
-    o.mark = swap ? (FLIP[r.mark] || r.mark) : r.mark;
     o.metricLabel = o.unit + (o.lower ? ", lower is better" : "");
     return o;
   }
+
+  /* --- a pair, as query/compare.py's compare_pair computes it ---------------------------- */
+
+  function tq(t, df) { return df <= t.length - 1 ? t[df - 1] : t[t.length - 1]; }
+
+  function sideOf(item) {
+    /* [metric index, n, mean, sd, test(, samples' n, mean, sd)] */
+    if (!item) { return null; }
+    return { n: item[1], mean: item[2], sd: item[3], test: item[4],
+      samples: item.length > 5 ? { n: item[5], mean: item[6], sd: item[7] } : null };
+  }
+
+  function evidence(side) {
+    if (side.n >= 2) { return [side.n, side.mean, side.sd]; }
+    if (side.samples) { return [side.samples.n, side.samples.mean, side.samples.sd]; }
+    return [1, side.mean, null];
+  }
+
+  function differs(t, a, b) {
+    /* Welch's t at 5% two-sided; against a single value, outside the other's 95% interval. */
+    if (a[0] < 2 || a[2] === null) { var swap = a; a = b; b = swap; }
+    if (b[0] < 2 || b[2] === null) { return Math.abs(b[1] - a[1]) > tq(t, a[0] - 1) * a[2] / Math.sqrt(a[0]); }
+    var va = a[2] * a[2] / a[0], vb = b[2] * b[2] / b[0];
+    if (va + vb === 0) { return a[1] !== b[1]; }
+    var stat = Math.abs(b[1] - a[1]) / Math.sqrt(va + vb);
+    var df = Math.pow(va + vb, 2) / (Math.pow(va, 2) / (a[0] - 1) + Math.pow(vb, 2) / (b[0] - 1));
+    return stat > tq(t, Math.max(1, Math.floor(df)));
+  }
+
+  function significance(t, lower, a, b) {
+    if (!a || !b) { return null; }
+    var ea = evidence(a), eb = evidence(b);
+    if ((ea[0] < 2 || ea[2] === null) && (eb[0] < 2 || eb[2] === null)) { return "?"; }
+    var onSamples = (a.n < 2 && ea[0] >= 2) || (b.n < 2 && eb[0] >= 2);
+    if (onSamples && Math.abs(eb[1] - ea[1]) < SAMPLES_MIN_CHANGE * Math.abs(ea[1])) { return "~"; }
+    if (!differs(t, ea, eb)) { return "~"; }
+    return (lower ? eb[1] < ea[1] : eb[1] > ea[1]) ? "+" : "-";
+  }
+
+  function halfWidth(t, side) {
+    if (!side || side.n < 2 || side.sd === null) { return null; }
+    return tq(t, side.n - 1) * side.sd / Math.sqrt(side.n);
+  }
+
+  function speedupOf(lower, a, b) {
+    if (!a || b === null || b === undefined) { return null; }
+    if (lower) { return b ? a / b : null; }
+    return b / a;
+  }
+
+  function itemOf(m, metric) {
+    for (var i = 0; i < m.v.length; i++) { if (m.v[i][0] === metric) { return m.v[i]; } }
+    return null;
+  }
+
+  function pickBest(group, metric, lower) {
+    /* The measurement with the best level for the metric, the first of equal bests. */
+    var best = [group[0], null];
+    group.forEach(function (m) {
+      var side = sideOf(itemOf(m, metric));
+      if (!side) { return; }
+      var held = best[1];
+      if (!held || (lower ? side.mean < held.mean : side.mean > held.mean)) { best = [m, side]; }
+    });
+    return best;
+  }
+
+  function settingsLabel(m, other) {
+    return (m.s || []).filter(function (part, i) {
+      if (part[0] === "threads") { return true; }
+      var theirs = null;
+      (other.s || []).forEach(function (p) { if (p[0] === part[0]) { theirs = p[2]; } });
+      return part[2] !== (theirs === null ? "null" : theirs);
+    }).map(function (part) { return part[1]; }).join(", ");
+  }
+
+  function rowOrder(x, y) {
+    var a = [x.model, x.precision, x.machine_id || "", x.backend || "", x.threads === null || x.threads === undefined ? -1 : x.threads, x.shape || "", x.mi, x.test];
+    var b = [y.model, y.precision, y.machine_id || "", y.backend || "", y.threads === null || y.threads === undefined ? -1 : y.threads, y.shape || "", y.mi, y.test];
+    for (var i = 0; i < a.length; i++) { if (a[i] < b[i]) { return -1; } if (a[i] > b[i]) { return 1; } }
+    return 0;
+  }
+
+  function comparePair(index, axis, match, dataA, dataB) {
+    var keyOf = match === "best" ? "g" : "k";
+    function groups(data) {
+      var out = {};
+      data.m.forEach(function (m) { (out[m[keyOf]] = out[m[keyOf]] || []).push(m); });
+      return out;
+    }
+    var ga = groups(dataA), gb = groups(dataB), rows = [], onlyA = 0, onlyB = 0;
+    Object.keys(gb).forEach(function (k) { if (!ga[k]) { onlyB += 1; } });
+    Object.keys(ga).forEach(function (k) {
+      if (!gb[k]) { onlyA += 1; return; }
+      index.metrics.forEach(function (info, mi) {
+        var lower = info[2];
+        var pa = pickBest(ga[k], mi, lower), pb = pickBest(gb[k], mi, lower);
+        if (!pa[1] && !pb[1]) { return; }
+        var ma = pa[0], mb = pb[0], sa = pa[1], sb = pb[1];
+        var test = sa ? sa.test : (ma.t || {})[String(mi)] || index.labels[mi];
+        var va = sa ? sa.mean : null, vb = sb ? sb.mean : null;
+        var row = { model: ma.f[0], machine_id: axis !== "machine" ? ma.f[1] : null, precision: ma.f[2],
+          backend: ma.f[3], threads: match === "exact" ? ma.f[4] : null,
+          shape: (match === "exact" ? ma.f[5] : ma.f[6]) || null, test: test, metric: info[0], mi: mi,
+          unit: info[1], better: lower ? "lower" : "higher", a: va, b: vb,
+          speedup: speedupOf(lower, va, vb), mark: significance(index.t, lower, sa, sb),
+          pm_a: halfWidth(index.t, sa), pm_b: halfWidth(index.t, sb),
+          n_a: sa ? sa.n : null, n_b: sb ? sb.n : null, link_a: ma.u, link_b: mb.u };
+        if (match === "best") { row.settings_a = settingsLabel(ma, mb); row.settings_b = settingsLabel(mb, ma); }
+        rows.push(row);
+      });
+    });
+    rows.sort(rowOrder);
+    return { rows: rows, only_a: onlyA, only_b: onlyB };
+  }
+
+  /* What the Chromium tests read to hold the page to `bench compare` (any pair). */
+  window.BENCHLAB_COMPARE = { comparePair: comparePair };
 
   function columns(axis, match, rows) {
     var cols = [{ key: "model", label: "Model", sticky: true }];
@@ -203,8 +321,9 @@
         pick[k].textContent = "";
         entry.values.forEach(function (v, i) { pick[k].appendChild(el("option", v, { value: String(i) })); });
       });
-      var first = (entry.pairs[pick.match.value] || [])[0] || "0-1";
-      var def = axis === "machine" ? first.split("-") : (entry.pairs[pick.match.value] || ["0-1"]).slice(-1)[0].split("-");
+      /* Machines: the first two; builds and revisions: the newest two. */
+      var last = entry.values.length - 1;
+      var def = axis === "machine" ? [0, 1] : [last - 1, last];
       var ia = entry.values.indexOf(state.a), ib = entry.values.indexOf(state.b);
       pick.a.value = String(ia >= 0 ? ia : def[0]);
       pick.b.value = String(ib >= 0 ? ib : def[1]);
@@ -319,21 +438,19 @@
       setHash({ by: axis, match: match, a: entry.values[i], b: entry.values[j], page: fromUser ? "" : state.page });
       target.textContent = ""; count.textContent = ""; pager.textContent = "";
       if (i === j) { note.textContent = "Pick two different values."; return; }
-      var swap = i > j, key = Math.min(i, j) + "-" + Math.max(i, j);
-      if ((entry.pairs[match] || []).indexOf(key) < 0) {
-        note.textContent = "These two share no " + (match === "best" ? "model, precision and test." : "measurement.");
-        return;
-      }
-      var name = axis + "-" + match + "-" + key;
-      loadScript("bl/compare/" + name + ".js").then(function () {
-        var data = window.BENCHLAB_CMP[name];
-        var a = swap ? data.b : data.a, b = swap ? data.a : data.b;
+      var names = [axis + "-" + i, axis + "-" + j];
+      Promise.all(names.map(function (name) { return loadScript("bl/compare/" + name + ".js"); })).then(function () {
+        var data = comparePair(index, axis, match, window.BENCHLAB_CMP[names[0]], window.BENCHLAB_CMP[names[1]]);
+        var a = entry.values[i], b = entry.values[j];
+        if (!data.rows.length) {
+          note.textContent = "These two share no " + (match === "best" ? "model, precision and test." : "measurement.");
+          view.rows = [];
+          return;
+        }
         note.textContent = axis + ": A = " + a + ", B = " + b + (match === "best" ? ", each at its best settings" : "") +
           ". Speedup is how many times better B is (B/A, or A/B where lower is better); " +
-          (swap ? data.only_b : data.only_a) + " only under A and " + (swap ? data.only_a : data.only_b) +
-          " only under B are not compared." +
-          (entry.left_out ? " " + entry.left_out + " more " + axis + "(s) are not offered here: `bench compare --by " + axis + "` compares any two." : "");
-        view.rows = data.rows.map(function (r) { return oriented(r, swap); });
+          data.only_a + " only under A and " + data.only_b + " only under B are not compared.";
+        view.rows = data.rows.map(oriented);
         view.cols = columns(axis, match, view.rows);
         view.axis = axis; view.match = match;
         sortPick.textContent = "";

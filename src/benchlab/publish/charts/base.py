@@ -74,10 +74,11 @@ def shape_words(run: Entry) -> str:
 class Styles:
     """Colour by the one field that most tells a chart's series apart (model, machine,
     precision, threads, backend or shape: whichever has the most values the palette can
-    hold, `STYLE_DIMS` order on a tie), then a dash, marker and bar pattern of its own for
-    each series sharing that colour (`palette.assign`). So four lines of one model on a
-    machine's page differ in colour by what differs between them, and two series never share
-    colour, dash and marker. Legends name only the fields that differ (`name`)."""
+    hold, `STYLE_DIMS` order on a tie; the machine where none fits), then a dash, marker
+    and bar pattern of its own for each series sharing that colour (`palette.assign`). So
+    four lines of one model on a machine's page differ in colour by what differs between
+    them, and two series never share colour, dash and marker. Legends name only the fields
+    that differ (`name`)."""
 
     key: str
     varying: tuple[str, ...]
@@ -89,7 +90,13 @@ class Styles:
         values = {dim: {_sortable(dim_value(r, dim)) for r in runs} for dim in STYLE_DIMS}
         varying = tuple(dim for dim in STYLE_DIMS if len(values[dim]) > 1)
         fits = [d for d in varying if len(values[d]) <= len(PALETTE)]
-        if fits:
+        most = max((len(values[d]) for d in fits), default=0)
+        if "machine_id" in varying and len(values["machine_id"]) > most:
+            # More machines than colours, and more than any field that fits has values:
+            # colours still tell machines apart (they come round with the next dash), not
+            # the two values of a precision.
+            key = "machine_id"
+        elif fits:
             key = max(fits, key=lambda d: (len(values[d]), -STYLE_DIMS.index(d)))
         elif varying:
             key = min(varying, key=lambda d: (len(values[d]), STYLE_DIMS.index(d)))

@@ -31,6 +31,16 @@ from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable
 from benchlab.regress import Step, sort_key
 from benchlab.stats import is_outlier
 
+TREND_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec",
+                 "baseline_tok_per_sec")  # fmt: skip
+"""The throughputs a trend chart offers, the first present drawn first: llama-bench
+measures no peak, so its trend opens on decode."""
+
+
+def trend_metrics(runs: Sequence[Entry]) -> list[str]:
+    """The `TREND_METRICS` some run among `runs` carries, in that order."""
+    return [m for m in TREND_METRICS if any(r.get(m) is not None for r in runs)]
+
 
 def trend_chart(
     runs: Sequence[Entry],
@@ -39,36 +49,128 @@ def trend_chart(
     metric: str = "peak_tok_per_sec",
     max_points: int | None = None,
     styles: Styles | None = None,
+    metrics: Sequence[str] | None = None,
 ) -> Chart:
     """Throughput over time, a line per series (the detector's); regressions marked in red.
 
+    `metrics`: the metrics offered (each the runs carry; `metric` where none is given), the
+    first drawn first and the rest a pick away: each metric's lines are traces of their own
+    (`meta.when.metric`; `meta.shown` is how each is drawn once picked: ARCHITECTURE.md,
+    Publishing and redaction), with the top series picked fairly per metric.
     `regressions` found over a larger set of whole series (the site finds them once for
-    every page) are kept where their run is among `runs`. `styles` may come from a caller
-    that passes runs it has already thinned as `max_points` would (the site at scale):
-    `Styles.of` the unthinned runs, whose set of models, machines and precisions a thinned
-    history may not hold.
+    every page) are kept where their run is among `runs` and their step is in the metric
+    drawn. `styles` may come from a caller that passes runs it has already thinned as
+    `max_points` would (the site at scale): `Styles.of` the unthinned runs, whose set of
+    models, machines and precisions a thinned history may not hold.
     """
+    offered = [m for m in (metrics or [metric]) if any(r.get(m) is not None for r in runs)]
+    offered = offered or [metrics[0] if metrics else metric]
+    if styles is None:
+        styles = Styles.of(r for r in runs if any(r.get(m) is not None for m in offered))
+    if regressions is None:
+        regressions = find_regressions(runs)
+    if max_points is not None:
+        runs = thin(runs, offered, max_points, {g.run["run_id"] for g in regressions})
+    traces: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    choices: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {}
+    for index, drawn_metric in enumerate(offered):
+        part, part_rows, part_layout = _trend_part(
+            runs, drawn_metric, regressions, styles, first=index == 0
+        )
+        if index == 0:
+            layout, rows = part_layout, part_rows
+        if len(offered) > 1:
+            for trace in part:
+                shown = trace.get("visible", True)
+                trace["meta"] = {**trace.get("meta", {}), "when": {"metric": drawn_metric},
+                                 "shown": shown}  # fmt: skip
+                trace["visible"] = shown if index == 0 else False
+        traces += part
+        choices.append(
+            {
+                "name": drawn_metric,
+                "title": METRIC_TITLES[drawn_metric],
+                "axis": "yaxis",
+                "layout": part_layout["yaxis"],
+                "chart_title": part_layout["title"]["text"],
+            }
+        )
+    if len(choices) > 1:
+        layout["meta"] = {**layout.get("meta", {}), "metrics": choices}
+        _share_points(traces)
+    return Chart(
+        slug,
+        "Throughput over time",
+        {"data": traces, "layout": layout},
+        rows,
+        csv_columns("timestamp", "tok_per_sec", "regression"),
+        note="" if rows else "No successful runs in this selection yet.",
+    )
+
+
+def _share_points(traces: list[dict[str, Any]]) -> None:
+    """A later metric's line over the same runs as a line of an earlier one carries only its
+    y: `meta.like` names the trace whose x and customdata it shares (benchlab.js copies them
+    back), so a trend of four metrics weighs little more than one."""
+    seen: dict[tuple[str, ...], int] = {}
+    for index, trace in enumerate(traces):
+        if trace["name"] == "regression":
+            continue
+        runs = tuple(point[3] for point in trace["customdata"])
+        held = seen.setdefault(runs, index)
+        if held != index:
+            del trace["x"], trace["customdata"]
+            trace["meta"] = {**trace["meta"], "like": held}
+
+
+def thin(
+    runs: Sequence[Entry], metrics: Sequence[str], limit: int, flagged: set[str]
+) -> list[Entry]:
+    """Each series' runs that carry one of `metrics`, downsampled (`downsample`) on the
+    first of them it carries, the `flagged` runs kept: one set of points for every metric
+    a trend draws, as the site thins each history once (`SiteContext.trend`)."""
+    series: dict[str, list[Entry]] = defaultdict(list)
+    for run in runs:
+        series[series_of(run)].append(run)
+    out: list[Entry] = []
+    for members in series.values():
+        carried = [m for m in metrics if any(r.get(m) is not None for r in members)]
+        if not carried:
+            continue
+        members.sort(key=lambda r: (r["timestamp"], r["run_id"]))
+        drawn = [r for r in members if any(r.get(m) is not None for m in carried)]
+        keep = {r["run_id"] for r in downsample(drawn, limit, carried[0])}
+        out += [r for r in drawn if r["run_id"] in keep or r["run_id"] in flagged]
+    return out
+
+
+def _trend_part(
+    runs: Sequence[Entry],
+    metric: str,
+    regressions: Sequence[Regression],
+    styles: Styles,
+    first: bool,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """One metric's lines over time, its regression markers, CSV rows and layout."""
     series: dict[str, list[Entry]] = defaultdict(list)
     for run in runs:
         if run.get(metric) is not None:
             series[series_of(run)].append(run)
-    if styles is None:
-        styles = Styles.of(r for members in series.values() for r in members)
     lines = sorted(series.values(), key=lambda members: sort_key(members[0]))
-    if regressions is None:
-        regressions = find_regressions(runs)
-    else:
-        present = {r["run_id"] for members in lines for r in members}
-        regressions = [g for g in regressions if g.run["run_id"] in present]
+    present = {r["run_id"] for members in lines for r in members}
+    regressions = [
+        g for g in regressions
+        if g.run["run_id"] in present and getattr(g.step, "metric", metric) == metric
+        and g.run.get(metric) is not None
+    ]  # fmt: skip
     flagged = {g.run["run_id"] for g in regressions}
     traces = []
     rows = []
-    for index, members in enumerate(lines):
+    unit = unit_of(metric) or "tok/s"
+    for members in lines:
         members.sort(key=lambda r: (r["timestamp"], r["run_id"]))
-        if max_points is not None:
-            keep = {r["run_id"] for r in downsample(members, max_points, metric)}
-            members = [r for r in members if r["run_id"] in keep or r["run_id"] in flagged]
-            lines[index] = members
         traces.append(
             {
                 "type": "scatter",
@@ -78,7 +180,7 @@ def trend_chart(
                 "y": [r[metric] for r in members],
                 "customdata": [point_data(r) for r in members],
                 **styles.line(members[0]),
-                "hovertemplate": HOVER_RUN + "<br><b>%{y:,.1f} tok/s</b><extra></extra>",
+                "hovertemplate": HOVER_RUN + f"<br><b>%{{y:,.1f}} {unit}</b><extra></extra>",
             }
         )
         rows.extend(
@@ -90,7 +192,8 @@ def trend_chart(
             )
             for r in members
         )
-    layout = base_layout("Throughput over time", "Run time (UTC)", METRIC_TITLES[metric])
+    title = "Throughput over time" if first else f"{METRIC_TITLES[metric]} over time"
+    layout = base_layout(title, "Run time (UTC)", METRIC_TITLES[metric])
     log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
     layout["xaxis"]["type"] = "date"
     stepped = {series_of(g.run) for g in regressions}
@@ -104,7 +207,7 @@ def trend_chart(
                 "mode": "markers",
                 "name": "regression",
                 "x": [g.run["timestamp"] for g in regressions],
-                "y": [g.value for g in regressions],
+                "y": [g.run[metric] for g in regressions],
                 "customdata": [
                     point_data(g.run, round(100 * g.drop, 1), esc(step_versions(g.step)))
                     for g in regressions
@@ -120,14 +223,7 @@ def trend_chart(
                 + f"<br>%{{customdata[{EXTRA + 1}]}}<extra></extra>",
             }
         )
-    return Chart(
-        slug,
-        "Throughput over time",
-        {"data": traces, "layout": layout},
-        rows,
-        csv_columns("timestamp", "tok_per_sec", "regression"),
-        note="" if rows else "No successful runs in this selection yet.",
-    )
+    return traces, rows, layout
 
 
 MAX_POINTS = 300

@@ -8,7 +8,7 @@ from benchlab.catalog.format import Entry
 from benchlab.errors import ConfigError
 from benchlab.publish.charts.bars import cost_chart, prefill_decode_chart, throughput_chart
 from benchlab.publish.charts.base import Chart, Regression, shown
-from benchlab.publish.charts.history import trend_chart
+from benchlab.publish.charts.history import trend_chart, trend_metrics
 from benchlab.publish.charts.levels import machine_chart, present_metrics
 from benchlab.publish.charts.scaling import scaling_chart, threads_chart
 from benchlab.publish.data import PublicData
@@ -44,7 +44,9 @@ def build_charts(
         "threads": lambda: threads_chart(runs, prefix + "threads", metric or "decode_tok_per_sec"),
         "prefill-decode": lambda: prefill_decode_chart(runs, prefix + "prefill-decode"),
         "cost": lambda: cost_chart(runs, data, prefix + "cost"),
-        "trend": lambda: trend_chart(runs, prefix + "trend", regressions),
+        "trend": lambda: trend_chart(
+            runs, prefix + "trend", regressions, metrics=trend_metrics(runs)
+        ),
     }
     unknown = [k for k in kinds if k not in makers]
     if unknown:

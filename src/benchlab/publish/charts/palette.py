@@ -3,7 +3,7 @@
 The palette is Okabe and Ito's (2008), designed to stay apart under the common colour-vision
 deficiencies: simulated for deuteranopia (Machado et al. 2009) its closest two entries are
 still about 17 CIE76 units apart, where the palette it replaced had three entries within 2 to
-4 of each other. Eight colours are not enough for a fleet, so colour is never the only
+4 of each other. Twelve colours are not enough for every fleet, so colour is never the only
 channel: `assign` gives each drawn series a (colour, dash, marker) triple, and two series of
 one colour always differ in dash and in marker. The series chart (`charts.history`) imports
 this module too, so one series looks alike on every chart of a page.
@@ -21,10 +21,16 @@ PALETTE = (
     "#CC79A7",  # reddish purple
     "#56B4E9",  # sky blue
     "#D55E00",  # vermillion
+    "#332288",  # indigo (Tol): the four from here on give a fleet's machines a colour each
+    "#882255",  # wine (Tol)
+    "#117733",  # green (Tol)
+    "#661100",  # brown
     "#F0E442",  # yellow: last but one, it is faint on white
     "#000000",  # black: the page script draws it in the text colour on a dark theme
 )
-"""Okabe–Ito, most legible on both themes first."""
+"""Okabe–Ito, most legible on both themes first, with four of Tol's that stay as far from
+them under deuteranopia (17 CIE76 units at the closest pair, as Okabe–Ito alone): twelve
+colours, so a model page's twelve machines each have one and precision takes the dash."""
 
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "hexagon")

@@ -35,10 +35,15 @@ def scaling_chart(
     runs: Sequence[Entry], store_root: Path | None = None, slug: str = "scaling"
 ) -> Chart:
     """Batch size vs aggregate throughput, a line per series (newest run of each), styled
-    by what differs between them (`Styles`): how aggregate throughput scales with batch."""
+    by what differs between them (`Styles`): how aggregate throughput scales with batch.
+    A curve of one batch size (llama-bench's: batch 1 alone) shows no scaling and is left
+    out; a chart left with no curve is empty, and the pages leave it out."""
     traces = []
     rows = []
-    latest = [r for r in latest_by_series(runs).values() if curve(r, store_root)]
+    latest = [
+        r for r in latest_by_series(runs).values()
+        if len({p["batch"] for p in curve(r, store_root)}) > 1
+    ]  # fmt: skip
     styles = Styles.of(latest)
     for run in sorted(latest, key=lambda r: (r.get("threads") or 0, sort_key(r))):
         points = curve(run, store_root)
@@ -78,7 +83,7 @@ def scaling_chart(
         {"data": traces, "layout": layout},
         rows,
         csv_columns("batch", "agg_tok_per_sec"),
-        note="" if rows else "No run in this selection has batch points.",
+        note="" if rows else "No run in this selection has points at two batch sizes.",
     )
 
 

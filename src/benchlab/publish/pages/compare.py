@@ -1,16 +1,19 @@
-"""The compare page: `bench compare --by` for pairs of machines, builds and revisions, each
-pair a small script the page loads when picked (assets/compare.js draws it), and the cost
-table.
+"""The compare page: `bench compare --by` for any two machines, builds or revisions,
+computed in the browser (assets/compare.js) from per-value summaries written at build time,
+and the cost table.
 
-The rows are `query.compare.compare_pair`'s own, over the same ok runs and by the same rule
-for which repeats count (`query.compare.side_values`) as `bench compare --by`, so the page and
-the CLI print the same numbers for one comparison (ARCHITECTURE.md, Compare). Every row of a
-pair is in its script: the page filters, sorts and pages through all of them.
+A summary file per axis value (`bl/compare/<axis>-<i>.js`) holds each measurement under that
+value: its row fields and, per metric, the side `query.compare` would use (`Sides.side`: the
+repeats that count by `side_values`, the one rule) as n, mean and sd, with the one run's
+samples (n, mean, sd) where the side is one run that carries them. The page loads A's and
+B's files and pairs, picks and marks rows as `query.compare.compare_pair` does (ARCHITECTURE.md,
+Compare), so the page and the CLI print the same numbers for any pair, and nothing caps the
+pairs: the data grows with the measurements, not with their pairs.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import hashlib
 from typing import Any
 
 from markupsafe import Markup
@@ -18,17 +21,18 @@ from markupsafe import Markup
 from benchlab.catalog.format import Entry
 from benchlab.publish.charts import build_charts, cost_rows
 from benchlab.publish.context import SiteContext
+from benchlab.publish.jsontext import dumps
+from benchlab.publish.links import series_url
 from benchlab.publish.tables import fmt_num
 from benchlab.publish.templating import json_script
 
 COST_LIMIT = 100
-COMPARE_VALUES = 10
-"""Machines (those with the most runs), builds or revisions (the newest) offered per axis;
-the page names how many more there are, and `bench compare --by` compares any of them."""
-COMPARE_FIELDS = (
-    "model", "machine_id", "precision", "backend", "threads", "shape", "test", "metric", "unit",
-    "better", "a", "b", "speedup", "pm_a", "pm_b", "mark", "settings_a", "settings_b",
+NAMED_TESTS = (
+    "prefill_tok_per_sec", "ttft_ms", "decode_tok_per_sec", "decode_ms_per_token",
+    "peak_tok_per_sec",
 )  # fmt: skip
+"""The metrics whose row test depends on the run (`query.compare.row_test`: pp512, tg128,
+batch peak b8); the others' is a fixed label (`_label`, in the index)."""
 MODES = {"machine": ("best", "exact"), "build": ("exact",), "revision": ("exact",)}
 """The matches offered per axis, the default first: machines in a real fleet rarely share
 every setting, so their default is each side at its best settings."""
@@ -67,84 +71,101 @@ def compare_page(site: SiteContext) -> None:
 
 
 def compare_data(site: SiteContext) -> dict[str, Any]:
-    """Every pair among the offered values of each axis, in each of its matches, as one
-    script per pair and match; returns the index the page embeds."""
-    from benchlab.query.compare import gather
+    """A summary file per value of each axis (`_summary`); returns the index the page
+    embeds: each axis's values, its matches, the metrics' units and directions, and the t
+    quantiles the page's significance test reads (`stats.t_quantile`'s own table)."""
+    from benchlab.identity import series_of, test_names
+    from benchlab.metrics import lower_is_better, unit_of
+    from benchlab.query.compare import ROW_METRICS, gather, row_test
     from benchlab.query.filters import chronological
+    from benchlab.stats import T_975, Z_975
 
     ok_runs = chronological(run for history in site.groups.ok_of.values() for run in history)
-    by_id = {r["run_id"]: r for r in ok_runs}
-    index: dict[str, Any] = {"axes": []}
+    index: dict[str, Any] = {
+        "axes": [],
+        "metrics": [[m, unit_of(m) or "", lower_is_better(m)] for m in ROW_METRICS],
+        "t": [*T_975, Z_975],
+        "labels": [row_test({}, m) for m in ROW_METRICS],
+    }
     for axis, modes in MODES.items():
         # One segmentation per history window, whichever axis or page asks first.
         sides = gather(ok_runs, axis, site.level_memo, ordered=True)
-        values = sides.present
+        values = sorted(sides.present) if axis == "machine" else sides.present
         if len(values) < 2:
             continue
-        if axis == "machine":
-            counts = Counter(r["machine_id"] for r in ok_runs)
-            chosen = sorted(sorted(values, key=lambda v: (-counts[v], v))[:COMPARE_VALUES])
-        else:
-            chosen = values[-COMPARE_VALUES:]
-        # A row names its test from its newest run's test list, which light entries leave
-        # out: those runs made full first, as `bench compare` reads them.
-        offered = set(chosen)
-        site.data.upgrade(runs[-1] for (v, _), runs in sides.repeats.items() if v in offered)
-        pairs = {mode: _pairs(site, sides, chosen, mode, by_id) for mode in modes}
-        if any(pairs.values()):
-            index["axes"].append(
-                {
-                    "axis": axis,
-                    "values": chosen,
-                    "left_out": len(values) - len(chosen),
-                    "modes": list(modes),
-                    "pairs": pairs,
-                }
+        # A row names its test from its newest run's test list where the workload fields
+        # name none, and light entries leave that list out: those runs made full first.
+        site.data.upgrade(
+            runs[-1] for runs in sides.repeats.values()
+            if not test_names(runs[-1].get("prompt_tokens"), runs[-1].get("gen_tokens"),
+                              runs[-1].get("depth"))
+        )  # fmt: skip
+        under: dict[str, list[tuple[str, Any]]] = {}
+        for value, key in sides.repeats:
+            under.setdefault(value, []).append((repr(key), key))
+        for i, value in enumerate(values):
+            # Ordered by the key's repr: `compare._pick` takes the first of equal bests so.
+            measurements = [
+                _summary(sides, value, key, axis, ROW_METRICS, series_of)
+                for _, key in sorted(under.get(value, []), key=lambda item: item[0])
+            ]
+            name = f"{axis}-{i}"
+            site.files[f"bl/compare/{name}.js"] = json_script(
+                "BENCHLAB_CMP", name, {"value": value, "m": [m for m in measurements if m]}
             )
+        index["axes"].append({"axis": axis, "values": values, "modes": list(modes)})
     return index
 
 
-def _pairs(
-    site: SiteContext, sides: Any, chosen: list[str], mode: str, by_id: dict[str, Entry]
-) -> list[str]:
-    """Write each pair's script that has rows; the pair keys written (`i-j`, i < j)."""
-    from benchlab.query.compare import compare_pair
-
-    written = []
-    for i, a in enumerate(chosen):
-        for j in range(i + 1, len(chosen)):
-            result = compare_pair(sides, a, chosen[j], mode)
-            if result.rows:
-                key = f"{i}-{j}"
-                _pair_file(site, f"{sides.axis}-{mode}-{key}", result, by_id)
-                written.append(key)
-    return written
+def _digest(key: Any) -> str:
+    """A short stand-in for a row key (two measurements are paired when theirs are equal)."""
+    return hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
 
 
-def _pair_file(site: SiteContext, pair: str, result: Any, by_id: dict[str, Entry]) -> None:
-    """`bl/compare/<axis>-<match>-<i>-<j>.js`: one pair's rows, all of them, each linking
-    the newest run of both sides."""
-    rows = []
-    for row in result.rows:
-        run_a, run_b = by_id.get(row["run_a"]), by_id.get(row["run_b"])
-        rows.append(
-            {
-                **{k: row.get(k) for k in COMPARE_FIELDS if row.get(k) is not None},
-                "n_a": (row.get("stats_a") or {}).get("n"),
-                "n_b": (row.get("stats_b") or {}).get("n"),
-                "link_a": site.links.run(run_a, "") if run_a else None,
-                "link_b": site.links.run(run_b, "") if run_b else None,
-            }
-        )
-    site.files[f"bl/compare/{pair}.js"] = json_script(
-        "BENCHLAB_CMP",
-        pair,
-        {
-            "a": result.a,
-            "b": result.b,
-            "match": result.match,
-            "rows": rows,
-            "only_a": result.only_a,
-            "only_b": result.only_b,
-        },
-    )
+def _summary(
+    sides: Any, value: str, key: Any, axis: str, metrics: Any, series_of: Any
+) -> dict[str, Any] | None:
+    """One measurement under `value`: `k` its pair key, `g` the key `match=best` pairs on
+    (machines), `f` the row fields of its newest run (model, machine, precision, backend,
+    threads, shape, workload), `s` its settings as (name, words, value) for the row's
+    settings label, `u` its series page, and `v` per metric the side [metric index, n, mean,
+    sd, test] (and the one run's samples' n, mean, sd where it carries them)."""
+    from benchlab.identity import shape
+    from benchlab.query.compare import _best_key, _setting_parts, _workload, row_test
+
+    run: Entry = sides.repeats[(value, key)][-1]
+    found = []
+    for index, metric in enumerate(metrics):
+        side = sides.side(value, key, metric)
+        if side is None:
+            continue
+        item = [index, side["n"], side["mean"], side["stddev"], row_test(run, metric)]
+        held = side.get("samples")
+        if held:
+            item += [held["n"], held["mean"], held["sd"]]
+        found.append(item)
+    if not found:
+        return None
+    # A row is named by A's test even where A lacks the metric (B alone measured it).
+    have = {item[0] for item in found}
+    named = {
+        str(index): row_test(run, metric) for index, metric in enumerate(metrics)
+        if index not in have and metric in NAMED_TESTS
+    }  # fmt: skip
+    out: dict[str, Any] = {
+        "k": _digest(key),
+        "f": [
+            run["model"], run["machine_id"], run["precision"], run.get("backend"),
+            run.get("threads"), shape(run) or None, _workload(run) or None,
+        ],
+        "u": series_url(series_of(run)),
+        "v": found,
+    }  # fmt: skip
+    if named:
+        out["t"] = named
+    if axis == "machine":
+        out["g"] = _digest(_best_key(run, axis))
+        out["s"] = [
+            [name, text, dumps(run.get(name), sort_keys=True)] for name, text in _setting_parts(run)
+        ]
+    return out

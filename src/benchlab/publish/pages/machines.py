@@ -23,6 +23,12 @@ from benchlab.query.level import series_levels_of
 from benchlab.redact import scrub_public
 
 SERIES_LIMIT = 200
+LEVEL_COLUMNS = (
+    ("peak_tok_per_sec", "Peak tok/s"),
+    ("decode_tok_per_sec", "Decode tok/s"),
+    ("prefill_tok_per_sec", "Prefill tok/s"),
+)
+"""The level columns of a machine's series table, those some series measured kept."""
 
 
 def specs_rows(data: PublicData, machine_id: str) -> list[tuple[str, str]]:
@@ -155,9 +161,12 @@ def machine_pages(site: SiteContext) -> list[Any]:
         levels = {
             metric: {item.series: item for item in items}
             for metric, items in series_levels_of(
-                window, ("peak_tok_per_sec", "decode_tok_per_sec"), site.level_memo
+                window, [m for m, _ in LEVEL_COLUMNS], site.level_memo
             ).items()
         }
+        # The level columns some series measured (a llama-bench machine has no batched
+        # peak), the table sorted by the first of them: never by a column of blanks.
+        measured = [(m, title) for m, title in LEVEL_COLUMNS if levels[m]] or [LEVEL_COLUMNS[1]]
         series_rows = []
         for run in latest_by_series(latest).values():
             sid = series_of(run)
@@ -168,7 +177,7 @@ def machine_pages(site: SiteContext) -> list[Any]:
                         cell_level(levels[metric][sid], metric)
                         if sid in levels[metric]
                         else NOT_MEASURED
-                        for metric in ("peak_tok_per_sec", "decode_tok_per_sec")
+                        for metric, _ in measured
                     ),
                     cell(version_label(run) or "–"),
                     cell_num(len(site.groups.ok_of[sid]), 0),
@@ -199,8 +208,7 @@ def machine_pages(site: SiteContext) -> list[Any]:
             series=Table(
                 [
                     ("Series", "text"),
-                    ("Peak tok/s", "num"),
-                    ("Decode tok/s", "num"),
+                    *((title, "num") for _, title in measured),
                     ("Build", "text"),
                     ("Runs", "num"),
                     ("Newest run (UTC)", "text"),

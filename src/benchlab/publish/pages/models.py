@@ -11,7 +11,22 @@ from benchlab.publish.charts import scaling_chart, threads_chart
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
 from benchlab.publish.charts.roofline import roofline_chart
 from benchlab.publish.context import SiteContext, best_per_machine
-from benchlab.publish.tables import Table, cell, cell_level, cell_num, fmt_time, link
+from benchlab.publish.tables import (
+    NOT_MEASURED,
+    Table,
+    cell,
+    cell_level,
+    cell_num,
+    fmt_time,
+    link,
+)
+
+LEVEL_COLUMNS = (
+    ("peak_tok_per_sec", "Peak tok/s"),
+    ("decode_tok_per_sec", "Decode tok/s"),
+    ("prefill_tok_per_sec", "Prefill tok/s"),
+)
+"""The level columns of a model page's tables, those some row measured kept."""
 
 
 def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
@@ -35,6 +50,9 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
             threads_chart(latest, prefix + "threads"),
             site.trend(latest_map, prefix + "trend", model),
         ]  # fmt: skip
+        # A scaling chart with no curve of two batch sizes shows no scaling (llama-bench
+        # measures batch 1 alone): left out.
+        charts = [c for c in charts if not (c.slug == prefix + "scaling" and c.empty)]
         roof = roofline_chart(latest, site.data.specs, prefix + "roofline")
         if not roof.empty:  # no machine with a bandwidth figure: nothing to draw
             charts.append(roof)
@@ -46,12 +64,16 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
                 ("peak_tok_per_sec", "decode_tok_per_sec"),
                 site.level_memo,
             )
+            # A level column no row measured (a llama-bench fleet's batched peak) is left
+            # out, so the table sorts by a column that has values.
+            measured = [
+                (metric, title) for metric, title in LEVEL_COLUMNS
+                if any(cell_level(item, metric) != NOT_MEASURED for item in best)
+            ] or list(LEVEL_COLUMNS[1:2])  # fmt: skip
             rows = [
                 [
                     cell(site.machine_link(r["machine_id"], "../"), r["machine_id"]),
-                    cell_level(item, "peak_tok_per_sec"),
-                    cell_level(item, "decode_tok_per_sec"),
-                    cell_level(item, "prefill_tok_per_sec"),
+                    *(cell_level(item, metric) for metric, _ in measured),
                     cell_num(item.level.n, 0),
                     cell_num(r.get("threads"), 0),
                     cell(shape(r) or "–"),
@@ -71,9 +93,7 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
                     "table": Table(
                         [
                             ("Machine", "text"),
-                            ("Peak tok/s", "num"),
-                            ("Decode tok/s", "num"),
-                            ("Prefill tok/s", "num"),
+                            *((title, "num") for _, title in measured),
                             ("Runs", "num"),
                             ("Threads", "num"),
                             ("Shape", "text"),
