@@ -36,6 +36,7 @@ def _isolated_environment(
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@benchlab.invalid")
     monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
     monkeypatch.setenv("NO_MKDOCS_2_WARNING", "1")
+    monkeypatch.delenv("COLUMNS", raising=False)  # tables fit $COLUMNS where it is set
 
 
 @pytest.fixture
