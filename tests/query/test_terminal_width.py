@@ -88,5 +88,5 @@ def test_compare_suggests_match_best_when_exact_finds_nothing(
     code, _, err = run_cli(capsys, *argv)
     assert code == 1 and "no measurement was made under both" in err
     assert "`--match best`" in err
-    code, out, err = run_cli(capsys, *argv, "--match", "best")
+    code, _, err = run_cli(capsys, *argv, "--match", "best")
     assert code in (0, 1) and "`--match best`" not in err
