@@ -496,3 +496,17 @@ def test_the_trend_draws_every_machine_before_a_fast_machines_twentieth_series()
     assert len(kept) == 16 and "top 16 of 26 series" in figure["layout"]["title"]["text"]
     assert {t["customdata"][0][0] for t in drawn} == {"big", "small", "other"}
     assert sum(t["customdata"][0][0] == "big" for t in kept) == 14
+
+
+def test_bar_labels_are_three_figures_never_e_notation(public_store):
+    from benchlab.publish.charts.levels import three_figures
+
+    assert [three_figures(v) for v in (2549.3, 123.4, 1.234, 0.01234, 99999.0)] == [
+        "2,550", "123", "1.23", "0.0123", "100,000",
+    ]  # fmt: skip
+    data = load_public(Store(public_store))
+    [chart] = build_charts(data, Filters(model="SmolLM2-135M", precision="q8"), ["throughput"])
+    labelled = [t for t in chart.figure["data"] if t.get("text")]
+    assert labelled
+    for trace in labelled:
+        assert trace["text"] == [three_figures(v) for v in trace["y"] or trace["x"]]
