@@ -510,3 +510,11 @@ def test_bar_labels_are_three_figures_never_e_notation(public_store):
     assert labelled
     for trace in labelled:
         assert trace["text"] == [three_figures(v) for v in trace["y"] or trace["x"]]
+
+
+def test_every_axis_says_which_way_is_better():
+    from benchlab.publish.charts.layout import METRIC_TITLES
+
+    assert METRIC_TITLES["decode_tok_per_sec"] == "Decode tokens/s (higher is better)"
+    assert METRIC_TITLES["peak_tok_per_sec"].endswith("(higher is better)")
+    assert all(t.endswith("is better)") for t in METRIC_TITLES.values()), METRIC_TITLES
