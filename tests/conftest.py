@@ -37,6 +37,7 @@ def _isolated_environment(
     monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
     monkeypatch.setenv("NO_MKDOCS_2_WARNING", "1")
     monkeypatch.setenv("BENCHLAB_BANDWIDTH_PROBE", "off")
+    monkeypatch.delenv("COLUMNS", raising=False)  # tables fit $COLUMNS where it is set
 
 
 @pytest.fixture

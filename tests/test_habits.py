@@ -112,3 +112,22 @@ def test_ci_runs_on_the_lowest_and_the_newest_python() -> None:
     assert versions[-1] == "3.13"
     setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-p"))
     assert setup["with"]["python-version"] == "${{ matrix.python-version }}"
+
+
+def test_no_test_prints_to_the_terminal() -> None:
+    """pytest's dots are the whole output of a passing suite: a test says what it found in
+    an assertion's message (shown where it fails), never with print(). Scripts a test writes
+    out as strings (fakes, agents) are text, not calls, and are not counted."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "print"
+            ):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert found == [], f"print() in tests: {', '.join(found)}"

@@ -130,6 +130,4 @@ def test_every_format_imports_to_the_live_measurement(
             f"{kind:5} identity {'=' if not differs else '~'} (differs: "
             f"{sorted(differs) or '-'}), max |delta| {worst:.2g} t/s"
         )
-    with capsys.disabled():
-        print("\n" + "\n".join(report))
-    assert sorted({kind for kind, _, _ in imports}) == sorted({"json", *FORMATS})
+    assert sorted({kind for kind, _, _ in imports}) == sorted({"json", *FORMATS}), report

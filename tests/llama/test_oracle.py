@@ -160,18 +160,18 @@ def test_compare_by_build_agrees_with_compare_llama_bench(
     }
     assert main(["--store", str(store), *compare]) == 0
     table = capsys.readouterr().out
-    with capsys.disabled():
-        print(f"\n--- compare-llama-bench.py (filled in: {filled})\n{oracle_run.stdout}")
-        print(f"--- bench compare --by build\n{table}")
-
-    assert result["a"] == f"b{old.build_number} ({old.commit})"
-    assert result["b"] == f"b{new.build_number} ({new.commit})"
-    assert sorted(ours) == sorted(oracle) == ["pp64", "tg16"]
+    both = (  # shown only where an assertion below fails
+        f"--- compare-llama-bench.py (filled in: {filled})\n{oracle_run.stdout}"
+        f"--- bench compare --by build\n{table}"
+    )
+    assert result["a"] == f"b{old.build_number} ({old.commit})", both
+    assert result["b"] == f"b{new.build_number} ({new.commit})", both
+    assert sorted(ours) == sorted(oracle) == ["pp64", "tg16"], both
     for test, row in oracle.items():
         mine = ours[test]
-        assert float(row[f"t/s {old.commit}"]) == pytest.approx(mine["a"], abs=0.0051), test
-        assert float(row[f"t/s {new.commit}"]) == pytest.approx(mine["b"], abs=0.0051), test
-        assert float(row["Speedup"]) == pytest.approx(mine["speedup"], abs=0.0051), test
+        assert float(row[f"t/s {old.commit}"]) == pytest.approx(mine["a"], abs=0.0051), both
+        assert float(row[f"t/s {new.commit}"]) == pytest.approx(mine["b"], abs=0.0051), both
+        assert float(row["Speedup"]) == pytest.approx(mine["speedup"], abs=0.0051), both
     # One series per test: the two builds are two versions of the same measurement.
     catalog = catalog_doc(store / "catalog.json")
     assert len({series_key(entry) for entry in catalog["runs"]}) == 1

@@ -365,7 +365,8 @@ def test_compare_by_nothing_shared_exits_1(
     )
     assert (code, out) == (1, "")
     assert err.splitlines()[-1] == (
-        "bench: no measurement was made under both benchlab 0.1.0 and b4600 (5e6f7a8b)"
+        "bench: no measurement was made under both benchlab 0.1.0 and b4600 (5e6f7a8b); "
+        "`--match best` pairs each model at each side's best settings"
     )
 
 

@@ -181,3 +181,23 @@ def test_show_unknown_run_id(golden: Path, capsys: pytest.CaptureFixture[str]) -
     code, out, err = run_cli(capsys, "show", "nope")
     assert (code, out) == (1, "")  # no match: exit 1, as every query verb
     assert err == f"bench: error: {golden / 'catalog.json'}: no run 'nope' in the catalog\n"
+
+
+def test_show_rounds_each_figure_to_what_its_noise_supports(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.site.site_factory import entry
+
+    run = entry(
+        "pi5", "SmolLM2-135M", "q8", 0, 21.836123456, decode_stddev=0.087341,
+        prefill_tok_per_sec=218.36123456, baseline_tok_per_sec=123456.789,
+    )  # fmt: skip
+    write_v3_catalog(store, [run])
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    code, out, _ = run_cli(capsys, "show", run.run_id)
+    facts = dict(line.split(None, 1) for line in out.splitlines()[2:] if line.strip())
+    assert code == 0
+    assert facts["decode_tok_per_sec"] == "21.8361"  # the ± 0.0873: 3 figures of it
+    assert facts["decode_stddev"] == "0.0873"
+    assert facts["prefill_tok_per_sec"] == "218.4"  # no spread: 4 significant figures
+    assert facts["baseline_tok_per_sec"] == "123457"  # never e-notation

@@ -516,3 +516,25 @@ def test_the_chart_of_a_machine_whose_only_run_failed_is_empty_not_an_index_erro
     assert metrics == []
     chart = machine_chart([], "machine-pi5-throughput", metrics)
     assert chart.slug == "machine-pi5-throughput" and chart.rows == []
+
+
+def test_bar_labels_are_three_figures_never_e_notation(public_store):
+    from benchlab.publish.charts.levels import three_figures
+
+    assert [three_figures(v) for v in (2549.3, 123.4, 1.234, 0.01234, 99999.0)] == [
+        "2,550", "123", "1.23", "0.0123", "100,000",
+    ]  # fmt: skip
+    data = load_public(Store(public_store))
+    [chart] = build_charts(data, Filters(model="SmolLM2-135M", precision="q8"), ["throughput"])
+    labelled = [t for t in chart.figure["data"] if t.get("text")]
+    assert labelled
+    for trace in labelled:
+        assert trace["text"] == [three_figures(v) for v in trace["y"] or trace["x"]]
+
+
+def test_every_axis_says_which_way_is_better():
+    from benchlab.publish.charts.layout import METRIC_TITLES
+
+    assert METRIC_TITLES["decode_tok_per_sec"] == "Decode tokens/s (higher is better)"
+    assert METRIC_TITLES["peak_tok_per_sec"].endswith("(higher is better)")
+    assert all(t.endswith("is better)") for t in METRIC_TITLES.values()), METRIC_TITLES

@@ -135,7 +135,7 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
         Section(_columns(*specs), metric_rows, title="metrics"),
     ]
     data = {"runs": _entries_out(result.runs), "metrics": result.metrics}
-    _emit(sections, args.format, data)
+    _emit(sections, args.format, data, args.wide)
     return 0
 
 
@@ -156,15 +156,21 @@ def _compare_axis(args: argparse.Namespace) -> int:
         data = result.as_json()
         data["rows"] = rows
         shown = [_unit_shown(row) for row in rows]
-        section = Section(_columns(*_axis_specs(args.by, result, rows)), shown, title=title)
-        _emit([section], args.format, data)
+        columns = _columns(*_axis_specs(args.by, result, rows), drops=_AXIS_DROPS)
+        section = Section(columns, shown, title=title)
+        _emit([section], args.format, data, args.wide)
     alone = [(n, value) for n, value in ((result.only_a, result.a), (result.only_b, result.b)) if n]
     if alone:
         told = "; ".join(f"{n} only under {value}" for n, value in alone)
         print(f"bench: note: measurements not compared: {told}", file=sys.stderr)
     if not result.rows:
+        hint = (
+            "; `--match best` pairs each model at each side's best settings"
+            if args.match == "exact"
+            else ""
+        )
         print(
-            f"bench: no measurement was made under both {result.a} and {result.b}",
+            f"bench: no measurement was made under both {result.a} and {result.b}{hint}",
             file=sys.stderr,
         )
         return 1
@@ -192,6 +198,10 @@ def _unit_shown(row: dict[str, Any]) -> dict[str, Any]:
     if row["better"] != "lower":
         return row
     return {**row, "unit": f"{row['unit']}, lower is better"}
+
+
+_AXIS_DROPS = {"backend": 6, "revision": 5, "shape": 4, "threads": 3, "precision": 2, "unit": 1}
+"""`compare --by` on a narrow terminal: the columns left out first (render.fit)."""
 
 
 def _axis_specs(axis: str, result: Any, rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:

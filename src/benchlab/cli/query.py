@@ -63,6 +63,11 @@ def _parser(
     parser.add_argument(
         "--format", choices=FORMATS, default="table", help="output format (default: table)"
     )
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column, however wide (a table otherwise fits $COLUMNS or the terminal)",
+    )
     return parser
 
 
@@ -168,16 +173,19 @@ def no_match(filters: Any, catalog: Any) -> str:
     return f"{message} ({hint})" if hint else message
 
 
-def _emit(sections: list[Any], fmt: str, data: Any) -> None:
+def _emit(sections: list[Any], fmt: str, data: Any, wide: bool = False) -> None:
     from benchlab.query.render import emit
 
-    emit(sections, fmt, data)
+    emit(sections, fmt, data, wide=wide)
 
 
-def _columns(*specs: tuple[str, str, str]) -> list[Any]:
+def _columns(*specs: tuple[str, str, str], drops: dict[str, int] | None = None) -> list[Any]:
+    """Columns of (key, header, kind); `drops`: the keys left out first to fit the terminal
+    (render.Column.drop)."""
     from benchlab.query.render import Column
 
-    return [Column(key, header, kind) for key, header, kind in specs]
+    drops = drops or {}
+    return [Column(key, header, kind, drops.get(key, 0)) for key, header, kind in specs]
 
 
 def _entries_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -265,7 +273,12 @@ def run_list(args: argparse.Namespace) -> int:
     )
     columns += _declared_columns(rows)
     if rows or args.format in ("json", "csv"):
-        _emit([Section(columns, _display(rows, args.format))], args.format, _entries_out(rows))
+        _emit(
+            [Section(columns, _display(rows, args.format))],
+            args.format,
+            _entries_out(rows),
+            args.wide,
+        )
     if not rows:
         print(no_match(filters, catalog), file=sys.stderr)
         return 1
@@ -330,7 +343,7 @@ def run_show(args: argparse.Namespace) -> int:
         )
     if details.note:
         print(f"bench: note: {details.note}", file=sys.stderr)
-    _emit(sections, args.format, details.as_json())
+    _emit(sections, args.format, details.as_json(), args.wide)
     return 0
 
 
@@ -438,9 +451,10 @@ def run_table(args: argparse.Namespace) -> int:
     note = SHAPE_NOTE if args.ever else f"{SHAPE_NOTE} {_LEVEL_LEGEND}"
     if rows or args.format == "json":
         _emit(
-            [Section(_columns(*specs), _level_display(rows, args.format), note=note)],
+            [Section(_columns(*specs, drops=_DROPS), _level_display(rows, args.format), note=note)],
             args.format,
             _entries_out(rows) if args.ever else _level_entries(rows),
+            args.wide,
         )
     if not rows:
         print(no_match(filters, catalog), file=sys.stderr)
@@ -460,6 +474,19 @@ def _level_entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append(row)
     return out
 
+
+_DROPS = {
+    "baseline_tok_per_sec": 9,
+    "speedup": 8,
+    "backend": 7,
+    "version": 6,
+    "run_id": 5,
+    "level_n": 4,
+    "level_flag": 3,
+    "prefill_tok_per_sec": 2,
+    "timestamp": 1,
+}
+"""`table` and `best` on a narrow terminal: the columns left out first (render.fit)."""
 
 _LEVEL_LEGEND = (
     "tok/s: each metric's current level, the mean of its newest segment (runs since its "
@@ -559,9 +586,10 @@ def run_best(args: argparse.Namespace) -> int:
     note = SHAPE_NOTE if args.ever else f"{SHAPE_NOTE} {_LEVEL_LEGEND}"
     if rows or args.format == "json":
         _emit(
-            [Section(_columns(*specs), _level_display(rows, args.format), note=note)],
+            [Section(_columns(*specs, drops=_DROPS), _level_display(rows, args.format), note=note)],
             args.format,
             _entries_out(rows),
+            args.wide,
         )
     if not rows:
         print(f"{no_match(filters, catalog)} (with a {metric})", file=sys.stderr)
@@ -628,7 +656,7 @@ def run_summary(args: argparse.Namespace) -> int:
         ("last_run", "last run", "text"),
     )
     if rows or args.format in ("json", "csv"):
-        _emit([Section(columns, rows)], args.format, rows)
+        _emit([Section(columns, rows)], args.format, rows, args.wide)
     if not rows:
         print(no_match(filters, catalog), file=sys.stderr)
         return 1

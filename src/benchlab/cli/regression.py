@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from benchlab.cli.args import alpha, days, threshold
 
@@ -57,6 +58,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--min-change", type=threshold, default="1%", help="smallest step reported (default 1%%)"
     )
     parser.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table")
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column and build, however wide (a table otherwise fits $COLUMNS)",
+    )
     ci = parser.add_argument_group(
         "CI gate (with --detect)",
         "bench regression --detect --window 14 --fail-over 10% "
@@ -189,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         raise NoMatchError(no_match(filters, catalog).removeprefix("bench: "))
     series = [Column("label", "series")]
     if metric is None:
-        series.append(Column("metric", "metric"))  # which history each row judged
+        series.append(Column("metric", "metric", drop=4))  # which history each row judged
     if args.detect:
         steps = detect(entries, metric, alpha=args.alpha, min_change=min_change)
         since = None
@@ -212,14 +218,14 @@ def run(args: argparse.Namespace) -> int:
             Column("status", "status"),
             Column("kind", "kind"),
             Column("change", "change %", "num"),
-            Column("before", "before", "num"),
-            Column("after", "after", "num"),
-            Column("version_before", "version before"),
-            Column("version_after", "version after"),
-            Column("confidence", "confidence", "num"),
-            Column("runs_after", "runs after", "num"),
+            Column("before", "before", "num", drop=7),
+            Column("after", "after", "num", drop=6),
+            Column("version_before", "version before", drop=2),
+            Column("version_after", "version after", drop=2),
+            Column("confidence", "confidence", "num", drop=9),
+            Column("runs_after", "runs after", "num", drop=8),
             Column("open", "open"),
-            Column("first_bad_run", "first bad run"),
+            Column("first_bad_run", "first bad run", drop=5),
         ]
         found = bool(failing)
         title = f"steps in {named} ({len(steps)} found"
@@ -231,12 +237,12 @@ def run(args: argparse.Namespace) -> int:
         rows = [result.as_row() for result in results]
         columns = [
             *series,
-            Column("baseline", "baseline"),
-            Column("baseline_value", "baseline value", "num"),
-            Column("baseline_version", "baseline version"),
-            Column("latest_run", "latest run"),
+            Column("baseline", "baseline", drop=5),
+            Column("baseline_value", "baseline value", "num", drop=3),
+            Column("baseline_version", "baseline version", drop=2),
+            Column("latest_run", "latest run", drop=6),
             Column("latest_value", "latest", "num"),
-            Column("latest_version", "latest version"),
+            Column("latest_version", "latest version", drop=1),
             Column("change", "change %", "num"),
             Column("regression", "regression"),
         ]
@@ -246,8 +252,20 @@ def run(args: argparse.Namespace) -> int:
             title += " (no series has two runs yet: nothing to compare)"
     for row in rows:
         row["change"] = round(row["change"] * 100, 2)
-    emit([Section(columns, rows, title=title)], args.format, rows)
+    shown = rows if args.wide or args.format in ("json", "csv") else [_few_builds(r) for r in rows]
+    emit([Section(columns, shown, title=title)], args.format, rows, wide=args.wide)
     return 1 if found else 0
+
+
+def _few_builds(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with a baseline over many builds named by its first and last (`b4500 …
+    b4520, 21 builds`): every build of a long baseline made a line of hundreds of characters.
+    json, csv and --wide list them all."""
+    versions = (row.get("baseline_version") or "").split(", ")
+    if len(versions) <= 2:
+        return row
+    first, last = versions[0].split(" (")[0], versions[-1].split(" (")[0]
+    return {**row, "baseline_version": f"{first} … {last}, {len(versions)} builds"}
 
 
 def summary_markdown(

@@ -1,9 +1,12 @@
 """Print query rows as `table`, `json`, `csv` or `markdown`.
 
 `table` is for people: a rich table on a terminal, plain aligned text when piped (so that
-`bench list | grep pi5` and golden tests see stable text). `json` is for scripts: the
-verb's full data, sorted keys, two-space indent, the same bytes every time. `csv` and
-`markdown` show the same columns as the table, csv with unrounded values.
+`bench list | grep pi5` and golden tests see stable text). Either fits the terminal's width
+(`$COLUMNS` where it is set, else the terminal's; piped without `$COLUMNS`, no limit): the
+columns a verb marks `drop` are left out, highest first, then long text cells are cut with
+`…`; ids and numbers are never cut, and the note names what was left out (`--wide`: all).
+`json` is for scripts: the verb's full data, sorted keys, two-space indent, the same bytes
+every time. `csv` and `markdown` show the same columns as the table, csv with unrounded values.
 
 rich is imported only when a terminal is there to see it: `bench best` start-up matters.
 """
@@ -12,8 +15,11 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
+import shutil
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -37,6 +43,9 @@ class Column:
     key: str
     header: str
     kind: str = "text"
+    drop: int = 0
+    """Where the table must fit the terminal, the columns with the highest `drop` are left
+    out first; 0: always shown."""
 
 
 @dataclass(frozen=True)
@@ -134,9 +143,80 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
-def _text_block(section: Section) -> list[str]:
+_ELIDE_MIN = 12
+"""The narrowest a text column is cut to where the table must fit the terminal."""
+
+
+def output_width(stream: TextIO, wide: bool = False) -> int | None:
+    """The width a table must fit: `$COLUMNS` where it is set, else the terminal's; None
+    (no limit) with `wide`, or when piped without `$COLUMNS`."""
+    if wide:
+        return None
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if stream.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _widths(columns: Sequence[Column], body: Sequence[Sequence[str]]) -> list[int]:
+    return [max([len(c.header), *(len(texts[i]) for texts in body)]) for i, c in enumerate(columns)]
+
+
+def fit(section: Section, width: int | None) -> tuple[Section, list[int] | None]:
+    """`section` as it fits `width` characters: the `drop` columns left out (the highest
+    first, then the rightmost) while the lines are too long, then the widest text columns cut
+    down (to `_ELIDE_MIN`) as far as needed; returns the section (its note wrapped, naming
+    what was left out) and each column's most characters (None: no limit)."""
+    if width is None:
+        return section, None
+    columns = list(section.columns)
+    body = [[cell(row.get(c.key), c.kind) for c in columns] for row in section.rows]
+    widths = _widths(columns, body)
+    left_out: list[str] = []
+    for _ in range(len(section.columns)):  # each pass drops one column or stops
+        if sum(widths) + 2 * (len(widths) - 1) <= width:
+            break
+        droppable = [i for i, c in enumerate(columns) if c.drop > 0]
+        if not droppable:
+            break
+        victim = max(droppable, key=lambda i: (columns[i].drop, i))
+        left_out.append(columns[victim].header)
+        del columns[victim], widths[victim]
+        body = [texts[:victim] + texts[victim + 1 :] for texts in body]
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    for i in sorted(range(len(columns)), key=lambda i: -widths[i]):  # the widest first
+        if excess <= 0:
+            break
+        if columns[i].kind != "text" or widths[i] <= _ELIDE_MIN:
+            continue
+        cut = min(excess, widths[i] - max(_ELIDE_MIN, len(columns[i].header)))
+        if cut > 0:
+            widths[i] -= cut
+            excess -= cut
+    note = section.note
+    if left_out:
+        dropped = f"Left out to fit {width} columns: {', '.join(left_out)} (--wide shows them)."
+        note = f"{note}\n{dropped}" if note else dropped
+    if note:
+        note = "\n".join(
+            textwrap.fill(part, width, break_on_hyphens=False) for part in note.split("\n")
+        )
+    title = textwrap.fill(section.title, width) if section.title else section.title
+    return Section(columns, section.rows, title=title, note=note), widths
+
+
+def _elide(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _text_block(section: Section, limits: Sequence[int] | None = None) -> list[str]:
     header = [c.header for c in section.columns]
     body = [[cell(row.get(c.key), c.kind) for c in section.columns] for row in section.rows]
+    if limits is not None:
+        body = [[_elide(text, most) for text, most in zip(texts, limits, strict=True)]
+                for texts in body]  # fmt: skip
     widths = [max(len(text) for text in column) for column in zip(header, *body, strict=False)]
     right = [c.kind in _NUMERIC for c in section.columns]
 
@@ -155,8 +235,9 @@ def _text_block(section: Section) -> list[str]:
     return lines
 
 
-def to_text(sections: Sequence[Section]) -> str:
-    blocks = ["\n".join(_text_block(s)) for s in sections]
+def to_text(sections: Sequence[Section], width: int | None = None) -> str:
+    """Aligned plain text; with `width`, each section `fit` to it."""
+    blocks = ["\n".join(_text_block(*fit(s, width))) for s in sections]
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
@@ -198,7 +279,7 @@ _WRAP_MIN = 12
 """The narrowest a wrapping text column gets on a narrow terminal."""
 
 
-def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
+def _print_rich(sections: Sequence[Section], stream: TextIO, wide: bool = False) -> None:
     """A rich table per section. Ids and numbers are never wrapped nor cut with `…`; other
     text wraps (folding long words) down to `_WRAP_MIN`. Where the terminal is too narrow
     even so, the table is drawn wider and the terminal wraps its lines: a cut run id reads
@@ -211,7 +292,8 @@ def _print_rich(sections: Sequence[Section], stream: TextIO) -> None:
 
     stream = raw(stream)  # rich's styling codes pass; every cell is escaped (`cell`)
     terminal = Console(file=stream).width
-    for section in sections:
+    for whole_section in sections:
+        section = whole_section if wide else fit(whole_section, terminal)[0]
         table = Table(
             title=section.title, title_justify="left", caption=section.note, caption_justify="left"
         )
@@ -240,8 +322,11 @@ def emit(
     fmt: str,
     data: Any,
     stream: TextIO | None = None,
+    *,
+    wide: bool = False,
 ) -> None:
-    """Write `sections` (table, csv, markdown) or `data` (json) to `stream` (stdout)."""
+    """Write `sections` (table, csv, markdown) or `data` (json) to `stream` (stdout); a
+    table fits the terminal (`output_width`) unless `wide`."""
     stream = stream or sys.stdout
     if fmt == "json":
         stream.write(to_json(data))
@@ -251,8 +336,8 @@ def emit(
         stream.write(to_markdown(sections))
     elif fmt == "table":
         if stream.isatty():
-            _print_rich(sections, stream)
+            _print_rich(sections, stream, wide)
         else:
-            stream.write(to_text(sections))
+            stream.write(to_text(sections, output_width(stream, wide)))
     else:
         raise QueryError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")

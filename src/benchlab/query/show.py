@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,7 +194,11 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
         facts += declared_facts(entry)
         facts.append((SERIES_NOTE, entry.get(SERIES_NOTE)))
         facts += _judgement_facts(entry)[1:]  # the gate is among ENTRY_FIELDS already
-        return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
+        return [
+            {"field": k, "value": _rounded(k, _fact(v), entry)}
+            for k, v in facts
+            if v not in (None, [])
+        ]
     status = record["status"] if record else entry.get("status", "ok")
     decode = kernel.get("benchmark", {}).get("decode") or {}
     baseline = batch.get("baseline") or {}
@@ -232,7 +237,31 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
         *_judgement_facts(entry),
         ("path", details.path),
     ]
-    return [{"field": k, "value": _fact(v)} for k, v in facts if v not in (None, [])]
+    return [
+        {"field": k, "value": _rounded(k, _fact(v), entry)} for k, v in facts if v not in (None, [])
+    ]
+
+
+def _decimals(value: float, figures: int) -> int:
+    """The decimals that show `figures` significant figures of `value` (none past the
+    point for a large one: 2246, never 2.246e+03)."""
+    if value == 0 or not math.isfinite(value):
+        return 0
+    return max(0, figures - 1 - math.floor(math.log10(abs(value))))
+
+
+def _rounded(key: str, value: Any, entry: dict[str, Any]) -> Any:
+    """A float as far as its noise supports: a rate with a measured spread to the decimals
+    that show three significant figures of that spread (`decode_stddev` for
+    `decode_tok_per_sec`), a spread to three significant figures, anything else to four
+    (trailing zeros dropped)."""
+    if not isinstance(value, float):
+        return value
+    spread = entry.get(f"{key.split('_')[0]}_stddev") if key.endswith("_tok_per_sec") else None
+    if isinstance(spread, (int, float)) and spread > 0:
+        return f"{value:.{_decimals(float(spread), 3)}f}"
+    text = f"{value:.{_decimals(value, 3 if key.endswith('_stddev') else 4)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text  # 70.6, not 70.60
 
 
 def _judgement_facts(entry: dict[str, Any]) -> list[tuple[str, Any]]:

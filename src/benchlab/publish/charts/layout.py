@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from benchlab.metrics import CATALOG_METRICS, better_word, lower_is_better, unit_of
+from benchlab.metrics import CATALOG_METRICS, better_word, unit_of
 from benchlab.publish.charts.palette import DASHES as DASHES  # re-exported: its home
 from benchlab.publish.charts.palette import PALETTE
 from benchlab.publish.charts.palette import SYMBOLS as SYMBOLS
@@ -39,17 +39,18 @@ _NAMES = {
 
 
 def metric_title(metric: str) -> str:
-    """An axis title from the registry: the metric's name, its unit and, where the smaller
-    value is the better run, the words that say so (a rising line is then a regression)."""
+    """An axis title from the registry: the metric's name, its unit and which way is better
+    (a falling throughput line and a rising latency line are both regressions)."""
     name = _NAMES.get(metric) or metric.replace("_", " ").capitalize()
     unit = unit_of(metric)
     text = f"{name} tokens/s" if unit == "tok/s" else f"{name}, {unit}" if unit else name
-    return f"{text} ({better_word(metric)})" if lower_is_better(metric) else text
+    return f"{text} ({better_word(metric)})"
 
 
 METRIC_TITLES = {metric: metric_title(metric) for metric in CATALOG_METRICS}
 """The metrics a chart may draw, with their axis titles: one metric per axis. A metric
-`benchlab.metrics.REGISTRY` declares lower-is-better says so on its axis."""
+`benchlab.metrics.REGISTRY` declares lower-is-better says so on its axis, and a
+higher-is-better one (every throughput) says that."""
 
 
 def base_layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:

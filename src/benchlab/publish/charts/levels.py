@@ -21,6 +21,7 @@ on a log axis has no true length.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -89,9 +90,20 @@ def _best(levels: Iterable[SeriesLevel], metric: str) -> list[SeriesLevel]:
     return [best[m] for m in sorted(best)]
 
 
+def three_figures(value: float) -> str:
+    """`value` to three significant figures as people write it: 2,550 and 0.0123, never
+    2.55e+03 (`,.3g` turns to e-notation from 1,000 on)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude >= 2:
+        return f"{round(value, 2 - magnitude):,.0f}"
+    return f"{value:,.{2 - magnitude}f}"
+
+
 def _level_text(lv: SeriesLevel) -> str:
     pm = lv.level.pm
-    spread = f" ± {pm:,.3g}" if pm is not None else ""
+    spread = f" ± {three_figures(pm)}" if pm is not None else ""
     runs = f"mean of {lv.level.n} run{'s' if lv.level.n != 1 else ''}{spread}"
     return runs + (" · unstable" if lv.level.unstable else "")
 
@@ -248,7 +260,7 @@ def _one_title(metric: str, axis: dict[str, Any]) -> str:
 def _labels(chosen: Sequence[SeriesLevel]) -> dict[str, Any]:
     """Each bar's value written beside it: a short bar next to a tall one stays readable."""
     return {
-        "text": [f"{lv.level.value:,.3g}" for lv in chosen],
+        "text": [three_figures(lv.level.value) for lv in chosen],
         "textposition": "outside",
         "cliponaxis": False,
     }
