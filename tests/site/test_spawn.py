@@ -81,9 +81,8 @@ def test_pool_map_passes_shared_input_to_spawned_workers(
     finally:
         detection_module._set_detect_input({})
     assert started == ["spawn"]
-    # Runs without metrics: no steps, in the headline, decode or any other metric (none tested).
-    assert [found[:3] for found in got] == [(None, [], []), (None, [], [])]
-    assert [found[3][1:] for found in got] == [([], 0), ([], 0)]
+    # Runs without metrics: no steps in any metric, and no history tested.
+    assert [found[1:] for found in got] == [([], 0), ([], 0)]
 
 
 def test_unknown_start_method_is_one_line() -> None:
