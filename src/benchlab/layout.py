@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pydantic is imported where used: `bench best` start-up (que
     from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SchemaError, StoreError
-from benchlab.files import prepare_write, read_bytes, read_optional
+from benchlab.files import prepare_write, read_bytes, read_optional, read_optional_text
 from benchlab.ids import check_id
 
 log = logging.getLogger("benchlab.store")
@@ -297,9 +297,8 @@ def recover_write_set(aside: Path) -> list[str]:
     gets its old version back, every file it made goes. Returns the paths put back (empty
     when there was nothing to do). The caller holds the lock the set was written under."""
     journal = aside / JOURNAL
-    try:
-        text = journal.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    text = read_optional_text(journal)
+    if text is None:
         return []
     done: list[str] = []
     for line in reversed(text.splitlines()):

@@ -23,7 +23,7 @@ POLICY = build_policy(RedactionConfig())
 
 
 def _run_ids(store: Path, machine: str) -> list[str]:
-    return sorted(p.name for p in (store / "runs" / "by-machine" / machine).iterdir())
+    return sorted(p.name for p in (store / "runs" / "by-machine" / machine).iterdir() if p.is_dir())
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_llama_bench_model_type_and_kv_types_publish_only_their_shapes(
     hostile = tmp_path / "llama-bench.json"
     hostile.write_text(json.dumps(rows))
     assert main(["--store", str(store), "migrate", str(hostile), "--machine-id", "rig"]) == 0
-    [run_dir] = (store / "runs" / "by-machine" / "rig").iterdir()
+    [run_dir] = [p for p in (store / "runs" / "by-machine" / "rig").iterdir() if p.is_dir()]
     for path in run_dir.glob("*.json"):
         text = path.read_text()
         assert "qzhang" not in text and "corp" not in text, path.name

@@ -110,12 +110,18 @@ def prepare_run(
     """The run an import would write, refused (one SchemaError naming `where`, the input
     file, and the field) where its catalog line would be refused by every reader or counts
     something below zero (the writer contract, `catalog.contract`)."""
+    from pydantic import ValidationError
+
     from benchlab.catalog.contract_runs import check_run
 
     try:
         record = record_of(manifest, kernel, batch, facts or {}, metrics)
     except BenchlabError as exc:
         raise SchemaError(f"{where}: {exc}") from None
+    except ValidationError as exc:  # a value no record holds (a sample mean of 1e300)
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "$"
+        raise SchemaError(f"{where}: {field}: out of range ({first['msg']}); refused") from None
     check_run(where, manifest, record, kernel, batch)
     return ImportedRun(manifest, kernel, batch, record, raw)
 
