@@ -17,7 +17,7 @@ version for delta compression by a hash of the path's last 16 characters, and a 
 (what `git push` sends) takes one base per such hash. With every machine's shard named
 `2025-W26.jsonl`, a nightly commit that adds runs to seven machines' shards sent six of them
 whole: 1.8 MB for 1,000 runs at a million, against ~0.2 MB once the names differ (measured
-with tools/perf/catalog.py; a two-file repro is in the closing note of issue 16).
+with tools/perf/catalog.py).
 
 Everything derived (counts, `last_updated`, the index, machine run counts) is recomputed by
 readers (ARCHITECTURE.md, invariant 6), so the git merge driver merges a shard as a plain union of

@@ -23,7 +23,8 @@ from benchlab.sweep.history import (
 )
 
 STOP_POLL_S = 0.25
-"""How often the stop request file is looked at (the brief: at least every second)."""
+"""How often the stop request file is looked at: at least every second, so `bench stop`
+takes effect within one."""
 MAX_WAIT_S = 1.0
 """No worker sleeps longer than this without looking at the state again."""
 CLOCK_GRACE_S = 30.0
