@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchlab.benchmarks.llama_rows import precision_of
 from benchlab.errors import ConfigError, SchemaError
 from benchlab.ids import slug
 from benchlab.redact.policy import Policy
@@ -12,6 +13,7 @@ from benchlab.redact.shapes import (
     PUBLIC_ID_FIELDS,
     check_public_field,
     model_slug,
+    public_model_type,
     refuse_hostname_as_id,
 )
 
@@ -162,3 +164,23 @@ def test_a_host_name_is_allowed_when_the_user_says_it_is_public() -> None:
 )
 def test_other_names_pass(machine_id: str, hosts: list[str]) -> None:
     refuse_hostname_as_id(machine_id, hosts, allow_public=False)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "precision"),
+    [
+        ("llama ?B all F32", "f32"),
+        ("llama 7B Q4_0", "q4_0"),
+        ("qwen3 8B Q4_K - Medium", "q4_k_m"),
+    ],
+)
+def test_llama_model_types_keep_their_precision(model_type: str, precision: str) -> None:
+    """A markdown table names no model file, so the model type is the only source of the
+    precision: llama.cpp writes `?B` for a size it cannot tell, and that is still a type."""
+    assert public_model_type(model_type) == model_type
+    assert precision_of({"model_type": model_type}) == precision
+
+
+@pytest.mark.parametrize("model_type", ["/home/alice/m.gguf", "llama 7B; rm -rf", "x" * 65])
+def test_a_model_type_of_another_shape_is_withheld(model_type: str) -> None:
+    assert public_model_type(model_type) is None

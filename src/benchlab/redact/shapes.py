@@ -586,12 +586,13 @@ def public_kv_type(value: Any) -> str | None:
     return text if _PATTERNS[KV_TYPE].fullmatch(text) else None
 
 
-_MODEL_TYPE = re.compile(r"[A-Za-z0-9][\w.+-]*(?: [\w.+()-]+){0,8}")
+_MODEL_TYPE = re.compile(r"[A-Za-z0-9][\w.+-]*(?: [\w.+()?-]+){0,8}")
+"""`?` is llama.cpp's own spelling of a size it cannot tell (`llama ?B all F32`)."""
 
 
 def public_model_type(value: Any) -> str | None:
     """llama-bench's `model_type` (`llama 7B Q4_0`, `qwen3 8B Q4_K - Medium`) where it has
-    that shape (words of letters, digits and `. + _ - ( )`, at most 64 characters, no
+    that shape (words of letters, digits and `. + _ - ( ) ?`, at most 64 characters, no
     tell), else None: the field is published, so a path or a host in it is withheld."""
     if not isinstance(value, str):
         return None
