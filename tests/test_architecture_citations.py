@@ -3,8 +3,8 @@
 A comment, docstring or test that names a document outside the repository (a design
 document, an issue by number, a brief) sends a reader somewhere they cannot go; one that
 names a section or an invariant ARCHITECTURE.md does not hold is as bad. Both are checked over
-src/, tests/ and tools/, test data included (the comments live in the sources, so this reads
-text, not imports).
+src/, tests/, tools/ and docs/ (test data included), README.md and ARCHITECTURE.md itself;
+the comments live in the sources, so this reads text, not imports.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("src", "tests", "tools")
+SOURCES = ("src", "tests", "tools", "docs")
+DOCUMENTS = ("README.md", "ARCHITECTURE.md")  # CHANGELOG.md names issues: it is their log
 SUFFIXES = {".py", ".sh", ".md", ".yaml", ".yml", ".toml", ".json"}
 # Spelled in two parts so that this file does not match itself.
 OUTSIDE = re.compile(
@@ -27,7 +28,8 @@ CITATION = re.compile(
 
 
 def _texts() -> list[tuple[Path, str]]:
-    files = (p for base in SOURCES for p in sorted((ROOT / base).rglob("*")))
+    files = [p for base in SOURCES for p in sorted((ROOT / base).rglob("*"))]
+    files += [ROOT / name for name in DOCUMENTS]
     return [
         (p, p.read_text(encoding="utf-8"))
         for p in files
