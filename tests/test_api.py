@@ -96,7 +96,7 @@ def test_a_missing_or_damaged_catalog_is_one_line(store: Path) -> None:
 
 
 def test_the_readme_one_liner_prints_the_run_count(built: Path) -> None:
-    """From the repository root, as the README shows it."""
+    """From the repository root, as docs/python-api.md shows it."""
     repo = built.parents[1]
     code = "import benchlab; print(len(benchlab.open_catalog('experiments/benchmark').to_pandas()))"
     env = {k: v for k, v in os.environ.items() if k != "BENCHLAB_STORE"}

@@ -1,9 +1,10 @@
 """Comments cite ARCHITECTURE.md, and what they cite is there.
 
-A comment that names a document outside the repository (the starting design, its numbered
-seed documents) sends a reader somewhere they cannot go; one that names a section or an
-invariant ARCHITECTURE.md does not hold is as bad. Both are checked over src/, tests/ and
-tools/ (the comments live in the sources, so this reads text, not imports).
+A comment, docstring or test that names a document outside the repository (a design
+document, an issue by number, a brief) sends a reader somewhere they cannot go; one that
+names a section or an invariant ARCHITECTURE.md does not hold is as bad. Both are checked over
+src/, tests/, tools/ and docs/ (test data included), README.md and ARCHITECTURE.md itself;
+the comments live in the sources, so this reads text, not imports.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("src", "tests", "tools")
-SUFFIXES = {".py", ".sh", ".md", ".yaml", ".yml", ".toml"}
+SOURCES = ("src", "tests", "tools", "docs")
+DOCUMENTS = ("README.md", "ARCHITECTURE.md")  # CHANGELOG.md names issues: it is their log
+SUFFIXES = {".py", ".sh", ".md", ".yaml", ".yml", ".toml", ".json"}
 # Spelled in two parts so that this file does not match itself.
-OUTSIDE = re.compile("DESIGN" + r"\.md|[Ss]eed" + r" 00[0-9]")
+OUTSIDE = re.compile(
+    "DESIGN" + r"\.md|[Ss]eed" + r" 00[0-9]|\b[Ii]ssues?" + r" \d+|\b[Ii]ssue" + r" '"
+    r"|\bthe" + r" brief\b|[Ss]tarting" + r" design"
+)
 CITATION = re.compile(
     r"ARCHITECTURE\.md,\s+(invariants?\s+\d+(?:(?:,|\s+and)\s+\d+)*|[A-Z][A-Za-z ]*?)"
     r"(?=\s*[):;,.\"]|\s*$)"
@@ -23,7 +28,8 @@ CITATION = re.compile(
 
 
 def _texts() -> list[tuple[Path, str]]:
-    files = (p for base in SOURCES for p in sorted((ROOT / base).rglob("*")))
+    files = [p for base in SOURCES for p in sorted((ROOT / base).rglob("*"))]
+    files += [ROOT / name for name in DOCUMENTS]
     return [
         (p, p.read_text(encoding="utf-8"))
         for p in files

@@ -3,7 +3,7 @@
 The runner calls `derive` once, when a point has run, and stores the numbers in
 record.json; the progress line, the catalog, the query verbs, the charts, the site and the
 exporter all read them from there and never recompute them from kernel.json. A run dir
-without a record (an import, a hand-made seed-format run) goes through this same function,
+without a record (an import, a hand-made run in the harness format) goes through this same function,
 so a number means the same thing whichever way it arrived.
 
 Rules, in one place:

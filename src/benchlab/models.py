@@ -5,11 +5,13 @@ them in sync. Field names of the v1 formats are kept exactly (ARCHITECTURE.md, T
 additions are optional so that files written by other tools (imports, hand-made runs) still load.
 
 Format history:
-- v1: machine-specs, run-manifest, kernel-results, batch-results, catalog (the starting design's);
-  machine-inventory, run-record, sweep-state, agent-task, agent-envelope (benchlab).
+- v1: machine-specs, run-manifest, kernel-results, batch-results, catalog (the harness
+  format of tests/data/seed002); machine-inventory, run-record, sweep-state, agent-task,
+  agent-envelope (benchlab).
 - catalog v2: entries carry the full measurement identity, `series`, `tests`, attempt,
   warnings, samples and stddevs; `retracted` lists run ids withdrawn from the record. A v1
-  catalog still loads (`benchlab.catalog.upgrade`) and is rewritten as v2 by the next build.
+  (or v2) catalog is refused by every reader until `bench catalog upgrade` rewrites it
+  (`benchlab.catalog.upgrade`).
 - run-record (additive): `identity`, `tests`.
 
 Run artifacts (manifest, kernel, batch, specs) allow extra keys: new metrics are additive

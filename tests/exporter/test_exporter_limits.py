@@ -204,7 +204,7 @@ class Trickler(threading.Thread):
 def test_trickling_clients_are_cut_off_and_scrapes_still_answer(
     served: tuple[subprocess.Popen[str], int],
 ) -> None:
-    """Issue 24: four clients sending a byte every 3 s made every real scrape time out."""
+    """Before the limits, four clients sending a byte every 3 s made every real scrape time out."""
     process, port = served
     baseline = threads_of(process.pid)
     stop = threading.Event()

@@ -475,11 +475,11 @@ def test_rich_never_cuts_ids(monkeypatch: pytest.MonkeyPatch) -> None:
         assert "862.20" in out
 
 
-def test_readme_compare_by_build_example_is_real(
+def test_guide_compare_by_build_example_is_real(
     golden_builds: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The README's `compare --by build` block is this golden catalog's output, verbatim."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """The guide's `compare --by build` block is this golden catalog's output, verbatim."""
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "asking-questions.md").read_text()
     command = "$ bench compare --by build --model llama-3.2-1b\n"
     block = readme[readme.index(command) + len(command) :]
     block = block[: block.index("```")]

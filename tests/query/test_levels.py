@@ -63,7 +63,7 @@ def _noisy(level: float, n: int, seed: int, spread: float = 0.01) -> list[float]
 
 
 REGRESSED = _noisy(11851.0, 30, 1) + _noisy(11851.0 * 0.72, 20, 2)
-"""A series that regressed 28% twenty runs ago and stayed there (issue 22's example)."""
+"""A series that regressed 28% twenty runs ago and stayed there."""
 
 
 @pytest.fixture

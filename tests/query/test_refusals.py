@@ -1,4 +1,4 @@
-"""Nonsense is refused, not answered (issue 22): a flag value no one can mean is one line on
+"""Nonsense is refused, not answered: a flag value no one can mean is one line on
 stderr naming the flag, exit 2, nothing printed and no traceback; a date may be an ISO
 date-time; an id filter that names nothing says what it might have meant; and every query
 verb follows one rule for "no match": exit 1 with one line on stderr (ARCHITECTURE.md,

@@ -1,4 +1,4 @@
-"""The exact spelling of the starting design works through the tools/bench_cli.py shim, as
+"""The harness's original command spelling works through the tools/bench_cli.py shim, as
 a real process."""
 
 from __future__ import annotations

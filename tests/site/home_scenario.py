@@ -1,4 +1,4 @@
-"""A generated fleet for the home page's questions (issue 22): a -28 % step that began 66
+"""A generated fleet for the home page's questions: a -28 % step that began 66
 days before the newest run and is still in effect, a regression that was fixed, a step too
 recent to confirm (a suspect), a memory figure going up (lower is better), a flat series whose
 newest run is a marked outlier, and a machine whose clock stamped one run in 2099."""

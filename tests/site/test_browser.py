@@ -256,7 +256,7 @@ def test_what_regressed_is_on_the_home_pages_first_screen(fleet_served, browser,
     try:
         watched.page.set_viewport_size({"width": width, "height": height})
         watched.open(fleet_served + "index.html")
-        # The home page leads with the regressions still in effect (issue 22).
+        # The home page leads with the regressions still in effect.
         first = watched.page.locator("#open-regressions tbody tr").first
         text = first.inner_text()
         assert "-2" in text and "pi5" in text and " q4 " in text.replace("\n", " ")

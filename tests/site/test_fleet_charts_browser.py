@@ -1,4 +1,4 @@
-"""Model and machine page charts on a fleet that misleads naive charts (issue 25), in a real
+"""Model and machine page charts on a fleet that misleads naive charts, in a real
 headless Chromium: one machine ("big") has 48 series, all faster than every other machine's,
 so a chart that picks the top 16 series before it aggregates shows big alone; one machine
 ("mcu") is three decades slower than big and ran one model at one precision only.

@@ -1,4 +1,4 @@
-"""The home page leads with every regression still in effect (issue 22), on a generated fleet
+"""The home page leads with every regression still in effect, on a generated fleet
 (`home_scenario`): an old open step on the first screen, a fixed one not listed as open,
 suspects counted apart, a memory figure going up counted as a regression, marked outliers
 left out of detection and drawn hollow, a run stamped in 2099 that does not move the window

@@ -1,4 +1,4 @@
-"""Catalog performance on a synthetic fleet of 100,000 or 1,000,000 runs (issue 16 targets).
+"""Catalog performance on a synthetic fleet of 100,000 or 1,000,000 runs, against its targets.
 
     python tools/perf/catalog.py [--runs 100000] [--dir DIR] [--rounds 3]
                                  [--full-again] [--workers N] [--fleet-only]

@@ -1,4 +1,4 @@
-"""What the home page names, on generated histories with known answers (issue 22).
+"""What the home page names, on generated histories with known answers.
 
     python tools/perf/home_open.py [--seed 20261203] [--noise 144] [--planted 20]
 

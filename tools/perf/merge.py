@@ -2,7 +2,7 @@
 
     python tools/perf/merge.py [--runs 100000] [--dir DIR] [--added K] [--cold]
 
-Issue 16: "a real two-clone merge at 1M runs through the driver completes and validates".
+The target: a real two-clone merge at 1M runs through the driver completes and validates.
 
 1. The N-run fleet and its v3 build come from tools/perf/catalog.py's perf dir (DIR/store,
    default /tmp/bl-perf-<size>): reused when built, generated and built otherwise.

@@ -6,7 +6,7 @@
     python tools/perf/query.py --runs 20000 --repeat 5 --python-path
 
 Targets: `bench best` and `bench table` <= 1.0 s wall, interpreter start included, and peak
-RSS <= 2 GB, at 100,000 and 1,000,000 runs (issues 2 and 16); `bench list --limit 20`
+RSS <= 2 GB, at 100,000 and 1,000,000 runs; `bench list --limit 20`
 <= 1.0 s at 100,000. `list --format json` prints every matching entry in full (a quarter
 of the catalog here), which is bounded by the output, not by the query.
 

@@ -1,4 +1,4 @@
-"""What judging gates costs `bench catalog build` (issue 22): the catalog stage judges each
+"""What judging gates costs `bench catalog build`: the catalog stage judges each
 run dir it reads once (`catalog.verdicts.Judge`), reading each machine's records once.
 
     python tools/perf/verdicts.py [--store DIR] [--rounds 3]

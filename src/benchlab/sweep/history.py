@@ -10,8 +10,8 @@ A device is (machine, device): device ids are names a config chooses, and the de
 line carries both (`machine` and `device`; a line written before lines carried `machine`
 belongs to the machine its file is under), and everything that reads the history (the
 scheduler's seed, `bench devices report`, the exporter) selects by both. Bounded: past
-MAX_LINES the file is rewritten (atomically) keeping the newest KEEP_LINES, which is also the
-seed's "forgetting about old data".
+MAX_LINES the file is rewritten (atomically) keeping the newest KEEP_LINES, which is also how
+the history forgets old data.
 
 Outcomes: `ok` counts for the device; `failed` (any failure of the point), `transport` (an
 attempt lost to the transport), `hole` and `pending` count against it. `pending` is a point
