@@ -284,21 +284,18 @@ run's length, so it compares nothing across runs)."""
 DERIVED_FROM = {m.name: m.sources for m in REGISTRY.values() if m.sources}
 """Metrics computed from others a run carries, and their sources (`Metric.sources`)."""
 
-_REGISTRY_LOWER = frozenset(m.name for m in REGISTRY.values() if m.lower_is_better)
-
-
 class _LowerIsBetter(AbstractSet[str]):
     """The registry's lower-is-better metrics and those the loaded catalog declares
     (`learn`): one set every verb asks, whichever way a metric was declared."""
 
     def __contains__(self, name: object) -> bool:
-        if name in _REGISTRY_LOWER:
-            return True
-        held = _DECLARED.get(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            return False
+        held = REGISTRY.get(name) or _DECLARED.get(name)
         return held is not None and held.lower_is_better
 
     def __iter__(self) -> Iterator[str]:
-        yield from sorted(_REGISTRY_LOWER)
+        yield from sorted(n for n, m in REGISTRY.items() if m.lower_is_better)
         yield from sorted(n for n, m in _DECLARED.items() if m.lower_is_better)
 
     def __len__(self) -> int:
