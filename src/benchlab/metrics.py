@@ -284,6 +284,7 @@ run's length, so it compares nothing across runs)."""
 DERIVED_FROM = {m.name: m.sources for m in REGISTRY.values() if m.sources}
 """Metrics computed from others a run carries, and their sources (`Metric.sources`)."""
 
+
 class _LowerIsBetter(AbstractSet[str]):
     """The registry's lower-is-better metrics and those the loaded catalog declares
     (`learn`): one set every verb asks, whichever way a metric was declared."""
