@@ -149,22 +149,22 @@ SEPARATE_TEST_BACKENDS = frozenset({"llama-bench"})
 """Backends that measure prompt processing and generation as separate tests: llama-bench's
 tg row has n_prompt 0, so the prompt size of the run does not shape its decode rate."""
 
-_PREFILL_TEST_METRICS = frozenset({"prefill_tok_per_sec", "ttft_ms", "prefill_stddev"})
-_DECODE_TEST_METRICS = frozenset({"decode_tok_per_sec", "decode_ms_per_token", "decode_stddev"})
 _TEST_NAME = re.compile(r"^(pp|tg)(\d+)(?:@d(\d+))?$")
 
 
-def metric_test_key(metric: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The test one metric of a run measures, as a hashable key: only what shapes that
-    metric (ARCHITECTURE.md, Measurement identity). `params`: an entry or an identity (its
-    workload fields, `backend` and `tests`).
+def test_key(test: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The test a metric of a run measures, as a hashable key: only what shapes that
+    metric (ARCHITECTURE.md, Measurement identity). `test` is the metric's
+    (`metrics.Metric.test`, read through `metrics.test_key`); `params`: an entry or an
+    identity (its workload fields, `backend` and `tests`).
 
-    - prefill (`prefill_tok_per_sec`, `ttft_ms`): the prompt size measured and the depth;
-    - decode (`decode_tok_per_sec`, `decode_ms_per_token`): the tokens generated and the
-      depth, and the prompt too where the backend decodes after the prompt in one context
-      (every backend but llama-bench, whose tg test starts from an empty context);
-    - llama-bench's batch-1 baseline is its tg test again;
-    - any other metric: the whole workload (prompt, generation, depth).
+    - `pp` (prefill rate, time to first token): the prompt size measured and the depth;
+    - `tg` (decode rate, time per token): the tokens generated and the depth, and the
+      prompt too where the backend decodes after the prompt in one context (every backend
+      but llama-bench, whose tg test starts from an empty context);
+    - `batch1` (the batch-1 baseline): llama-bench's is its tg test again, any other
+      backend's the whole workload;
+    - any other metric (`batch`, `run`): the whole workload (prompt, generation, depth).
 
     The sizes are the ones measured: the run's test list (`pp256`, `tg128@d512`) where it
     names the test, else the workload fields, so a run whose prefill came from its largest
@@ -173,9 +173,9 @@ def metric_test_key(metric: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
     backend = params.get("backend")
     depth = params.get("depth") or 0
     separate = backend in SEPARATE_TEST_BACKENDS
-    if metric in _PREFILL_TEST_METRICS:
+    if test == "pp":
         return ("pp", _measured(params, "pp", "prompt_tokens"), depth)
-    if metric in _DECODE_TEST_METRICS or (separate and metric == "baseline_tok_per_sec"):
+    if test == "tg" or (separate and test == "batch1"):
         key: tuple[Any, ...] = ("tg", _measured(params, "tg", "gen_tokens"), depth)
         return key if separate else (*key, params.get("prompt_tokens"))
     return ("run", *(_frozen(params.get(name)) for name in WORKLOAD_FIELDS))

@@ -30,15 +30,23 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from benchlab.errors import ConfigError, ParseError
+from benchlab.identity import test_key as identity_test_key
 from benchlab.identity import test_names
 
 Better = Literal["higher", "lower"]
+Group = Literal["throughput", "spread", "latency", "resource", "import", "kernel", "declared"]
+"""What a metric measures: a rate, a rate's spread over repeats, a wait, what a run used, an
+imported benchmark's value, a kernel point's raw time, a config's own declaration."""
+Test = Literal["pp", "tg", "batch1", "batch", "run"]
+"""Which test of a run shapes a metric (`test_key`): the prompt-processing test, the
+generation test, the batch-1 point or the batched curve, or the run's whole workload."""
 
 
 @dataclass(frozen=True)
 class Metric:
     """One metric, declared once: every verb (best, compare, detect, gates, exporter,
-    charts) asks it which way is better instead of keeping its own list."""
+    charts, pages) asks it its label, unit and which way is better instead of keeping its
+    own list (ARCHITECTURE.md, Metrics)."""
 
     name: str
     unit: str
@@ -47,10 +55,47 @@ class Metric:
     kind: Literal["num", "spread", "record"] = "num"
     """num: a catalog entry field verbs rank; spread: a catalog entry field that qualifies
     another (never ranked); record: kept in record.json and kernel results only."""
+    label: str = ""
+    """The display name, capitalised (`Decode`, `Time to first token`): chart axes, page
+    headings and columns; the name with spaces where empty (a declared metric)."""
+    short: str = ""
+    """A terse lowercase name (`decode`, `peak rss`): CLI columns and compare rows."""
+    group: Group = "declared"
+    test: Test = "run"
+    """Which test of the run shapes the metric (`test_key`)."""
+    spread: str | None = None
+    """The metric holding this rate's standard deviation over repeats, where measured."""
+    sources: tuple[str, ...] = ()
+    """The metrics this one is computed from (ARCHITECTURE.md, Regression detection): where
+    they are in a series, a step in this one is theirs again."""
+    export: str | None = None
+    """The Prometheus family a sweep's exporter publishes it under (a millisecond metric in
+    seconds, Prometheus' base unit); None: not exported."""
 
     @property
     def lower_is_better(self) -> bool:
         return self.better == "lower"
+
+    @property
+    def title(self) -> str:
+        """The display name (`label`), or the name with spaces for an unlabelled one."""
+        return self.label or self.name.replace("_", " ").capitalize()
+
+    @property
+    def words(self) -> str:
+        """The terse name (`short`), or the name with spaces for an unlabelled one."""
+        return self.short or self.name.replace("_", " ")
+
+    @property
+    def column(self) -> str:
+        """A CLI column header: the terse name and the unit (`decode tok/s`); a ratio
+        (unit `x`) is named alone."""
+        return self.words if self.unit == "x" else f"{self.words} {self.unit}"
+
+    @property
+    def heading(self) -> str:
+        """A page column header: the display name and the unit (`Decode tok/s`)."""
+        return self.title if self.unit == "x" else f"{self.title} {self.unit}"
 
 
 def _declare(*metrics: Metric) -> dict[str, Metric]:
@@ -62,34 +107,149 @@ def _declare(*metrics: Metric) -> dict[str, Metric]:
     return table
 
 
+_TOK = "tok/s"
+PEAK = Metric(
+    "peak_tok_per_sec", _TOK, "higher", "Peak aggregate throughput over batch sizes.",
+    label="Peak aggregate", short="peak", group="throughput", test="batch",
+    export="benchlab_point_peak_tokens_per_second",
+)  # fmt: skip
+BASELINE = Metric(
+    "baseline_tok_per_sec", _TOK, "higher", "Batch-1 throughput.",
+    label="Batch-1", short="baseline", group="throughput", test="batch1",
+)  # fmt: skip
+SPEEDUP = Metric(
+    "speedup", "x", "higher", "Peak throughput over the batch-1 baseline.",
+    label="Speedup", short="speedup", group="throughput", test="batch",
+    sources=(PEAK.name, BASELINE.name),
+)  # fmt: skip
+PREFILL = Metric(
+    "prefill_tok_per_sec", _TOK, "higher", "Prompt processing rate.",
+    label="Prefill", short="prefill", group="throughput", test="pp", spread="prefill_stddev",
+    export="benchlab_point_prefill_tokens_per_second",
+)  # fmt: skip
+DECODE = Metric(
+    "decode_tok_per_sec", _TOK, "higher", "Token generation rate.",
+    label="Decode", short="decode", group="throughput", test="tg", spread="decode_stddev",
+    export="benchlab_point_decode_tokens_per_second",
+)  # fmt: skip
+PREFILL_SD = Metric(
+    "prefill_stddev", _TOK, "lower", "Spread of the prefill rate.", "spread",
+    label="Prefill stddev", short="prefill stddev", group="spread", test="pp",
+)  # fmt: skip
+DECODE_SD = Metric(
+    "decode_stddev", _TOK, "lower", "Spread of the decode rate.", "spread",
+    label="Decode stddev", short="decode stddev", group="spread", test="tg",
+)  # fmt: skip
+PEAK_RSS = Metric(
+    "peak_rss_mb", "MiB", "lower", "Peak resident set of the benchmark process.",
+    label="Peak resident memory", short="peak rss", group="resource",
+)  # fmt: skip
+GPU_MEM = Metric(
+    "gpu_mem_peak_mb", "MiB", "lower", "Peak GPU memory in use on the device.",
+    label="Peak GPU memory", short="gpu memory", group="resource",
+)  # fmt: skip
+ENERGY = Metric(
+    "energy_j", "J", "lower", "Energy over the whole run.", "record",
+    label="Energy", short="energy", group="resource",
+)  # fmt: skip
+JOULES_PER_TOKEN = Metric(
+    "joules_per_token", "J", "lower", "Energy per generated token.",
+    label="Energy per token", short="energy", group="resource",
+)  # fmt: skip
+DECODE_MS = Metric(
+    "decode_ms_per_token", "ms", "lower", "Time per output token (decode median).",
+    label="Time per output token", short="time per token", group="latency", test="tg",
+    sources=(DECODE.name,), export="benchlab_point_decode_seconds_per_token",
+)  # fmt: skip
+TTFT = Metric(
+    "ttft_ms", "ms", "lower", "Time to first token at the spec's prompt size.",
+    label="Time to first token", short="first token", group="latency", test="pp",
+    sources=(PREFILL.name,), export="benchlab_point_time_to_first_token_seconds",
+)  # fmt: skip
+
 REGISTRY: dict[str, Metric] = _declare(
-    Metric("peak_tok_per_sec", "tok/s", "higher", "Peak aggregate throughput over batch sizes."),
-    Metric("baseline_tok_per_sec", "tok/s", "higher", "Batch-1 throughput."),
-    Metric("speedup", "x", "higher", "Peak throughput over the batch-1 baseline."),
-    Metric("prefill_tok_per_sec", "tok/s", "higher", "Prompt processing rate."),
-    Metric("decode_tok_per_sec", "tok/s", "higher", "Token generation rate."),
-    Metric("prefill_stddev", "tok/s", "lower", "Spread of the prefill rate.", "spread"),
-    Metric("decode_stddev", "tok/s", "lower", "Spread of the decode rate.", "spread"),
-    Metric("peak_rss_mb", "MiB", "lower", "Peak resident set of the benchmark process."),
-    Metric("gpu_mem_peak_mb", "MiB", "lower", "Peak GPU memory in use on the device."),
-    Metric("joules_per_token", "J", "lower", "Energy per generated token."),
-    Metric("decode_ms_per_token", "ms", "lower", "Time per output token (decode median)."),
-    Metric("ttft_ms", "ms", "lower", "Time to first token at the spec's prompt size."),
-    Metric("time_s", "s", "lower", "An imported time benchmark's result (asv time_*)."),
-    Metric("mem_bytes", "bytes", "lower", "An imported memory benchmark's result (asv mem_*)."),
+    PEAK,
+    BASELINE,
+    SPEEDUP,
+    PREFILL,
+    DECODE,
+    PREFILL_SD,
+    DECODE_SD,
+    PEAK_RSS,
+    GPU_MEM,
+    JOULES_PER_TOKEN,
+    DECODE_MS,
+    TTFT,
     Metric(
-        "track_value",
-        "unit",
-        "lower",
+        "time_s", "s", "lower", "An imported time benchmark's result (asv time_*).",
+        label="Time", short="time", group="import",
+    ),
+    Metric(
+        "mem_bytes", "bytes", "lower", "An imported memory benchmark's result (asv mem_*).",
+        label="Memory", short="memory", group="import",
+    ),
+    Metric(
+        "track_value", "unit", "lower",
         "An imported tracked value (asv track_*), in the unit its run's config declares; "
         "an increase is a regression, as asv counts it.",
+        label="Tracked value", short="tracked value", group="import",
     ),
-    Metric("energy_j", "J", "lower", "Energy over the whole run.", "record"),
-    Metric("median_ms", "ms", "lower", "A kernel point's median time.", "record"),
-    Metric("per_token_median_ms", "ms", "lower", "Kernel decode time per token.", "record"),
-)
-"""Every metric benchlab knows, with its unit and direction. The catalog's metric fields
-(`catalog.read.METRICS`), `LOWER_IS_BETTER` and the exporter's units come from here."""
+    ENERGY,
+    Metric(
+        "median_ms", "ms", "lower", "A kernel point's median time.", "record",
+        label="Median", short="median", group="kernel",
+    ),
+    Metric(
+        "per_token_median_ms", "ms", "lower", "Kernel decode time per token.", "record",
+        label="Per-token median", short="per-token median", group="kernel",
+    ),
+)  # fmt: skip
+"""Every metric benchlab knows, with its label, unit, direction, group and test. Every
+list of metrics below, the catalog's metric fields (`catalog.read.METRICS`), the chart axes,
+the page and CLI columns, the compare rows and the exporter's families come from here:
+adding a built-in metric is one `Metric` here (and a test)."""
+
+
+def group(name: Group) -> tuple[str, ...]:
+    """The registry's metrics of one group, in registry order."""
+    return tuple(m.name for m in REGISTRY.values() if m.group == name)
+
+
+def get(name: str) -> Metric:
+    """The declaration of `name`: the registry's, the loaded catalog's (`learn`), else an
+    unlabelled one (a name alone: higher is better, no unit)."""
+    return REGISTRY.get(name) or _DECLARED.get(name) or Metric(name, "", "higher", "")
+
+
+def title(name: str) -> str:
+    """The display name of a metric (`Decode`): chart axes, page headings."""
+    return get(name).title
+
+
+def words(name: str) -> str:
+    """The terse lowercase name of a metric (`decode`, `peak rss`)."""
+    return get(name).words
+
+
+def exported() -> tuple[Metric, ...]:
+    """The metrics a sweep's exporter publishes, in registry order."""
+    return tuple(m for m in REGISTRY.values() if m.export)
+
+
+_TEST_ORDER: dict[Test, int] = {"pp": 0, "tg": 1, "batch": 2, "batch1": 2, "run": 3}
+
+
+def by_test(names: Iterable[str]) -> tuple[str, ...]:
+    """`names` ordered by the test that shapes them (prompt, generation, batched curve, the
+    rest), registry order within one: the order a compare lists its rows in."""
+    return tuple(sorted(names, key=lambda n: _TEST_ORDER[get(n).test]))
+
+
+def test_key(metric: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The test `metric` of a run measures, as a hashable key (`identity.test_key` of the
+    metric's `test`)."""
+    return identity_test_key(get(metric).test, params)
+
 
 CATALOG_METRICS = tuple(m.name for m in REGISTRY.values() if m.kind == "num")
 """The metrics a catalog entry carries and the verbs rank, in catalog order."""
@@ -97,37 +257,32 @@ CATALOG_METRICS = tuple(m.name for m in REGISTRY.values() if m.kind == "num")
 CATALOG_FIELDS = tuple(m.name for m in REGISTRY.values() if m.kind in ("num", "spread"))
 """Every metric-valued catalog entry field: CATALOG_METRICS and their spreads."""
 
-HEADLINE = (
-    "peak_tok_per_sec",
-    "baseline_tok_per_sec",
-    "speedup",
-    "prefill_tok_per_sec",
-    "decode_tok_per_sec",
-)
+HEADLINE = group("throughput")
 """The throughput metrics a run may have (a llama-bench or `command` run has no batched
 peak or speedup); higher is better for each."""
 
-HEADLINE_ORDER = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
+HEADLINE_ORDER = (PEAK.name, DECODE.name, PREFILL.name)
 """What a run or series is judged by when no metric is named, the first it measured: the
-default gate, `bench regression` without `--metric`."""
+default gate, `bench regression` without `--metric`, the level columns of the pages."""
 
-SPREAD = tuple(m.name for m in REGISTRY.values() if m.kind == "spread")
+SPREAD = group("spread")
 """Standard deviations (tok/s) of the headline prefill and decode numbers, where measured."""
 
-LATENCY = ("decode_ms_per_token", "ttft_ms")
+LATENCY = group("latency")
 """Time per output token and time to first token (ms); lower is better."""
 
-RESOURCES = ("peak_rss_mb", "gpu_mem_peak_mb", "energy_j", "joules_per_token")
+RESOURCES = group("resource")
 """What a run used, where the device measured it: peak resident set of the benchmark
 process (MiB), peak GPU memory in use on the device (MiB, every process on the GPU), energy
-over the run (J, every counter the device has) and joules per generated token. Absent where
+per generated token and energy over the run (J, every counter the device has). Absent where
 not measured, never 0."""
 
-CATALOG_RESOURCES = ("peak_rss_mb", "gpu_mem_peak_mb", "joules_per_token")
+CATALOG_RESOURCES = tuple(m for m in RESOURCES if REGISTRY[m].kind == "num")
 """The RESOURCES a catalog entry carries (energy_j stays in the record: it grows with the
 run's length, so it compares nothing across runs)."""
 
-_REGISTRY_LOWER = frozenset(m.name for m in REGISTRY.values() if m.lower_is_better)
+DERIVED_FROM = {m.name: m.sources for m in REGISTRY.values() if m.sources}
+"""Metrics computed from others a run carries, and their sources (`Metric.sources`)."""
 
 
 class _LowerIsBetter(AbstractSet[str]):
@@ -135,13 +290,13 @@ class _LowerIsBetter(AbstractSet[str]):
     (`learn`): one set every verb asks, whichever way a metric was declared."""
 
     def __contains__(self, name: object) -> bool:
-        if name in _REGISTRY_LOWER:
-            return True
-        held = _DECLARED.get(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            return False
+        held = REGISTRY.get(name) or _DECLARED.get(name)
         return held is not None and held.lower_is_better
 
     def __iter__(self) -> Iterator[str]:
-        yield from sorted(_REGISTRY_LOWER)
+        yield from sorted(n for n, m in REGISTRY.items() if m.lower_is_better)
         yield from sorted(n for n, m in _DECLARED.items() if m.lower_is_better)
 
     def __len__(self) -> int:
@@ -158,7 +313,7 @@ UNSTABLE_TAG = "unstable"
 """The tag an unstable run's record carries; `bench catalog build` copies record tags into
 the catalog, so `bench list` marks it and `--tag unstable` finds it."""
 
-DEFAULT_METRIC = "peak_tok_per_sec"
+DEFAULT_METRIC = PEAK.name
 
 
 def lower_is_better(metric: str) -> bool:

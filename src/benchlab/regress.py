@@ -51,6 +51,7 @@ from benchlab.identity import series_label, series_of, version_label
 from benchlab.metrics import (
     CATALOG_METRICS,
     DEFAULT_METRIC,
+    DERIVED_FROM,
     HEADLINE_ORDER,
     declared_metrics,
     lower_is_better,
@@ -124,14 +125,11 @@ def headline_histories(
 
 # --- every metric a series carries --------------------------------------------------------
 
-DERIVED = {
-    "decode_ms_per_token": ("decode_tok_per_sec",),
-    "ttft_ms": ("prefill_tok_per_sec",),
-    "speedup": ("peak_tok_per_sec", "baseline_tok_per_sec"),
-}
+DERIVED = DERIVED_FROM
 """Metrics computed from others a run carries (ARCHITECTURE.md, Regression detection):
 where their sources are in the series, a step in them is the sources' step again, so they
-are judged only in series that lack a source (an import that recorded only the latency)."""
+are judged only in series that lack a source (an import that recorded only the latency):
+`metrics.Metric.sources`."""
 
 
 def _finite(value: Any) -> bool:

@@ -15,6 +15,8 @@ Usage::
 
 from __future__ import annotations
 
+import importlib
+from importlib import metadata
 from typing import TYPE_CHECKING
 
 from benchlab.errors import ConfigError
@@ -22,21 +24,42 @@ from benchlab.errors import ConfigError
 if TYPE_CHECKING:
     from benchlab.benchmarks.base import Backend
 
-BACKENDS = ("command", "llama-bench", "reference")
+ENTRY_POINT_GROUP = "benchlab.backends"
+"""The entry point group a package registers its own backends in (`name = module:Class`), as
+order plug-ins register in `benchlab.order_policies`."""
+
+BUILT_IN: dict[str, str] = {
+    "command": "benchlab.benchmarks.command:CommandBackend",
+    "llama-bench": "benchlab.benchmarks.llama_bench:LlamaBenchBackend",
+    "reference": "benchlab.benchmarks.reference:ReferenceBackend",
+}
+"""The backends benchlab ships, by name: where each one's class is, imported only when a
+sweep names it (each pulls in its own parser and dependencies)."""
+
+BACKENDS = tuple(BUILT_IN)
+
+
+def known_backends() -> tuple[str, ...]:
+    """Every backend name a sweep may use: the built-in ones and those installed packages
+    register in ENTRY_POINT_GROUP, sorted."""
+    plugged = {ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return tuple(sorted(set(BUILT_IN) | plugged))
 
 
 def get_backend(name: str) -> Backend:
-    """The backend called `name`; ConfigError for a name benchlab does not know."""
-    if name == "reference":
-        from benchlab.benchmarks.reference import ReferenceBackend
-
-        return ReferenceBackend()
-    if name == "llama-bench":
-        from benchlab.benchmarks.llama_bench import LlamaBenchBackend
-
-        return LlamaBenchBackend()
-    if name == "command":
-        from benchlab.benchmarks.command import CommandBackend
-
-        return CommandBackend()
-    raise ConfigError(f"backend {name!r}: unknown; expected one of {', '.join(BACKENDS)}")
+    """The backend called `name`; a one-line ConfigError listing the known ones otherwise."""
+    factory: object = None
+    where = BUILT_IN.get(name)
+    if where is not None:
+        module, _, attribute = where.partition(":")
+        factory = getattr(importlib.import_module(module), attribute)
+    else:
+        found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+        if found:
+            factory = found[0].load()
+    if not callable(factory):
+        raise ConfigError(
+            f"backend {name!r}: unknown; expected one of {', '.join(known_backends())}"
+        )
+    backend: Backend = factory()
+    return backend

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchlab.cli.args import count
+from benchlab.metrics import DECODE
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
@@ -185,7 +186,7 @@ def _impossible_runs(store: Store) -> list[str]:
     if not specs:
         return []
     return [
-        f"{entry['run_id']}: decode {entry['decode_tok_per_sec']:,.1f} t/s, over 1.1 x its "
+        f"{entry['run_id']}: decode {entry[DECODE.name]:,.1f} t/s, over 1.1 x its "
         f"ceiling {found.ceiling_tok_per_sec:,.1f} t/s at {found.bandwidth_source}"
         for entry, found in impossible_runs(load_catalog(store.catalog_path).runs, specs)
     ]

@@ -9,6 +9,8 @@ import argparse
 import json
 import sys
 
+from benchlab.metrics import DECODE
+
 
 def run_predict(args: argparse.Namespace) -> int:
     from benchlab.catalog.read import load_catalog
@@ -29,7 +31,7 @@ def run_predict(args: argparse.Namespace) -> int:
     answer = {
         "machine_id": args.predict,
         "model_id": model_ids[0],
-        "decode_tok_per_sec": round(prediction.tok_per_sec, 2),
+        DECODE.name: round(prediction.tok_per_sec, 2),
         "low": round(prediction.low, 2),
         "high": round(prediction.high, 2),
         "ceiling_tok_per_sec": round(prediction.ceiling_tok_per_sec, 2),

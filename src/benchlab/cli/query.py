@@ -1,8 +1,8 @@
 """`bench list | show | compare | table | best | summary`: ask the public catalog.json.
 
 Each handler maps its flags onto a function of benchlab.query and prints the rows with
-benchlab.query.render. Only argparse is imported at module level: `bench best` on a 100,000-run
-catalog has one second, interpreter start included.
+benchlab.query.render. Only argparse and the metric registry are imported at module level:
+`bench best` on a 100,000-run catalog has one second, interpreter start included.
 """
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ import sys
 from typing import Any
 
 from benchlab.cli.args import count, date_or_time, thread_count
+from benchlab.metrics import BASELINE, DECODE, HEADLINE, PEAK, PREFILL, SPEEDUP
 
 FORMATS = ("table", "json", "csv", "markdown")
 """As query.render.FORMATS (a test keeps them equal; importing render here costs start-up)."""
 
-METRIC_HELP = (
-    "peak_tok_per_sec (default), baseline_tok_per_sec, speedup, prefill_tok_per_sec, "
-    "decode_tok_per_sec"
-)
+METRIC_HELP = ", ".join(f"{m} (default)" if m == PEAK.name else m for m in HEADLINE)
 
 EXIT_ROWS = (
     "exit status (every query verb): 0 when rows are printed; 1 when no run matches (one line "
@@ -269,7 +267,7 @@ def run_list(args: argparse.Namespace) -> int:
         ("shape", "shape", "text"),
         ("attempt", "attempt", "text"),
         ("status", "status", "text"),
-        ("peak_tok_per_sec", "peak tok/s", "num"),
+        (PEAK.name, PEAK.column, "num"),
     )
     columns += _declared_columns(rows)
     if rows or args.format in ("json", "csv"):
@@ -435,15 +433,15 @@ def run_table(args: argparse.Namespace) -> int:
         ("threads", "threads", "int"),
         ("shape", "shape", "text"),
         ("version", "version", "text"),
-        ("peak_tok_per_sec", "peak tok/s", "num"),
+        (PEAK.name, PEAK.column, "num"),
     ]
     if not args.ever:
         specs += [("level_pm", "±95%", "num"), ("level_n", "runs", "int")]
     specs += [
-        ("baseline_tok_per_sec", "baseline tok/s", "num"),
-        ("speedup", "speedup", "ratio"),
-        ("prefill_tok_per_sec", "prefill tok/s", "num"),
-        ("decode_tok_per_sec", "decode tok/s", "num"),
+        (BASELINE.name, BASELINE.column, "num"),
+        (SPEEDUP.name, SPEEDUP.column, "ratio"),
+        (PREFILL.name, PREFILL.column, "num"),
+        (DECODE.name, DECODE.column, "num"),
     ]
     if not args.ever:
         specs.append(("level_flag", "noise", "text"))
@@ -476,14 +474,14 @@ def _level_entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 _DROPS = {
-    "baseline_tok_per_sec": 9,
-    "speedup": 8,
+    BASELINE.name: 9,
+    SPEEDUP.name: 8,
     "backend": 7,
     "version": 6,
     "run_id": 5,
     "level_n": 4,
     "level_flag": 3,
-    "prefill_tok_per_sec": 2,
+    PREFILL.name: 2,
     "timestamp": 1,
 }
 """`table` and `best` on a narrow terminal: the columns left out first (render.fit)."""
@@ -540,22 +538,22 @@ def run_best(args: argparse.Namespace) -> int:
     from benchlab.query.render import Section
     from benchlab.query.verbs import best_runs
 
-    metric = check_metric(args.metric or "peak_tok_per_sec")
+    metric = check_metric(args.metric or PEAK.name)
     filters = _filters(args)
     # A toy model's tokens per second say nothing against a real model's: without --model
     # the answer is a row per model (with one model, the same single row as one overall).
     by = args.by or (None if filters.model else "model")
     catalog, rows = _levels_answer(best_runs, filters, metric, by, ever=args.ever)
     if not rows and not args.metric:  # no batched peak measured: rank by decode, and say so
-        catalog, rows = _levels_answer(best_runs, filters, "decode_tok_per_sec", by, ever=args.ever)
+        catalog, rows = _levels_answer(best_runs, filters, DECODE.name, by, ever=args.ever)
         if rows:
-            metric = "decode_tok_per_sec"
+            metric = DECODE.name
             print(
                 "note: no matching run measured a batched peak (llama-bench and command runs "
                 "do not): ranked by decode_tok_per_sec",
                 file=sys.stderr,
             )
-    if metric == "decode_tok_per_sec" and not args.ever:
+    if metric == DECODE.name and not args.ever:
         rows = _within_physics(rows, filters, by)
     specs = [
         ("machine_id", "machine", "text"),
@@ -611,7 +609,7 @@ def _within_physics(
     annotate(rows, specs)
     if not any(row.get("impossible") for row in rows):
         return rows
-    _, every = _levels_answer(best_runs, filters, "decode_tok_per_sec", "series", ever=False)
+    _, every = _levels_answer(best_runs, filters, DECODE.name, "series", ever=False)
     kept, dropped = within_physics(every, by, specs)
     print(
         f"note: {dropped} series set aside: their decode beats their machine's memory "

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.metrics import DECODE
+
 IMPOSSIBLE_OVER = 1.1
 """A decode this many times over its ceiling cannot have happened."""
 
@@ -79,13 +81,13 @@ def ceiling(bandwidth_gbs: float, per_token: float) -> float:
     return bandwidth_gbs * 1e9 / per_token
 
 
-def mbu_pct(decode_tok_per_sec: float, per_token: float, bandwidth_gbs: float) -> float:
+def mbu_pct(decode_rate: float, per_token: float, bandwidth_gbs: float) -> float:
     """Model bandwidth utilisation: the share of the bandwidth the decode used, in percent."""
-    return decode_tok_per_sec * per_token / (bandwidth_gbs * 1e9) * 100.0
+    return decode_rate * per_token / (bandwidth_gbs * 1e9) * 100.0
 
 
-def impossible(decode_tok_per_sec: float, per_token: float, bandwidth_gbs: float) -> bool:
-    return decode_tok_per_sec > IMPOSSIBLE_OVER * ceiling(bandwidth_gbs, per_token)
+def impossible(decode_rate: float, per_token: float, bandwidth_gbs: float) -> bool:
+    return decode_rate > IMPOSSIBLE_OVER * ceiling(bandwidth_gbs, per_token)
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ class Judgement:
 
 def judge(entry: Mapping[str, Any], bandwidth_gbs: float, source: str) -> Judgement | None:
     """A catalog entry's MBU and physics check, or None where it has no decode or size."""
-    decode = entry.get("decode_tok_per_sec")
+    decode = entry.get(DECODE.name)
     per_token = bytes_per_token(
         entry.get("model_size"), model=entry.get("model"), depth=entry.get("depth") or 0
     )

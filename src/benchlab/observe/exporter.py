@@ -40,6 +40,7 @@ from benchlab.layout import (
     Store,
     loads_json,
 )
+from benchlab.metrics import Metric, better_word, exported
 from benchlab.observe.exposition import CONTENT_TYPE, MetricFamily, render
 from benchlab.observe.server import (
     HEAD_TIMEOUT_S,
@@ -265,39 +266,22 @@ def _device_families(
     return [up, offset, uncertainty, agreeing, quota, in_flight, trips, retries]
 
 
-POINT_METRICS: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "benchlab_point_prefill_tokens_per_second",
-        "Prefill throughput of a point: its current level over its ok runs (repeats, rounds).",
-        "prefill_tok_per_sec",
-        "median",
-    ),
-    (
-        "benchlab_point_decode_tokens_per_second",
-        "Decode throughput of a point: its current level over its ok runs (repeats, rounds).",
-        "decode_tok_per_sec",
-        "median",
-    ),
-    (
-        "benchlab_point_peak_tokens_per_second",
-        "Peak batched aggregate throughput of a point: its current level over its ok runs.",
-        "peak_tok_per_sec",
-        "median",
-    ),
-    (
-        "benchlab_point_decode_seconds_per_token",
-        "Time per output token of a point (seconds; lower is better): its current level over "
-        "its ok runs.",
-        "decode_ms_per_token",
-        "median_ms",
-    ),
-    (
-        "benchlab_point_time_to_first_token_seconds",
-        "Time to first token at the point's prompt size (seconds; lower is better): its "
-        "current level over its ok runs.",
-        "ttft_ms",
-        "median_ms",
-    ),
+def _point_metric(metric: Metric) -> tuple[str, str, str, str]:
+    """A registry metric's family: its `export` name, its display name and the current
+    level over the point's ok runs; a millisecond metric in seconds."""
+    assert metric.export is not None
+    unit = "seconds" if metric.unit == "ms" else metric.unit
+    text = f"{metric.title} of a point ({unit}; {better_word(metric.name)})"
+    how = "median_ms" if metric.unit == "ms" else "median"
+    return (metric.export, f"{text}: its current level over its ok runs.", metric.name, how)
+
+
+def point_metrics() -> tuple[tuple[str, str, str, str], ...]:
+    """POINT_METRICS as of the registry now (`metrics.exported`)."""
+    return (*(_point_metric(m) for m in exported()), *_TELEMETRY_METRICS)
+
+
+_TELEMETRY_METRICS: tuple[tuple[str, str, str, str], ...] = (
     (
         "benchlab_point_power_watts",
         "Median power sampled on the device during the point (its level over its ok runs).",
@@ -311,7 +295,9 @@ POINT_METRICS: tuple[tuple[str, str, str, str], ...] = (
         "max",
     ),
 )
-"""(name, help, where the value is, how repeats combine). Repeats and budget rounds are runs
+POINT_METRICS = point_metrics()
+"""(name, help, where the value is, how repeats combine): each registry metric with an
+`export` family (`metrics.Metric.export`), then the telemetry. Repeats and budget rounds are runs
 of one point with one label set, and a scrape may hold a series once: they are combined
 here rather than told apart by a `repeat` label, which a time budget would grow without
 bound (up to 10,000 rounds per point). `benchlab_point_runs` says how many runs each
@@ -340,7 +326,8 @@ def _point_families(
     runs = MetricFamily(
         "benchlab_point_runs", "Ok runs of a point (repeats, budget rounds) its values combine."
     )
-    families = [MetricFamily(name, text) for name, text, _, _ in POINT_METRICS]
+    specs = point_metrics()
+    families = [MetricFamily(name, text) for name, text, _, _ in specs]
     outcome_counts: Counter[tuple[str, str, str, str]] = Counter()
     points: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = {}
     for record, manifest in records:
@@ -357,7 +344,7 @@ def _point_families(
         labels = dict(key)
         group.sort(key=_run_order)
         runs.add(labels, len(group))
-        for family, (_, _, where, how) in zip(families, POINT_METRICS, strict=True):
+        for family, (_, _, where, how) in zip(families, specs, strict=True):
             values = [v for v in (_point_value(r, where) for r in group) if v is not None]
             if values:
                 family.add(labels, _combine(values, how))

@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import CATALOG_METRICS
+from benchlab.metrics import CATALOG_METRICS, DECODE, HEADLINE_ORDER
 from benchlab.publish.charts import (
     Chart,
     Regression,
@@ -100,7 +100,7 @@ def outcomes(by_machine: Mapping[str, Sequence[Entry]]) -> dict[str, dict[str, i
     return out
 
 
-LEVEL_MEANS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
+LEVEL_MEANS = HEADLINE_ORDER
 """The throughput columns a page's table averages over a series' newest segment."""
 
 
@@ -322,7 +322,7 @@ class SiteContext:
                 cell_num(run.get("threads"), 0),
                 cell(status_badge(run), run.get("status", "ok")),
                 cell_num(run.get("peak_tok_per_sec")),
-                cell_num(run.get("decode_tok_per_sec")),
+                cell_num(run.get(DECODE.name)),
                 cell(version_label(run) or "–"),
                 cell(f"{attempt}/{attempts}" if attempt and attempts else "–"),
                 cell(self.series_link(run, root, "series")),

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 
 from benchlab.catalog.format import Entry
+from benchlab.metrics import DECODE
 from benchlab.pool import cpus, pool_map
 from benchlab.regress import (
     DERIVED,
@@ -38,7 +39,7 @@ _DETECT_INPUT: dict[str, list[Entry]] = {}
 """The histories the detector workers read (inherited by forked ones, pickled once for
 spawned ones: `pool.pool_map`)."""
 
-DECODE = "decode_tok_per_sec"
+DECODE = DECODE.name
 
 
 Found = tuple[tuple[str, str] | None, list[Step], int]

@@ -7,21 +7,22 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
-from benchlab.metrics import DEFAULT_MAX_CV, UNSTABLE_TAG, unit_of
+from benchlab.metrics import (
+    CATALOG_RESOURCES,
+    DEFAULT_MAX_CV,
+    JOULES_PER_TOKEN,
+    LATENCY,
+    UNSTABLE_TAG,
+    better_word,
+    title,
+    unit_of,
+)
 
-MEASURES = ("peak_rss_mb", "gpu_mem_peak_mb", "joules_per_token", "decode_ms_per_token", "ttft_ms")
+MEASURES = (*CATALOG_RESOURCES, *LATENCY)
 """The catalog's memory, energy and latency metrics, in the order a page lists them."""
 
-MEASURE_NAMES = {
-    "peak_rss_mb": "Peak resident memory",
-    "gpu_mem_peak_mb": "Peak GPU memory",
-    "joules_per_token": "Energy per token",
-    "decode_ms_per_token": "Time per output token",
-    "ttft_ms": "Time to first token",
-}
-
 NOT_MEASURED = "not measured"
-NOT_MEASURED_WHY = {"joules_per_token": "not measured: no energy counter on this device"}
+NOT_MEASURED_WHY = {JOULES_PER_TOKEN.name: "not measured: no energy counter on this device"}
 """Why a measure can be absent, where one reason covers every case: an energy figure is
 missing only where the device has no counter to read."""
 
@@ -43,8 +44,7 @@ def measure_text(run: Entry, metric: str) -> str:
 def measure_rows(run: Entry) -> list[list[str]]:
     """[name (unit), value or "not measured"] for each of MEASURES."""
     return [
-        [f"{MEASURE_NAMES[m]} ({unit_of(m)}, lower is better)", measure_text(run, m)]
-        for m in MEASURES
+        [f"{title(m)} ({unit_of(m)}, {better_word(m)})", measure_text(run, m)] for m in MEASURES
     ]
 
 

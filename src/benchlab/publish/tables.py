@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
+from benchlab.metrics import title
 from benchlab.models import HOLE_TAG
 from benchlab.publish.links import Links
 from benchlab.publish.measures import unstable_badge
@@ -120,21 +121,11 @@ def _versions(step: Step) -> Markup:
     return Markup("same: {}").format(after)
 
 
-METRIC_NAMES = {
-    "peak_tok_per_sec": "peak aggregate",
-    "baseline_tok_per_sec": "batch-1",
-    "prefill_tok_per_sec": "prefill",
-    "decode_tok_per_sec": "decode",
-    "decode_ms_per_token": "time per token",
-    "ttft_ms": "time to first token",
-    "peak_rss_mb": "peak memory",
-    "gpu_mem_peak_mb": "GPU memory",
-    "joules_per_token": "energy per token",
-}
-
-
 def metric_name(metric: str) -> str:
-    return METRIC_NAMES.get(metric, metric.replace("_", " "))
+    """A metric in running text: its display name (`metrics.title`), lowercased unless it
+    starts with an acronym (`peak aggregate`, `GPU memory`)."""
+    name = title(metric)
+    return name if name[:2].isupper() else name[:1].lower() + name[1:]
 
 
 def _change_in(step: Step) -> Cell:

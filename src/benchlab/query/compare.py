@@ -42,12 +42,21 @@ from benchlab.identity import (
     VERSION_FIELDS,
     WORKLOAD_FIELDS,
     build_label,
-    metric_test_key,
     series_of,
     shape,
     test_names,
 )
-from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
+from benchlab.metrics import (
+    BASELINE,
+    CATALOG_METRICS,
+    PEAK,
+    SPEEDUP,
+    by_test,
+    get,
+    lower_is_better,
+    test_key,
+    unit_of,
+)
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
 from benchlab.stats import summarize, t_quantile
@@ -79,29 +88,9 @@ these per side. The model's file details (digest, size, params) are left out of 
 too: the question names a model and a precision, not a file."""
 _MODEL_FILE = ("model_digest", "model_size", "model_params")
 
-ROW_METRICS = (
-    "prefill_tok_per_sec", "ttft_ms", "decode_tok_per_sec", "decode_ms_per_token",
-    "peak_tok_per_sec", "baseline_tok_per_sec", "speedup",
-    *(m for m in CATALOG_METRICS if m not in (
-        "prefill_tok_per_sec", "ttft_ms", "decode_tok_per_sec", "decode_ms_per_token",
-        "peak_tok_per_sec", "baseline_tok_per_sec", "speedup",
-    )),
-)  # fmt: skip
-"""Every catalog metric, in row order: a compare row for each one the runs carry."""
-_TEST_OF = {
-    # metric -> (the llama-bench test prefix it measures, the label without one)
-    "prefill_tok_per_sec": ("pp", "prefill"),
-    "ttft_ms": ("pp", "first token"),
-    "decode_tok_per_sec": ("tg", "decode"),
-    "decode_ms_per_token": ("tg", "decode"),
-}
-_LABEL = {
-    "baseline_tok_per_sec": "batch 1",
-    "speedup": "peak / batch 1",
-    "peak_rss_mb": "peak rss",
-    "gpu_mem_peak_mb": "gpu memory",
-    "joules_per_token": "energy",
-}
+ROW_METRICS = by_test(CATALOG_METRICS)
+"""Every catalog metric, in row order (the prompt's, the generation's, the batched curve's,
+the rest: `metrics.by_test`): a compare row for each one the runs carry."""
 
 
 def axis_value(entry: dict[str, Any], axis: str) -> str | None:
@@ -135,7 +124,7 @@ def _pair_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
 
 def _unshaped(key: tuple[Any, ...], axis: str) -> tuple[Any, ...]:
     """A pair key less the workload (`identity.WORKLOAD_FIELDS`): a row's metric test
-    (`identity.metric_test_key`) stands for the part of it that shapes the metric."""
+    (`metrics.test_key`) stands for the part of it that shapes the metric."""
     return tuple(
         v for v, name in zip(key, _pair_fields(axis), strict=True) if name not in WORKLOAD_FIELDS
     )
@@ -399,7 +388,7 @@ class Sides:
 
     def keys(self, value: str, match: str) -> dict[tuple[Any, ...], list[tuple[Any, ...]]]:
         """The row keys under `value` and, for each, the measurements (pair keys) behind it.
-        A row key is a metric and its test (`identity.metric_test_key`) with the rest of
+        A row key is a metric and its test (`metrics.test_key`) with the rest of
         the pair key (`exact`) or of the best key (`best`): tg128 of a pp128 + tg128 run and
         of a pp512 + tg128 run is one test, pp256 and pp16 are two."""
         slot = (value, match)
@@ -414,7 +403,7 @@ class Sides:
             base = _unshaped(key, self.axis) if match == "exact" else _best_key(newest, self.axis)
             for metric in ROW_METRICS:
                 if any(run.get(metric) is not None for run in runs):
-                    row_key = (metric, metric_test_key(metric, newest), *base)
+                    row_key = (metric, test_key(metric, newest), *base)
                     out.setdefault(row_key, []).append(key)
         self._keys[slot] = out
         return out
@@ -675,15 +664,19 @@ def row_test(entry: dict[str, Any], metric: str) -> str:
     """The row's test: llama-bench's own name (`pp512`, `tg128`) for the prefill and decode
     metrics, from the workload fields (so a light site entry names it as the full one does),
     else from the run's test list; `batch peak b8` for the peak; a short name otherwise."""
-    if metric in _TEST_OF:
-        prefix, fallback = _TEST_OF[metric]
+    declared = get(metric)
+    if declared.test in ("pp", "tg"):
         names = test_names(entry.get("prompt_tokens"), entry.get("gen_tokens"), entry.get("depth"))
-        names = [t for t in names or list(entry.get("tests") or ()) if t.startswith(prefix)]
-        return names[0] if names else fallback
-    if metric == "peak_tok_per_sec":
+        names = [t for t in names or list(entry.get("tests") or ()) if t.startswith(declared.test)]
+        return names[0] if names else declared.words
+    if metric == PEAK.name:
         sizes = entry.get("batch_sizes")
         return f"batch peak b{max(sizes)}" if sizes else "batch peak"
-    return _LABEL.get(metric, metric)
+    if metric == BASELINE.name:
+        return "batch 1"
+    if metric == SPEEDUP.name:
+        return "peak / batch 1"
+    return declared.words
 
 
 def _row_shape(run_a: dict[str, Any], run_b: dict[str, Any], match: str) -> str:

@@ -12,7 +12,7 @@ from benchlab.catalog.read import METRICS
 from benchlab.errors import QueryError
 from benchlab.identity import precision_family, series_of
 from benchlab.ids import slug
-from benchlab.metrics import LOWER_IS_BETTER, check_known
+from benchlab.metrics import HEADLINE_ORDER, LOWER_IS_BETTER, check_known
 
 # --- filters ------------------------------------------------------------------------------
 
@@ -225,7 +225,7 @@ def chronological(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: (e["timestamp"], e["run_id"]))
 
 
-TABLE_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec")
+TABLE_METRICS = HEADLINE_ORDER
 """What `table` ranks by, in turn: a llama-bench kernel run has no batch peak, and its
 best run is then the one that decodes fastest. Here, below the verbs and the columnar
 query cache, because both rank by it."""

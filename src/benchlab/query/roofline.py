@@ -17,12 +17,13 @@ from benchlab.errors import QueryError
 from benchlab.machines.bandwidth import ceiling_bandwidth, label
 from benchlab.machines.roofline import Judgement, Prediction, bytes_per_token, ceiling, judge
 from benchlab.machines.roofline import predict as scale
+from benchlab.metrics import DECODE
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
     from benchlab.models import MachineSpecs
 
-DECODE = "decode_tok_per_sec"
+DECODE = DECODE.name
 
 
 def fleet_specs(store: Store) -> dict[str, MachineSpecs]:

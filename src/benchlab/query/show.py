@@ -11,7 +11,7 @@ from typing import Any
 from benchlab.catalog.read import ENTRY_FIELDS, entry_curve, full_entry, load_catalog
 from benchlab.errors import NoMatchError, QueryError, SchemaError, StoreError
 from benchlab.identity import SERIES_NOTE
-from benchlab.metrics import EXTRA_FIELD
+from benchlab.metrics import DECODE, EXTRA_FIELD, PEAK
 
 # --- show ---------------------------------------------------------------------------------
 
@@ -224,9 +224,9 @@ def run_facts(details: RunDetails) -> list[dict[str, Any]]:
         ("git", " ".join(str(v) for v in (git.get("rev"), git.get("branch")) if v) or None),
         ("harness", " ".join(str(v) for v in harness.values() if v) or None),
         ("engine", kernel.get("engine")),
-        ("decode_tok_per_sec", decode.get("tok_per_sec")),
+        (DECODE.name, decode.get("tok_per_sec")),
         ("baseline_tok_per_sec", baseline.get("tok_per_sec")),
-        ("peak_tok_per_sec", peak.get("agg_tok_per_sec")),
+        (PEAK.name, peak.get("agg_tok_per_sec")),
         ("peak_batch", peak.get("batch")),
         ("speedup", peak.get("speedup_vs_baseline")),
         ("duration_s", (record.get("timings") or {}).get("duration_s") if record else None),

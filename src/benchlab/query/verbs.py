@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
 from benchlab.errors import QueryError
 from benchlab.identity import build_label, series_of
-from benchlab.metrics import LOWER_IS_BETTER, declared_metrics, lower_is_better, unit_of
+from benchlab.metrics import HEADLINE, LOWER_IS_BETTER, declared_metrics, lower_is_better, unit_of
 from benchlab.query.filters import (
     TABLE_METRICS,
     Filters,
@@ -167,13 +167,7 @@ def _best_per(
     return [row for _, row in best.values()]
 
 
-TABLE_COLUMNS = (
-    "peak_tok_per_sec",
-    "baseline_tok_per_sec",
-    "speedup",
-    "prefill_tok_per_sec",
-    "decode_tok_per_sec",
-)
+TABLE_COLUMNS = HEADLINE
 """The metrics `table` shows, each the mean over the series' newest segment."""
 
 

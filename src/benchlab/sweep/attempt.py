@@ -57,7 +57,7 @@ from benchlab.layout import (
     read_json,
     write_model,
 )
-from benchlab.metrics import UNSTABLE_TAG
+from benchlab.metrics import DECODE, UNSTABLE_TAG
 from benchlab.models import (
     HOLE_ERROR_PREFIX,
     AgentEnvelope,
@@ -213,9 +213,7 @@ def used_metrics(
     from benchlab.metrics import resource_metrics
 
     duration = envelope.finished_at - envelope.started_at
-    out = resource_metrics(
-        envelope.resources, duration, metrics.get("decode_tok_per_sec"), warnings
-    )
+    out = resource_metrics(envelope.resources, duration, metrics.get(DECODE.name), warnings)
     refused = (envelope.telemetry or {}).get("refused")
     if warnings is not None and isinstance(refused, dict):
         for channel, text in sorted(refused.items())[:8]:

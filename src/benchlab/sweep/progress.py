@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any, Protocol, runtime_checkable
 
+from benchlab.metrics import DECODE, PEAK, PREFILL
 from benchlab.models import RunRecord, RunSpec
 from benchlab.sweep.expand import DEFAULT_MODE
 
@@ -56,12 +57,12 @@ def _number(value: float) -> str:
 def metrics_text(metrics: dict[str, float | None]) -> str:
     """`prefill 56.8 t/s, decode 15.56 t/s`, else the peak, else the first few metrics."""
     parts = []
-    if metrics.get("prefill_tok_per_sec") is not None:
-        parts.append(f"prefill {metrics['prefill_tok_per_sec']:.1f} t/s")
-    if metrics.get("decode_tok_per_sec") is not None:
-        parts.append(f"decode {metrics['decode_tok_per_sec']:.2f} t/s")
-    if not parts and metrics.get("peak_tok_per_sec") is not None:
-        parts.append(f"peak {metrics['peak_tok_per_sec']:.1f} t/s")
+    if metrics.get(PREFILL.name) is not None:
+        parts.append(f"prefill {metrics[PREFILL.name]:.1f} t/s")
+    if metrics.get(DECODE.name) is not None:
+        parts.append(f"decode {metrics[DECODE.name]:.2f} t/s")
+    if not parts and metrics.get(PEAK.name) is not None:
+        parts.append(f"peak {metrics[PEAK.name]:.1f} t/s")
     if not parts:
         parts = [
             f"{name} {_number(value)}"

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlab.catalog.format import Entry
+from benchlab.metrics import DECODE, PEAK, PREFILL
 from benchlab.publish.charts.base import (
     EXTRA,
     HOVER_RUN,
@@ -26,7 +27,7 @@ from benchlab.publish.data import PublicData
 
 
 def throughput_chart(
-    runs: Sequence[Entry], slug: str = "throughput", metric: str = "peak_tok_per_sec"
+    runs: Sequence[Entry], slug: str = "throughput", metric: str = PEAK.name
 ) -> Chart:
     """`metric` per machine, each at its best series' current level (`levels.machine_chart`;
     one machine: a bar per series). Peak aggregate and decode are two charts, never one
@@ -39,13 +40,13 @@ def prefill_decode_chart(runs: Sequence[Entry], slug: str = "prefill-decode") ->
     latest = [
         r
         for r in latest_by_series(runs).values()
-        if r.get("prefill_tok_per_sec") is not None or r.get("decode_tok_per_sec") is not None
+        if r.get(PREFILL.name) is not None or r.get(DECODE.name) is not None
     ]
     groups = peer_groups(latest)
     traces = []
     for phase, attr, color in (
-        ("prefill", "prefill_tok_per_sec", PALETTE[0]),
-        ("decode", "decode_tok_per_sec", PALETTE[1]),
+        ("prefill", PREFILL.name, PALETTE[0]),
+        ("decode", DECODE.name, PALETTE[1]),
     ):
         for index, (name, group) in enumerate(groups):
             members = [r for r in group if r.get(attr) is not None]
@@ -67,8 +68,8 @@ def prefill_decode_chart(runs: Sequence[Entry], slug: str = "prefill-decode") ->
     rows = [
         csv_row(
             r,
-            prefill_tok_per_sec=r.get("prefill_tok_per_sec"),
-            decode_tok_per_sec=r.get("decode_tok_per_sec"),
+            prefill_tok_per_sec=r.get(PREFILL.name),
+            decode_tok_per_sec=r.get(DECODE.name),
         )
         for r in latest
     ]
@@ -91,7 +92,7 @@ def prefill_decode_chart(runs: Sequence[Entry], slug: str = "prefill-decode") ->
         "Prefill vs decode",
         {"data": traces, "layout": layout},
         rows,
-        csv_columns("prefill_tok_per_sec", "decode_tok_per_sec"),
+        csv_columns(PREFILL.name, DECODE.name),
         note="" if rows else "No run in this selection reports prefill or decode speed.",
     )
 

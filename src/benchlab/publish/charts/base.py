@@ -17,6 +17,7 @@ from benchlab.catalog.read import entry_curve
 from benchlab.errors import StoreError
 from benchlab.identity import series_id, series_label, series_of, shape, version_label
 from benchlab.layout import read_json
+from benchlab.metrics import DECODE, PEAK
 from benchlab.models import BatchResults
 from benchlab.publish.charts.palette import PALETTE, Look, assign, look
 from benchlab.query.filters import Filters, chronological, select
@@ -31,8 +32,8 @@ def shown(runs: Iterable[Entry], filters: Filters | None = None) -> list[Entry]:
 def throughput(run: Entry) -> float | None:
     """The headline number of a table row: peak aggregate tok/s, else decode tok/s. Charts
     never mix the two on one axis: they take a `metric` (`METRIC_TITLES`)."""
-    peak = run.get("peak_tok_per_sec")
-    return peak if peak is not None else run.get("decode_tok_per_sec")
+    peak = run.get(PEAK.name)
+    return peak if peak is not None else run.get(DECODE.name)
 
 
 STYLE_DIMS = ("model", "machine_id", "precision", "threads", "backend", "shape")

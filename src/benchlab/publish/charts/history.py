@@ -11,7 +11,7 @@ from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import DEFAULT_METRIC, unit_of
+from benchlab.metrics import BASELINE, DEFAULT_METRIC, HEADLINE_ORDER, get, unit_of
 from benchlab.publish.charts.base import (
     EXTRA,
     HOVER_RUN,
@@ -31,8 +31,7 @@ from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable
 from benchlab.regress import Step, sort_key
 from benchlab.stats import is_outlier
 
-TREND_METRICS = ("peak_tok_per_sec", "decode_tok_per_sec", "prefill_tok_per_sec",
-                 "baseline_tok_per_sec")  # fmt: skip
+TREND_METRICS = (*HEADLINE_ORDER, BASELINE.name)
 """The throughputs a trend chart offers, the first present drawn first: llama-bench
 measures no peak, so its trend opens on decode."""
 
@@ -475,14 +474,10 @@ def _unstable_trace(runs: Sequence[Entry], metric: str, unit: str) -> dict[str, 
     }
 
 
-_SPREAD_FIELDS = {"decode_tok_per_sec": "decode_stddev", "prefill_tok_per_sec": "prefill_stddev"}
-"""The stddev of its repeats a run reports per metric (peak aggregate has none)."""
-
-
 def _stddev_band(drawn: Sequence[Entry], metric: str) -> list[dict[str, Any]]:
     """A filled +-stddev band under the points, where the drawn runs measured one: two
     traces, the upper edge (no legend) and the lower filled up to it."""
-    spread = _SPREAD_FIELDS.get(metric)
+    spread = get(metric).spread  # the stddev of its repeats (peak aggregate has none)
     if not spread or all(r.get(spread) is None for r in drawn):
         return []
     banded = [r for r in drawn if r.get(spread) is not None]

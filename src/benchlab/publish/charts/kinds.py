@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from benchlab.catalog.format import Entry
 from benchlab.errors import ConfigError
+from benchlab.metrics import DECODE, PEAK
 from benchlab.publish.charts.bars import cost_chart, prefill_decode_chart, throughput_chart
 from benchlab.publish.charts.base import Chart, Regression, shown
 from benchlab.publish.charts.history import trend_chart, trend_metrics
@@ -36,12 +37,12 @@ def build_charts(
     throughput chart offers every metric the runs carry (peak aggregate first) and the
     threads chart draws decode."""
     runs = shown(data.runs, filters) if runs is None else runs
-    by_machine = [metric] if metric else present_metrics(runs) or ["peak_tok_per_sec"]
+    by_machine = [metric] if metric else present_metrics(runs) or [PEAK.name]
     makers = {
         "throughput": lambda: machine_chart(runs, prefix + "throughput", by_machine),
-        "decode": lambda: throughput_chart(runs, prefix + "decode", "decode_tok_per_sec"),
+        "decode": lambda: throughput_chart(runs, prefix + "decode", DECODE.name),
         "scaling": lambda: scaling_chart(runs, data.store_root, prefix + "scaling"),
-        "threads": lambda: threads_chart(runs, prefix + "threads", metric or "decode_tok_per_sec"),
+        "threads": lambda: threads_chart(runs, prefix + "threads", metric or DECODE.name),
         "prefill-decode": lambda: prefill_decode_chart(runs, prefix + "prefill-decode"),
         "cost": lambda: cost_chart(runs, data, prefix + "cost"),
         "trend": lambda: trend_chart(

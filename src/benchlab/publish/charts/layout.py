@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from benchlab.metrics import CATALOG_METRICS, better_word, unit_of
+from benchlab.metrics import CATALOG_METRICS, better_word, title, unit_of
 from benchlab.publish.charts.palette import DASHES as DASHES  # re-exported: its home
 from benchlab.publish.charts.palette import PALETTE
 from benchlab.publish.charts.palette import SYMBOLS as SYMBOLS
@@ -21,27 +21,10 @@ KEEP_SERIES = 16
 _GRID = "rgba(128,128,128,0.25)"
 
 
-_NAMES = {
-    "peak_tok_per_sec": "Peak aggregate",
-    "baseline_tok_per_sec": "Batch-1",
-    "speedup": "Speedup",
-    "prefill_tok_per_sec": "Prefill",
-    "decode_tok_per_sec": "Decode",
-    "peak_rss_mb": "Peak resident memory",
-    "gpu_mem_peak_mb": "Peak GPU memory",
-    "joules_per_token": "Energy per token",
-    "decode_ms_per_token": "Time per output token",
-    "ttft_ms": "Time to first token",
-    "time_s": "Time",
-    "mem_bytes": "Memory",
-    "track_value": "Tracked value",
-}
-
-
 def metric_title(metric: str) -> str:
     """An axis title from the registry: the metric's name, its unit and which way is better
     (a falling throughput line and a rising latency line are both regressions)."""
-    name = _NAMES.get(metric) or metric.replace("_", " ").capitalize()
+    name = title(metric)
     unit = unit_of(metric)
     text = f"{name} tokens/s" if unit == "tok/s" else f"{name}, {unit}" if unit else name
     return f"{text} ({better_word(metric)})"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from benchlab.catalog.format import Entry
 from benchlab.machines.roofline import IMPOSSIBLE_OVER
+from benchlab.metrics import DECODE
 from benchlab.publish.charts.base import (
     Chart,
     csv_columns,
@@ -38,7 +39,7 @@ def roofline_chart(
     by_machine: dict[str, list[tuple[Entry, float, float, str]]] = {}
     unjudged = 0
     for run in latest_by_series(runs).values():
-        if run.get("decode_tok_per_sec") is None:
+        if run.get(DECODE.name) is None:
             continue
         found = judge_entry(run, specs)
         if found is None:
@@ -57,7 +58,7 @@ def roofline_chart(
                 "mode": "markers",
                 "name": esc(machine),
                 "x": [round(ceiling, 2) for _, ceiling, _, _ in points],
-                "y": [run["decode_tok_per_sec"] for run, _, _, _ in points],
+                "y": [run[DECODE.name] for run, _, _, _ in points],
                 "text": [
                     esc(f"{run['model']} {run['precision']}: MBU {mbu:.0f}% of {source}")
                     for run, _, mbu, source in points
@@ -69,11 +70,11 @@ def roofline_chart(
             }
         )
         for run, ceiling, mbu, source in points:
-            top = max(top, ceiling, float(run["decode_tok_per_sec"]))
+            top = max(top, ceiling, float(run[DECODE.name]))
             rows.append(
                 csv_row(
                     run,
-                    decode_tok_per_sec=run["decode_tok_per_sec"],
+                    decode_tok_per_sec=run[DECODE.name],
                     ceiling_tok_per_sec=round(ceiling, 2),
                     mbu_pct=round(mbu, 1),
                     bandwidth=source,
@@ -108,7 +109,7 @@ def roofline_chart(
         "Decode against the memory-bandwidth ceiling",
         {"data": traces, "layout": layout},
         rows,
-        csv_columns("decode_tok_per_sec", "ceiling_tok_per_sec", "mbu_pct", "bandwidth"),
+        csv_columns(DECODE.name, "ceiling_tok_per_sec", "mbu_pct", "bandwidth"),
         note=(
             "No series here has both a decode rate and a machine with a memory-bandwidth "
             "figure (bench machines measure, or bench machines set ID --mem-bandwidth)."

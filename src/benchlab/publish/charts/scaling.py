@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import series_id, series_label
-from benchlab.metrics import lower_is_better, unit_of
+from benchlab.metrics import DECODE, lower_is_better, unit_of
 from benchlab.publish.charts.base import (
     EXTRA,
     HOVER_RUN,
@@ -87,9 +87,7 @@ def scaling_chart(
     )
 
 
-def threads_chart(
-    runs: Sequence[Entry], slug: str = "threads", metric: str = "decode_tok_per_sec"
-) -> Chart:
+def threads_chart(runs: Sequence[Entry], slug: str = "threads", metric: str = DECODE.name) -> Chart:
     """`metric` vs thread count on a numeric axis, a line per series less threads (machine,
     model, precision, shape ...), from the newest run of each series."""
     latest = [r for r in latest_by_series(runs).values() if r.get(metric) is not None]

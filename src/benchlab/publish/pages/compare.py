@@ -19,6 +19,7 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
+from benchlab.metrics import CATALOG_METRICS, PEAK, get
 from benchlab.publish.charts import build_charts, cost_rows
 from benchlab.publish.context import SiteContext
 from benchlab.publish.jsontext import dumps
@@ -27,10 +28,7 @@ from benchlab.publish.tables import fmt_num
 from benchlab.publish.templating import json_script
 
 COST_LIMIT = 100
-NAMED_TESTS = (
-    "prefill_tok_per_sec", "ttft_ms", "decode_tok_per_sec", "decode_ms_per_token",
-    "peak_tok_per_sec",
-)  # fmt: skip
+NAMED_TESTS = (*(m for m in CATALOG_METRICS if get(m).test in ("pp", "tg")), PEAK.name)
 """The metrics whose row test depends on the run (`query.compare.row_test`: pp512, tg128,
 batch peak b8); the others' is a fixed label (`_label`, in the index)."""
 MODES = {"machine": ("best", "exact"), "build": ("exact",), "revision": ("exact",)}

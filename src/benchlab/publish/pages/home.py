@@ -11,6 +11,7 @@ from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.ids import slug
+from benchlab.metrics import DECODE, PEAK
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
 from benchlab.publish.detection import build_time, window
 from benchlab.publish.open_steps import events, open_table, site_open
@@ -112,16 +113,16 @@ def home_page(site: SiteContext, now: datetime | None = None) -> None:
     fastest_rows = []
     for (model, precision), members in sorted(groups.items()):
         # The current level, as `bench best` answers (ARCHITECTURE.md, The current level).
-        peak = best_per_machine(members, ("peak_tok_per_sec",), site.level_memo)
-        decode = best_per_machine(members, ("decode_tok_per_sec",), site.level_memo)
+        peak = best_per_machine(members, (PEAK.name,), site.level_memo)
+        decode = best_per_machine(members, (DECODE.name,), site.level_memo)
         fastest_rows.append(
             [
                 cell(site.model_link(model, "", f"#precision-{slug(precision)}"), model),
                 cell(precision),
                 cell(peak[0].latest["machine_id"] if peak else "–"),
-                cell_level(peak[0], "peak_tok_per_sec") if peak else NOT_MEASURED,
+                cell_level(peak[0], PEAK.name) if peak else NOT_MEASURED,
                 cell(decode[0].latest["machine_id"] if decode else "–"),
-                cell_level(decode[0], "decode_tok_per_sec") if decode else NOT_MEASURED,
+                cell_level(decode[0], DECODE.name) if decode else NOT_MEASURED,
                 cell_num(len({runs[-1]["machine_id"] for runs in members}), 0),
             ]
         )

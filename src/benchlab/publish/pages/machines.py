@@ -10,6 +10,7 @@ from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import series_of, version_label
+from benchlab.metrics import HEADLINE_ORDER, REGISTRY
 from benchlab.publish.charts import label, latest_by_series
 from benchlab.publish.charts.base import STYLE_DIMS, describe
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
@@ -23,11 +24,7 @@ from benchlab.query.level import series_levels_of
 from benchlab.redact import scrub_public
 
 SERIES_LIMIT = 200
-LEVEL_COLUMNS = (
-    ("peak_tok_per_sec", "Peak tok/s"),
-    ("decode_tok_per_sec", "Decode tok/s"),
-    ("prefill_tok_per_sec", "Prefill tok/s"),
-)
+LEVEL_COLUMNS = tuple((m, REGISTRY[m].heading) for m in HEADLINE_ORDER)
 """The level columns of a machine's series table, those some series measured kept."""
 
 

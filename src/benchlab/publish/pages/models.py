@@ -7,6 +7,7 @@ from typing import Any
 
 from benchlab.identity import shape, version_label
 from benchlab.ids import slug
+from benchlab.metrics import DECODE, HEADLINE_ORDER, PEAK, REGISTRY
 from benchlab.publish.charts import scaling_chart, threads_chart
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
 from benchlab.publish.charts.roofline import roofline_chart
@@ -21,11 +22,7 @@ from benchlab.publish.tables import (
     link,
 )
 
-LEVEL_COLUMNS = (
-    ("peak_tok_per_sec", "Peak tok/s"),
-    ("decode_tok_per_sec", "Decode tok/s"),
-    ("prefill_tok_per_sec", "Prefill tok/s"),
-)
+LEVEL_COLUMNS = tuple((m, REGISTRY[m].heading) for m in HEADLINE_ORDER)
 """The level columns of a model page's tables, those some row measured kept."""
 
 
@@ -61,7 +58,7 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
         for precision in sorted({r["precision"] for r in latest}):
             best = best_per_machine(
                 [h for h in histories if h[-1]["precision"] == precision],
-                ("peak_tok_per_sec", "decode_tok_per_sec"),
+                (PEAK.name, DECODE.name),
                 site.level_memo,
             )
             # A level column no row measured (a llama-bench fleet's batched peak) is left

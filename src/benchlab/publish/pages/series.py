@@ -18,7 +18,7 @@ from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.identity import SERIES_FIELDS, version_label
-from benchlab.metrics import DEFAULT_MAX_CV, DEFAULT_METRIC
+from benchlab.metrics import DECODE, DEFAULT_MAX_CV, DEFAULT_METRIC, HEADLINE_ORDER, PEAK, REGISTRY
 from benchlab.publish.charts import Chart, builds_chart, downsample, label, series_chart
 from benchlab.publish.charts.output import PLOTLY_CONFIG
 from benchlab.publish.context import HISTORY_RUNS, STEPS_LIMIT, SiteContext
@@ -93,7 +93,7 @@ def series_data(site: SiteContext, sid: str) -> None:
     mine_steps = site.steps_by_series.get(sid, [])
     metrics = judged_metrics([r for r in history if not is_outlier(r)])
     # The decode chart's band reads each drawn run's decode_stddev.
-    site.data.upgrade(drawn_runs(history, mine_steps, "decode_tok_per_sec"))
+    site.data.upgrade(drawn_runs(history, mine_steps, DECODE.name))
     site.data.upgrade([newest])
     made: dict[tuple[str, str], Any] = {}  # a run's point and CSV columns, for all its charts
     charts = [  # a chart and its steps for each metric the series carries (as detected)
@@ -153,8 +153,7 @@ def series_data(site: SiteContext, sid: str) -> None:
     )
 
 
-CHART_SLUGS = {"peak_tok_per_sec": "peak", "decode_tok_per_sec": "decode",
-               "prefill_tok_per_sec": "prefill"}  # fmt: skip
+CHART_SLUGS = {m: REGISTRY[m].words for m in HEADLINE_ORDER}
 """The short slug of a headline metric's chart on the series page; other metrics' charts
 are named by the metric."""
 
@@ -222,8 +221,8 @@ def runs_rows(site: SiteContext, sid: str, newest_first: Sequence[Entry]) -> lis
             flags.append(f"gate {run['gate']}")
         rows.append(
             [run["timestamp"], run["run_id"], run["model"], run.get("precision"),
-             run.get("threads"), _status(run), run.get("peak_tok_per_sec"),
-             run.get("decode_tok_per_sec"), version_label(run) or None,
+             run.get("threads"), _status(run), run.get(PEAK.name),
+             run.get(DECODE.name), version_label(run) or None,
              f"{attempt}/{attempts}" if attempt and attempts else None, flags]
         )  # fmt: skip
     return rows
