@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.catalog.read import LoadedCatalog
+from benchlab.detect.stats import summarize, t_quantile
 from benchlab.errors import NoMatchError, QueryError
 from benchlab.identity import (
     IDENTITY_FIELDS,
@@ -50,7 +51,6 @@ from benchlab.identity import (
 from benchlab.metrics import CATALOG_METRICS, lower_is_better, unit_of
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
-from benchlab.stats import summarize, t_quantile
 
 COMPARE_AXES = ("build", "revision", "machine")
 MATCHES = ("exact", "best")

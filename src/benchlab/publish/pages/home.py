@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.regress import Step, recent
 from benchlab.ids import slug
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
 from benchlab.publish.detection import build_time, window
@@ -25,7 +26,6 @@ from benchlab.publish.tables import (
     neg,
     steps_table,
 )
-from benchlab.regress import Step, recent
 
 RECENT_RUNS = 25
 CHANGES_LIMIT = 50
