@@ -41,6 +41,7 @@ Last, the fleet-scale time: `detect` over 430 series of 15 runs.
 from __future__ import annotations
 
 import argparse
+import importlib
 import subprocess
 import sys
 import time
@@ -230,12 +231,18 @@ class _Reported:
 
 def load_before(rev: str) -> types.ModuleType:
     """`benchlab.detect.regress` as it was at git revision `rev`, as a module of its own."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:src/benchlab/regress.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    for path in ("src/benchlab/detect/regress.py", "src/benchlab/regress.py"):  # moved
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:{path}"], check=False, capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            break
+    shown.check_returncode()
+    source = shown.stdout
+    for name in ("noise", "segment", "stats"):  # their home before detect/ (today's code)
+        sys.modules.setdefault(
+            f"benchlab.{name}", importlib.import_module(f"benchlab.detect.{name}")
+        )
     module = types.ModuleType("regress_before")
     sys.modules["regress_before"] = module
     exec(compile(source, f"{rev}:regress.py", "exec"), module.__dict__)
