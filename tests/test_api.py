@@ -12,10 +12,10 @@ import pytest
 from tests.kit.runs import write_run
 
 import benchlab
-from benchlab.api import MissingExtra
 from benchlab.cli import main
 from benchlab.errors import SchemaError, StoreError
 from benchlab.identity import IDENTITY_FIELDS
+from benchlab.query.api import MissingExtra
 
 pd = pytest.importorskip("pandas", reason="pip install -e '.[notebook]' (tools/ci-setup.sh)")
 

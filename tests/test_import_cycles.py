@@ -261,3 +261,77 @@ def test_a_cycle_is_found(tmp_path: Path) -> None:
     edges = import_edges(tmp_path)
     assert cyclic_groups(edges) == [["benchlab.a", "benchlab.b", "benchlab.c"]]
     assert cyclic_groups([e for e in edges if not e.lazy]) == []
+
+
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("ground",),
+    ("runtime",),
+    ("detect", "redact", "agent"),
+    ("devices",),
+    ("benchmarks",),
+    ("catalog",),
+    ("sweep", "importers"),
+    ("machines",),
+    ("query",),
+    ("observe", "publish"),
+    ("cli",),
+)
+"""benchlab's packages from the ground up (ARCHITECTURE.md, Packages and floors). A package
+imports only packages on lower floors (two on one floor do not import each other); `ground`
+is the top-level modules and the package root itself."""
+
+FRONT_DOORS = {
+    ("benchlab", "benchlab.query.api"): "`benchlab.open_catalog`, loaded on first use",
+    ("benchlab.__main__", "benchlab.cli"): "`python -m benchlab` is the CLI",
+}
+"""The package root's two doors, the only imports that go up."""
+
+
+def package_of(module: str) -> str:
+    """`benchlab.sweep.expand` -> `sweep`; a top-level module or the root -> `ground`."""
+    parts = module.split(".")
+    if len(parts) < 2:
+        return "ground"
+    if (SRC / "benchlab" / parts[1]).is_dir():
+        return parts[1]
+    return "ground"
+
+
+def floor_of(package: str) -> int:
+    for index, floor in enumerate(FLOORS):
+        if package in floor:
+            return index
+    raise AssertionError(f"package {package!r} has no floor in FLOORS")
+
+
+def test_every_package_has_a_floor() -> None:
+    packages = {p.name for p in (SRC / "benchlab").iterdir() if (p / "__init__.py").is_file()}
+    named = {name for floor in FLOORS for name in floor}
+    assert packages | {"ground"} == named, "FLOORS must name every package exactly"
+
+
+def test_no_package_imports_one_above_it() -> None:
+    """Module level, in a function or for the type checker alike: an import from a package
+    to one on its own floor or above ties the lower one to the upper."""
+    wrong = []
+    for edge in import_edges():
+        source, target = package_of(edge.source), package_of(edge.target)
+        if source == target or (edge.source, edge.target) in FRONT_DOORS:
+            continue
+        if floor_of(target) >= floor_of(source):
+            wrong.append(f"{edge.source} ({source}) -> {edge.target} ({target})")
+    assert not wrong, "imports that point up a floor:\n" + "\n".join(sorted(set(wrong)))
+
+
+def test_the_floor_check_sees_a_lazy_import_upward(tmp_path: Path) -> None:
+    package = tmp_path / "benchlab"
+    for name in ("catalog", "sweep"):
+        (package / name).mkdir(parents=True)
+        (package / name / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "catalog" / "build.py").write_text("def f():\n    from benchlab.sweep import x\n")
+    (package / "sweep" / "x.py").write_text("")
+    edges = import_edges(tmp_path)
+    assert [(e.source, e.target, e.lazy) for e in edges] == [
+        ("benchlab.catalog.build", "benchlab.sweep.x", True)
+    ]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.catalog.schemas import stale_schemas, validate
 from benchlab.errors import SchemaError
-from benchlab.schemas import stale_schemas, validate
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 
@@ -38,8 +38,8 @@ def test_catalog_v3_schemas_come_from_the_gate_and_are_checked_in() -> None:
     from tests.kit.entries import make_entry
 
     from benchlab.catalog.gate import HEAD_SCHEMA_ID, LINE_FIELDS, head_schema, line_schema
+    from benchlab.catalog.schemas import generated
     from benchlab.catalog.shards import encode_line
-    from benchlab.schemas import generated
 
     made = generated()
     for name, schema in (

@@ -1,6 +1,6 @@
 """benchlab: benchmark sweeps across a fleet of unlike machines, kept honest.
 
-`benchlab.open_catalog(path)` reads a public catalog for notebooks (`benchlab.api`).
+`benchlab.open_catalog(path)` reads a public catalog for notebooks (`benchlab.query.api`).
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "open_catalog"]
 
 if TYPE_CHECKING:
-    from benchlab.api import open_catalog
+    from benchlab.query.api import open_catalog
 
 
 def __getattr__(name: str) -> Any:
     """`open_catalog` on first use: `import benchlab` stays cheap for the CLI and the agent
     bundle, which never read a catalog this way."""
     if name == "open_catalog":
-        from benchlab.api import open_catalog
+        from benchlab.query.api import open_catalog
 
         return open_catalog
     raise AttributeError(f"module 'benchlab' has no attribute {name!r}")

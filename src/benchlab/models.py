@@ -213,7 +213,7 @@ class ModelInfo(_Open):
 class GateInfo(_Open):
     """A gate's verdict on one run (`manifest.json` `gate`, and `gate.json` in the run dir).
 
-    Written by benchlab.sweep.gates when a sweep declares gates (`bench run --publish`,
+    Written by benchlab.detect.gates when a sweep declares gates (`bench run --publish`,
     `bench regression --gates`). The v1 format's four fields come first; the rest say what was
     compared with what, so a failed gate can be read without re-running anything.
     """
@@ -765,9 +765,25 @@ class SweepConfig(_Closed):
     )
     gates: list[GateConfig] = Field(
         default_factory=list,
-        description="Gates each ok point is checked against (benchlab.sweep.gates); the verdict "
+        description="Gates each ok point is checked against (benchlab.detect.gates); the verdict "
         "goes into the run's manifest by `bench run --publish` or `bench regression --gates`.",
     )
+
+
+AXES = (
+    "device",
+    "backend",
+    "model",
+    "precision",
+    "mode",
+    "threads",
+    "prompt_tokens",
+    "gen_tokens",
+    "batch_sizes",
+    "params",
+)
+"""A sweep matrix's axes, in product order: the first axis varies slowest (`sweep.expand`
+expands them; a run's README lists them)."""
 
 
 class RunSpec(_Closed):

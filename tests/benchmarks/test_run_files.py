@@ -18,9 +18,9 @@ import pytest
 from tests.kit.configs import write_sweep
 
 from benchlab.benchmarks.readme import README
+from benchlab.catalog.schemas import validate
 from benchlab.layout import Store
 from benchlab.models import CommandWorkload, GitInfo, RunRecord
-from benchlab.schemas import validate
 from benchlab.sweep.attempt import Runner
 from benchlab.sweep.config import load_sweep_config
 from benchlab.sweep.expand import expand

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from tests.catalog.test_marks import fleet  # noqa: F401 (a fixture)
 
-from benchlab.api import open_catalog
 from benchlab.catalog import gate
 from benchlab.catalog.read import load_catalog
+from benchlab.detect.stats import is_outlier
 from benchlab.errors import SchemaError
-from benchlab.stats import is_outlier
+from benchlab.query.api import open_catalog
 
 Bench = Callable[..., tuple[int, str, str]]
 

@@ -20,8 +20,8 @@ from benchlab.catalog.marking import write_mark
 from benchlab.catalog.marks import REASON_FIELD, merge_marks
 from benchlab.catalog.merge import merge_heads
 from benchlab.catalog.read import load_catalog
+from benchlab.detect.stats import OUTLIER_TAG, is_outlier
 from benchlab.layout import RECORD, Store
-from benchlab.stats import OUTLIER_TAG, is_outlier
 
 Bench = Callable[..., tuple[int, str, str]]
 

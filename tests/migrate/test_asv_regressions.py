@@ -7,7 +7,7 @@ benchmarks (a regression still in effect from commit 5; one at commits 4-7, fixe
 commit 8; a flat one) give asv and us the same numbers on any machine; time_open, a sleep
 doubled from commit 5 on, is a real timing (on a busy machine asv may list a chance jump of
 it as well, so only its planted commit is required of both). The results are imported with
-`bench migrate`, the catalog is built, and `benchlab.regress.detect` must report each
+`bench migrate`, the catalog is built, and `benchlab.detect.regress.detect` must report each
 regression asv lists for a track_ benchmark, at the same first bad commit, still open; the
 fixed one, which asv does not list, must be two steps (the regression and its fix)."""
 
@@ -23,7 +23,7 @@ from tests.kit.catalog import catalog_doc
 from tests.kit.oracle import need_programs
 
 from benchlab.cli import main
-from benchlab.regress import Step, detect
+from benchlab.detect.regress import Step, detect
 
 MAKE = Path(__file__).parent / "make_asv_history.sh"
 

@@ -14,11 +14,7 @@ from tests.kit.catalog import catalog_doc
 from tests.kit.configs import write_sweep
 
 from benchlab.cli import main
-from benchlab.errors import ConfigError
-from benchlab.layout import Store, read_json
-from benchlab.models import GateConfig
-from benchlab.sweep.config import parse_sweep_config
-from benchlab.sweep.gates import (
+from benchlab.detect.gates import (
     DEFAULT_GATE,
     FAILED,
     PASSED,
@@ -27,6 +23,10 @@ from benchlab.sweep.gates import (
     default_gates,
     evaluate,
 )
+from benchlab.errors import ConfigError
+from benchlab.layout import Store, read_json
+from benchlab.models import GateConfig
+from benchlab.sweep.config import parse_sweep_config
 
 
 def test_bounds() -> None:

@@ -21,7 +21,7 @@ from tests.kit.catalog import write_v3_catalog
 from tests.kit.cli import run_cli
 from tests.kit.entries import make_entry
 
-import benchlab.pool
+import benchlab.runtime.pool
 from benchlab.catalog.read import METRICS, load_catalog
 from benchlab.catalog.shards import LAYOUT, render_shard, shard_name
 from benchlab.catalog.upgrade import CATALOG_V3
@@ -419,7 +419,7 @@ def test_a_changed_shard_is_read_again_and_the_others_reused(
 
 def test_worker_processes_read_a_cold_cache(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(columnar, "PARALLEL_SHARDS", 1)
-    monkeypatch.setattr(benchlab.pool, "cpus", lambda: 2)
+    monkeypatch.setattr(benchlab.runtime.pool, "cpus", lambda: 2)
     path = write_v3(store, _fleet())
     columns = open_columns(path, min_bytes=0)
     loaded = load_catalog(path)

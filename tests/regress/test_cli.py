@@ -179,7 +179,7 @@ def test_a_window_past_the_calendar_is_one_line(
     err = capsys.readouterr().err
     assert "Traceback" not in err and "at most 100000" in err
     assert main([*base, "--window", "100000", "--format", "json"]) == 1  # every run counts
-    from benchlab.regress import window_start
+    from benchlab.detect.regress import window_start
 
     assert window_start([{"timestamp": "2025-01-06T00:00:00Z"}], 1e6) is None
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from tests.regress.test_regress import entries
 
-from benchlab.noise import bimodal_gap, demode, mode_labels
-from benchlab.regress import detect
+from benchlab.detect.noise import bimodal_gap, demode, mode_labels
+from benchlab.detect.regress import detect
 
 
 @pytest.mark.parametrize("at", [3, 6, 11])

@@ -7,9 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlab.errors import QueryError
-from benchlab.identity import series_id
-from benchlab.regress import (
+from benchlab.detect.regress import (
     _ranks,
     best_split,
     compare_latest,
@@ -18,6 +16,8 @@ from benchlab.regress import (
     histories,
     parse_threshold,
 )
+from benchlab.errors import QueryError
+from benchlab.identity import series_id
 
 
 def noisy(levels: list[tuple[int, float]], cov: float = 0.02, seed: int = 1) -> list[float]:
@@ -242,7 +242,7 @@ def test_one_newest_run_beyond_the_rest_is_not_a_suspect() -> None:
 
 
 def test_fisher_combined_matches_the_chi_squared_tail() -> None:
-    from benchlab.regress import fisher_combined
+    from benchlab.detect.regress import fisher_combined
 
     assert fisher_combined([0.05]) == pytest.approx(0.05)
     assert fisher_combined([0.05, 0.05]) == pytest.approx(0.0175, abs=1e-4)
@@ -250,7 +250,7 @@ def test_fisher_combined_matches_the_chi_squared_tail() -> None:
 
 
 def test_the_window_is_counted_back_from_the_newest_run() -> None:
-    from benchlab.regress import recent, window_start
+    from benchlab.detect.regress import recent, window_start
 
     history = entries(noisy([(20, 100.0), (20, 80.0)]))
     since = window_start(history, 1)

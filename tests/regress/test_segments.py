@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.regress.test_regress import entries, noisy
 
-from benchlab.regress import (
+from benchlab.detect.regress import (
     Step,
     compare_latest,
     control_fdr,
@@ -24,7 +24,7 @@ from benchlab.regress import (
     segments,
     window_start,
 )
-from benchlab.segment import (
+from benchlab.detect.segment import (
     SMALL,
     _despike_numpy,
     _last_numpy,
@@ -33,7 +33,7 @@ from benchlab.segment import (
     despike,
     noise_scale,
 )
-from benchlab.stats import OUTLIER_TAG
+from benchlab.detect.stats import OUTLIER_TAG
 
 
 def test_a_regression_later_fixed_is_two_steps_and_not_open() -> None:
@@ -212,7 +212,7 @@ def test_a_long_history_is_cut_where_the_exact_programme_cuts_it(
     """Past `LONG` runs the partition is coarse to fine (a million-run fleet's 2,000-run
     histories made the exact O(n^2) programme most of a site build): steps anywhere, a
     pulse of 30 runs among them, land on the runs the exact programme picks."""
-    import benchlab.segment as segment
+    import benchlab.detect.segment as segment
 
     rng = np.random.default_rng(seed)
     n = 1500

@@ -301,8 +301,8 @@ def test_colour_by_what_differs_most_a_second_channel_within_a_colour_and_the_to
 
 
 def test_series_chart_draws_band_steps_and_threshold_and_downsamples():
+    from benchlab.detect.regress import detect
     from benchlab.publish.charts import MAX_POINTS, series_chart
-    from benchlab.regress import detect
 
     values = [100.0 + (i % 5) for i in range(400)] + [70.0 + (i % 5) for i in range(20)]
     runs = [

@@ -18,6 +18,7 @@ from home_scenario import OLD_STEP_DAY, scenario_runs
 from site_factory import START, write_entries
 from test_browser import Watched, serve
 
+from benchlab.detect.regress import Step
 from benchlab.publish.build import build_site, expand
 from benchlab.publish.data import load_public
 from benchlab.publish.detection import (
@@ -30,7 +31,6 @@ from benchlab.publish.detection import (
 )
 from benchlab.publish.site import render_pages
 from benchlab.publish.sparkline import MAX_POINTS, sparkline
-from benchlab.regress import Step
 
 
 def _rows(text: str, table_id: str) -> list[list[str]]:
@@ -137,7 +137,7 @@ def test_window_sets_aside_stamps_after_the_build_time():
 
 
 def _step(before: float, after: float, day: int, metric: str = "peak_tok_per_sec") -> Step:
-    from benchlab.regress import _kind
+    from benchlab.detect.regress import _kind
 
     change = (after - before) / before
     stamp = f"2025-01-{day:02d}T00:00:00Z"

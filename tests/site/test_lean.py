@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from benchlab.cli import main
+from benchlab.detect.regress import detect
 from benchlab.identity import series_of
 from benchlab.layout import Store
 from benchlab.publish.charts import shown
@@ -24,7 +25,6 @@ from benchlab.publish.detection import (
 )
 from benchlab.publish.links import page_names
 from benchlab.publish.site import render_pages
-from benchlab.regress import detect
 
 
 def _v3(store_root) -> Store:
@@ -132,7 +132,7 @@ def site_steps(data: PublicData, runs: int) -> tuple:
 def _forking(monkeypatch, runs: int) -> None:
     """`beside` forks from `runs` ok runs on, on this machine's CPUs or more."""
     import benchlab.publish.workers as workers_module
-    from benchlab.pool import inherits
+    from benchlab.runtime.pool import inherits
 
     if not inherits():
         pytest.skip("no fork here: `beside` renders in-process only")
@@ -243,7 +243,7 @@ def test_the_levels_segmented_ahead_are_every_window_the_pages_read(fleet_store,
     """`beside` has each process segment half the level windows ahead of the pages and
     swap them: a window that the pages read and the halves missed would be segmented in
     both processes again."""
-    import benchlab.regress as regress_module
+    import benchlab.detect.regress as regress_module
     from benchlab.publish.context import SiteContext
     from benchlab.publish.pages.compare import compare_page
     from benchlab.publish.pages.home import home_page

@@ -1,4 +1,4 @@
-"""The site without fork (macOS, Windows): `benchlab.pool` spawns the step detector's
+"""The site without fork (macOS, Windows): `benchlab.runtime.pool` spawns the step detector's
 workers and renders the pages in-process, and the site is the same as with fork."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import benchlab.pool as pool
 import benchlab.publish.detection as detection_module
 import benchlab.publish.site as site_module
+import benchlab.runtime.pool as pool
 from benchlab.cli import main
 from benchlab.errors import ConfigError
 from benchlab.layout import Store
@@ -18,7 +18,7 @@ from benchlab.publish.data import load_public
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The start method of every pool `benchlab.pool` opens (the real pools still run)."""
+    """The start method of every pool `benchlab.runtime.pool` opens (the real pools still run)."""
     methods: list[str] = []
     real = pool.context
 

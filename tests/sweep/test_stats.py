@@ -1,4 +1,4 @@
-"""benchlab.stats against published values (t tables; textbook examples)."""
+"""benchlab.detect.stats against published values (t tables; textbook examples)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchlab import stats
+from benchlab.detect import stats
 
 
 def test_mean_and_sample_stddev_of_a_textbook_example() -> None:

@@ -14,6 +14,8 @@ from tests.system.test_lower_is_better import write_catalog
 
 from benchlab.catalog.read import ENTRY_FIELDS, METRICS, LoadedCatalog
 from benchlab.catalog.shards import render_shard
+from benchlab.detect.gates import FAILED, PASSED, evaluate
+from benchlab.detect.regress import compare_latest, detect
 from benchlab.metrics import REGISTRY, derive, lower_is_better, unit_of
 from benchlab.models import GateConfig
 from benchlab.observe.exporter import _point_families
@@ -21,8 +23,6 @@ from benchlab.observe.exposition import render
 from benchlab.query.colcache import MODE_ENV
 from benchlab.query.compare import _axis_speedup
 from benchlab.query.verbs import compare_runs
-from benchlab.regress import compare_latest, detect
-from benchlab.sweep.gates import FAILED, PASSED, evaluate
 
 LATENCIES = ("decode_ms_per_token", "ttft_ms")
 

@@ -16,7 +16,7 @@ Figures, per detector:
 
 Detectors: "asv" is `asv.step_detect.detect_steps` (asv's penalised L1 segmentation,
 `solve_potts_autogamma`; every segment boundary is a step) on the series as times
-(1/throughput); "ours" is `benchlab.regress.detect` over the whole catalog at once
+(1/throughput); "ours" is `benchlab.detect.regress.detect` over the whole catalog at once
 (confirmed and suspect steps, the false discovery rate controlled across all series);
 "before" (with `--before REV`) is `detect` as it was at that git revision.
 
@@ -26,7 +26,7 @@ effect at the newest run. Truth: an open step down, and the fall back of an upwa
 "ours" is the steps with `kind == "regression"` and `open`. "fixed listed" counts the
 regressions that were later undone (downward pulses) listed as open, per 100 such.
 
-Then two shapes of noise that is not Gaussian (`benchlab.noise`), per detector: "excursion",
+Then two shapes of noise that is not Gaussian (`benchlab.detect.noise`), per detector: "excursion",
 series of 13, 15, 30 or 60 runs (1-2 % Gaussian noise) where one interior run dips 30 % and
 the next comes back: steps reported per 100 series (each one false; ours reports the run as
 an `outlier`, not counted); "bimodal", a box that flips between two clock speeds 15, 20 or
@@ -41,6 +41,7 @@ Last, the fleet-scale time: `detect` over 430 series of 15 runs.
 from __future__ import annotations
 
 import argparse
+import importlib
 import subprocess
 import sys
 import time
@@ -51,8 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.detect.regress import detect
 from benchlab.identity import series_id
-from benchlab.regress import detect
 
 MODELS = ("gaussian", "uniform", "t3", "laplace", "bimodal", "drift", "outliers")
 KINDS = ("old", "recent", "pulse")
@@ -229,13 +230,19 @@ class _Reported:
 
 
 def load_before(rev: str) -> types.ModuleType:
-    """`benchlab.regress` as it was at git revision `rev`, as a module of its own."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:src/benchlab/regress.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    """`benchlab.detect.regress` as it was at git revision `rev`, as a module of its own."""
+    for path in ("src/benchlab/detect/regress.py", "src/benchlab/regress.py"):  # moved
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:{path}"], check=False, capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            break
+    shown.check_returncode()
+    source = shown.stdout
+    for name in ("noise", "segment", "stats"):  # their home before detect/ (today's code)
+        sys.modules.setdefault(
+            f"benchlab.{name}", importlib.import_module(f"benchlab.detect.{name}")
+        )
     module = types.ModuleType("regress_before")
     sys.modules["regress_before"] = module
     exec(compile(source, f"{rev}:regress.py", "exec"), module.__dict__)

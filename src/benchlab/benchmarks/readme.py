@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab import __version__
-from benchlab.models import RunSpec
-from benchlab.sweep.expand import AXES
+from benchlab.models import AXES, RunSpec
 
 README = "README.md"
 _FIRST_RUN = re.compile(r"^<first-run-(?P<machine>.+)>$")

@@ -10,7 +10,7 @@ from typing import Any
 from benchlab.layout import (
     Store,
 )
-from benchlab.locks import ExclusiveFile
+from benchlab.runtime.locks import ExclusiveFile
 
 log = logging.getLogger("benchlab.catalog")
 

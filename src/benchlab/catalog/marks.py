@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from benchlab.catalog.format import CLEARED, MARKED, MARKS
-from benchlab.stats import OUTLIER_TAG
+from benchlab.detect.stats import OUTLIER_TAG
 
 REASON_FIELD = "outlier_reason"
 """The key under which readers hand out a marked run's reason (never stored in a shard)."""

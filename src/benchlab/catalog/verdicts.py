@@ -25,10 +25,10 @@ import orjson
 from benchlab.catalog.format import GATE_STATUSES, decode_entry, encode_line
 
 if TYPE_CHECKING:
+    from benchlab.detect.gates import GateBook
     from benchlab.layout import Store
     from benchlab.models import GateInfo
     from benchlab.redact import Policy
-    from benchlab.sweep.gates import GateBook
 
 log = logging.getLogger("benchlab.catalog")
 
@@ -40,7 +40,7 @@ def detail_of(info: GateInfo) -> str | None:
     """The one line that explains a verdict that did not pass: the check shown (the first
     that did not pass) and what it found, at most DETAIL_MAX characters. None for a pass:
     at a million runs every byte of an entry counts, and a pass needs no explaining."""
-    from benchlab.sweep.gates import PASSED, shown
+    from benchlab.detect.gates import PASSED, shown
 
     check = shown(info)
     if info.status == PASSED or not check.detail:
@@ -87,7 +87,7 @@ class Judge:
         self.judged = 0
 
     def _book(self, machine: str) -> GateBook:
-        from benchlab.sweep.gates import DEFAULT_GATE, GateBook
+        from benchlab.detect.gates import DEFAULT_GATE, GateBook
 
         book = self.books.get(machine)
         if book is None:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab import pool
 from benchlab.catalog.extract import (
     check_public_entry,
     extract_entry,
@@ -30,6 +29,7 @@ from benchlab.layout import (
     REQUIRED_RUN_FILES,
     Store,
 )
+from benchlab.runtime import pool
 
 # The worker side: a process reads run dirs with the build's policy, scan memo and options.
 _WORKER: dict[str, Any] = {}

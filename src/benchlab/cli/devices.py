@@ -115,8 +115,8 @@ def _fleet(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from benchlab.layout import Store, find_store
+    from benchlab.observe.fleet import fleet_report
     from benchlab.query.render import Column, Section, emit
-    from benchlab.sweep.fleet import fleet_report
 
     devices = [asdict(d) for d in fleet_report(Store(find_store()).require())]
     section = Section(

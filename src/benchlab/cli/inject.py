@@ -49,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     from benchlab.errors import ConfigError
     from benchlab.ids import utc_iso
     from benchlab.layout import Store, find_store
+    from benchlab.runtime.bounded_yaml import load_yaml_bounded, read_config_data
     from benchlab.sweep.budget import parse_duration
-    from benchlab.sweep.config import load_yaml_bounded, parse_sweep_config, read_config_data
+    from benchlab.sweep.config import parse_sweep_config
     from benchlab.sweep.expand import MAX_POINTS, expand
     from benchlab.sweep.inject import append_points, pending_path
 

@@ -63,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
 def _mark_record(store: Store, path: Path, *, clear: bool, reason: str | None) -> str:
     """The record's tag and warning, where this clone has the run's record.json (the
     store-relative path written)."""
+    from benchlab.detect.stats import OUTLIER_TAG
     from benchlab.layout import read_model, write_model
     from benchlab.models import RunRecord
-    from benchlab.stats import OUTLIER_TAG
 
     record = read_model(path, RunRecord)
     tags = [tag for tag in record.tags if tag != OUTLIER_TAG]

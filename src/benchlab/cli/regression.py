@@ -110,10 +110,10 @@ def run_gates(args: argparse.Namespace) -> int:
     decides the exit code."""
     import sys
 
+    from benchlab.detect.gates import PASSED, GateBook, latest_per_series, shown
     from benchlab.layout import Store, find_store
     from benchlab.query.render import Column, Section, emit
     from benchlab.sweep.config import load_sweep_config
-    from benchlab.sweep.gates import PASSED, GateBook, latest_per_series, shown
 
     configs = {c.experiment: c for c in (load_sweep_config(path) for path in args.config)}
     book = GateBook(Store(find_store()), machine_id=args.machine, configs=configs)
@@ -166,17 +166,17 @@ def run_gates(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from benchlab.catalog.read import load_catalog
     from benchlab.cli.query import no_match
-    from benchlab.errors import NoMatchError, QueryError
-    from benchlab.layout import Store, find_store
-    from benchlab.query.filters import Filters, check_metric, select
-    from benchlab.query.render import Column, Section, emit
-    from benchlab.regress import (
+    from benchlab.detect.regress import (
         compare_latest,
         detect,
         parse_threshold,
         recent,
         window_start,
     )
+    from benchlab.errors import NoMatchError, QueryError
+    from benchlab.layout import Store, find_store
+    from benchlab.query.filters import Filters, check_metric, select
+    from benchlab.query.render import Column, Section, emit
 
     if args.gates:
         return run_gates(args)

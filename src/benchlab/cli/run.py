@@ -201,8 +201,10 @@ def _run(args: argparse.Namespace) -> int:
             "(`dvc repro` runs it as the catalog stage)",
             file=chatter,
         )
-    if args.publish:  # the catalog without DVC; gate verdicts first (benchlab.sweep.gates says why)
-        from benchlab.sweep.publish import publish_sweep
+    if (
+        args.publish
+    ):  # the catalog without DVC; gate verdicts first (benchlab.detect.gates says why)
+        from benchlab.cli.sweep_publish import publish_sweep
 
         print("\n".join(publish_sweep(store, config)), file=chatter)
     return 1 if failed and args.fail_on_error else 0

@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlab.schemas import stale_schemas, write_schemas
+    from benchlab.catalog.schemas import stale_schemas, write_schemas
 
     if args.write:
         for path in write_schemas(args.dir):

@@ -330,7 +330,7 @@ def checklist(store: Store, machine_id: str) -> list[Check]:
 def _gated_runs(
     store: Store, machine_id: str, full: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], str]:
-    """The full runs whose gates pass, checked now from the run dirs (benchlab.sweep.gates).
+    """The full runs whose gates pass, checked now from the run dirs (benchlab.detect.gates).
 
     A run is judged by the gates its sweep declares, or, when it declares none, by
     gates.DEFAULT_GATE (its headline metric is there and at least half of the previous run of
@@ -340,7 +340,7 @@ def _gated_runs(
     build` put in the entry (`gate`, `gate_detail`: ARCHITECTURE.md, The catalog), so the
     line works from the catalog alone.
     """
-    from benchlab.sweep.gates import DEFAULT_GATE, PASSED, GateBook
+    from benchlab.detect.gates import DEFAULT_GATE, PASSED, GateBook
 
     book = GateBook(store, machine_id=machine_id, default=DEFAULT_GATE)
     passed, failing = [], []

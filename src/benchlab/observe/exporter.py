@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchlab.detect.stats import is_outlier
 from benchlab.errors import StoreError
 from benchlab.files import read_bytes
 from benchlab.identity import series_id, shape
@@ -50,7 +51,6 @@ from benchlab.observe.server import (
     PrereadHandler,
 )
 from benchlab.query.level import current_level
-from benchlab.stats import is_outlier
 from benchlab.sweep.schedule_log import read_retries
 
 log = logging.getLogger("benchlab.observe.exporter")

@@ -13,6 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.regress import Step, window_start
 from benchlab.identity import series_of, version_label
 from benchlab.metrics import CATALOG_METRICS, DECODE, HEADLINE_ORDER
 from benchlab.publish.charts import (
@@ -40,7 +41,6 @@ from benchlab.publish.tables import Table, cell, cell_num, fmt_time, is_hole, li
 from benchlab.publish.templating import chart_script, environment, templates_cache
 from benchlab.query.filters import chronological
 from benchlab.query.level import SeriesLevel, StepMemo, rank_key, segment_windows, series_levels
-from benchlab.regress import Step, window_start
 
 HISTORY_RUNS = 50
 WINDOW_DAYS = 14

@@ -15,9 +15,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 
 from benchlab.catalog.format import Entry
-from benchlab.metrics import DECODE
-from benchlab.pool import cpus, pool_map
-from benchlab.regress import (
+from benchlab.detect.regress import (
     DERIVED,
     Step,
     control_fdr,
@@ -26,7 +24,9 @@ from benchlab.regress import (
     raw_steps,
     sort_key,
 )
-from benchlab.stats import is_outlier
+from benchlab.detect.stats import is_outlier
+from benchlab.metrics import DECODE
+from benchlab.runtime.pool import cpus, pool_map
 
 __all__ = ["DERIVED", "judged_metrics"]
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.regress import Step
 from benchlab.metrics import DEFAULT_METRIC, unit_of
 from benchlab.publish.detection import open_order, open_regressions
 from benchlab.publish.sparkline import sparkline
@@ -30,7 +31,6 @@ from benchlab.publish.tables import (
     link,
     metric_name,
 )
-from benchlab.regress import Step
 
 if TYPE_CHECKING:
     from benchlab.publish.context import SiteContext

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
-from benchlab.stats import is_outlier
+from benchlab.detect.stats import is_outlier
 
 WIDTH = 96
 HEIGHT = 26

@@ -10,12 +10,12 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.regress import Step
 from benchlab.metrics import title
 from benchlab.models import HOLE_TAG
 from benchlab.publish.links import Links
 from benchlab.publish.measures import unstable_badge
 from benchlab.query.level import SeriesLevel
-from benchlab.regress import Step
 
 
 def fmt_num(value: float | None, digits: int = 1) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchlab.pool import context, cpus, inherits, pool_map
 from benchlab.publish.context import Shared, SiteContext
 from benchlab.publish.links import Links
+from benchlab.runtime.pool import context, cpus, inherits, pool_map
 
 PageFn = Callable[[SiteContext, str], None]
 """A page of one series: `fn(site, sid)` writes its files into the site."""

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.catalog.read import LoadedCatalog
+from benchlab.detect.stats import summarize, t_quantile
 from benchlab.errors import NoMatchError, QueryError
 from benchlab.identity import (
     IDENTITY_FIELDS,
@@ -59,7 +60,6 @@ from benchlab.metrics import (
 )
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
-from benchlab.stats import summarize, t_quantile
 
 COMPARE_AXES = ("build", "revision", "machine")
 MATCHES = ("exact", "best")

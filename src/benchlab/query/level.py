@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlab.detect.stats import is_outlier, summarize
 from benchlab.identity import series_of
 from benchlab.metrics import DEFAULT_MAX_CV, lower_is_better
-from benchlab.stats import is_outlier, summarize
 
 LEVEL_WINDOW = 64
 """The newest runs of a history that the segmentation looks at (see the module notes)."""
@@ -86,7 +86,7 @@ def window_key(window: Sequence[float]) -> str:
 
 def segment_start(values: Sequence[float], memo: StepMemo | None = None) -> tuple[int, int]:
     """(index of the newest segment's first value, steps found in the window)."""
-    from benchlab.regress import find_steps
+    from benchlab.detect.regress import find_steps
 
     low = max(0, len(values) - LEVEL_WINDOW)
     window = [float(v) for v in values[low:]]
@@ -318,7 +318,7 @@ def _detector_stamp() -> list[int]:
     """The detector's source file as (size, mtime_ns): a changed segmentation voids the memo."""
     import os
 
-    from benchlab import regress
+    from benchlab.detect import regress
 
     stat = os.stat(regress.__file__)
     return [stat.st_size, stat.st_mtime_ns, LEVEL_WINDOW]

@@ -268,7 +268,7 @@ def _judgement_facts(entry: dict[str, Any]) -> list[tuple[str, Any]]:
     """The catalog's verdicts on a run (ARCHITECTURE.md, The catalog: marks and verdicts):
     its gate (`gate`, with `gate_detail`), then its outlier mark and the mark's reason."""
     from benchlab.catalog.marks import REASON_FIELD
-    from benchlab.stats import is_outlier
+    from benchlab.detect.stats import is_outlier
 
     gate, detail = entry.get("gate"), entry.get("gate_detail")
     mark = None

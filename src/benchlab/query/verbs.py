@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from benchlab.catalog.read import DEFAULT_METRIC, METRICS, LoadedCatalog
+from benchlab.detect.stats import is_outlier
 from benchlab.errors import QueryError
 from benchlab.identity import build_label, series_of
 from benchlab.metrics import HEADLINE, LOWER_IS_BETTER, declared_metrics, lower_is_better, unit_of
@@ -33,7 +34,6 @@ from benchlab.query.filters import (
 )
 from benchlab.query.level import SeriesLevel, StepMemo, best_levels, series_levels
 from benchlab.query.show import resolve_run_id
-from benchlab.stats import is_outlier
 
 if TYPE_CHECKING:
     from benchlab.query.colcache import Columns

@@ -24,92 +24,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from benchlab.catalog.gate import MAX_INT
-from benchlab.errors import BenchlabError, ConfigError, StoreError
-from benchlab.files import SMALL_CAP, read_optional_text
+from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import check_id, check_name, hidden_character
 from benchlab.models import ResourceGroupConfig, RunSpec, SweepConfig
+from benchlab.runtime.bounded_yaml import read_config_data
 from benchlab.sweep.placeholders import unknown_placeholders
 
 _DEVICE_TEMPLATED = ("command", "workdir", "python", "env", "host", "identity_file")
 _NAME_AXES = ("device", "backend", "model", "precision", "mode")
 """Matrix axes whose values are names that reach ids, the catalog and the site."""
-
-MAX_CONFIG_BYTES = 1024 * 1024
-"""A sweep config is a page of YAML; a megabyte is already not one."""
-MAX_YAML_NODES = 100_000
-"""Nodes after every alias is expanded: a real config has hundreds, a bomb has billions."""
-MAX_YAML_DEPTH = 64
-"""Nesting a real config never reaches; the parser recurses once per level."""
-
-
-def _check_yaml_graph(root: yaml.Node, where: str) -> None:
-    """Refuse a node graph whose aliases expand past MAX_YAML_NODES, or that nests too deep.
-
-    Why here, between composing and constructing: PyYAML shares an aliased node, so the
-    composed graph stays small, but everything downstream (validation, expansion, hashing)
-    walks the expanded tree. The expanded size is counted once per distinct node (memoised),
-    so the check is linear in the file, not in what it expands to. A node that contains
-    itself is refused too.
-    """
-    size: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
-    while stack:
-        node, depth, children_done = stack.pop()
-        key = id(node)
-        if depth > MAX_YAML_DEPTH:
-            raise ConfigError(f"{where}: nested deeper than {MAX_YAML_DEPTH} levels; refused")
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        if children_done:
-            on_path.discard(key)
-            total = 1 + sum(size[id(child)] for child in children)
-            if total > MAX_YAML_NODES:
-                raise ConfigError(
-                    f"{where}: YAML aliases expand to more than {MAX_YAML_NODES} nodes; "
-                    "refused (write the values out, or use fewer nested aliases)"
-                )
-            size[key] = total
-            continue
-        if key in size:
-            continue
-        if key in on_path:
-            raise ConfigError(f"{where}: a YAML alias refers to itself; refused")
-        on_path.add(key)
-        stack.append((node, depth, True))
-        for child in children:
-            if id(child) in on_path:
-                raise ConfigError(f"{where}: a YAML alias refers to itself; refused")
-            if id(child) not in size:
-                stack.append((child, depth + 1, False))
-
-
-def load_yaml_bounded(text: str, where: str) -> Any:
-    """yaml.safe_load with limits on size, nesting and alias expansion; errors name `where`.
-
-    The pure-Python SafeLoader on purpose: libyaml's C composer (CSafeLoader) segfaults on
-    100k nested `[`, where the Python one raises RecursionError, which is caught here.
-    """
-    if len(text) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{where}: larger than {MAX_CONFIG_BYTES} bytes; refused")
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _check_yaml_graph(node, where)
-        return loader.construct_document(node)
-    except RecursionError:
-        raise ConfigError(f"{where}: nested too deep to parse; refused") from None
-    finally:
-        loader.dispose()
 
 
 def load_sweep_config(path: str | Path, *, max_points: int | None = None) -> SweepConfig:
@@ -119,27 +45,6 @@ def load_sweep_config(path: str | Path, *, max_points: int | None = None) -> Swe
     read a config a sweep already ran under (gates, regression, inject) pass none."""
     where = str(path)
     return parse_sweep_config(read_config_data(path), where, max_points=max_points)
-
-
-def read_config_data(path: str | Path) -> Any:
-    """A config file's YAML, bounded (`load_yaml_bounded`), not yet validated: what
-    `bench inject` lays its axes over before the variant is checked as a whole."""
-    where = str(path)
-    try:
-        text = read_optional_text(path, cap=SMALL_CAP)
-    except StoreError as exc:
-        raise ConfigError(str(exc)) from None
-    if text is None:
-        raise ConfigError(f"{where}: file not found")
-    try:
-        data = load_yaml_bounded(text, where)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        position = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        raise ConfigError(f"{where}: {position}malformed YAML: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{where}: malformed YAML: {exc}") from None
-    return data
 
 
 def parse_sweep_config(

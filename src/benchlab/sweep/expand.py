@@ -28,26 +28,12 @@ from benchlab.catalog.contract import params_problem
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import SPEC_HASH_CHARS, settings_digest
 from benchlab.metrics import declare
-from benchlab.models import Policies, RunSpec, SweepConfig
+from benchlab.models import AXES, Policies, RunSpec, SweepConfig
 from benchlab.redact.public_ids import public_spec_id
 
 MAX_POINTS = 10_000
 """Points (repeats included) a config may expand to unless `--max-points` lifts it: a
 matrix of a million points took a minute and 1.9 GB to list; one axis too many is a typo."""
-
-AXES = (
-    "device",
-    "backend",
-    "model",
-    "precision",
-    "mode",
-    "threads",
-    "prompt_tokens",
-    "gen_tokens",
-    "batch_sizes",
-    "params",
-)
-"""Product order: the first axis varies slowest."""
 
 DEFAULT_MODE = "batch"
 REQUIRED = ("backend", "model", "precision")

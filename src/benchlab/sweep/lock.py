@@ -29,7 +29,7 @@ from typing import Any
 from benchlab.errors import StoreError
 from benchlab.ids import check_id, utc_iso
 from benchlab.layout import LOCK, STOP_REQUEST, Store, atomic_write_json
-from benchlab.locks import ExclusiveFile, holder_is_alive, read_holder
+from benchlab.runtime.locks import ExclusiveFile, holder_is_alive, read_holder
 
 DEVICES_DIR = "devices"
 """`runs/devices/`: the device locks (layout.py owns the store's other names)."""

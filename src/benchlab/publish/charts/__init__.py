@@ -9,7 +9,7 @@ Runs are filtered by the one filter (`query.filters.select`) and grouped by the 
 key (`identity.series_key`, carried by each entry as its `series` id): a run at two threads
 is a line or bar of its own, never a point in the history of the same run at one thread, and
 its label (`identity.series_label`) says so. The trend chart marks the steps the regression
-detector (`benchlab.regress`) finds, in the detector's own series.
+detector (`benchlab.detect.regress`) finds, in the detector's own series.
 
 Every point carries `customdata = [machine, model, precision, run_id, timestamp, series
 label, version, ...]`; the small filter script shipped with the site (assets/benchlab.js)

@@ -14,6 +14,7 @@ from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.catalog.read import entry_curve
+from benchlab.detect.regress import Step, detect, sort_key
 from benchlab.errors import StoreError
 from benchlab.identity import series_id, series_label, series_of, shape, version_label
 from benchlab.layout import read_json
@@ -21,7 +22,6 @@ from benchlab.metrics import DECODE, PEAK
 from benchlab.models import BatchResults
 from benchlab.publish.charts.palette import PALETTE, Look, assign, look
 from benchlab.query.filters import Filters, chronological, select
-from benchlab.regress import Step, detect, sort_key
 
 
 def shown(runs: Iterable[Entry], filters: Filters | None = None) -> list[Entry]:
@@ -205,7 +205,7 @@ class Regression:
 
 
 def find_regressions(runs: Iterable[Entry]) -> list[Regression]:
-    """The regressions `benchlab.regress.detect` finds in the runs' series, oldest first."""
+    """The regressions `benchlab.detect.regress.detect` finds in the runs' series, oldest first."""
     runs = list(runs)
     by_id = {r["run_id"]: r for r in runs}
     found = []

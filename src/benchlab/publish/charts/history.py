@@ -10,6 +10,8 @@ from statistics import median
 from typing import Any
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.regress import Step, sort_key
+from benchlab.detect.stats import is_outlier
 from benchlab.identity import series_of, version_label
 from benchlab.metrics import BASELINE, DEFAULT_METRIC, HEADLINE_ORDER, get, unit_of
 from benchlab.publish.charts.base import (
@@ -28,8 +30,6 @@ from benchlab.publish.charts.base import (
 from benchlab.publish.charts.layout import METRIC_TITLES, base_layout, log_y_if_wide, top
 from benchlab.publish.charts.palette import PALETTE
 from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable
-from benchlab.regress import Step, sort_key
-from benchlab.stats import is_outlier
 
 TREND_METRICS = (*HEADLINE_ORDER, BASELINE.name)
 """The throughputs a trend chart offers, the first present drawn first: llama-bench

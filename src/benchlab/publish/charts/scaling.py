@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.regress import sort_key
 from benchlab.identity import series_id, series_label
 from benchlab.metrics import DECODE, lower_is_better, unit_of
 from benchlab.publish.charts.base import (
@@ -28,7 +29,6 @@ from benchlab.publish.charts.layout import (
     numeric_axis,
     pool,
 )
-from benchlab.regress import sort_key
 
 
 def scaling_chart(

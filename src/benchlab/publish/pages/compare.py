@@ -72,11 +72,11 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
     """A summary file per value of each axis (`_summary`); returns the index the page
     embeds: each axis's values, its matches, the metrics' units and directions, and the t
     quantiles the page's significance test reads (`stats.t_quantile`'s own table)."""
+    from benchlab.detect.stats import T_975, Z_975
     from benchlab.identity import series_of, test_names
     from benchlab.metrics import lower_is_better, unit_of
     from benchlab.query.compare import ROW_METRICS, gather, row_test
     from benchlab.query.filters import chronological
-    from benchlab.stats import T_975, Z_975
 
     ok_runs = chronological(run for history in site.groups.ok_of.values() for run in history)
     index: dict[str, Any] = {

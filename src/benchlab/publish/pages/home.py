@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.regress import Step, recent
 from benchlab.ids import slug
 from benchlab.metrics import DECODE, PEAK
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
@@ -26,7 +27,6 @@ from benchlab.publish.tables import (
     neg,
     steps_table,
 )
-from benchlab.regress import Step, recent
 
 RECENT_RUNS = 25
 CHANGES_LIMIT = 50

@@ -8,8 +8,8 @@ from benchlab.publish.open_steps import events, site_open
 from benchlab.publish.tables import neg, steps_table
 
 REGRESSIONS_METHOD = (
-    "step detection of benchlab.regress: the whole history segmented, a test per step and an "
-    "effect size gate against the series' own noise, the false discovery rate kept across "
+    "step detection of benchlab.detect.regress: the whole history segmented, a test per step "
+    "and an effect size gate against the series' own noise, the false discovery rate kept across "
     "series, plus a tail check for steps too recent to confirm"
 )
 

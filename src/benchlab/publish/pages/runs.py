@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.stats import is_outlier
 from benchlab.identity import shape, version_label
 from benchlab.publish.charts import label
 from benchlab.publish.context import SiteContext
@@ -13,7 +14,6 @@ from benchlab.publish.links import series_file
 from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable, measure_rows
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
-from benchlab.stats import is_outlier
 
 _DETAIL_SKIP = frozenset({"path", "series", "gate", "gate_detail", "outlier_reason"})
 

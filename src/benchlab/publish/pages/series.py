@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlab.catalog.format import Entry
+from benchlab.detect.regress import Step
+from benchlab.detect.stats import is_outlier
 from benchlab.identity import SERIES_FIELDS, version_label
 from benchlab.metrics import DECODE, DEFAULT_MAX_CV, DEFAULT_METRIC, HEADLINE_ORDER, PEAK, REGISTRY
 from benchlab.publish.charts import Chart, builds_chart, downsample, label, series_chart
@@ -30,8 +32,6 @@ from benchlab.publish.tables import Table, is_hole, neg, steps_table
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
 from benchlab.query.level import StepMemo, current_level
-from benchlab.regress import Step
-from benchlab.stats import is_outlier
 
 POINT_FIELDS = 8
 """A chart point's shared customdata (`charts.base.point_data` less chart extras): traces

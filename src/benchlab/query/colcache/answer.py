@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.catalog.read import METRICS
+from benchlab.detect.stats import is_outlier
 from benchlab.metrics import LOWER_IS_BETTER, learn, lift
 from benchlab.query.colcache.arrays import (
     _INLINE,
@@ -30,7 +31,6 @@ from benchlab.query.level import (
     current_level,
     segment_mean,
 )
-from benchlab.stats import is_outlier
 
 _STAND_INS: dict[str, Callable[[Any], dict[str, Any]]] = {
     # One entry per distinct value, carrying only the fields the filters of that column read.

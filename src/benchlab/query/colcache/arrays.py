@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 import orjson
 
-from benchlab import pool
 from benchlab.catalog.read import METRICS
 from benchlab.catalog.shards import decode_entry
 from benchlab.identity import series_of
 from benchlab.metrics import EXTRA_FIELD, declarations
 from benchlab.query.colcache.key import FORMAT, SEGMENT_DIR, Unanswerable
+from benchlab.runtime import pool
 
 logger = logging.getLogger(__name__)
 

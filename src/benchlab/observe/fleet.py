@@ -17,6 +17,7 @@ from typing import Any
 
 from benchlab.errors import BenchlabError
 from benchlab.layout import RECORD, SCHEDULE, SWEEP_STATE, Store, read_json
+from benchlab.observe.health import report
 from benchlab.sweep.history import HISTORY, fitness_of, line_machine, read_history
 from benchlab.sweep.schedule_log import all_sessions
 
@@ -77,7 +78,6 @@ def sweep_machines(store: Store, sweep_dir: Path, devices: set[str]) -> dict[str
 def fleet_report(store: Store, *, window: int = 20) -> list[FleetDevice]:
     """Each sweep's per-device report summed per (machine, device), and fitness from each
     device's own history lines."""
-    from benchlab.observe.health import report
 
     totals: dict[tuple[str, str], FleetDevice] = {}
     sweeps = sorted(p for p in store.sweeps_dir.glob("*") if (p / SWEEP_STATE).is_file())

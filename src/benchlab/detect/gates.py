@@ -24,11 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.errors import BenchlabError
+from pydantic import ValidationError
+
+from benchlab.errors import BenchlabError, ConfigError
 from benchlab.identity import series_key
 from benchlab.layout import MANIFEST, RECORD, SWEEP_STATE, read_json, read_model, write_model
 from benchlab.metrics import HEADLINE_ORDER, lower_is_better
 from benchlab.models import GateConfig, GateInfo, RunManifest, SweepConfig
+from benchlab.runtime.bounded_yaml import read_config_data
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
@@ -236,6 +239,19 @@ class Verdict:
     written: bool = False
 
 
+def declared_gates(path: Path) -> SweepConfig:
+    """The sweep config at `path` as far as its gates need: read within bounds and validated
+    by the model, without the sweep's cross-checks of its matrix and devices (they held when
+    the sweep ran, and they belong to `sweep.config`, a floor above this one)."""
+    data = read_config_data(path)
+    try:
+        return SweepConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+
+
 class GateBook:
     """The store's ok runs (one machine's, or all), their sweeps' gates, and their baselines.
 
@@ -283,8 +299,6 @@ class GateBook:
         return list(config.gates) if config is not None else []
 
     def _load_config(self, experiment: str) -> SweepConfig | None:
-        from benchlab.sweep.config import load_sweep_config
-
         state_path = self.store.sweep_dir(experiment) / SWEEP_STATE
         try:
             state = read_json(state_path) if state_path.is_file() else {}
@@ -299,7 +313,7 @@ class GateBook:
         for path in candidates:
             if path.is_file():
                 try:
-                    return load_sweep_config(path)
+                    return declared_gates(path)
                 except BenchlabError as exc:
                     self.warnings.append(f"gates of {experiment}: {exc}")
                     return None

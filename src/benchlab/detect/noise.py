@@ -135,7 +135,7 @@ def demode(values: Sequence[float]) -> tuple[list[float], float | None]:
     labels = mode_labels(values, gap)
     if not any(labels):
         return list(values), None
-    from benchlab.segment import noise_scale
+    from benchlab.detect.segment import noise_scale
 
     ratio = math.exp(gap)
     flat = [v / ratio if label else v for v, label in zip(values, labels, strict=True)]

@@ -23,7 +23,7 @@ The method, in four steps (ARCHITECTURE.md, Regression detection):
    does not explain the two segments as well as a step does. The weakest failing cut goes,
    the rest are tested again, until every cut passes.
 
-Across the many series of a catalog, `benchlab.regress.control_fdr` keeps the false
+Across the many series of a catalog, `benchlab.detect.regress.control_fdr` keeps the false
 discovery rate at the significance level (Benjamini-Hochberg over the series' p-values).
 """
 

@@ -1,6 +1,6 @@
 """Regression detection over run history: latest-versus-baseline checks and step detection.
 
-Step detection segments each series' *whole* history (`benchlab.segment`: noise scale from
+Step detection segments each series' *whole* history (`benchlab.detect.segment`: noise scale from
 trimmed first differences, outlier runs clipped to the running median, optimal partitioning
 with a penalty per cut, then a test per cut against its neighbouring segments: a z-test
 with the series' own noise and a Bonferroni factor for the places the cut could have been,
@@ -46,6 +46,8 @@ from itertools import pairwise
 from statistics import median
 from typing import Any, Literal
 
+from benchlab.detect.noise import demode
+from benchlab.detect.stats import is_outlier
 from benchlab.errors import QueryError
 from benchlab.identity import series_label, series_of, version_label
 from benchlab.metrics import (
@@ -56,8 +58,6 @@ from benchlab.metrics import (
     declared_metrics,
     lower_is_better,
 )
-from benchlab.noise import demode
-from benchlab.stats import is_outlier
 
 REPORT_FIELDS = ("machine_id", "model", "precision", "backend", "mode", "threads")
 """The identity fields a report row repeats as columns; `series` and `label` name the rest."""
@@ -289,7 +289,7 @@ def find_steps(
 ) -> list[tuple[int, float]]:
     """Every step of the whole history: (first index after the step, p-value), in order.
 
-    The segmentation of `benchlab.segment` (module docstring): optimal partitioning of the
+    The segmentation of `benchlab.detect.segment` (module docstring): optimal partitioning of the
     despiked series, then a test per cut against its neighbouring segments. A cut counts
     when its p-value is below `alpha` AND the segment medians differ by at least
     `min_change` (relative) AND by `min_effect` deviations of the series' own noise (more
@@ -298,7 +298,7 @@ def find_steps(
     rank scan (`best_split`); the cut test is analytic and uses neither.
     """
     del permutations, seed
-    from benchlab.segment import find_cuts
+    from benchlab.detect.segment import find_cuts
 
     cuts = find_cuts(
         values,
@@ -321,7 +321,7 @@ def segments(
     """[start, end) of every segment of constant level in `values`, oldest first: the cuts
     of `find_steps` and, where the newest runs stand outside every run since the last cut
     (`tail_step`, a suspect), a last segment of those runs. An empty series has none."""
-    from benchlab.segment import segment_bounds
+    from benchlab.detect.segment import segment_bounds
 
     if not values:
         return []
@@ -429,7 +429,7 @@ def _kind(metric: str, change: float) -> Literal["regression", "improvement"]:
 
 def noise_scale(values: Sequence[float]) -> float:
     """`segment.noise_scale`: the run-to-run noise from trimmed first differences."""
-    from benchlab.segment import noise_scale as scale
+    from benchlab.detect.segment import noise_scale as scale
 
     return scale(values)
 
@@ -676,7 +676,7 @@ def excursion_steps(
     """The one-run excursions of a history (`noise.excursions`) as `outlier` steps: shown
     with the run, its size against the runs around it and a confidence, never confirmed,
     never open, never a gate failure; the history is segmented without them."""
-    from benchlab.noise import excursions
+    from benchlab.detect.noise import excursions
 
     sigma = noise_scale(values)
     out = []

@@ -1,15 +1,16 @@
 """`bench run --publish`: the sweep's gate verdicts written into its run dirs, then the
 catalog built.
 
-Apart from `sweep.gates` because the catalog build evaluates gates itself (it imports
-`sweep.gates`), so the gates module must not import the build back (tests/test_import_cycles.py).
+In `cli/` because it runs the catalog build, which sits above the gates it shares with the
+sweep (ARCHITECTURE.md, Packages and floors).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from benchlab.sweep.gates import PASSED, apply_gates
+from benchlab.catalog.build import build
+from benchlab.detect.gates import PASSED, apply_gates
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
@@ -22,7 +23,6 @@ def publish_sweep(store: Store, config: SweepConfig) -> list[str]:
     Returns the lines to print: one per failed or unknown required gate, then the catalog
     build's summary (the same as `bench catalog build`).
     """
-    from benchlab.catalog.build import build
 
     lines = []
     if config.gates:
