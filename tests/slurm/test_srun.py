@@ -32,7 +32,8 @@ POINT = (
 
 
 def srun_prefix(node: str) -> list[str]:
-    """The Slurm device of docs/running-sweeps.md: one task on exactly NODE; give up after 2 s if it is busy."""
+    """The Slurm device of docs/running-sweeps.md: one task on exactly NODE; give up after
+    2 s if it is busy."""
     return ["srun", "-N1", "-n1", "-w", node, "--immediate=2", "--"]
 
 
