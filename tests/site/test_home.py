@@ -94,7 +94,7 @@ def test_suspects_are_counted_and_listed_apart(rendered):
 def test_a_memory_figure_going_up_is_an_open_regression(rendered):
     rows = _rows(expand(rendered, "index.md"), "open-regressions")
     [mem] = [row for row in rows if row[1].startswith("membox")]
-    assert mem[2].startswith("+30") and "peak memory" in mem[2] and "MiB" in mem[2]
+    assert mem[2].startswith("+30") and "peak resident memory" in mem[2] and "MiB" in mem[2]
 
 
 def test_marked_outliers_detect_nothing_and_are_drawn_hollow(rendered):
