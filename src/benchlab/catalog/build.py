@@ -65,7 +65,7 @@ from benchlab.catalog.document import (
     load_inventory,
     parse_catalog,
 )
-from benchlab.catalog.format import MARKS, decode_entry
+from benchlab.catalog.format import MARKS, POLICY, decode_entry
 from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.inventory import (
     build_inventory,
@@ -113,6 +113,7 @@ from benchlab.layout import (
     write_error,
     write_set,
 )
+from benchlab.redact.policy import store_policy
 
 log = logging.getLogger("benchlab.catalog")
 
@@ -143,8 +144,10 @@ def build(
     `workers.default_jobs`. `seams`: what a test replaces (`Seams`); default the real ones.
     """
     store.require()
+    # The store's redaction policy, wherever this runs from (ARCHITECTURE.md, Publishing and
+    # redaction).
     try:
-        with catalog_lock(store):
+        with store_policy(store.root), catalog_lock(store):
             return _build(store, full=full, progress=progress, jobs=jobs, seams=seams)
     except OSError as exc:  # a full disk, a read-only store: one line, nothing half-written
         raise write_error(exc) from None
@@ -157,7 +160,8 @@ def retract(store: Store, run_ids: list[str]) -> int:
     for run_id in run_ids:
         check_id(run_id, "run id")
     try:
-        return _retract(store, run_ids)
+        with store_policy(store.root):
+            return _retract(store, run_ids)
     except OSError as exc:
         raise write_error(exc) from None
 
@@ -309,7 +313,11 @@ def _build(
         finally:
             workers.close()
         phases.mark("read")
-        head_bytes = _write_catalog(store, book, head, raw, retracted, old_inventory, phases, seams)
+        version = _recheck(store, book, head)
+        phases.mark("recheck")
+        head_bytes = _write_catalog(
+            store, book, head, raw, retracted, old_inventory, phases, seams, version
+        )
     _reconcile_views(store, book, result, sweep=(full or not usable) and views_existed)
     phases.mark("views")
     try:
@@ -335,6 +343,7 @@ def _write_catalog(
     old_inventory: dict[str, Any],
     phases: Phases,
     seams: Seams,
+    version: str,
 ) -> bytes:
     """Shards, then the head, then inventory and public specs (inside the build's write
     set); returns the head's bytes. What another writer (a `git pull`) put in catalog.json
@@ -371,7 +380,8 @@ def _write_catalog(
     phases.mark("shards")
 
     static = public_static(store, specs, static)  # no host-named machine
-    head_bytes = render(head_document(static, retracted, (), book.rejected, marks)).encode()
+    doc = head_document(static, retracted, (), book.rejected, marks, version)
+    head_bytes = render(doc).encode()
     late = read_catalog(path)
     if late != raw and late is not None:
         # Replaced once more while the shards were written: keep its static fields and
@@ -384,7 +394,7 @@ def _write_catalog(
         extra = list(_inline(path, theirs).values())
         result.concurrent_merged += len(extra)
         marks += theirs.get(MARKS, [])
-        doc = head_document(static, retracted, extra, rejected, marks)
+        doc = head_document(static, retracted, extra, rejected, marks, version)
         head_bytes = render(doc).encode("utf-8")
         raw = late
     if head_bytes != raw:
@@ -399,6 +409,28 @@ def _write_catalog(
     result.specs_published = publish_specs(store, specs)
     phases.mark("head")
     return head_bytes
+
+
+def _recheck(store: Store, book: ShardBook, head: dict[str, Any]) -> str:
+    """The redaction policy's version (`catalog.published`); where the head recorded
+    another (or none), every published line is held to today's policy first
+    (`catalog.recheck`; ARCHITECTURE.md, Publishing and redaction)."""
+    from benchlab.catalog.published import policy_version
+    from benchlab.catalog.recheck import recheck_published
+    from benchlab.redact import default_policy
+    from benchlab.redact.policy import collect_store_names
+
+    policy = default_policy()
+    version = policy_version(policy)
+    if head.get(POLICY) != version:
+        hosts = collect_store_names(store.root).hosts
+        changed = recheck_published(book, policy, hosts)
+        if changed:
+            book.result.warnings.append(
+                f"{changed} published line(s) held to a changed redaction policy: "
+                "values it refuses withheld"
+            )
+    return version
 
 
 def _scan(
@@ -684,5 +716,7 @@ def _retract_shards(
     static = _static_of(head.get("machines", {}))
     pending = [e for e in inline if e["run_id"] not in wanted]
     dropped += [e for e in inline if e["run_id"] in wanted]
-    doc = head_document(static, withdrawn, pending, head.get(REJECTED, []), head.get(MARKS, []))
+    doc = head_document(
+        static, withdrawn, pending, head.get(REJECTED, []), head.get(MARKS, []), head.get(POLICY)
+    )
     atomic_write_bytes(path, render(doc).encode("utf-8"))
