@@ -20,7 +20,9 @@ alone, is not seen: `--full` re-reads every run dir.
 
 A dir is "known" while the shard its entry went to is unchanged since this build wrote it;
 a shard changed behind the cache (a `git pull`) is read and validated again, its entries'
-views are checked, and a dir whose entry is no longer there is read again. (A view left by
+views are checked, and every dir whose entry went there is read again: another clone may
+have edited the line of a run this clone holds, and the run dir's line replaces it (named
+in a warning), as `--full` would. (A view left by
 an entry whose pulled winner files under another name stays until `--full`.) Where a run
 id already lives in another shard (an entry pulled from another clone, or one whose
 timestamp moved it to another week) is found through the run-id hashes and checked against
@@ -85,6 +87,7 @@ from benchlab.catalog.merge import (
 from benchlab.catalog.order import (
     CONFLICT,
     REJECTED,
+    measurement,
     merge_copies,
 )
 from benchlab.catalog.result import BuildResult, Progress
@@ -514,6 +517,9 @@ def _read(
         for item, candidates in zip(live, book.where([i.run_id for i in live]), strict=True):
             held = _held_copy(book, item.run_id, item.shard, candidates)
             line = judge.line(mine, item.line, held)
+            if book.pulled:
+                _name_pulled_edit(book, item.run_id, line, [book.by_name.get(item.shard, -1)])
+                _name_pulled_edit(book, item.run_id, line, candidates)
             book.place(item.run_id, item.shard, line, item.point, True, candidates, item.views)
             if line is not item.line:  # a verdict added: the reader's views lack it
                 _views_again(book, item.run_id, item.shard)
@@ -555,6 +561,24 @@ def _views_again(book: ShardBook, run_id: str, shard: str) -> None:
             book.result.views_written += book.views.put(entry)
         else:
             book.touched[run_id] = entry
+
+
+def _name_pulled_edit(book: ShardBook, run_id: str, line: bytes, sids: list[int]) -> None:
+    """Name a pulled shard's copy of a run this clone holds that differs from what its
+    run dir gives (another clone edited the line): the run dir's line replaces it, as
+    `--full` would (ARCHITECTURE.md, The catalog), and the build says so."""
+    for sid in sids:
+        shard = book.shards[sid] if 0 <= sid < len(book.shards) else None
+        if shard is None or shard.name not in book.pulled:
+            continue
+        held = book.lines(sid).get(run_id)
+        if held is not None and held != line and not held.startswith(b'{"conflict":'):
+            if measurement(orjson.loads(held)) != measurement(orjson.loads(line)):
+                book.result.warnings.append(
+                    f"{shard.name}: {run_id}: a pulled copy of a run this clone holds differs "
+                    "from its run dir; rebuilt from the run dir"
+                )
+                return
 
 
 def _held_copy(
