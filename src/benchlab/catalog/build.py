@@ -68,7 +68,7 @@ from benchlab.catalog.document import (
     parse_catalog,
 )
 from benchlab.catalog.format import MARKS, POLICY, decode_entry
-from benchlab.catalog.gate import read_catalog
+from benchlab.catalog.gate import read_catalog, salvage_head
 from benchlab.catalog.inventory import (
     build_inventory,
     machine_specs,
@@ -289,7 +289,7 @@ def _build(
     result = BuildResult()
     path = store.catalog_path
     raw = read_catalog(path)
-    head = _parse_head(path, raw)
+    head = _parse_head(path, raw, result)
     pending = _inline(path, head) if raw is not None else {}
     retracted = set(head.get("retracted", []))
     # No link at machines/ (ARCHITECTURE.md, One reader and one writer path).
@@ -360,7 +360,7 @@ def _write_catalog(
     now = read_catalog(path)
     theirs: dict[str, Any] = {}
     if now != raw and now is not None:
-        theirs = _parse_head(path, now)
+        theirs = _parse_head(path, now, result)
         for run_id in sorted(set(theirs.get("retracted", [])) - retracted):
             retracted.add(run_id)
             book.drop(run_id)
@@ -389,7 +389,7 @@ def _write_catalog(
     if late != raw and late is not None:
         # Replaced once more while the shards were written: keep its static fields and
         # retractions, and its inline runs for the next build to shard.
-        theirs = _parse_head(path, late)
+        theirs = _parse_head(path, late, result)
         static = _merge_static(static, _static_of(theirs.get("machines", {})))
         static = public_static(store, specs, static)
         retracted |= set(theirs.get("retracted", []))
@@ -607,13 +607,22 @@ def _inline(path: Path, head: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def _parse_head(path: Path, raw: bytes | None) -> dict[str, Any]:
+def _parse_head(path: Path, raw: bytes | None, result: BuildResult) -> dict[str, Any]:
+    """catalog.json as the build uses it. A field (or an item of one) the gate refuses (a
+    collaborator's mistake, pulled) is named and left out, and the head this build writes
+    is without it: exit 0, as for a bad pulled line (ARCHITECTURE.md, Errors and exit
+    codes); `validate` and every reader name it until then. A file that is no v3 head at
+    all is refused, as before: its retractions cannot be told from noise."""
     if raw is None:
         return {}
     head = loads_json(raw, path)
     if not isinstance(head, dict):
         raise SchemaError(f"{path}: $: expected a JSON object")
     refuse_old(path, head)
+    head, problems = salvage_head(head)
+    for problem in problems:
+        result.head_refused += 1
+        result.warnings.append(f"{path.name}: {problem}: left out of the head this build writes")
     return head
 
 
