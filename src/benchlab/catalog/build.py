@@ -68,7 +68,7 @@ from benchlab.catalog.document import (
     parse_catalog,
 )
 from benchlab.catalog.format import MARKS, POLICY, decode_entry
-from benchlab.catalog.gate import read_catalog, salvage_head
+from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.inventory import (
     build_inventory,
     machine_specs,
@@ -91,6 +91,7 @@ from benchlab.catalog.order import (
     merge_copies,
 )
 from benchlab.catalog.result import BuildResult, Progress
+from benchlab.catalog.salvage import salvage_head
 from benchlab.catalog.scan import Group, GroupScan, _groups, _scan_group, _stat_groups
 from benchlab.catalog.shardbook import ShardBook
 from benchlab.catalog.shards import (

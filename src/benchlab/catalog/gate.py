@@ -870,7 +870,7 @@ def _items_any(
 
 
 REBUILDS_HEAD = "`bench catalog build` writes the head again without it"
-"""The fix a reader names for a head field the gate refuses (`salvage_head`)."""
+"""The fix a reader names for a head field the gate refuses (`catalog.salvage`)."""
 
 
 def check_head(where: Path | str, doc: Any) -> None:
@@ -878,60 +878,9 @@ def check_head(where: Path | str, doc: Any) -> None:
     where only a field (or an item of one) is refused, the build that writes it again."""
     problem = head_problem(doc)
     if problem is not None:
-        fix = f"; {REBUILDS_HEAD}" if salvage_head(doc)[1] else ""
+        whole = problem.startswith(("$:", "$.$schema"))  # no v3 head: nothing to salvage
+        fix = "" if whole else f"; {REBUILDS_HEAD}"
         raise SchemaError(f"{where}: {problem}{fix}")
-
-
-_ITEM_CHECKS: dict[str, tuple[Callable[[Any], str | None], int | None]] = {
-    "retracted": (_CHECKERS["id"], None),
-    "runs": (line_problem, None),
-    MARKS: (mark_problem, MAX_REJECTED),
-    REJECTED: (rejected_problem, MAX_REJECTED),
-}
-
-
-def salvage_head(doc: Any) -> tuple[dict[str, Any], list[str]]:
-    """(the head less what the gate refuses in it, each refused part as `$.field: reason`):
-    a bad item of `retracted`, `runs`, `marks` or `rejected` goes alone, a bad machine
-    alone, any other bad field whole (ARCHITECTURE.md, the trust boundary). A head that is
-    not a v3 head at all (not an object, another `$schema`) has nothing to salvage: it
-    comes back as it is, with no problems named, for `check_head` to refuse."""
-    if type(doc) is not dict or doc.get("$schema", _NULL) != HEAD_SCHEMA_ID:
-        return doc, []
-    out: dict[str, Any] = {}
-    problems: list[str] = []
-    for name, value in doc.items():
-        problem = _head_field(name, value)
-        if problem is None:
-            out[name] = value
-            continue
-        items = _ITEM_CHECKS.get(name) if type(name) is str else None
-        if (
-            items is not None
-            and type(value) is list
-            and (items[1] is None or len(value) <= items[1])
-        ):
-            kept = []
-            for index, item in enumerate(value):
-                bad = items[0](item)
-                if bad is None:
-                    kept.append(item)
-                else:
-                    problems.append(f"$.{name}[{index}]: {bad}")
-            out[name] = kept
-        elif name == "machines" and type(value) is dict:
-            out[name] = {}
-            for machine, summary in value.items():
-                bad = _head_field(name, {machine: summary})
-                if bad is None:
-                    out[name][machine] = summary
-                else:
-                    problems.append(f"$.{name}{bad}")
-        else:
-            sep = "" if problem.startswith(("[", ".")) else ": "
-            shown = name if type(name) is str else _shown(name)
-            problems.append(f"$.{shown}{sep}{problem}")
-    return out, problems
 
 
 # --- lines of a shard ---------------------------------------------------------------------
