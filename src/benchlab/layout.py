@@ -386,8 +386,10 @@ def dump_model(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def write_model(path: Path, model: BaseModel) -> None:
-    atomic_write_json(path, dump_model(model))
+def write_model(path: Path, model: BaseModel, *, root: Path | None = None) -> None:
+    """`model` as its JSON file; with `root`, no link between it and the file (ARCHITECTURE.md,
+    One reader and one writer path)."""
+    atomic_write_json(path, dump_model(model), root=root)
 
 
 MAX_JSON_BYTES = 256 * 1024 * 1024

@@ -153,13 +153,18 @@ def test_a_hostile_mark_in_a_pulled_head_is_refused_with_file_and_field(
     head_path.write_bytes(orjson.dumps(head))
     before = head_path.read_bytes()
     assert head_problem(head) is not None
-    for verb in (("catalog", "build"), ("catalog", "validate"), ("best",)):
+    for verb in (("catalog", "validate"), ("best",)):
         code, out, err = bench("--store", str(store), *verb)
         assert code == 2, (verb, out, err)
         assert "catalog.json: $.marks[0]" in err and field in err and "Traceback" not in err
+        assert "bench catalog build" in err  # the fix, named
     with pytest.raises(Exception, match=r"\$\.marks\[0\]"):
         load_catalog(head_path)
-    assert head_path.read_bytes() == before  # refused, never rewritten
+    assert head_path.read_bytes() == before  # refused by readers, never rewritten by them
+    # The build leaves the refused mark out of the head it writes and names it (exit 0).
+    code, out, err = bench("--store", str(store), "catalog", "build")
+    assert code == 0 and "$.marks[0]" in err and field in err and "Traceback" not in err
+    assert "marks" not in orjson.loads(head_path.read_bytes())
 
 
 def test_marks_merge_newest_wins_whatever_the_order() -> None:

@@ -57,9 +57,9 @@ def test_ok_writes_every_file_and_record_last(setup, monkeypatch: pytest.MonkeyP
     for name in ("write_model", "atomic_write_json", "atomic_write_text"):
         real = getattr(attempt_module, name)
 
-        def spy(path, obj, _real=real):
+        def spy(path, obj, _real=real, **kw):
             order.append(path.relative_to(runner.store.root).as_posix().split("/", 4)[-1])
-            _real(path, obj)
+            _real(path, obj, **kw)
 
         monkeypatch.setattr(attempt_module, name, spy)
     out = go(runner, spec, FakeTransport(), worker="laptop-0", attempt=1, attempts=3)
@@ -197,10 +197,10 @@ def test_killed_while_writing_leaves_a_not_ok_record(setup, monkeypatch) -> None
     runner, _, spec, _ = setup
     real = attempt_module.write_model
 
-    def die_on_kernel(path, model):
+    def die_on_kernel(path, model, **kw):
         if path.name == "kernel.json":
             raise KeyboardInterrupt  # stands in for SIGKILL between two writes
-        real(path, model)
+        real(path, model, **kw)
 
     monkeypatch.setattr(attempt_module, "write_model", die_on_kernel)
     with pytest.raises(KeyboardInterrupt):
@@ -257,3 +257,23 @@ def test_retry_warning_text() -> None:
     assert attempt_module.retry_warning(2, 3, "pi5") == (
         "produced on attempt 2 of 3 after 1 transport failure(s) on pi5"
     )
+
+
+def test_a_linked_machine_runs_dir_is_refused_and_nothing_is_written_through_it(
+    setup, tmp_path: Path
+) -> None:
+    """A committed link on the way to a run dir (ARCHITECTURE.md, One reader and one writer
+    path): the run's files are refused in one error naming the link, none lands outside."""
+    from benchlab.errors import UnsafePathError
+
+    runner, _, spec, _ = setup
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    machine = runner.store.by_machine / spec.machine_id
+    machine.parent.mkdir(parents=True, exist_ok=True)
+    machine.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        runner.write_hole(spec, "rid-20250106T120000Z", "device gone")
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        go(runner, spec, FakeTransport(script=[envelope(json.dumps({"decode": 1.0}))]))
+    assert list(outside.rglob("*")) == []

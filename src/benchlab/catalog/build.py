@@ -20,7 +20,9 @@ alone, is not seen: `--full` re-reads every run dir.
 
 A dir is "known" while the shard its entry went to is unchanged since this build wrote it;
 a shard changed behind the cache (a `git pull`) is read and validated again, its entries'
-views are checked, and a dir whose entry is no longer there is read again. (A view left by
+views are checked, and every dir whose entry went there is read again: another clone may
+have edited the line of a run this clone holds, and the run dir's line replaces it (named
+in a warning), as `--full` would. (A view left by
 an entry whose pulled winner files under another name stays until `--full`.) Where a run
 id already lives in another shard (an entry pulled from another clone, or one whose
 timestamp moved it to another week) is found through the run-id hashes and checked against
@@ -65,7 +67,7 @@ from benchlab.catalog.document import (
     load_inventory,
     parse_catalog,
 )
-from benchlab.catalog.format import MARKS, decode_entry
+from benchlab.catalog.format import MARKS, POLICY, decode_entry
 from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.inventory import (
     build_inventory,
@@ -85,9 +87,11 @@ from benchlab.catalog.merge import (
 from benchlab.catalog.order import (
     CONFLICT,
     REJECTED,
+    measurement,
     merge_copies,
 )
 from benchlab.catalog.result import BuildResult, Progress
+from benchlab.catalog.salvage import salvage_head
 from benchlab.catalog.scan import Group, GroupScan, _groups, _scan_group, _stat_groups
 from benchlab.catalog.shardbook import ShardBook
 from benchlab.catalog.shards import (
@@ -113,6 +117,7 @@ from benchlab.layout import (
     write_error,
     write_set,
 )
+from benchlab.redact.policy import store_policy
 
 log = logging.getLogger("benchlab.catalog")
 
@@ -143,8 +148,10 @@ def build(
     `workers.default_jobs`. `seams`: what a test replaces (`Seams`); default the real ones.
     """
     store.require()
+    # The store's redaction policy, wherever this runs from (ARCHITECTURE.md, Publishing and
+    # redaction).
     try:
-        with catalog_lock(store):
+        with store_policy(store.root), catalog_lock(store):
             return _build(store, full=full, progress=progress, jobs=jobs, seams=seams)
     except OSError as exc:  # a full disk, a read-only store: one line, nothing half-written
         raise write_error(exc) from None
@@ -157,7 +164,8 @@ def retract(store: Store, run_ids: list[str]) -> int:
     for run_id in run_ids:
         check_id(run_id, "run id")
     try:
-        return _retract(store, run_ids)
+        with store_policy(store.root):
+            return _retract(store, run_ids)
     except OSError as exc:
         raise write_error(exc) from None
 
@@ -282,7 +290,7 @@ def _build(
     result = BuildResult()
     path = store.catalog_path
     raw = read_catalog(path)
-    head = _parse_head(path, raw)
+    head = _parse_head(path, raw, result)
     pending = _inline(path, head) if raw is not None else {}
     retracted = set(head.get("retracted", []))
     # No link at machines/ (ARCHITECTURE.md, One reader and one writer path).
@@ -309,7 +317,11 @@ def _build(
         finally:
             workers.close()
         phases.mark("read")
-        head_bytes = _write_catalog(store, book, head, raw, retracted, old_inventory, phases, seams)
+        version = _recheck(store, book, head)
+        phases.mark("recheck")
+        head_bytes = _write_catalog(
+            store, book, head, raw, retracted, old_inventory, phases, seams, version
+        )
     _reconcile_views(store, book, result, sweep=(full or not usable) and views_existed)
     phases.mark("views")
     try:
@@ -335,6 +347,7 @@ def _write_catalog(
     old_inventory: dict[str, Any],
     phases: Phases,
     seams: Seams,
+    version: str,
 ) -> bytes:
     """Shards, then the head, then inventory and public specs (inside the build's write
     set); returns the head's bytes. What another writer (a `git pull`) put in catalog.json
@@ -348,7 +361,7 @@ def _write_catalog(
     now = read_catalog(path)
     theirs: dict[str, Any] = {}
     if now != raw and now is not None:
-        theirs = _parse_head(path, now)
+        theirs = _parse_head(path, now, result)
         for run_id in sorted(set(theirs.get("retracted", [])) - retracted):
             retracted.add(run_id)
             book.drop(run_id)
@@ -371,12 +384,13 @@ def _write_catalog(
     phases.mark("shards")
 
     static = public_static(store, specs, static)  # no host-named machine
-    head_bytes = render(head_document(static, retracted, (), book.rejected, marks)).encode()
+    doc = head_document(static, retracted, (), book.rejected, marks, version)
+    head_bytes = render(doc).encode()
     late = read_catalog(path)
     if late != raw and late is not None:
         # Replaced once more while the shards were written: keep its static fields and
         # retractions, and its inline runs for the next build to shard.
-        theirs = _parse_head(path, late)
+        theirs = _parse_head(path, late, result)
         static = _merge_static(static, _static_of(theirs.get("machines", {})))
         static = public_static(store, specs, static)
         retracted |= set(theirs.get("retracted", []))
@@ -384,7 +398,7 @@ def _write_catalog(
         extra = list(_inline(path, theirs).values())
         result.concurrent_merged += len(extra)
         marks += theirs.get(MARKS, [])
-        doc = head_document(static, retracted, extra, rejected, marks)
+        doc = head_document(static, retracted, extra, rejected, marks, version)
         head_bytes = render(doc).encode("utf-8")
         raw = late
     if head_bytes != raw:
@@ -399,6 +413,28 @@ def _write_catalog(
     result.specs_published = publish_specs(store, specs)
     phases.mark("head")
     return head_bytes
+
+
+def _recheck(store: Store, book: ShardBook, head: dict[str, Any]) -> str:
+    """The redaction policy's version (`catalog.published`); where the head recorded
+    another (or none), every published line is held to today's policy first
+    (`catalog.recheck`; ARCHITECTURE.md, Publishing and redaction)."""
+    from benchlab.catalog.published import policy_version
+    from benchlab.catalog.recheck import recheck_published
+    from benchlab.redact import default_policy
+    from benchlab.redact.policy import collect_store_names
+
+    policy = default_policy()
+    version = policy_version(policy)
+    if head.get(POLICY) != version:
+        hosts = collect_store_names(store.root).hosts
+        changed = recheck_published(book, policy, hosts)
+        if changed:
+            book.result.warnings.append(
+                f"{changed} published line(s) held to a changed redaction policy: "
+                "values it refuses withheld"
+            )
+    return version
 
 
 def _scan(
@@ -482,6 +518,9 @@ def _read(
         for item, candidates in zip(live, book.where([i.run_id for i in live]), strict=True):
             held = _held_copy(book, item.run_id, item.shard, candidates)
             line = judge.line(mine, item.line, held)
+            if book.pulled:
+                _name_pulled_edit(book, item.run_id, line, [book.by_name.get(item.shard, -1)])
+                _name_pulled_edit(book, item.run_id, line, candidates)
             book.place(item.run_id, item.shard, line, item.point, True, candidates, item.views)
             if line is not item.line:  # a verdict added: the reader's views lack it
                 _views_again(book, item.run_id, item.shard)
@@ -525,6 +564,24 @@ def _views_again(book: ShardBook, run_id: str, shard: str) -> None:
             book.touched[run_id] = entry
 
 
+def _name_pulled_edit(book: ShardBook, run_id: str, line: bytes, sids: list[int]) -> None:
+    """Name a pulled shard's copy of a run this clone holds that differs from what its
+    run dir gives (another clone edited the line): the run dir's line replaces it, as
+    `--full` would (ARCHITECTURE.md, The catalog), and the build says so."""
+    for sid in sids:
+        shard = book.shards[sid] if 0 <= sid < len(book.shards) else None
+        if shard is None or shard.name not in book.pulled:
+            continue
+        held = book.lines(sid).get(run_id)
+        if held is not None and held != line and not held.startswith(b'{"conflict":'):
+            if measurement(orjson.loads(held)) != measurement(orjson.loads(line)):
+                book.result.warnings.append(
+                    f"{shard.name}: {run_id}: a pulled copy of a run this clone holds differs "
+                    "from its run dir; rebuilt from the run dir"
+                )
+                return
+
+
 def _held_copy(
     book: ShardBook, run_id: str, target: str, candidates: list[int]
 ) -> dict[str, Any] | None:
@@ -551,13 +608,22 @@ def _inline(path: Path, head: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def _parse_head(path: Path, raw: bytes | None) -> dict[str, Any]:
+def _parse_head(path: Path, raw: bytes | None, result: BuildResult) -> dict[str, Any]:
+    """catalog.json as the build uses it. A field (or an item of one) the gate refuses (a
+    collaborator's mistake, pulled) is named and left out, and the head this build writes
+    is without it: exit 0, as for a bad pulled line (ARCHITECTURE.md, Errors and exit
+    codes); `validate` and every reader name it until then. A file that is no v3 head at
+    all is refused, as before: its retractions cannot be told from noise."""
     if raw is None:
         return {}
     head = loads_json(raw, path)
     if not isinstance(head, dict):
         raise SchemaError(f"{path}: $: expected a JSON object")
     refuse_old(path, head)
+    head, problems = salvage_head(head)
+    for problem in problems:
+        result.head_refused += 1
+        result.warnings.append(f"{path.name}: {problem}: left out of the head this build writes")
     return head
 
 
@@ -684,5 +750,7 @@ def _retract_shards(
     static = _static_of(head.get("machines", {}))
     pending = [e for e in inline if e["run_id"] not in wanted]
     dropped += [e for e in inline if e["run_id"] in wanted]
-    doc = head_document(static, withdrawn, pending, head.get(REJECTED, []), head.get(MARKS, []))
+    doc = head_document(
+        static, withdrawn, pending, head.get(REJECTED, []), head.get(MARKS, []), head.get(POLICY)
+    )
     atomic_write_bytes(path, render(doc).encode("utf-8"))

@@ -135,6 +135,11 @@ declares each once with its unit and direction."""
 MACHINE_FIELDS = {"id": "id?", "os": "text?", "arch": "text?", "gpu": "text?", "cpu_cores": "int?"}
 """A machine of the head: `merge.SUMMARY_STATIC`, and the id an older head's summary carries."""
 
+POLICY = "policy"
+"""The head's redaction policy version (`catalog.published.policy_version`): the policy its
+published lines were last checked under (ARCHITECTURE.md, Publishing and redaction)."""
+POLICY_PATTERN = r"^[0-9a-f]{16}(?![\s\S])"
+
 MARKS = "marks"
 """The head's outlier marks (ARCHITECTURE.md, The catalog: marks and verdicts)."""
 MARKED, CLEARED = "marked", "cleared"

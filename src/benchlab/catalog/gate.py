@@ -40,6 +40,8 @@ from benchlab.catalog.format import (
     MARK_REASON_MAX,
     MARK_STATES,
     MARKS,
+    POLICY,
+    POLICY_PATTERN,
     REQUIRED_FIELDS,
     STATUSES,
 )
@@ -132,6 +134,7 @@ _SERIES = re.compile(SERIES)
 _MODEL_ID = re.compile(MODEL_ID)
 _KEY = re.compile(KEY)
 _HEAD_KEY = re.compile(HEAD_KEY)
+_POLICY = re.compile(POLICY_PATTERN)
 _STAMP = re.compile(STAMP)
 
 
@@ -304,6 +307,7 @@ def head_schema() -> dict[str, Any]:
         "retracted": {"type": "array", "items": kind_schema("id")},
         "runs": {"type": "array", "items": _LINE},
         MARKS: {"type": "array", "maxItems": MAX_REJECTED, "items": {"$ref": "#/$defs/mark"}},
+        POLICY: {"type": "string", "pattern": POLICY_PATTERN},
         REJECTED: {
             "type": "array",
             "maxItems": MAX_REJECTED,
@@ -809,6 +813,9 @@ def _head_field(name: Any, value: Any) -> str | None:
         return _items_any(value, line_problem)
     if name == MARKS:
         return _items_any(value, mark_problem, MAX_REJECTED)
+    if name == POLICY:
+        ok = type(value) is str and _POLICY.match(value)
+        return None if ok else f"expected a policy version (16 hex digits), got {_shown(value)}"
     if name == REJECTED:
         return _items_any(value, rejected_problem, MAX_REJECTED)
     if name == "machines":
@@ -862,11 +869,18 @@ def _items_any(
     return None
 
 
+REBUILDS_HEAD = "`bench catalog build` writes the head again without it"
+"""The fix a reader names for a head field the gate refuses (`catalog.salvage`)."""
+
+
 def check_head(where: Path | str, doc: Any) -> None:
-    """Refuse a v3 catalog.json with one SchemaError naming the file and the field."""
+    """Refuse a v3 catalog.json with one SchemaError naming the file and the field, and,
+    where only a field (or an item of one) is refused, the build that writes it again."""
     problem = head_problem(doc)
     if problem is not None:
-        raise SchemaError(f"{where}: {problem}")
+        whole = problem.startswith(("$:", "$.$schema"))  # no v3 head: nothing to salvage
+        fix = "" if whole else f"; {REBUILDS_HEAD}"
+        raise SchemaError(f"{where}: {problem}{fix}")
 
 
 # --- lines of a shard ---------------------------------------------------------------------

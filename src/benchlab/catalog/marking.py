@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from benchlab.catalog.document import parse_catalog
-from benchlab.catalog.format import MARK_REASON_MAX, MARKS, Entry
+from benchlab.catalog.format import MARK_REASON_MAX, MARKS, POLICY, Entry
 from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.lock import catalog_lock
 from benchlab.catalog.marks import Mark, aside_reason, head_marks, new_mark
@@ -101,9 +101,13 @@ def write_mark(
 ) -> Mark:
     """Add one mark record to catalog.json (under the catalog lock, atomically); returns
     it. The head passes the gate first: a hostile head is refused, never rewritten."""
-    mark = new_mark(run_id, at=at or utc_now(), clear=clear, reason=check_reason(reason))
+    from benchlab.redact.policy import store_policy
+
+    with store_policy(store.root):  # the marked store's redaction policy, not the cwd's
+        checked = check_reason(reason)
+    mark = new_mark(run_id, at=at or utc_now(), clear=clear, reason=checked)
     try:
-        with catalog_lock(store):
+        with store_policy(store.root), catalog_lock(store):
             return _write(store, mark)
     except OSError as exc:
         raise write_error(exc) from None
@@ -139,6 +143,7 @@ def _write(store: Store, mark: Mark) -> Mark:
         pending,
         head.get(REJECTED, []),
         [*(m for m in head.get(MARKS, []) if m["run_id"] != run_id or m not in aside), mark],
+        head.get(POLICY),
     )
     atomic_write_bytes(path, render(doc).encode("utf-8"))
     return {**mark, "replaced": [f"{m['at']} ({aside_reason(m)})" for m in aside]}

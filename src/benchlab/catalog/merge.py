@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from benchlab.catalog.format import CATALOG_V3, MARK_REASON_MAX, MARKS
+from benchlab.catalog.format import CATALOG_V3, MARK_REASON_MAX, MARKS, POLICY
 from benchlab.catalog.marks import stored_marks
 from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-exported)
     CONFLICT,
@@ -138,6 +138,7 @@ def head_document(
     pending: Iterable[dict[str, Any]] = (),
     rejected: Iterable[str] = (),
     marks: Iterable[dict[str, Any]] = (),
+    policy: str | None = None,
 ) -> dict[str, Any]:
     """The tracked v3 catalog.json: only what is not derived from the entries.
 
@@ -148,6 +149,8 @@ def head_document(
     `rejected`: copies `bench catalog resolve` set aside (`order.REJECTED`), a union too.
     `marks`: outlier marks (`catalog.marks`), the newest per run, a retracted run's dropped;
     a reason is public text, so it passes the redaction policy here as machines do.
+    `policy`: the redaction policy version the published lines were last checked under
+    (`catalog.published`); None leaves it out, and the next build checks every line again.
     """
     from benchlab.catalog.shards import LAYOUT
 
@@ -163,6 +166,8 @@ def head_document(
         "shards": LAYOUT,
         "machines": machines,
     }
+    if policy is not None:
+        doc[POLICY] = policy
     if withdrawn:
         doc["retracted"] = withdrawn
     judged = sorted(set(rejected))
@@ -192,13 +197,17 @@ def _public_mark(mark: dict[str, Any]) -> dict[str, Any]:
 def merge_heads(*docs: dict[str, Any]) -> dict[str, Any]:
     """The union of v3 catalog.json versions (the git merge driver): static fields,
     `retracted`, `rejected` and any inline runs (`runs`, `conflicts`) united; `marks`, the
-    newest per run."""
+    newest per run; `policy` kept where every side has the same."""
     static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
     retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
     pending = union(*(_lines_of(doc) for doc in docs))
     rejected = {item for doc in docs for item in doc.get(REJECTED, [])}
     marks = [mark for doc in docs for mark in doc.get(MARKS, [])]
-    return head_document(static, retracted, pending.values(), rejected, marks)
+    # One version on every side is kept; sides checked under different policies leave it
+    # out, so the next build on any clone checks every line again (commutative).
+    versions = {doc.get(POLICY) for doc in docs}
+    policy = versions.pop() if len(versions) == 1 else None
+    return head_document(static, retracted, pending.values(), rejected, marks, policy)
 
 
 def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:

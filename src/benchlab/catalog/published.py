@@ -31,15 +31,29 @@ class WithheldLine:
     fields: tuple[str, ...]
 
 
+CLONE_DETECTORS = frozenset({"known-host", "known-user"})
+"""Detectors made (in part) of this clone's private machine specs: another clone's differ, so
+they stay out of the version a shared head records (two clones would each find the other's
+version stale after every pull). A run dir is read under them; `bench scan --tracked` names
+a published line they would withhold."""
+
+
 def policy_version(policy: Policy) -> str:
-    """A digest of what decides publication: every detector (name, class, pattern, flags)
-    and every field's value shapes. Equal policies, equal digests."""
+    """A digest of what decides publication and every clone at one commit shares: every
+    detector (name, class, pattern, flags) but `CLONE_DETECTORS`, the allow lists, the
+    private keys, the public-text params and every field's value shapes. Equal policies,
+    equal digests; the catalog head records it (`catalog.recheck`)."""
     parts = sorted(
         f"{d.name}\x1f{d.tell_class}\x1f{d.regex.pattern}\x1f{d.regex.flags}"
         for d in policy.detectors
+        if d.name not in CLONE_DETECTORS
     )
     parts.extend(f"{field}\x1f{shapes}" for field, shapes in sorted(PUBLIC_VALUE_SHAPES.items()))
     parts.extend(sorted(policy.public_text))
+    parts.extend(sorted(f"allow\x1f{v}" for v in policy.allow_values))
+    parts.extend(f"allow-re\x1f{p.pattern}" for p in policy.allow_patterns)
+    parts.extend(f"allow-path\x1f{p}" for p in policy.allow_paths)
+    parts.extend(f"private\x1f{k}\x1f{v}" for k, v in sorted(policy.private_keys.items()))
     return hashlib.sha256("\x1e".join(parts).encode("utf-8")).hexdigest()[:16]
 
 

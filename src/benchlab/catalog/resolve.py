@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from benchlab.catalog.format import MARKS
+from benchlab.catalog.format import MARKS, POLICY
 from benchlab.catalog.gate import MAX_SHARD_BYTES
 from benchlab.catalog.merge import _static_of, check_lines, head_document
 from benchlab.catalog.order import (
@@ -85,7 +85,15 @@ def judge(
 def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
     """Keep copy `keep` (1-based, in the order `bench catalog validate` lists them) of a run
     in conflict; the others join the head's `rejected` and leave every shard. Returns the
-    copy kept. The caller holds the catalog lock. The head passes the gate first."""
+    copy kept. The caller holds the catalog lock. The head passes the gate first; what the
+    head publishes passes the store's redaction policy (not the working directory's)."""
+    from benchlab.redact.policy import store_policy
+
+    with store_policy(store.root):
+        return _resolve_v3(store, run_id, keep)
+
+
+def _resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
     from benchlab.catalog.document import parse_catalog
     from benchlab.catalog.gate import read_catalog
 
@@ -111,7 +119,9 @@ def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
         check_lines(name, out)
     pending = _judged(inline, run_id, gone)
     static = _static_of(head.get("machines", {}))
-    doc = head_document(static, head.get("retracted", []), pending, judged, head.get(MARKS, []))
+    doc = head_document(
+        static, head.get("retracted", []), pending, judged, head.get(MARKS, []), head.get(POLICY)
+    )
     with write_set(store.write_aside, store.root):  # shards and head: all replaced, or none
         for shard_path, out in written:
             atomic_write_bytes(shard_path, render_shard(out))

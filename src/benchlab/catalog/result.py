@@ -23,6 +23,9 @@ class BuildResult:
     set_aside: int = 0
     """Pulled shard lines this version refuses, kept as they are and not published (exit 0:
     ARCHITECTURE.md, Errors and exit codes)."""
+    head_refused: int = 0
+    """Fields (or items) of catalog.json the gate refuses, left out of the head the build
+    writes (exit 0, named: ARCHITECTURE.md, Errors and exit codes)."""
     views_written: int = 0
     views_removed: int = 0
     catalog_written: bool = False
@@ -39,6 +42,8 @@ class BuildResult:
             text += f"; {self.skipped} bad run dir(s) skipped, see the warnings"
         if self.set_aside:
             text += f"; {self.set_aside} pulled line(s) refused, kept unpublished (see warnings)"
+        if self.head_refused:
+            text += f"; {self.head_refused} refused part(s) of catalog.json left out (see warnings)"
         from benchlab.redact.shapes import withheld_summary
 
         return text + withheld_summary(self.warnings)

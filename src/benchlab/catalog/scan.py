@@ -16,7 +16,7 @@ from benchlab.catalog.buildcache import GroupCache
 from benchlab.catalog.extract import (
     RUN_FILES,
 )
-from benchlab.catalog.shardbook import CHANGED, GONE, SAME, ShardBook
+from benchlab.catalog.shardbook import GONE, SAME, ShardBook
 from benchlab.catalog.workers import Workers
 from benchlab.layout import (
     RECORD,
@@ -271,9 +271,8 @@ def _scan_group(
     state = np.frombuffer(bytes(book.state) or b"\0", np.uint8)
     inside = (sids >= 0) & (sids < len(book.state))
     kind = np.where(inside, state[np.where(inside, sids, 0)], GONE)
+    # A dir whose entry sits in a shard a pull changed is read again (`ShardBook.known`).
     ok = same & (kind == SAME)
-    for i in np.nonzero(same & (kind == CHANGED))[0].tolist():
-        ok[i] = book.known(int(sids[i]), cached.ids.get(names[i], names[i]))
     position = {name: i for i, name in enumerate(names)} if cached.racy or cached.ids else {}
     for name, files in cached.racy.items():
         i = position.get(name, -1)

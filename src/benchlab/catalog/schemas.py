@@ -40,10 +40,16 @@ def generated() -> dict[str, dict[str, Any]]:
 
 
 def write_schemas(directory: Path) -> list[Path]:
+    """Write every schema into `directory`; a link between the repository root and it (a
+    committed `schemas` link) is one UnsafePathError, nothing written (ARCHITECTURE.md, One
+    reader and one writer path)."""
+    from benchlab.files import check_output
+
+    root = check_output(directory)
     written = []
     for name, schema in sorted(generated().items()):
         path = directory / name
-        atomic_write_json(path, schema)
+        atomic_write_json(path, schema, root=root)
         written.append(path)
     return written
 

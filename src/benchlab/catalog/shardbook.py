@@ -70,7 +70,6 @@ class Shard:
     canonical: bool = False
     counts: dict[tuple[Any, Any, Any], int] = field(default_factory=dict)
     hashes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint64))
-    ids: set[str] | None = None  # of a shard read again this build (for `known`)
     lines: dict[str, bytes] | None = None
     loaded_stat: list[int] | None = None
     dirty: bool = False
@@ -136,7 +135,7 @@ class ShardBook:
                 del self.by_name[gone.name]
         if trusted:
             self.pulled = {self.shards[sid].name for sid in stale}  # type: ignore[union-attr]
-        self._validate(stale, workers, keep_ids=trusted)
+        self._validate(stale, workers)
 
     def _add(self, name: str) -> int:
         sid = len(self.shards)
@@ -144,7 +143,7 @@ class ShardBook:
         self.by_name[name] = sid
         return sid
 
-    def _validate(self, sids: list[int], workers: Workers, keep_ids: bool) -> None:
+    def _validate(self, sids: list[int], workers: Workers) -> None:
         """Read and validate shards the cache cannot vouch for (in workers when many)."""
         tasks = [
             (self._shard(sid).name, str(self.store.root / self._shard(sid).name)) for sid in sids
@@ -157,7 +156,6 @@ class ShardBook:
             shard = self._shard(sid)
             shard.stat, shard.canonical, shard.counts = stat, canonical, counts
             shard.hashes = _hashes(ids)
-            shard.ids = set(ids) if keep_ids else None
         self._index = None
 
     def _shard(self, sid: int) -> Shard:
@@ -166,16 +164,11 @@ class ShardBook:
         return shard
 
     def known(self, sid: int, run_id: str) -> bool:
-        """Is the entry the cache placed in shard `sid` still in the catalog?"""
-        if sid < 0 or sid >= len(self.state):
-            return False
-        state = self.state[sid]
-        if state == SAME:
-            return True
-        shard = self.shards[sid]
-        return (
-            state == CHANGED and shard is not None and shard.ids is not None and run_id in shard.ids
-        )
+        """Is the entry the cache placed in shard `sid` still in the catalog as this build
+        wrote it? Only where the shard is unchanged: a shard a pull changed may hold another
+        clone's edit of this clone's run, and the run dir is the truth about its run (as
+        `--full` would, the build reads it again and names the edit it replaces)."""
+        return 0 <= sid < len(self.state) and self.state[sid] == SAME
 
     def where(self, run_ids: list[str]) -> list[list[int]]:
         """Per run id, the shards that may hold it (by hash, plus the ids placed since the
@@ -493,7 +486,6 @@ class ShardBook:
             self._report_bad(shard.name, data, {bad[3] for bad in shard.bad})
             shard.stat = None  # the cache never vouches for it: read through the gate again
         shard.hashes = _hashes(lines)
-        shard.ids = None
         shard.counts = {k: n for k, n in shard.counts.items() if n > 0}
 
     def _report_bad(self, name: str, data: bytes, run_ids: set[str]) -> None:

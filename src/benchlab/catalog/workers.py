@@ -48,10 +48,10 @@ def _worker_state() -> dict[str, Any]:
 
 
 def _setup_reader(root: str, retracted: frozenset[str]) -> None:
-    from benchlab.redact import ScanMemo, default_policy
-    from benchlab.redact.policy import collect_store_names
+    from benchlab.redact import ScanMemo
+    from benchlab.redact.policy import collect_store_names, policy_of
 
-    policy = default_policy()
+    policy = policy_of(Path(root))  # the built store's, not the working directory's
     _WORKER.update(
         root=Path(root),
         policy=policy,

@@ -93,7 +93,7 @@ def write_machine_id(store_root: Path, machine_id: str) -> str | None:
         before = read_machine_id(store_root)
     except ConfigError:
         before = None
-    atomic_write_text(path, check_id(machine_id, "machine id") + "\n")
+    atomic_write_text(path, check_id(machine_id, "machine id") + "\n", root=path.parent)
     if before and before != machine_id:
         return f"{path.name}: this clone was {before!r}, now {machine_id!r}"
     return None
@@ -118,7 +118,7 @@ def record_specs_history(store: Store, machine_id: str, *, stamp: str | None = N
         except BenchlabError:
             pass  # a damaged copy: the new one supersedes it
     target = history / f"{stamp or sweep_stamp()}.json"
-    atomic_write_json(target, specs)
+    atomic_write_json(target, specs, root=store.root)  # no link under machines/ followed
     return target
 
 
@@ -145,7 +145,7 @@ def write_run_readme(store: Store, record: RunRecord, checks: list[Check]) -> Pa
         "",
     ]
     path = run_dir / "README.md"
-    atomic_write_text(path, "\n".join(lines))
+    atomic_write_text(path, "\n".join(lines), root=store.root)
     return path
 
 
@@ -214,7 +214,7 @@ def onboard(
         updates["cost_per_hour"] = cost_per_hour
     if updates:
         specs = specs.model_copy(update=updates)
-        write_model(store.private_specs(machine_id), specs)
+        write_model(store.private_specs(machine_id), specs, root=store.root)
     result = OnboardResult(specs=specs, checks=[])
     if smoke:
         from benchlab.sweep.sequential import run_sweep

@@ -162,6 +162,25 @@ def build_site(
     MkDocs process the caller started earlier still (`bench site build` starts it before
     importing the site's code).
     """
+    from contextlib import nullcontext
+
+    from benchlab.redact.policy import store_policy
+
+    # The published store's redaction policy, not the working directory's (ARCHITECTURE.md,
+    # Publishing and redaction).
+    scope = store_policy(data.store_root) if data.store_root is not None else nullcontext()
+    with scope:
+        return _build_site(data, output, source, docs, run_build, runner)
+
+
+def _build_site(
+    data: PublicData,
+    output: Path,
+    source: Path | None = None,
+    docs: Path | None = None,
+    run_build: bool = True,
+    runner: MkdocsProcess | None = None,
+) -> Path:
     source = source or default_source(data.store_root or Path.cwd())
     if not (source / "mkdocs.yml").is_file():
         raise ConfigError(f"{source / 'mkdocs.yml'}: file not found (pass --source DIR)")

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -362,10 +365,32 @@ def load_policy(store_root: Path | None) -> Policy:
 
 _CACHE: dict[tuple[Any, ...], Policy] = {}
 
+_STORE: ContextVar[Path | None] = ContextVar("benchlab_policy_store", default=None)
+"""The store a command works on, set by `store_policy` (None: the store found from here)."""
+
+
+@contextmanager
+def store_policy(store_root: Path) -> Iterator[None]:
+    """Within it, `default_policy` is the policy of `store_root`'s store, not of the store
+    found from the working directory (ARCHITECTURE.md, Publishing and redaction): a build,
+    retract, resolve or mark called through the Python API on `Store(x)` from anywhere
+    redacts with x's redaction.yaml, private specs and sweeps."""
+    token = _STORE.set(store_root)
+    try:
+        yield
+    finally:
+        _STORE.reset(token)
+
 
 def default_policy() -> Policy:
-    """The policy of the store found from here, cached while its sources are unchanged."""
-    root = find_store()
+    """The policy of the store this command works on (`store_policy`), else of the store
+    found from here; cached while its sources are unchanged."""
+    root = _STORE.get()
+    return policy_of(root if root is not None else find_store())
+
+
+def policy_of(root: Path) -> Policy:
+    """The policy of the store at `root`, cached while its sources are unchanged."""
     key = (
         str(root),
         *(

@@ -300,7 +300,7 @@ class Runner:
             started=started,
             finished=finished,
         )
-        write_model(run_dir / RECORD, record)
+        write_model(run_dir / RECORD, record, root=self.store.root)
         return AttemptOutcome(record=record, failure_kind=result.kind)
 
     def _hold_to_contract(
@@ -445,7 +445,7 @@ class Runner:
             worker=worker,
             spec=spec,
         )
-        write_model(run_dir / RECORD, marker)
+        write_model(run_dir / RECORD, marker, root=self.store.root)
         for child in run_dir.iterdir():
             if child.name == RECORD:
                 continue
@@ -459,31 +459,37 @@ class Runner:
     ) -> None:
         raw = run_dir / RAW_DIR
         if result.envelope is not None:
-            atomic_write_text(raw / "stdout.txt", result.envelope.stdout)
-            atomic_write_text(raw / "stderr.txt", result.envelope.stderr)
+            atomic_write_text(raw / "stdout.txt", result.envelope.stdout, root=self.store.root)
+            atomic_write_text(raw / "stderr.txt", result.envelope.stderr, root=self.store.root)
             rest = result.envelope.model_dump(mode="json", exclude={"stdout", "stderr"})
-            atomic_write_json(raw / "envelope.json", rest)
+            atomic_write_json(raw / "envelope.json", rest, root=self.store.root)
         elif result.answer is not None:
-            atomic_write_json(raw / "envelope.json", result.answer)
+            atomic_write_json(raw / "envelope.json", result.answer, root=self.store.root)
         if result.task is not None:
-            atomic_write_json(raw / "task.json", result.task.model_dump(mode="json"))
+            atomic_write_json(
+                raw / "task.json", result.task.model_dump(mode="json"), root=self.store.root
+            )
 
         artifacts: dict[str, str] = {}
         parsed = result.parsed
         if parsed is not None and result.kind is None:
             kernel = parsed.kernel.model_copy(update={"run_id": run_id})
             batch = parsed.batch.model_copy(update={"run_id": run_id})
-            write_model(run_dir / KERNEL, kernel)
-            write_model(run_dir / BATCH, batch)
+            write_model(run_dir / KERNEL, kernel, root=self.store.root)
+            write_model(run_dir / BATCH, batch, root=self.store.root)
             artifacts = {"kernel": KERNEL, "batch": BATCH}
             for name, content in sorted(parsed.extra_files.items()):
                 check_id(name, "artifact file name")
                 if isinstance(content, str):
-                    atomic_write_text(run_dir / name, content)
+                    atomic_write_text(run_dir / name, content, root=self.store.root)
                 else:
-                    atomic_write_json(run_dir / name, content)
+                    atomic_write_json(run_dir / name, content, root=self.store.root)
                 artifacts[name.rsplit(".", 1)[0]] = name
-        write_model(run_dir / MANIFEST, self._manifest(spec, run_id, parsed, artifacts, started))
+        write_model(
+            run_dir / MANIFEST,
+            self._manifest(spec, run_id, parsed, artifacts, started),
+            root=self.store.root,
+        )
         status = "ok" if result.kind is None else f"failed ({result.kind})"
         command = result.task.argv if result.task is not None else None
         self._write_readme(spec, run_id, run_dir, status, _iso(started), command)
@@ -511,7 +517,7 @@ class Runner:
             matrix=self.config.matrix,
             next_repeat=max(int(declared), (spec.repeat or 0) + 1),
         )
-        atomic_write_text(run_dir / README, render(story))
+        atomic_write_text(run_dir / README, render(story), root=self.store.root)
 
     @cached_property
     def config_path(self) -> str | None:
@@ -656,7 +662,7 @@ class Runner:
             spec=spec,
         )
         self._write_readme(spec, run_id, run_dir, "not attempted (a hole)", now, None)
-        write_model(path, record)
+        write_model(path, record, root=self.store.root)
         return record
 
 
