@@ -20,8 +20,7 @@ from benchlab.sweep.attempt import HOLE_WARNING
 from benchlab.sweep.lock import SweepLock, request_stop
 from benchlab.sweep.order import order_points
 from benchlab.sweep.schedule_log import read_retries
-from benchlab.sweep.scheduler import run_sweep_concurrent
-from benchlab.sweep.sequential import run_sweep
+from benchlab.sweep.scheduler import run_sweep, run_sweep_concurrent
 
 FAST_BREAKER = {"failure_threshold": 3, "recovery_after_s": 0.15, "drain_after_cooldowns": 2}
 
@@ -282,7 +281,7 @@ def test_same_records_as_the_sequential_reference(store: Path, tmp_path: Path) -
         store,
         config,
         "lab.yaml",
-        _opener=fleet_factory(fleet()),
+        _transport_factory=fleet_factory(fleet()),
         _backend=lambda _: FakeBackend(decode=SCHEDULER_DECODE),
         _sleep=lambda _: None,
         _git_info={},
