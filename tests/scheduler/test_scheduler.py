@@ -307,8 +307,8 @@ def _trace(store: Path, records) -> dict[str, list]:  # type: ignore[no-untyped-
 
 
 def test_sequential_is_the_scheduler_with_one_worker(store: Path, tmp_path: Path) -> None:
-    """`bench run` and `bench run --concurrent` are one engine: on a config with one worker
-    at a time they leave the same records, schedule.json, history and retries.jsonl."""
+    """`bench run` and `bench run --concurrent` are one engine: run one point at a
+    time they leave the same records, schedule.json, history and retries.jsonl."""
     devices = {"laptop": {}, "pi5": {}, "host": {"resource_group": "g"}, "pod": {}}
     devices["pod"] = {"resource_group": "g"}
     config = make_config(devices, policies={**NO_BACKOFF, "max_in_flight": 1})

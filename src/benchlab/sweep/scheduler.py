@@ -25,8 +25,8 @@ run id with a `failover-from:<device>` tag. Around that:
 - which worker takes and finishes which point goes to assignments.jsonl as it happens
   (assignments.py), so a session killed outright leaves them, and its resume reports the
   points that were on a worker when it died;
-- the lock, the stamp, resume and the logs are the session's (session.py, shared with the
-  sequential runner), and a stop request is honoured within a second: points in flight
+- the lock, the stamp, resume and the logs are the session's (session.py), and a stop
+  request is honoured before the next point starts and within a second: points in flight
   finish, the rest stay pending for resume;
 - `policies.max_in_flight` caps the points running at once across every device (a global
   slot count: ARCHITECTURE.md, The scheduler), on top of each device's own max_concurrency;
