@@ -1,4 +1,5 @@
-"""The sequential runner: retries written down, resume touches nothing done, stop, progress."""
+"""A sequential sweep (the scheduler, one point at a time): retries written down, resume
+touches nothing done, stop, progress."""
 
 from __future__ import annotations
 
