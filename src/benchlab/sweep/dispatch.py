@@ -41,9 +41,9 @@ def check_stop(state: SweepState) -> None:
     if state.stopping or not stop_requested(state.store, state.config.experiment):
         return
     with state.lock:
-        if state.stopping:
-            return
-        state.stopping = True
+        first, state.stopping = not state.stopping, True  # another thread may have seen it
+    if not first:
+        return
     state.event(
         f"STOP {state.config.experiment}: stop requested; points in flight finish, the rest "
         "stay pending for resume"
