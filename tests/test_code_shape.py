@@ -1,4 +1,5 @@
-"""Every source file stays readable: none over 1,000 lines, no function over 120.
+"""Every source file stays readable: none over 1,000 lines, no function over 120, no state
+spread over private mixins.
 
 A long file or function is where a fix lands in the wrong place or a reviewer stops
 reading; the limits are checked on the syntax tree so a rule broken anywhere under
@@ -64,3 +65,30 @@ def test_no_function_over_the_line_limit() -> None:
             if length > MAX_FUNCTION_LINES:
                 too_long.append(f"{path.relative_to(SOURCE.parent)}:{line} {name}: {length} lines")
     assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines: {too_long}"
+
+
+def test_no_class_shares_its_state_across_private_mixins() -> None:
+    """A class with two or more private bases is one object's state spread over files that
+    each pretend to own it (the scheduler was once five): state goes in one typed object
+    that the parts receive, and no `__all__` exports a private name."""
+    found = []
+    for path in _sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        where = path.relative_to(SOURCE.parent)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                private = [
+                    b.id for b in node.bases if isinstance(b, ast.Name) and b.id.startswith("_")
+                ]
+                if len(private) > 1:
+                    found.append(f"{where}: class {node.name}({', '.join(private)})")
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+            ):
+                names = [e.value for e in getattr(node.value, "elts", [])]
+                found.extend(
+                    f"{where}: __all__ exports {n}"
+                    for n in names
+                    if isinstance(n, str) and n.startswith("_") and not n.startswith("__")
+                )
+    assert not found, found
