@@ -12,7 +12,6 @@ from __future__ import annotations
 from benchlab.models import RunSpec
 from benchlab.sweep.budget import MAX_ROUNDS
 from benchlab.sweep.inject import refusal, run_command
-from benchlab.sweep.lock import stop_requested
 from benchlab.sweep.outcomes import remember
 from benchlab.sweep.worker_state import (
     MAX_WAIT_S,
@@ -38,7 +37,7 @@ def check_stop(state: SweepState) -> None:
     """Honour `bench stop` (unlocked): points in flight finish, the rest stay pending. The
     main thread looks at every poll and each worker before it takes a point, so no point
     starts after the request."""
-    if state.stopping or not stop_requested(state.store, state.config.experiment):
+    if state.stopping or not state.stop_file.exists():
         return
     with state.lock:
         first, state.stopping = not state.stopping, True  # another thread may have seen it

@@ -79,7 +79,7 @@ def finish(
         if device.group is not None:
             device.group.finish()
         state.in_flight -= 1
-        if state.max_in_flight is not None:
+        if state.max_in_flight is not None and not state.serial:
             state.wake_all()  # a global slot is free: any device may be next
         state.fitness.finished(device.id, ok=record.status == "ok")
         if record.status == "ok":

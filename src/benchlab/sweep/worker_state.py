@@ -39,6 +39,7 @@ from benchlab.sweep.fitness import FitnessBook
 from benchlab.sweep.groups import Group, resolve
 from benchlab.sweep.history import DeviceHistory, point_key
 from benchlab.sweep.inject import InjectedQueue
+from benchlab.sweep.lock import stop_path
 from benchlab.sweep.schedule_log import ScheduleLog
 
 STOP_POLL_S = 0.25
@@ -259,6 +260,8 @@ class SweepState:
     ended_at: str | None = None
     session_id: str = ""
     """Unique per session (two sessions may start in one second, in one process)."""
+    stop_file: Path = field(init=False)
+    """`bench stop`'s request file, looked at before every point (a stat, nothing more)."""
 
     def __post_init__(self) -> None:
         policies = self.config.policies
@@ -273,6 +276,7 @@ class SweepState:
                 cond=threading.Condition(self.lock),
                 group=self.groups.get(device_config.resource_group or ""),
             )
+        self.stop_file = stop_path(self.store, self.config.experiment)
         self.device_order = sorted(self.devices)
         self.rank = {device_id: index for index, device_id in enumerate(self.config.devices)}
         self.max_in_flight = 1 if self.serial else policies.max_in_flight
@@ -287,9 +291,14 @@ class SweepState:
 
     def wake(self, device: DeviceState) -> None:
         """Called locked: wake this device's workers and, in a group, its members'; in a
-        sequential sweep any device may hold the next point, so every worker."""
+        sequential sweep, the worker of the device that holds the next point (or every
+        worker when no queue holds one: a round to refill, or nothing left)."""
         if self.serial:
-            self.wake_all()
+            heads = [d for d in self.devices.values() if d.queue and d.workers > 0]
+            if heads:
+                min(heads, key=lambda d: d.queue[0].order).cond.notify_all()
+            else:
+                self.wake_all()
         elif device.group is None:
             device.cond.notify_all()
         else:
