@@ -43,7 +43,7 @@ run id with a `failover-from:<device>` tag. Around that:
 
 All scheduling state lives in one `SweepState` behind one lock; each device has its own
 condition variable on that lock, so a finished point wakes only the workers it concerns
-(every worker, in a sequential sweep: any device may hold the next point). The parts are
+(in a sequential sweep, those of the device that holds the next point). The parts are
 functions of that state: picking the next point (dispatch.py), settling a finished one
 (outcomes.py), the assignment log (recovery.py) and schedule.json (schedule_view.py);
 none imports this module.
