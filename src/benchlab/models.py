@@ -494,7 +494,7 @@ class CatalogEntry(_Open):
     failure_kind: FailureKind | None = None
     gate: GateStatus | None = Field(
         default=None,
-        description="The gate verdict `bench catalog build` found (sweep.gates): passed, "
+        description="The gate verdict `bench catalog build` found (detect.gates): passed, "
         "failed, or unknown (could not be checked); absent where no gate applies.",
     )
     gate_detail: str | None = Field(

@@ -23,7 +23,8 @@ from benchlab.sweep.history import DeviceHistory
 from benchlab.sweep.journal import SweepJournal
 from benchlab.sweep.progress import QuietProgress
 from benchlab.sweep.schedule_log import ScheduleLog
-from benchlab.sweep.scheduler import _Sweep
+from benchlab.sweep.scheduler import device_rank, seed_from_history
+from benchlab.sweep.worker_state import SweepState
 
 SCHEDULER_DECODE = 10.0
 """The decode rate every FakeDevice run reports through the kit backend."""
@@ -138,15 +139,15 @@ class LightRunner:
         )
 
 
-def bare_sweep(store: Path, config: SweepConfig, clock: Callable[[], float]) -> _Sweep:
-    """A concurrent sweep's scheduler with no runner and no transport, on an injected clock:
-    for the pure logic of fitness and pending checks, driven by hand."""
+def bare_sweep(store: Path, config: SweepConfig, clock: Callable[[], float]) -> SweepState:
+    """A concurrent sweep's state with a runner that writes nothing and no transport, on an
+    injected clock: for the pure logic of fitness and pending checks, driven by hand."""
     journal = SweepJournal(Store(store), config.experiment)
     journal.begin(False, None)
-    return _Sweep(
+    state = SweepState(
         store=Store(store),
         config=config,
-        runner=None,
+        runner=LightRunner(),
         journal=journal,
         progress=QuietProgress(),
         log=ScheduleLog(store / "runs" / "sweeps" / config.experiment),
@@ -154,3 +155,6 @@ def bare_sweep(store: Path, config: SweepConfig, clock: Callable[[], float]) -> 
         clock=clock,
         history=DeviceHistory(Store(store), config.experiment),
     )
+    state.rank = device_rank(config, [])
+    seed_from_history(state)
+    return state

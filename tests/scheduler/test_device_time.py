@@ -12,15 +12,18 @@ from tests.kit.scheduler import bare_sweep
 
 from benchlab.layout import Store
 from benchlab.models import RunRecord, Timings
+from benchlab.sweep.dispatch import check_pending, next_job
 from benchlab.sweep.expand import expand
 from benchlab.sweep.history import DeviceHistory, point_key
-from benchlab.sweep.scheduler import PENDING_CHECK_S, _Job, _Sweep
+from benchlab.sweep.outcomes import finish, flush_history
+from benchlab.sweep.scheduler import enqueue
+from benchlab.sweep.worker_state import PENDING_CHECK_S, Job, SweepState
 
 POINTS = 20
 SLACK_S = 600.0
 
 
-def _sweep(store: Path, now: list[float], *, seconds: float, known: int = POINTS) -> _Sweep:
+def _sweep(store: Path, now: list[float], *, seconds: float, known: int = POINTS) -> SweepState:
     """A 1-slot device `slow` on machine `m` with POINTS points, the last `known` of which
     its history says take `seconds` (so the whole queue waits far past SLACK_S)."""
     config = parse_sweep(
@@ -35,11 +38,11 @@ def _sweep(store: Path, now: list[float], *, seconds: float, known: int = POINTS
         earlier.record("m", "slow", "ok", None, point=point_key(spec), duration_s=seconds)
     earlier.flush()
     sweep = bare_sweep(store, config, lambda: now[0])
-    sweep.enqueue(specs)
+    enqueue(sweep, specs)
     return sweep
 
 
-def _ok(job: _Job, seconds: float) -> RunRecord:
+def _ok(job: Job, seconds: float) -> RunRecord:
     spec = job.point.spec
     return RunRecord(
         run_id=job.point.run_id,
@@ -52,12 +55,12 @@ def _ok(job: _Job, seconds: float) -> RunRecord:
     )
 
 
-def _hold(sweep: _Sweep, now: list[float], seconds: float) -> None:
+def _hold(sweep: SweepState, now: list[float], seconds: float) -> None:
     """Let `seconds` pass, the main thread looking every PENDING_CHECK_S as it does."""
     end = now[0] + seconds
     while now[0] < end:
         now[0] = min(now[0] + PENDING_CHECK_S, end)
-        sweep._check_pending()
+        check_pending(sweep)
 
 
 def _outcomes(store: Path) -> list[str]:
@@ -71,11 +74,11 @@ def test_a_healthy_slow_device_keeps_fitness_one(store: Path) -> None:
     sweep = _sweep(store, now, seconds=60.0)
     device = sweep.devices["slow"]
     for _ in range(POINTS):  # the last point waits 19 minutes in the queue: not the device's
-        job = sweep._next(device)
-        assert isinstance(job, _Job)
+        job = next_job(sweep, device)
+        assert isinstance(job, Job)
         _hold(sweep, now, 60.0)
-        sweep._finish(device, "slow/0", job, _ok(job, 60.0), None)
-    sweep._flush_history()
+        finish(sweep, device, "slow/0", job, _ok(job, 60.0), None)
+    flush_history(sweep)
     assert now[0] == POINTS * 60.0 > SLACK_S
     assert sweep.fitness.fitness("slow") == 1.0
     assert _outcomes(store) == ["ok"] * POINTS
@@ -87,13 +90,13 @@ def test_a_device_that_holds_a_point_past_its_usual_time_is_penalised_once(store
     now = [0.0]
     sweep = _sweep(store, now, seconds=60.0)
     device = sweep.devices["slow"]
-    job = sweep._next(device)
-    assert isinstance(job, _Job)
+    job = next_job(sweep, device)
+    assert isinstance(job, Job)
     _hold(sweep, now, 60.0 + SLACK_S - PENDING_CHECK_S)  # within its usual time and the slack
     assert sweep.fitness.fitness("slow") == 1.0
     _hold(sweep, now, 3 * PENDING_CHECK_S)  # now past both: the device holds it too long
     _hold(sweep, now, 10 * PENDING_CHECK_S)  # counted once, not once per look
-    sweep._flush_history()
+    flush_history(sweep)
     assert sweep.fitness.fitness("slow") < 1.0
     assert _outcomes(store) == ["pending"]
     (line,) = [
@@ -110,7 +113,7 @@ def test_the_expectation_is_the_device_own(store: Path) -> None:
     now = [0.0]
     sweep = _sweep(store, now, seconds=2000.0)
     device = sweep.devices["slow"]
-    assert isinstance(sweep._next(device), _Job)
+    assert isinstance(next_job(sweep, device), Job)
     _hold(sweep, now, 2000.0 + SLACK_S - PENDING_CHECK_S)
     assert sweep.fitness.fitness("slow") == 1.0
 
@@ -120,8 +123,8 @@ def test_a_point_new_to_the_device_is_expected_to_take_its_usual_time(store: Pat
     now = [0.0]
     sweep = _sweep(store, now, seconds=2000.0, known=POINTS - 1)
     device = sweep.devices["slow"]
-    job = sweep._next(device)
-    assert isinstance(job, _Job) and point_key(job.point.spec) not in device.expected
+    job = next_job(sweep, device)
+    assert isinstance(job, Job) and point_key(job.point.spec) not in device.expected
     _hold(sweep, now, 2000.0 + SLACK_S - PENDING_CHECK_S)
     assert sweep.fitness.fitness("slow") == 1.0
     _hold(sweep, now, 3 * PENDING_CHECK_S)

@@ -10,18 +10,19 @@ from pathlib import Path
 
 import pytest
 from tests.kit.backend import FakeBackend
+from tests.kit.configs import NO_BACKOFF
 from tests.kit.scheduler import SCHEDULER_DECODE, Events, fleet_factory, real_runner
 from tests.scheduler.lab import make_config
 
 from benchlab.devices.fake import FakeBehaviour, FakeMachine
 from benchlab.errors import StoreError
 from benchlab.layout import Store
+from benchlab.models import GitInfo
 from benchlab.sweep.attempt import HOLE_WARNING
 from benchlab.sweep.lock import SweepLock, request_stop
 from benchlab.sweep.order import order_points
 from benchlab.sweep.schedule_log import read_retries
-from benchlab.sweep.scheduler import run_sweep_concurrent
-from benchlab.sweep.sequential import run_sweep
+from benchlab.sweep.scheduler import run_sweep, run_sweep_concurrent
 
 FAST_BREAKER = {"failure_threshold": 3, "recovery_after_s": 0.15, "drain_after_cooldowns": 2}
 
@@ -265,6 +266,83 @@ def test_a_second_sweep_of_the_same_experiment_is_refused(store: Path) -> None:
         run(store, config, {"pi5": FakeBehaviour()})
 
 
+def _same_run_elsewhere(store: Path, tmp_path: Path) -> Path:
+    """A second store holding only the first one's state.json: the same stamp, so the same
+    run ids, and nothing done yet."""
+    other = tmp_path / "other"
+    (other / "runs" / "sweeps" / "exp").mkdir(parents=True)
+    shutil.copy(sweep_dir(store) / "state.json", other / "runs" / "sweeps" / "exp")
+    return other
+
+
+def _trace(store: Path, records) -> dict[str, list]:  # type: ignore[no-untyped-def]
+    """What a sweep left, line by line, without wall times, durations or session ids."""
+    schedule = json.loads((sweep_dir(store) / "schedule.json").read_text())
+    policy = {k: v for k, v in schedule["policy"].items() if k not in ("mode", "breaker")}
+    history = [
+        json.loads(line)
+        for path in sorted((store / "runs" / "devices").glob("*/history.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+    return {
+        "records": sorted(
+            (r.run_id, r.status, r.failure_kind, r.attempt, r.attempts, r.worker, *r.warnings)
+            for r in records
+        ),
+        "schedule": [
+            policy,
+            schedule["devices"],
+            schedule["assignments"],
+            schedule["points"],
+            schedule["groups"],
+        ],
+        "history": sorted(
+            (x["machine"], x["device"], x["outcome"], x["run_id"], x.get("point")) for x in history
+        ),
+        "retries": sorted(
+            (x["device"], x["run_id"], x["attempt"], x["action"], x["worker"])
+            for x in read_retries(sweep_dir(store) / "retries.jsonl")
+        ),
+    }
+
+
+def test_sequential_is_the_scheduler_with_one_worker(store: Path, tmp_path: Path) -> None:
+    """`bench run` and `bench run --concurrent` are one engine: run one point at a
+    time they leave the same records, schedule.json, history and retries.jsonl."""
+    devices = {"laptop": {}, "pi5": {}, "host": {"resource_group": "g"}, "pod": {}}
+    devices["pod"] = {"resource_group": "g"}
+    config = make_config(devices, policies={**NO_BACKOFF, "max_in_flight": 1})
+
+    def fleet() -> dict[str, FakeBehaviour]:
+        return {
+            "laptop": FakeBehaviour(),
+            "pi5": FakeBehaviour(exit_code=3),
+            "host": FakeBehaviour(fail_next=1),
+            "pod": FakeBehaviour(),
+        }
+
+    events = Events()
+    sequential = run_sweep(
+        store,
+        config,
+        "lab.yaml",
+        progress=events,
+        _transport_factory=fleet_factory(fleet()),
+        _backend=lambda _: FakeBackend(decode=SCHEDULER_DECODE),
+        _git_info=GitInfo(),
+    )
+    other = _same_run_elsewhere(store, tmp_path)
+    concurrent, _ = run(other, config, fleet(), _measure_clocks=False)
+    one, two = _trace(store, sequential.records), _trace(other, concurrent.records)
+    for part in one:
+        assert one[part] == two[part], part
+    assert len(one["records"]) == 24 and len(one["history"]) == 25 and len(one["retries"]) == 1
+    # Sequential: one point at a time, in the config's order (device by device).
+    assert [r.device for r in sequential.records] == [d for d in devices for _ in range(6)]
+    mode = json.loads((sweep_dir(store) / "schedule.json").read_text())["policy"]["mode"]
+    assert mode == "sequential"
+
+
 def test_same_records_as_the_sequential_reference(store: Path, tmp_path: Path) -> None:
     devices = {"laptop": {"max_concurrency": 2}, "pi5": {}, "host": {"resource_group": "g"}}
     devices["pod"] = {"resource_group": "g"}
@@ -282,14 +360,12 @@ def test_same_records_as_the_sequential_reference(store: Path, tmp_path: Path) -
         store,
         config,
         "lab.yaml",
-        _opener=fleet_factory(fleet()),
+        _transport_factory=fleet_factory(fleet()),
         _backend=lambda _: FakeBackend(decode=SCHEDULER_DECODE),
         _sleep=lambda _: None,
-        _git_info={},
+        _git_info=GitInfo(),
     )
-    other = tmp_path / "other"
-    (other / "runs" / "sweeps" / "exp").mkdir(parents=True)
-    shutil.copy(sweep_dir(store) / "state.json", other / "runs" / "sweeps" / "exp")
+    other = _same_run_elsewhere(store, tmp_path)
     concurrent, _ = run(other, config, fleet(), _measure_clocks=False)
 
     def summary(records):  # type: ignore[no-untyped-def]

@@ -94,7 +94,7 @@ def test_for_runs_rounds_until_the_deadline_then_dry_run_estimates(
     began = time.time()
     assert main(["run", str(path), "--for", "3s"]) == 0
     out = capsys.readouterr().out
-    assert "ROUND 1: 2 point(s)" in out and "deadline reached" in out
+    assert "ROUND 1 local: 2 point(s)" in out and "deadline reached" in out
     found = records(env)
     assert len(found) >= 4 and all(r["status"] == "ok" for r in found)
     starts = [stamp(r["timings"]["started_at"]) for r in found]

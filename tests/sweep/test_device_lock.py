@@ -26,7 +26,7 @@ from benchlab.sweep.config import load_sweep_config
 from benchlab.sweep.expand import expand
 from benchlab.sweep.journal import SweepJournal
 from benchlab.sweep.lock import DeviceLock, device_lock_path
-from benchlab.sweep.sequential import run_sweep
+from benchlab.sweep.scheduler import run_sweep
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,5 @@
-"""The sequential runner: retries written down, resume touches nothing done, stop, progress."""
+"""A sequential sweep (the scheduler, one point at a time): retries written down, resume
+touches nothing done, stop, progress."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from benchlab.models import GitInfo
 from benchlab.sweep.journal import SweepJournal
 from benchlab.sweep.lock import SweepLock, request_stop
 from benchlab.sweep.progress import LineProgress
-from benchlab.sweep.sequential import run_sweep
+from benchlab.sweep.scheduler import run_sweep
 
 GIT = GitInfo(rev="abc1234", branch="main", dirty=False)
 
@@ -46,7 +47,7 @@ def sweep(store: Path, config, fleet: Fleet, *, fresh=False, progress=None, slee
         "lab.yaml",
         fresh=fresh,
         progress=progress,
-        _opener=fleet.opener,
+        _transport_factory=fleet.opener,
         _backend=lambda name: backend,
         _sleep=(sleeps.append if sleeps is not None else lambda s: None),
         _git_info=GIT,

@@ -68,7 +68,7 @@ UNDATED = "undated"
 STATUSES = ("ok", "failed")
 FAILURE_KINDS = ("transport", "measurement", "config", "parse")
 GATE_STATUSES = ("passed", "failed", "unknown")
-"""An entry's `gate`: `sweep.gates` PASSED, FAILED, UNKNOWN (the gate could not be checked)."""
+"""An entry's `gate`: `detect.gates` PASSED, FAILED, UNKNOWN (the gate could not be checked)."""
 
 ENTRY_FIELDS: dict[str, str] = {
     "run_id": "str",

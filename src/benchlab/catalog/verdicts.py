@@ -7,8 +7,8 @@ the run dirs (every clone but the one that measured) has only the catalog. So th
 travels in the entry: `gate` (passed, failed, unknown) and, where it did not pass,
 `gate_detail` (the check and what it found), public text checked like any other.
 
-What is judged: the gates the run's sweep declares, else `sweep.gates.DEFAULT_GATE` (the
-onboarding checklist's rule), by `sweep.gates.GateBook` on the records of the run's machine
+What is judged: the gates the run's sweep declares, else `detect.gates.DEFAULT_GATE` (the
+onboarding checklist's rule), by `detect.gates.GateBook` on the records of the run's machine
 (the baseline `previous` is the newest earlier ok run of its series). A machine's records are
 read once per build, and only for a machine with run dirs to read. A promoted or imported
 run dir (no record here) keeps the verdict its manifest carries (`extract`); another

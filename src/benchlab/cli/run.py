@@ -263,20 +263,10 @@ def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) ->
 
 
 def _runner(concurrent: bool) -> Any:
-    from benchlab.errors import ConfigError
+    """The one sweep engine (sweep/scheduler.py), sequential unless --concurrent."""
+    from benchlab.sweep.scheduler import run_sweep, run_sweep_concurrent
 
-    if not concurrent:
-        from benchlab.sweep.sequential import run_sweep
-
-        return run_sweep
-    try:
-        from benchlab.sweep.scheduler import run_sweep_concurrent
-    except ImportError as exc:
-        raise ConfigError(
-            f"--concurrent: the concurrent scheduler is not available ({exc}); "
-            "run without --concurrent"
-        ) from None
-    return run_sweep_concurrent
+    return run_sweep_concurrent if concurrent else run_sweep
 
 
 def _dry_run(

@@ -217,7 +217,7 @@ def onboard(
         write_model(store.private_specs(machine_id), specs, root=store.root)
     result = OnboardResult(specs=specs, checks=[])
     if smoke:
-        from benchlab.sweep.sequential import run_sweep
+        from benchlab.sweep.scheduler import run_sweep
 
         sweep = run_sweep(
             store, smoke_config(machine_id, device_id, device), None, fresh=True, progress=progress

@@ -1,2 +1,2 @@
 """Sweeps: config, expansion into RunSpecs, the journal (resume), one attempt at a point,
-the sequential runner (the reference), and the concurrent scheduler's parts."""
+and the one scheduler that runs a sweep sequentially or `--concurrent` (scheduler.py)."""

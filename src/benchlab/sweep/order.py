@@ -5,7 +5,7 @@ An order policy is a function `policy(specs, *, seed, device) -> list[RunSpec]` 
 a permutation of one device's points. Three are built in, and are plug-ins of that same
 interface:
 
-- `spec` (default): the expansion order, as the sequential runner does.
+- `spec` (default): the expansion order.
 - `interleave`: rotate across configurations, so no configuration runs its whole share in one
   stretch of the machine's thermal history. A configuration is (backend, model, precision,
   mode); the first point of each configuration comes first, then the second of each, ...

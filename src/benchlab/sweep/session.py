@@ -1,10 +1,10 @@
 """One session of one sweep: what `bench run` and `bench run --concurrent` share.
 
-Both runners used to take the lock, fix the stamp, find what is pending and write
-retries.jsonl each in their own way; they now open one `SweepSession` and only schedule:
+The scheduler (scheduler.py, sequential or concurrent) opens one `SweepSession` and only
+schedules:
 
     with SweepSession(store, config, config_path, specs=specs, fresh=fresh, ...) as session:
-        for spec in session.pending: ...            # the runner's own order and workers
+        for spec in session.pending: ...            # the scheduler's order and workers
         session.log.append(kind="transport", ...)   # the one retries.jsonl writer
 
 On entry, in this order (each step relies on the one before):
