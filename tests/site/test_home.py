@@ -61,8 +61,10 @@ def test_an_old_open_regression_leads_the_home_page(rendered):
     assert -31 < float(old[0][2].split()[0]) < -25  # the planted -28 %
     stamp = START.replace(minute=14) + timedelta(days=OLD_STEP_DAY)  # entry() adds 14 min
     assert old[0][3] == stamp.strftime("%Y-%m-%d %H:%M:%S")
-    # It leads: before "what changed in the last 14 days", which does not hold it.
-    assert text.index('id="open-regressions"') < text.index("## What changed in the last")
+    # Right after the fastest table, before "what changed in the last 14 days", which does
+    # not hold it.
+    assert text.index('id="fastest"') < text.index('id="open-regressions"')
+    assert text.index('id="open-regressions"') < text.index('id="what-changed-heading"')
     assert not any(row[2].startswith("oldbox") for row in _rows(text, "what-changed"))
     assert '<svg class="bl-spark"' in text
 
