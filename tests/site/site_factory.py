@@ -243,3 +243,22 @@ def write_entries(root: Path, entries: list[CatalogEntry]) -> Store:
         MachineInventory(machines={m: InventoryEntry(id=m, os="Linux") for m in machines}),
     )
     return store
+
+
+def demo_runs() -> list[CatalogEntry]:
+    """The quick start's demo as `dvc repro` leaves it: the default sweep's 8 points (tiny and
+    SmolLM2-135M, f32 and q8, 1 and 2 threads) on the machine `local`, one run each, all
+    within a minute, each with a passed gate verdict (a line the demo never asked for)."""
+    out = []
+    point = 0
+    for model, speed in (("tiny", 2000.0), ("SmolLM2-135M", 25.0)):
+        for precision in ("f32", "q8"):
+            for threads in (1, 2):
+                run = entry("local", model, precision, 0, speed * threads**0.5, threads=threads,
+                            gate="passed")  # fmt: skip
+                moment = START + timedelta(seconds=7 * point)
+                stamp = moment.strftime("%Y%m%dT%H%M%SZ")
+                run_id = f"local-{run.model_id}-{precision}-batch-0000t{threads:03d}-{stamp}"
+                out.append(run.model_copy(update={"run_id": run_id, "timestamp": _stamp(moment)}))
+                point += 1
+    return out

@@ -140,10 +140,11 @@ def test_regressions_page_shows_the_version_before_and_after(public_store):
     assert "benchlab 0.1.0 → <strong>benchlab 0.2.0</strong>" in row
 
 
-def test_home_lists_what_changed_first_with_the_planted_step(fleet_store):
+def test_home_lists_the_fastest_first_then_what_changed_with_the_planted_step(fleet_store):
     text = expand(render_pages(load_public(Store(fleet_store))).files, "index.md")
     body = text.split("# What changed", 1)[1]
-    assert body.index('id="what-changed"') < body.index("## Fastest machine")
+    assert body.index('id="fastest"') < body.index('id="open-regressions"')
+    assert body.index('id="open-regressions"') < body.index('id="what-changed"')
     rows = _rows(text, "what-changed")
     assert rows and all("pi5" in row[2] and " q4 " in row[2] for row in rows)
     assert {row[0] for row in rows} == {"regression"}

@@ -461,6 +461,16 @@
 
   /* --- the run page ---------------------------------------------------------------------- */
 
+  function batchAxis(curve) {
+    /* A log axis where the batch sizes span one; a curve of one size (llama-bench's batch 1)
+       gets a linear axis ticked at that size, not plotly's log default of 0.125 to 8. */
+    var sizes = [];
+    curve.forEach(function (p) { if (sizes.indexOf(p.batch) < 0) { sizes.push(p.batch); } });
+    var grid = "rgba(128,128,128,0.25)";
+    if (sizes.length > 1) { return { type: "log", dtick: 0.30103, title: { text: "Batch size (log scale)" }, gridcolor: grid }; }
+    return { type: "linear", tickvals: sizes, range: [0, 2 * sizes[0]], title: { text: "Batch size" }, gridcolor: grid };
+  }
+
   var RUN_METRICS = [["peak_tok_per_sec", "Peak aggregate tok/s"], ["baseline_tok_per_sec", "Batch-1 tok/s"],
     ["speedup", "Speedup"], ["prefill_tok_per_sec", "Prefill tok/s"], ["prefill_stddev", "Prefill stddev"],
     ["decode_tok_per_sec", "Decode tok/s"], ["decode_stddev", "Decode stddev"]];
@@ -535,7 +545,7 @@
         x: curve.map(function (p) { return p.batch; }), y: curve.map(function (p) { return p.agg_tok_per_sec; }),
         hovertemplate: "batch %{x}: <b>%{y:,.1f} tok/s</b><extra></extra>" }],
         Object.assign({ height: 360, margin: { l: 56, r: 12, t: 16, b: 48 }, paper_bgcolor: "rgba(0,0,0,0)",
-          plot_bgcolor: "rgba(0,0,0,0)", xaxis: { type: "log", dtick: 0.30103, title: { text: "Batch size (log scale)" }, gridcolor: "rgba(128,128,128,0.25)" },
+          plot_bgcolor: "rgba(0,0,0,0)", xaxis: batchAxis(curve),
           yaxis: { title: { text: "Aggregate tokens/s" }, rangemode: "tozero", gridcolor: "rgba(128,128,128,0.25)" } }, theme()),
         { displaylogo: false, responsive: true });
     }, function () { box.textContent = "No published details for series " + sid + "."; });

@@ -27,7 +27,13 @@ from benchlab.publish.charts.base import (
     point_data,
     step_versions,
 )
-from benchlab.publish.charts.layout import METRIC_TITLES, base_layout, log_y_if_wide, top
+from benchlab.publish.charts.layout import (
+    METRIC_TITLES,
+    base_layout,
+    date_axis,
+    log_y_if_wide,
+    top,
+)
 from benchlab.publish.charts.palette import PALETTE
 from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable
 
@@ -194,7 +200,7 @@ def _trend_part(
     title = "Throughput over time" if first else f"{METRIC_TITLES[metric]} over time"
     layout = base_layout(title, "Run time (UTC)", METRIC_TITLES[metric])
     log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
-    layout["xaxis"]["type"] = "date"
+    date_axis(layout["xaxis"], [row["timestamp"] for row in rows])
     stepped = {series_of(g.run) for g in regressions}
     top(traces, layout, fair_scores(lines, stepped, metric))
     kept = {point[7] for trace in traces for point in trace["customdata"][:1]}
@@ -337,7 +343,7 @@ def series_chart(
     if len(drawn) < total:
         title += f" ({len(drawn)} of {total} runs drawn; older runs as bucket medians)"
     layout = base_layout(title, "Run time (UTC)", METRIC_TITLES[metric])
-    layout["xaxis"]["type"] = "date"
+    date_axis(layout["xaxis"], [r["timestamp"] for r in everything])
     layout["shapes"] = shapes
     log_y_if_wide(layout, y)
     layout["annotations"] = [

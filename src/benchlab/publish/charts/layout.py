@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from benchlab.metrics import CATALOG_METRICS, better_word, title, unit_of
@@ -186,6 +187,27 @@ def numeric_axis(axis: dict[str, Any], values: Sequence[float | None]) -> None:
 
 POOL_SERIES = 400
 """Series a chart carries at most: the page's filters re-pick the top among them."""
+
+
+MIN_DATE_SPAN = timedelta(days=1)
+"""A time axis shows at least a day: plotly pads one run (or runs a minute apart) by a
+fraction of a second and ticks it like 04:34:28.9995."""
+
+
+def date_axis(axis: dict[str, Any], stamps: Sequence[str]) -> None:
+    """A time axis over `stamps` (the catalog's `...Z` strings); under `MIN_DATE_SPAN`
+    apart, a fixed range of a day centred on them, ticked in hours."""
+    axis["type"] = "date"
+    if not stamps:
+        return
+    moments = [datetime.fromisoformat(s.replace("Z", "")) for s in (min(stamps), max(stamps))]
+    span = moments[1] - moments[0]
+    if span >= MIN_DATE_SPAN:
+        return
+    middle = moments[0] + span / 2
+    start, end = middle - MIN_DATE_SPAN / 2, middle + MIN_DATE_SPAN / 2
+    axis.update(range=[start.strftime("%Y-%m-%d %H:%M:%S"), end.strftime("%Y-%m-%d %H:%M:%S")],
+                tickformat="%H:%M\n%b %d, %Y")  # fmt: skip
 
 
 def pool(

@@ -1,4 +1,5 @@
-"""The fleet health page: each machine's runs by outcome."""
+"""The fleet health page: machines gone silent, runs stamped in the future, and each
+machine's runs by outcome."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.publish.charts import Chart, base_layout
-from benchlab.publish.context import SiteContext
+from benchlab.publish.context import WINDOW_DAYS, SiteContext
 from benchlab.publish.data import PublicData
-from benchlab.publish.detection import FUTURE_TOLERANCE, build_time, future_runs
+from benchlab.publish.detection import (
+    FUTURE_TOLERANCE,
+    build_time,
+    future_runs,
+    parse_stamp,
+    window,
+)
 from benchlab.publish.links import Pages
 from benchlab.publish.tables import fmt_time, is_hole, link
 
@@ -77,6 +84,28 @@ def health_rows_and_chart(
 
 
 FUTURE_LIMIT = 20
+SILENT_DAYS = WINDOW_DAYS
+"""A machine with no run in this many days up to the catalog's newest run is silent."""
+
+
+def silent_machines(
+    by_machine: Mapping[str, Sequence[Entry]], since: str | None, newest: str | None
+) -> list[dict[str, Any]]:
+    """Machines whose newest run (of any outcome) is older than `since`, the start of the
+    `SILENT_DAYS` up to the catalog's newest honest run (`detection.window`: a wrong clock
+    moves neither end), longest silent first: a machine that stopped reporting is named,
+    not left to look healthy on old runs."""
+    end = parse_stamp(newest) if newest else None
+    if since is None or end is None:
+        return []
+    out = []
+    for machine, runs in by_machine.items():
+        last = max((r["timestamp"] for r in runs), default=None)
+        moment = parse_stamp(last) if last else None
+        if last is None or moment is None or last >= since:
+            continue
+        out.append({"machine": machine, "last": fmt_time(last), "days": (end - moment).days})
+    return sorted(out, key=lambda row: (-row["days"], row["machine"]))
 
 
 def health_page(site: SiteContext) -> None:
@@ -84,7 +113,12 @@ def health_page(site: SiteContext) -> None:
     future (a wrong clock), which the home page's window sets aside (`detection.window`)."""
     rows, chart = health_rows_and_chart(site.data, site.pages, site.groups.by_machine)
     site.add_charts([chart])
-    ahead = future_runs(site.groups.all_of.values(), build_time())
+    now = build_time()
+    ahead = future_runs(site.groups.all_of.values(), now)
+    since, newest = window(site.groups.all_of.values(), SILENT_DAYS, now)
+    silent = silent_machines(site.groups.by_machine, since, newest)
+    for row in silent:
+        row["page"] = site.pages.machine(row["machine"])
     future = [
         {"machine": r["machine_id"], "page": site.pages.machine(r["machine_id"]),
          "stamp": fmt_time(r["timestamp"]), "run": link(site.links.run(r, ""), "details")}
@@ -98,6 +132,9 @@ def health_page(site: SiteContext) -> None:
         chart=chart,
         future=future,
         future_total=len(ahead),
+        silent=silent,
+        silent_days=SILENT_DAYS,
+        newest=fmt_time(newest),
         future_machines=sorted({r["machine_id"] for r in ahead}),
         tolerance_hours=int(FUTURE_TOLERANCE.total_seconds() // 3600),
     )

@@ -1,6 +1,7 @@
-"""The home page: every regression still in effect first (whatever its age, confirmed and
-suspect apart, each with a sparkline), then what changed in the newest runs' window, the
-fastest machine per model and precision, the machines, and the newest runs."""
+"""The home page: the answer first (the fastest machine per model and precision, or a first
+demo's own results) under a one-line status; then every regression still in effect
+(whatever its age, confirmed and suspect apart, each with a sparkline), what changed in the
+newest runs' window, the machines, and the newest runs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
+
+from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step, recent
@@ -24,6 +27,7 @@ from benchlab.publish.tables import (
     cell_level,
     cell_num,
     fmt_time,
+    link,
     neg,
     steps_table,
 )
@@ -64,10 +68,11 @@ def _series_href(name: str, root: str) -> str:
 
 def gate_counts(site: SiteContext) -> dict[str, int] | None:
     """How many series' newest runs passed, failed or could not be judged by their gate;
-    None where no newest run carries a verdict (the line is hidden, never wrong)."""
+    None where no newest run carries a verdict, or every one passed (the line is hidden,
+    never wrong: all passed says no more than "no regression")."""
     newest = site.data.full(site.latest[sid] for sid in sorted(site.latest))
     verdicts = Counter(r.get(GATE_FIELD) for r in newest if r.get(GATE_FIELD) is not None)
-    if not verdicts:
+    if not verdicts or verdicts["passed"] == len(newest):
         return None
     return {
         "passed": verdicts["passed"],
@@ -95,6 +100,49 @@ def newest_first(runs: Iterable[Entry]) -> list[Entry]:
 def newest_of(groups: Iterable[Sequence[Entry]], limit: int) -> list[Entry]:
     """The newest `limit` runs of oldest-first groups, newest first (`newest_first`)."""
     return newest_first(r for runs in groups for r in runs[-limit:])
+
+
+DEMO_MACHINE = "local"
+"""Every clone's default machine id: a catalog of it alone is the quick start's demo."""
+DEMO_LIMIT = 50
+
+
+def demo_results(site: SiteContext) -> dict[str, Any] | None:
+    """A first demo's own results (a catalog whose only machine is `local`): each series'
+    newest run, and one sentence saying what ran, where, and how to name and publish."""
+    if site.data.machine_ids() != [DEMO_MACHINE] or not site.groups.ok_of:
+        return None
+    newest = sorted(
+        (runs[-1] for runs in site.groups.ok_of.values()),
+        key=lambda r: (r["model"], r["precision"], r.get("threads") or 0, r["run_id"]),
+    )
+    rows = [
+        [
+            cell(site.model_link(r["model"], ""), r["model"]),
+            cell(r["precision"]),
+            cell_num(r.get("threads"), 0),
+            cell_num(r.get("prefill_tok_per_sec")),
+            cell_num(r.get("decode_tok_per_sec")),
+            cell_num(r.get("peak_tok_per_sec")),
+            cell(link(site.links.run(r, ""), fmt_time(r["timestamp"])), r["timestamp"]),
+        ]
+        for r in newest[:DEMO_LIMIT]
+    ]
+    table = Table(
+        [("Model", "text"), ("Precision", "text"), ("Threads", "num"), ("Prefill tok/s", "num"),
+         ("Decode tok/s", "num"), ("Peak tok/s", "num"), ("Run (UTC)", "text")],
+        rows, sort="0:asc", hidden=max(0, len(newest) - DEMO_LIMIT), ident="demo-results",
+    )  # fmt: skip
+    runs = sum(len(r) for r in site.groups.ok_of.values())
+    backends = ", ".join(sorted({str(r.get("backend") or "?") for r in newest}))
+    models = ", ".join(sorted({r["model"] for r in newest}))
+    sentence = Markup(
+        "This is a demo: {} run(s) of the {} backend ({}) ran on this computer under the "
+        "machine id <code>local</code>, which is never published; to publish, give the machine "
+        "a name of its own (<code>bench onboard --machine-id NAME</code>), run "
+        "<code>dvc repro</code> again and add the catalog to git."
+    ).format(runs, backends, models)
+    return {"table": table, "sentence": sentence}
 
 
 def home_page(site: SiteContext, now: datetime | None = None) -> None:
@@ -155,6 +203,7 @@ def home_page(site: SiteContext, now: datetime | None = None) -> None:
         "home.md.j2",
         root="",
         empty=not site.runs,
+        demo=demo_results(site),
         stats=stats,
         since=fmt_time(since),
         newest=fmt_time(newest),

@@ -221,11 +221,16 @@ def machine_pages(site: SiteContext) -> list[Any]:
     return nav
 
 
+SEARCH_BUILDS = 50
+"""The most builds a series' search entry names (its newest): the index stays small."""
+
+
 def series_entries(site: SiteContext) -> list[dict[str, str]]:
     """A search entry per series with a page (`publish.hooks.on_post_build` adds them to
     the index: a series page's own text is numbers): its label as title; its id, machine,
     model and label (short and in words) as text, so `t2`, `2 threads` and `s1a2b…` all
-    find it."""
+    find it; and the backend builds its runs measured (newest first, up to
+    `SEARCH_BUILDS`), so a build (`b4520`) finds the series that ran it."""
     entries = []
     for sid in sorted(site.series_pages):
         run = site.latest[sid]
@@ -235,6 +240,15 @@ def series_entries(site: SiteContext) -> list[dict[str, str]]:
             f"Series {sid}: {label(run)}. {words}. Machine {run['machine_id']}, "
             f"model {run['model']}."
         )
+        builds = list(
+            dict.fromkeys(
+                str(r["backend_version"])
+                for r in reversed(site.groups.ok_of.get(sid, [run]))
+                if r.get("backend_version")
+            )
+        )
+        if builds:
+            text += f" Builds: {', '.join(builds[:SEARCH_BUILDS])}."
         entries.append(
             {  # the search shows title and text as HTML: user strings go in as entities
                 "location": f"series/{page[:-3]}.html" if page.endswith(".md") else page,
