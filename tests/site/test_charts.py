@@ -353,7 +353,11 @@ def test_runs_differing_only_in_threads_are_two_lines_of_the_trend(threads_store
 def test_trend_hover_names_the_build_change_of_a_regression(public_store):
     data = load_public(Store(public_store))
     [chart] = build_charts(data, Filters(machines=("laptop",), model="llama-3.2-1b"), ["trend"])
-    [marker] = [t for t in chart.figure["data"] if t["name"] == "regression"]
+    # each metric's step is marked on that metric's lines (peak and decode stepped here)
+    markers = {t["meta"]["when"]["metric"]: t for t in chart.figure["data"]
+               if t["name"] == "regression"}  # fmt: skip
+    assert set(markers) == {"peak_tok_per_sec", "decode_tok_per_sec"}
+    marker = markers["peak_tok_per_sec"]
     assert marker["customdata"][0][9] == "version benchlab 0.1.0 → benchlab 0.2.0"
     assert "%{customdata[9]}" in marker["hovertemplate"]
 

@@ -101,3 +101,44 @@ def test_the_series_page_of_a_prefill_regression_draws_and_gates_prefill(
     gates = {g["metric"]: g["verdict"] for g in payload["metric_gates"]}
     assert gates == {"decode_tok_per_sec": "passed", "prefill_tok_per_sec": "failed"}
     assert payload["gate"]["verdict"] == "failed"  # never "gate passed" on a series 15 % down
+
+
+def test_the_series_page_shows_a_level_for_every_metric_at_the_cli_level(
+    llama_site: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture
+) -> None:
+    """Not the first metric alone: decode and prefill each at its own level, the one
+    `bench best --metric M --by series` gives (prefill's own step not averaged across)."""
+    store, files = llama_site
+    [step] = [s for s in _cli_steps(store, capsys) if s["machine_id"] == "lab07"]
+    text = files[f"bl/series/{series_file(step['series'], '.js')}"]
+    payload = json.loads(text[text.index("]=") + 2 : text.rindex("}") + 1])
+    shown = {lv["metric"]: lv["value"] for lv in payload["levels"]}
+    assert set(shown) == {"decode_tok_per_sec", "prefill_tok_per_sec"}
+    for metric, value in shown.items():
+        capsys.readouterr()
+        main(["--store", str(store), "best", "--metric", metric, "--by", "series",
+              "--machine", "lab07", "--format", "json"])  # fmt: skip
+        [row] = json.loads(capsys.readouterr().out)
+        assert value == pytest.approx(row["level"]["value"]), metric
+    assert {lv["unit"] for lv in payload["levels"]} == {"tok/s"}
+
+
+def test_chart_step_markers_mark_every_metric_not_peak_only(
+    llama_site: tuple[Path, dict[str, str]],
+) -> None:
+    """`charts.find_regressions` (what a trend drawn without the site's steps marks) finds
+    the steps of each metric, so a prefill-only regression is marked on the prefill trend."""
+    from tests.kit.llama_steps import PLANTED
+
+    from benchlab.catalog.read import load_catalog
+    from benchlab.publish.charts import find_regressions, trend_chart
+
+    store, _ = llama_site
+    runs = [r for r in load_catalog(store / "catalog.json").runs if r["machine_id"] == "lab07"]
+    found = find_regressions(runs)
+    [planted] = [p for p in PLANTED if p.machine == "lab07"]
+    assert {g.step.metric for g in found} == {planted.metric}
+    assert all(g.value == g.run[planted.metric] and g.drop > 0.1 for g in found)
+    chart = trend_chart(runs, metrics=["decode_tok_per_sec", "prefill_tok_per_sec"])
+    marks = [t for t in chart.figure["data"] if t["name"] == "regression"]
+    assert [t["meta"]["when"]["metric"] for t in marks] == [planted.metric]

@@ -473,6 +473,21 @@ def _level_entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _best_entries(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    """`best --format json`: the ranked metric at its level, as the text, csv and markdown
+    tables and `table --format json` show it, the newest run's own value under `newest`
+    (ARCHITECTURE.md, The current level)."""
+    out = []
+    for row in _entries_out(rows):
+        level = row.get("level")
+        if level:
+            ranked = level.get("metric", metric)
+            row["newest"] = {ranked: row.get(ranked)}
+            row[ranked] = level["value"]
+        out.append(row)
+    return out
+
+
 _DROPS = {
     BASELINE.name: 9,
     SPEEDUP.name: 8,
@@ -586,7 +601,7 @@ def run_best(args: argparse.Namespace) -> int:
         _emit(
             [Section(_columns(*specs, drops=_DROPS), _level_display(rows, args.format), note=note)],
             args.format,
-            _entries_out(rows),
+            _entries_out(rows) if args.ever else _best_entries(rows, metric),
             args.wide,
         )
     if not rows:

@@ -154,6 +154,8 @@ class SiteContext:
         self.since = window_start(self.latest.values(), WINDOW_DAYS)
         self.outcomes = outcomes(self.groups.by_machine)
         self._thinned: dict[tuple[str | None, str], list[Entry]] = {}
+        self._points: dict[tuple[str, str], Any] = {}
+        """Each drawn run's chart point (`charts.point_data`), made once for every trend."""
         self.series_pages = series_page_names(self.latest.values())
         """Series id -> its address on the one series page, relative to the site root."""
         self.steps_by_series: dict[str, list[Step]] = {}
@@ -282,7 +284,7 @@ class SiteContext:
             runs.extend(thinned)
         styles = Styles.of(newest)
         return trend_chart(runs, slug, self.regressions, max_points=None, styles=styles,
-                           metrics=trend_metrics(newest))  # fmt: skip
+                           metrics=trend_metrics(newest), made=self._points)  # fmt: skip
 
     def runs_table(
         self,

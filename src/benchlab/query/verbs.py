@@ -32,7 +32,13 @@ from benchlab.query.filters import (
     ranked,
     select,
 )
-from benchlab.query.level import SeriesLevel, StepMemo, best_levels, series_levels
+from benchlab.query.level import (
+    SeriesLevel,
+    StepMemo,
+    best_levels,
+    series_levels,
+    series_levels_of,
+)
 from benchlab.query.show import resolve_run_id
 
 if TYPE_CHECKING:
@@ -220,12 +226,18 @@ def _table_levels(catalog: Runs, filters: Filters, memo: StepMemo | None) -> lis
     prefill's own step is not averaged across."""
     by_metric: dict[str, dict[str, SeriesLevel]] = {}
     own: dict[str, dict[str, float]] = {}
-    runs = select(catalog.runs, filters) if isinstance(catalog, LoadedCatalog) else None
+    # From the loaded catalog: the filters once and the runs grouped by series once, not
+    # once per metric (`series_levels_of` gives each metric's `series_levels` list).
+    loaded = (
+        series_levels_of(select(catalog.runs, filters), TABLE_COLUMNS, memo)
+        if isinstance(catalog, LoadedCatalog)
+        else None
+    )
     for metric in TABLE_COLUMNS:
-        if runs is None:
+        if loaded is None:
             items = _levels(catalog, filters, metric, (), memo)
-        else:  # the filters once, not once per metric
-            items = series_levels(runs, metric, memo)
+        else:
+            items = loaded[metric]
         by_metric[metric] = {item.series: item for item in items}
         for item in items:
             own.setdefault(item.series, {})[metric] = item.level.value

@@ -39,12 +39,15 @@
     /* The newest run's gate verdict, the series' level and what makes it less sure. */
     var p = el("p", null, { "class": "bl-series-facts" });
     var level = data.level;
-    if (level) {
-      var text = "Current level: " + fmt(level.value, 2) + " tok/s" +
-        (level.pm !== null ? " ± " + fmt(level.pm, 2) : "") + " (mean of the newest segment, " +
-        level.n + " run(s)" + (data.outliers ? ", marked outliers left out" : "") + ")";
-      p.appendChild(el("span", text, { "class": "bl-level" }));
-    }
+    /* A level for each metric the series carries, each its own history's newest segment. */
+    var levels = data.levels && data.levels.length ? data.levels : (level ? [level] : []);
+    levels.forEach(function (lv, i) {
+      var text = (i ? "; " : "Current level: ") + (levels.length > 1 ? (lv.name || lv.metric) + " " : "") +
+        fmt(lv.value, 2) + " " + (lv.unit || "tok/s") +
+        (lv.pm !== null ? " ± " + fmt(lv.pm, 2) : "") + " (mean of its newest segment, " +
+        lv.n + " run(s)" + (data.outliers ? ", marked outliers left out" : "") + ")";
+      p.appendChild(el("span", text, { "class": "bl-level", "data-metric": lv.metric }));
+    });
     if (data.gate) {
       p.appendChild(document.createTextNode(" "));
       p.appendChild(badge("gate " + data.gate.verdict, "gate-" + data.gate.verdict,

@@ -201,17 +201,21 @@ class Regression:
 
     @property
     def drop(self) -> float:
-        return 1.0 - self.after / self.before if self.before else 0.0
+        """The step's size, positive whichever way its metric is better (a latency's
+        regression rises)."""
+        return abs(1.0 - self.after / self.before) if self.before else 0.0
 
 
 def find_regressions(runs: Iterable[Entry]) -> list[Regression]:
-    """The regressions `benchlab.detect.regress.detect` finds in the runs' series, oldest first."""
+    """The regressions `benchlab.detect.regress.detect` finds in the runs' series, oldest first: in
+    every metric each series carries, each its own history (ARCHITECTURE.md, Regression
+    detection), each marker at its run's value of the step's metric."""
     runs = list(runs)
     by_id = {r["run_id"]: r for r in runs}
     found = []
-    for step in detect(runs):
+    for step in detect(runs, None):
         run = by_id.get(step.first_bad_run)
-        value = throughput(run) if run is not None else None
+        value = run.get(step.metric) if run is not None else None
         if step.kind != "regression" or run is None or value is None:
             continue
         found.append(Regression(run, value, step.before, step.after, step))

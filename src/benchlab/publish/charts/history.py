@@ -55,6 +55,7 @@ def trend_chart(
     max_points: int | None = None,
     styles: Styles | None = None,
     metrics: Sequence[str] | None = None,
+    made: dict[tuple[str, str], Any] | None = None,
 ) -> Chart:
     """Throughput over time, a line per series (the detector's); regressions marked in red.
 
@@ -66,7 +67,8 @@ def trend_chart(
     every page) are kept where their run is among `runs` and their step is in the metric
     drawn. `styles` may come from a caller that passes runs it has already thinned as
     `max_points` would (the site at scale): `Styles.of` the unthinned runs, whose set of
-    models, machines and precisions a thinned history may not hold.
+    models, machines and precisions a thinned history may not hold. `made`: each run's
+    point (`point_data`), kept by a caller that draws the same runs on several trends.
     """
     offered = [m for m in (metrics or [metric]) if any(r.get(m) is not None for r in runs)]
     offered = offered or [metrics[0] if metrics else metric]
@@ -80,9 +82,10 @@ def trend_chart(
     rows: list[dict[str, Any]] = []
     choices: list[dict[str, Any]] = []
     layout: dict[str, Any] = {}
+    made = {} if made is None else made  # a run's point, once for every metric's lines
     for index, drawn_metric in enumerate(offered):
         part, part_rows, part_layout = _trend_part(
-            runs, drawn_metric, regressions, styles, first=index == 0
+            runs, drawn_metric, regressions, styles, first=index == 0, made=made
         )
         if index == 0:
             layout, rows = part_layout, part_rows
@@ -157,8 +160,11 @@ def _trend_part(
     regressions: Sequence[Regression],
     styles: Styles,
     first: bool,
+    made: dict[tuple[str, str], Any] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """One metric's lines over time, its regression markers, CSV rows and layout."""
+    """One metric's lines over time, its regression markers, CSV rows (the first metric's
+    only: the chart's CSV is of the metric drawn first) and layout. `made`: each run's
+    point, shared by every metric's lines of one trend."""
     series: dict[str, list[Entry]] = defaultdict(list)
     for run in runs:
         if run.get(metric) is not None:
@@ -183,11 +189,13 @@ def _trend_part(
                 "name": esc(styles.name(members[0])),
                 "x": [r["timestamp"] for r in members],
                 "y": [r[metric] for r in members],
-                "customdata": [point_data(r) for r in members],
+                "customdata": [_point(r, made) for r in members],
                 **styles.line(members[0]),
                 "hovertemplate": HOVER_RUN + f"<br><b>%{{y:,.1f}} {unit}</b><extra></extra>",
             }
         )
+        if not first:
+            continue
         rows.extend(
             csv_row(
                 r,
@@ -199,8 +207,8 @@ def _trend_part(
         )
     title = "Throughput over time" if first else f"{METRIC_TITLES[metric]} over time"
     layout = base_layout(title, "Run time (UTC)", METRIC_TITLES[metric])
-    log_y_if_wide(layout, [row["tok_per_sec"] for row in rows])
-    date_axis(layout["xaxis"], [row["timestamp"] for row in rows])
+    log_y_if_wide(layout, [r[metric] for members in lines for r in members])
+    date_axis(layout["xaxis"], [r["timestamp"] for members in lines for r in members])
     stepped = {series_of(g.run) for g in regressions}
     top(traces, layout, fair_scores(lines, stepped, metric))
     kept = {point[7] for trace in traces for point in trace["customdata"][:1]}

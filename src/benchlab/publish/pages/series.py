@@ -20,7 +20,15 @@ from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step
 from benchlab.detect.stats import is_outlier
 from benchlab.identity import SERIES_FIELDS, version_label
-from benchlab.metrics import DECODE, DEFAULT_MAX_CV, DEFAULT_METRIC, HEADLINE_ORDER, PEAK, REGISTRY
+from benchlab.metrics import (
+    DECODE,
+    DEFAULT_MAX_CV,
+    DEFAULT_METRIC,
+    HEADLINE_ORDER,
+    PEAK,
+    REGISTRY,
+    unit_of,
+)
 from benchlab.publish.charts import Chart, builds_chart, downsample, label, series_chart
 from benchlab.publish.charts.output import PLOTLY_CONFIG
 from benchlab.publish.context import HISTORY_RUNS, STEPS_LIMIT, SiteContext
@@ -28,7 +36,7 @@ from benchlab.publish.detection import judged_metrics, open_regressions
 from benchlab.publish.links import series_file
 from benchlab.publish.measures import MEASURES, UNSTABLE_TITLE, is_unstable, measure_rows
 from benchlab.publish.pages.runs import gate_of
-from benchlab.publish.tables import Table, is_hole, neg, steps_table
+from benchlab.publish.tables import Table, is_hole, metric_name, neg, steps_table
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
 from benchlab.query.level import StepMemo, current_level
@@ -115,6 +123,8 @@ def series_data(site: SiteContext, sid: str) -> None:
     steps = steps_table(ordered, site.by_id, site.series_pages, site.links, "", STEPS_LIMIT,
                         show_series=False)  # fmt: skip
     newest_first = site.groups.all_of[sid][::-1]
+    # Every metric's own level (its history segmented on its own steps), as `bench table`.
+    levels = [lv for m in metrics if (lv := level_of(history, m, site.level_memo))]
     payload = {
         "title": label(newest),
         "machine": {
@@ -134,7 +144,8 @@ def series_data(site: SiteContext, sid: str) -> None:
         "unstable_count": sum(1 for r in history if is_unstable(r)),
         "unstable_title": UNSTABLE_TITLE,
         "outliers": sum(1 for r in history if is_outlier(r)),
-        "level": level_of(history, metrics[0] if metrics else DEFAULT_METRIC, site.level_memo),
+        "level": levels[0] if levels else level_of(history, DEFAULT_METRIC, site.level_memo),
+        "levels": levels,
         "points": points,
         "charts": figures,
         "measures": measure_rows(newest),
@@ -257,6 +268,8 @@ def level_of(
         return None
     return {
         "metric": metric,
+        "name": metric_name(metric),
+        "unit": unit_of(metric) or "",
         "value": level.value,
         "pm": level.pm,
         "n": level.n,
