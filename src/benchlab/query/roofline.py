@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import QueryError
 from benchlab.machines.bandwidth import ceiling_bandwidth, label
-from benchlab.machines.roofline import Judgement, Prediction, bytes_per_token, ceiling, judge
+from benchlab.machines.roofline import (
+    Judgement,
+    Prediction,
+    bytes_per_token,
+    ceiling,
+    entry_bytes_per_token,
+    judge,
+)
 from benchlab.machines.roofline import predict as scale
 
 if TYPE_CHECKING:
@@ -74,12 +81,13 @@ def mbu_at(
     entry: Mapping[str, Any], specs: Mapping[str, MachineSpecs], decode: float | None = None
 ) -> float | str | None:
     """The entry's MBU in percent at `decode` (default: its own), to 0.1: None where the run
-    has no decode or no model size (nothing to judge), `NOT_MEASURED` where its machine has
+    has no decode or no bytes per token (no model size, or weights small enough to stay in
+    cache: nothing to judge), `NOT_MEASURED` where its machine has
     no bandwidth figure for the memory the run read from."""
     value = entry.get(DECODE) if decode is None else decode
     if not isinstance(value, (int, float)) or value <= 0:
         return None
-    if bytes_per_token(entry.get("model_size"), model=entry.get("model")) is None:
+    if entry_bytes_per_token(entry) is None:
         return None
     found = judge_entry(entry, specs, float(value))
     return NOT_MEASURED if found is None else round(found.mbu_pct, 1)
