@@ -191,7 +191,7 @@ def test_the_reference_decoders_bytes_are_its_own_count() -> None:
     kv = 2 * 30 * 3 * 64 * 4 * 40  # f32 K and V at the mean context, 32 + 16 / 2
     assert entry_bytes_per_token(run) == 135_298_560 + kv
     # 4 MiB of weights can live in a last-level cache: no DRAM roofline, no MBU, never
-    # impossible (tiny decodes at 2,900 t/s here, 12 GB/s of "weights" from cache).
+    # impossible (its matvec pass streams them at 47 GB/s here, 3x what memory copies).
     tiny = {**run, "model_id": "tiny", "precision": "f32", "decode_tok_per_sec": 2900.0}
     assert entry_bytes_per_token(tiny) is None
     assert judge({**tiny, "run_id": "t"}, 5.0, "measured") is None
