@@ -45,6 +45,10 @@
         level.n + " run(s)" + (data.outliers ? ", marked outliers left out" : "") + ")";
       p.appendChild(el("span", text, { "class": "bl-level" }));
     }
+    if (data.impossible) {
+      p.appendChild(document.createTextNode(" "));
+      p.appendChild(badge("impossible", "bad", data.impossible));
+    }
     if (data.gate) {
       p.appendChild(document.createTextNode(" "));
       p.appendChild(badge("gate " + data.gate.verdict, "gate-" + data.gate.verdict,
