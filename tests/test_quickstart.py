@@ -8,6 +8,7 @@ interpreter with the clone's own sources first on the path, as an installed venv
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -53,3 +54,16 @@ def test_first_dvc_repro_of_a_fresh_clone_leaves_git_status_clean(tmp_path: Path
     # What a named machine would publish is not hidden: only `local` and the heads are.
     probe = ["git", "check-ignore", "-q", "experiments/benchmark/catalog/pi5/2026-W01.jsonl"]
     assert subprocess.run(probe, cwd=clone).returncode == 1
+
+    # How close to the hardware (ARCHITECTURE.md): with this machine's bandwidth measured by
+    # the probe, every run of the default sweep that can be judged has an MBU in (0, 100];
+    # SmolLM2-135M's are judged (its weights leave the cache), tiny's are not (they fit in it).
+    _run(["bench", "machines", "measure", "--machine-id", "local"], clone)
+    rows = json.loads(_run(["bench", "table", "--format", "json"], clone))
+    judged = {(r["model_id"], r["precision"], r["threads"]): r["mbu_pct"] for r in rows}
+    assert len(judged) == 8, judged
+    for (model, _, _), mbu in judged.items():
+        if model == "tiny":
+            assert mbu is None
+        else:
+            assert mbu is not None and 0 < mbu <= 100, judged

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import urllib.error
 import urllib.request
@@ -203,3 +204,50 @@ def test_cpu_quota_comes_from_the_devices_machine(sweep_dir: Path, prom_parse) -
         for labels, value in _samples(prom_parse(scrape(sweep_dir)), "benchlab_cpu_quota_cores")
     )
     assert quota == {"laptop": 1.5, "pi5": 4.0}
+
+
+def test_mbu_per_point_where_the_machine_has_a_bandwidth_figure(
+    sweep_dir: Path, prom_parse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SmolLM2-135M f32 reads 537,919,488 bytes of weights per token (the reference decoder's
+    own count) plus its f32 KV cache; at 20 t/s on a declared 20 GB/s that is 53.8%. The
+    laptop (specs without a figure) and the tiny model (weights that fit in cache) get no
+    sample at all: never a 0."""
+    store = sweep_dir.parents[2]
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    assert main(["machines", "set", "pi5", "--mem-bandwidth", "20"]) == 0
+    points = (("pi5", "smollm2-135m"), ("laptop", "smollm2-135m"), ("pi5", "tiny"))
+    for machine, model in points:
+        write_run(
+            store,
+            f"{machine}-{model}-f32-decode-t4-{STAMP}",
+            machine_id=machine,
+            model=model,
+            precision="f32",
+            mode="decode",
+            experiment="lab",
+            threads=4,
+            prompt_tokens=32,
+            gen_tokens=16,
+            decode=20.0,
+            decode_ms=None,
+            batch=(),
+        )
+    text = scrape(sweep_dir)
+    [(labels, value)] = _samples(prom_parse(text), "benchlab_point_mbu_percent")
+    assert (labels["machine"], labels["model"], labels["quantisation"]) == (
+        "pi5", "smollm2-135m", "f32"
+    )  # fmt: skip
+    kv = 2 * 30 * 3 * 64 * 4 * (32 + 16 // 2)  # K and V, 30 layers, 3 heads of 64, f32
+    assert value == pytest.approx(round(20.0 * (537_919_488 + kv) / 20e9 * 100, 1))
+    assert 0 < value <= 100
+    if shutil.which("promtool"):
+        result = subprocess.run(
+            ["promtool", "check", "metrics"],
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr

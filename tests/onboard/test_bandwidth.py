@@ -139,3 +139,21 @@ def test_onboarding_measures_and_keeps_a_declared_figure(
     assert main(["system"]) == 0  # .bench-machine-id names box1
     [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("memory bandwidth")]
     assert line.split(None, 2)[2].startswith("55.5 GB/s (declared ")
+
+
+def test_system_says_not_measured_and_reads_the_default_sweeps_machine(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+
+    def shown() -> str:
+        capsys.readouterr()
+        assert main(["system"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        [line] = [x for x in out if x.startswith("memory bandwidth")]
+        return line.split(None, 2)[2]
+
+    assert shown() == "not measured (bench machines measure)"  # never 0
+    # No .bench-machine-id: the figure of `local`, the machine the default sweep runs here.
+    assert main(["machines", "set", "local", "--mem-bandwidth", "16.3"]) == 0
+    assert shown().startswith("16.3 GB/s (declared ")

@@ -176,3 +176,22 @@ def test_the_roofline_chart_draws_each_machine_under_its_ceiling(
     assert by_machine["fast"]["mbu_pct"] == 70.0
     assert "1 series left out" in chart.note
     assert roofline_chart(entries, {}).empty
+
+
+def test_the_reference_decoders_bytes_are_its_own_count() -> None:
+    from benchlab.machines.roofline import entry_bytes_per_token, reference_weight_bytes
+
+    # As a real reference run here recorded them (kernel.json, weight_bytes_per_token).
+    assert reference_weight_bytes("smollm2-135m", "f32") == 537_919_488
+    assert reference_weight_bytes("smollm2-135m", "q8") == 135_298_560
+    assert reference_weight_bytes("tiny", "f32") == 4_194_304
+    assert reference_weight_bytes("no-such-model", "f32") is None
+    run = {"backend": "reference", "model_id": "smollm2-135m", "precision": "q8",
+           "prompt_tokens": 32, "gen_tokens": 16, "decode_tok_per_sec": 20.0}  # fmt: skip
+    kv = 2 * 30 * 3 * 64 * 4 * 40  # f32 K and V at the mean context, 32 + 16 / 2
+    assert entry_bytes_per_token(run) == 135_298_560 + kv
+    # 4 MiB of weights can live in a last-level cache: no DRAM roofline, no MBU, never
+    # impossible (its matvec pass streams them at 47 GB/s here, 3x what memory copies).
+    tiny = {**run, "model_id": "tiny", "precision": "f32", "decode_tok_per_sec": 2900.0}
+    assert entry_bytes_per_token(tiny) is None
+    assert judge({**tiny, "run_id": "t"}, 5.0, "measured") is None

@@ -120,13 +120,14 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
     specs = [("metric", "metric", "text"), (labels[0], labels[0], "num")]
     for label in labels[1:]:
         specs += [(label, label, "num"), (f"{label}/{labels[0]}", f"{label}/{labels[0]}", "ratio")]
+    _mbu_metric(result.runs, result.metrics)
     metric_rows = []
     for metric in result.metrics:
         row: dict[str, Any] = {"metric": metric["metric"]}
         if metric.get("better") == "lower":  # say so where the smaller number wins
             row["metric"] += f" ({metric['unit']}, lower is better)"
         for i, label in enumerate(labels):
-            row[label] = metric["values"][i]
+            row[label] = metric.get("shown", metric["values"])[i]
             if i:
                 row[f"{label}/{labels[0]}"] = metric["ratios"][i]
         metric_rows.append(row)
@@ -134,29 +135,92 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
         Section(legend_columns, _display(legend, args.format), title="runs"),
         Section(_columns(*specs), metric_rows, title="metrics"),
     ]
-    data = {"runs": _entries_out(result.runs), "metrics": result.metrics}
+    metrics = [{k: v for k, v in m.items() if k != "shown"} for m in result.metrics]
+    data = {"runs": _entries_out(result.runs), "metrics": metrics}
     _emit(sections, args.format, data, args.wide)
     return 0
+
+
+def _mbu_metric(runs: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> None:
+    """Where decode is compared, an `mbu_pct` row after it: each run's MBU (ARCHITECTURE.md,
+    How close to the hardware); "not measured" where a run's machine has no bandwidth
+    figure (null in json, never 0)."""
+    from benchlab.query.roofline import DECODE, fleet_specs, json_mbu, mbu_at
+
+    at = next((i for i, m in enumerate(metrics) if m["metric"] == DECODE), None)
+    if at is None or all(value is None for value in metrics[at]["values"]):
+        return
+    specs = fleet_specs(_store_root())
+    shown = [mbu_at(run, specs) for run in runs]
+    if all(value is None for value in shown):  # no run states its model's size
+        return
+    values = [json_mbu(value) for value in shown]
+    first = values[0]
+    metrics.insert(
+        at + 1,
+        {
+            "metric": "mbu_pct",
+            "unit": "%",
+            "better": "higher",
+            "values": values,
+            "ratios": [None if v is None or not first else v / first for v in values],
+            "verdicts": [None] * len(values),
+            "shown": shown,
+        },
+    )
+
+
+def _axis_mbu(catalog: Any, rows: list[dict[str, Any]]) -> bool:
+    """`compare --by`: each decode row's MBU under A and under B (`mbu_a`, `mbu_b`; as
+    `_mbu_metric`). True where any row compares decode."""
+    from benchlab.catalog.read import full_entry
+    from benchlab.query.roofline import DECODE, fleet_specs, mbu_at
+
+    decode = [row for row in rows if row["metric"] == DECODE]
+    if not decode:
+        return False
+    wanted = {row[k] for row in decode for k in ("run_a", "run_b")}
+    runs = {e["run_id"]: full_entry(e) for e in catalog.runs if e["run_id"] in wanted}
+    specs = fleet_specs(_store_root())
+    for row in decode:
+        for side in ("a", "b"):
+            run = runs.get(row[f"run_{side}"])
+            value = row[side]
+            row[f"mbu_{side}"] = mbu_at(run, specs, value) if run and value else None
+    return any(row[k] is not None for row in decode for k in ("mbu_a", "mbu_b"))
 
 
 def _compare_axis(args: argparse.Namespace) -> int:
     from benchlab.query.compare import changed, compare_axis
     from benchlab.query.render import Section
 
+    catalog = _catalog()
     result = _with_memo(
         lambda memo: compare_axis(
-            _catalog(), _filters(args), args.by, args.a, args.b, args.match, memo
+            catalog, _filters(args), args.by, args.a, args.b, args.match, memo
         )
     )
     rows = [row for row in result.rows if changed(row)] if args.only_changed else result.rows
+    with_mbu = _axis_mbu(catalog, rows)
     title = f"{args.by}: A = {result.a}, B = {result.b}"
     if args.match == "best":
         title += " (each side at its best settings)"
     if rows or args.format == "json":
+        from benchlab.query.roofline import json_mbu
+
         data = result.as_json()
-        data["rows"] = rows
+        data["rows"] = [
+            {**row, **{k: json_mbu(row[k]) for k in ("mbu_a", "mbu_b") if k in row}} for row in rows
+        ]
         shown = [_unit_shown(row) for row in rows]
-        columns = _columns(*_axis_specs(args.by, result, rows), drops=_AXIS_DROPS)
+        specs = _axis_specs(args.by, result, rows)
+        if with_mbu:
+            at = specs.index(("speedup", "speedup", "ratio"))
+            specs[at:at] = [
+                ("mbu_a", f"MBU % {result.a}", "num"),
+                ("mbu_b", f"MBU % {result.b}", "num"),
+            ]
+        columns = _columns(*specs, drops=_AXIS_DROPS)
         section = Section(columns, shown, title=title)
         _emit([section], args.format, data, args.wide)
     alone = [(n, value) for n, value in ((result.only_a, result.a), (result.only_b, result.b)) if n]
@@ -200,7 +264,16 @@ def _unit_shown(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "unit": f"{row['unit']}, lower is better"}
 
 
-_AXIS_DROPS = {"backend": 6, "revision": 5, "shape": 4, "threads": 3, "precision": 2, "unit": 1}
+_AXIS_DROPS = {
+    "mbu_a": 7,
+    "mbu_b": 7,
+    "backend": 6,
+    "revision": 5,
+    "shape": 4,
+    "threads": 3,
+    "precision": 2,
+    "unit": 1,
+}
 """`compare --by` on a narrow terminal: the columns left out first (render.fit)."""
 
 

@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_list(args: argparse.Namespace) -> int:
     from benchlab.catalog.inventory import machine_specs
     from benchlab.layout import Store, find_store, read_json
-    from benchlab.machines.bandwidth import label
+    from benchlab.machines.bandwidth import from_spec_sheet, label
     from benchlab.machines.onboard import CHECKLIST, checklist
     from benchlab.query.render import Column, Section, emit
 
@@ -78,8 +78,11 @@ def run_list(args: argparse.Namespace) -> int:
         row: dict[str, Any] = {"machine": machine, "ready": all(c.passed for c in checks)}
         row.update({key: c.passed for (key, _), c in zip(CHECKLIST, checks, strict=True)})
         hardware = specs[machine].hardware if machine in specs else None
-        host = hardware.mem_bandwidth if hardware else None
-        gpu = hardware.gpu[0].mem_bandwidth if hardware and hardware.gpu else None
+        # The figure a run is judged by: the recorded one, else the spec sheet's.
+        host = (hardware.mem_bandwidth or from_spec_sheet(hardware.cpu.model)) if hardware else None
+        gpu = None
+        if hardware and hardware.gpu:
+            gpu = hardware.gpu[0].mem_bandwidth or from_spec_sheet(hardware.gpu[0].model)
         row["mem_bandwidth"] = label(host)
         row["gpu_mem_bandwidth"] = label(gpu)
         if args.format == "json":

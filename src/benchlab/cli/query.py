@@ -443,21 +443,51 @@ def run_table(args: argparse.Namespace) -> int:
         (PREFILL.name, PREFILL.column, "num"),
         (DECODE.name, DECODE.column, "num"),
     ]
+    _judge_table(rows, ever=args.ever)
+    judged = any(row["mbu_pct"] is not None for row in rows)
+    if judged:  # a run with a decode and a model size: MBU, or "not measured"
+        specs.append(("mbu_pct", "MBU %", "num"))
+    if any(row.get("impossible") for row in rows):
+        specs.append(("physics", "physics", "text"))
     if not args.ever:
         specs.append(("level_flag", "noise", "text"))
     specs.append(("run_id", "newest run" if not args.ever else "run id", "id"))
     note = SHAPE_NOTE if args.ever else f"{SHAPE_NOTE} {_LEVEL_LEGEND}"
+    note = f"{note} {_MBU_LEGEND}" if judged else note
     if rows or args.format == "json":
+        data = _entries_out(rows) if args.ever else _level_entries(rows)
+        from benchlab.query.roofline import json_mbu
+
+        for row in data:
+            row["mbu_pct"] = json_mbu(row.get("mbu_pct"))
+        shown = _level_display(rows, args.format)
+        for row in shown:
+            row["physics"] = "impossible" if row.get("impossible") else None
         _emit(
-            [Section(_columns(*specs, drops=_DROPS), _level_display(rows, args.format), note=note)],
+            [Section(_columns(*specs, drops=_DROPS), shown, note=note)],
             args.format,
-            _entries_out(rows) if args.ever else _level_entries(rows),
+            data,
             args.wide,
         )
     if not rows:
         print(no_match(filters, catalog), file=sys.stderr)
         return 1
     return 0
+
+
+_MBU_LEGEND = (
+    "MBU %: decode t/s x bytes per token over the machine's memory bandwidth (bench machines); "
+    "not measured: the machine has no bandwidth figure; physics: impossible where decode "
+    "beats that bandwidth by over 10%."
+)
+
+
+def _judge_table(rows: list[dict[str, Any]], *, ever: bool) -> None:
+    """Each row's MBU at its decode level and its physics check (ARCHITECTURE.md, How close
+    to the hardware)."""
+    from benchlab.query.roofline import fleet_specs, judge_levels
+
+    judge_levels(rows, fleet_specs(_store_root()), ever=ever)
 
 
 def _level_entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -497,6 +527,7 @@ _DROPS = {
     "level_n": 4,
     "level_flag": 3,
     PREFILL.name: 2,
+    "mbu_pct": 1,
     "timestamp": 1,
 }
 """`table` and `best` on a narrow terminal: the columns left out first (render.fit)."""

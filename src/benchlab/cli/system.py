@@ -92,8 +92,9 @@ def _bandwidth() -> dict[str, Any] | None:
 
     try:
         store = Store(find_store())
-        machine = read_machine_id(store.root)
-        if machine is None or not store.private_specs(machine).is_file():
+        # Without a machine id, the demo machine the default sweep runs here as `local`.
+        machine = read_machine_id(store.root) or "local"
+        if not store.private_specs(machine).is_file():
             return None
         figure = read_model(store.private_specs(machine), MachineSpecs).hardware.mem_bandwidth
     except BenchlabError:
@@ -131,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
 
         shown = bandwidth_label(BandwidthFigure.model_validate(figure))
         print(f"{'memory bandwidth':<{width}}  {shown}")
+    elif args.device is None and args.root is None:
+        print(f"{'memory bandwidth':<{width}}  not measured (bench machines measure)")
     print()
     if not items:
         print("advice: none: the machine looks quiet")

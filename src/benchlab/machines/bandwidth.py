@@ -34,7 +34,7 @@ SPEC_SHEET_GBS: dict[str, float] = {
     "rtx 3070 ti": 608, "rtx 3080": 760, "rtx 3080 ti": 912, "rtx 3090": 936,
     "rtx 3090 ti": 1008,
     "rtx 4060": 272, "rtx 4060 ti": 288, "rtx 4070": 504, "rtx 4070 super": 504,
-    "rtx 4070 ti": 504, "rtx 4070 ti super": 672, "rtx 4080": 717, "rtx 4080 super": 736,
+    "rtx 4070 ti": 504, "rtx 4070 ti super": 672, "rtx 4080": 716.8, "rtx 4080 super": 736,
     "rtx 4090": 1008,
     "rtx 5060": 448, "rtx 5060 ti": 448, "rtx 5070": 672, "rtx 5070 ti": 896,
     "rtx 5080": 960, "rtx 5090": 1792,

@@ -15,6 +15,9 @@ decode t/s x bytes per token can never exceed the memory bandwidth. From that on
 Bytes per token are a lower bound wherever the model's shape is unknown (llama-bench's JSON
 gives the file size, not the layer count): the KV cache read is then left out, which raises
 the ceiling, so the physics check never calls a run impossible for want of a shape.
+The reference decoder's bytes per token come from its own shapes (its weights and f32 KV
+cache), since its runs carry no file size. A model under 64 MiB a token is not judged at all:
+its weights can stay in a large last-level cache, which memory bandwidth does not bound.
 A mixture-of-experts model reads only its active experts per token: a name that says
 `30B.A3B` counts 3/30 of the weights, `8x7B` two experts of eight (Mixtral's top-2); both
 leave out the shared attention weights, again a lower bound.
@@ -76,6 +79,63 @@ def bytes_per_token(
     return weights + kv
 
 
+CACHE_RESIDENT_BYTES = 64 << 20
+"""Below this many bytes per token the weights can stay in a large last-level cache (the
+membw probe's own floor for a working set that leaves the cache): memory bandwidth does not
+bound such a decode, so it gets no MBU and is never called impossible."""
+
+
+def reference_shape(model_id: str | None) -> tuple[dict[str, Any], Shape] | None:
+    """The reference decoder's shape for a model it builds (`agent.reference_bench.MODELS`)."""
+    from benchlab.agent.reference_bench import MODELS
+
+    shape = MODELS.get(str(model_id))
+    if shape is None:
+        return None
+    head_dim = shape["hidden"] // shape["heads"]
+    kv = Shape(layers=shape["layers"], kv_heads=shape["kv_heads"], head_dim=head_dim,
+               kv_bytes_per_value=4.0)  # fmt: skip
+    return shape, kv
+
+
+def reference_weight_bytes(model_id: str | None, precision: str | None) -> int | None:
+    """Bytes of weights one reference decode step reads, as its matvec pass counts them:
+    every linear of every layer and the tied LM head, f32 (4 bytes a weight) or q8 (1 byte a
+    weight and one f32 scale per output row). None for a model or precision it lacks."""
+    found = reference_shape(model_id)
+    if found is None or precision not in ("f32", "q8"):
+        return None
+    shape = found[0]
+    hidden, ffn, head_dim = shape["hidden"], shape["ffn"], shape["hidden"] // shape["heads"]
+    q_out, kv_out = shape["heads"] * head_dim, shape["kv_heads"] * head_dim
+    # (out, in) of each linear: q, k, v, o, gate, up, down.
+    layer = [(q_out, hidden), (kv_out, hidden), (kv_out, hidden), (hidden, q_out),
+             (ffn, hidden), (ffn, hidden), (hidden, ffn)]  # fmt: skip
+    linears = layer * shape["layers"] + [(shape["vocab"], hidden)]
+    if precision == "f32":
+        return sum(4 * out * inp for out, inp in linears)
+    return sum(out * inp + 4 * out for out, inp in linears)
+
+
+def entry_bytes_per_token(entry: Mapping[str, Any]) -> float | None:
+    """A catalog entry's bytes per decoded token: its `model_size` (llama-bench's, a GGUF
+    file's), else the reference decoder's own weights with its f32 KV cache at the decode's
+    mean context (prompt + half the generated tokens). None where neither is known or the
+    weights could live in cache (`CACHE_RESIDENT_BYTES`)."""
+    model_size = entry.get("model_size")
+    shape = None
+    depth = entry.get("depth") or 0
+    if not model_size and entry.get("backend") == "reference":
+        model_size = reference_weight_bytes(entry.get("model_id"), entry.get("precision"))
+        found = reference_shape(entry.get("model_id"))
+        shape = found[1] if found else None
+        depth = (entry.get("prompt_tokens") or 0) + (entry.get("gen_tokens") or 0) // 2
+    per_token = bytes_per_token(model_size, model=entry.get("model"), shape=shape, depth=depth)
+    if per_token is None or per_token < CACHE_RESIDENT_BYTES:
+        return None
+    return per_token
+
+
 def ceiling(bandwidth_gbs: float, per_token: float) -> float:
     """The fastest decode (t/s) the bandwidth allows."""
     return bandwidth_gbs * 1e9 / per_token
@@ -103,11 +163,10 @@ class Judgement:
 
 
 def judge(entry: Mapping[str, Any], bandwidth_gbs: float, source: str) -> Judgement | None:
-    """A catalog entry's MBU and physics check, or None where it has no decode or size."""
+    """A catalog entry's MBU and physics check, or None where it has no decode or no bytes
+    per token (`entry_bytes_per_token`)."""
     decode = entry.get(DECODE.name)
-    per_token = bytes_per_token(
-        entry.get("model_size"), model=entry.get("model"), depth=entry.get("depth") or 0
-    )
+    per_token = entry_bytes_per_token(entry)
     if not isinstance(decode, (int, float)) or decode <= 0 or per_token is None:
         return None
     return Judgement(

@@ -41,7 +41,7 @@ from benchlab.layout import (
     Store,
     loads_json,
 )
-from benchlab.metrics import Metric, better_word, exported
+from benchlab.metrics import DECODE, Metric, better_word, exported
 from benchlab.observe.exposition import CONTENT_TYPE, MetricFamily, render
 from benchlab.observe.server import (
     HEAD_TIMEOUT_S,
@@ -316,8 +316,57 @@ def _point_value(record: dict[str, Any], where: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+MBU_FAMILY = (
+    "benchlab_point_mbu_percent",
+    "Model bandwidth utilisation of a point: its decode level x bytes per token over its "
+    "machine's memory bandwidth, in percent (absent where the machine has no figure).",
+)
+
+
+class _Specs:
+    """Each machine's specs, read once per scrape; a missing or malformed file is no specs
+    (a scrape never fails on one machine's file)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.found: dict[str, Any] = {}
+
+    def get(self, machine: str) -> Any:
+        if machine not in self.found:
+            self.found[machine] = self._read(machine)
+        return self.found[machine]
+
+    def _read(self, machine: str) -> Any:
+        from pydantic import ValidationError
+
+        from benchlab.models import MachineSpecs
+
+        for path in (self.store.private_specs(machine), self.store.public_specs(machine)):
+            data = load_if_present(path)
+            if isinstance(data, dict):
+                try:
+                    return MachineSpecs.model_validate(data)
+                except ValidationError:
+                    return None
+        return None
+
+
+def _mbu(record: dict[str, Any], labels: dict[str, str], decode: float, specs: _Specs) -> Any:
+    """A point's MBU at its decode level (ARCHITECTURE.md, How close to the hardware), or
+    None where the machine has no bandwidth figure or the model no bytes per token."""
+    from benchlab.query.roofline import json_mbu, mbu_at
+
+    machine = labels["machine"]
+    found = specs.get(machine)
+    if found is None:
+        return None
+    entry = {**(record.get("identity") or {}), "machine_id": machine}
+    return json_mbu(mbu_at(entry, {machine: found}, decode))
+
+
 def _point_families(
     records: list[tuple[dict[str, Any], dict[str, Any] | None]],
+    specs: _Specs | None = None,
 ) -> list[MetricFamily]:
     """Outcome counts per device, and one sample per point and metric over its ok runs."""
     finished = MetricFamily(
@@ -326,8 +375,9 @@ def _point_families(
     runs = MetricFamily(
         "benchlab_point_runs", "Ok runs of a point (repeats, budget rounds) its values combine."
     )
-    specs = point_metrics()
-    families = [MetricFamily(name, text) for name, text, _, _ in specs]
+    point_specs = point_metrics()
+    families = [MetricFamily(name, text) for name, text, _, _ in point_specs]
+    mbu = MetricFamily(*MBU_FAMILY)
     outcome_counts: Counter[tuple[str, str, str, str]] = Counter()
     points: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = {}
     for record, manifest in records:
@@ -344,11 +394,15 @@ def _point_families(
         labels = dict(key)
         group.sort(key=_run_order)
         runs.add(labels, len(group))
-        for family, (_, _, where, how) in zip(families, specs, strict=True):
+        for family, (_, _, where, how) in zip(families, point_specs, strict=True):
             values = [v for v in (_point_value(r, where) for r in group) if v is not None]
             if values:
                 family.add(labels, _combine(values, how))
-    return [finished, runs, *families]
+                if where == DECODE.name and specs is not None:
+                    share = _mbu(group[-1], labels, _combine(values, how), specs)
+                    if share is not None:
+                        mbu.add(labels, share)
+    return [finished, runs, *families, mbu]
 
 
 def _run_order(record: dict[str, Any]) -> tuple[str, str]:
@@ -375,7 +429,7 @@ def collect(view: SweepView) -> list[MetricFamily]:
     schedule = view.schedule()
     records = list(view.records())
     device = _device_families(view, schedule, records)
-    points = _point_families(records)
+    points = _point_families(records, _Specs(view.store))
     # The order scrapes have always had: device state, outcomes, in flight, then points.
     return [*device[:5], points[0], *device[5:], *points[1:]]
 

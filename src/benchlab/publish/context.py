@@ -8,14 +8,14 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step, window_start
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import CATALOG_METRICS, DECODE, HEADLINE_ORDER
+from benchlab.metrics import CATALOG_METRICS, HEADLINE_ORDER
 from benchlab.publish.charts import (
     Chart,
     Regression,
@@ -37,10 +37,23 @@ from benchlab.publish.detection import (
 )
 from benchlab.publish.hooks import SLOTS_DIR
 from benchlab.publish.links import Links, page_names, series_page_names
-from benchlab.publish.tables import Table, cell, cell_num, fmt_time, is_hole, link, status_badge
+from benchlab.publish.tables import (
+    Table,
+    cell,
+    cell_decode,
+    cell_num,
+    fmt_time,
+    impossible,
+    is_hole,
+    link,
+    status_badge,
+)
 from benchlab.publish.templating import chart_script, environment, templates_cache
 from benchlab.query.filters import chronological
 from benchlab.query.level import SeriesLevel, StepMemo, rank_key, segment_windows, series_levels
+
+if TYPE_CHECKING:
+    from benchlab.models import MachineSpecs
 
 HISTORY_RUNS = 50
 WINDOW_DAYS = 14
@@ -105,18 +118,27 @@ LEVEL_MEANS = HEADLINE_ORDER
 
 
 def best_per_machine(
-    histories: Iterable[Sequence[Entry]], metrics: Sequence[str], memo: StepMemo | None = None
+    histories: Iterable[Sequence[Entry]],
+    metrics: Sequence[str],
+    memo: StepMemo | None = None,
+    specs: Mapping[str, MachineSpecs] | None = None,
 ) -> list[SeriesLevel]:
     """Each machine's best series at its current level, best first: the newest segment's
     mean with outliers left out, the answer `bench best` gives (ARCHITECTURE.md, The current
     level), never one newest run. Machines rank by the first of `metrics` their series
     carry (peak aggregate, else decode: a llama-bench run measures no batched peak), each
-    metric's machines after the previous one's, in the metric's own direction."""
+    metric's machines after the previous one's, in the metric's own direction. With `specs`,
+    a series whose decode beats its machine's memory bandwidth is never ranked: it comes
+    after every possible one (ARCHITECTURE.md, How close to the hardware)."""
     entries = tails(histories)
     best: dict[str, SeriesLevel] = {}
     for metric in metrics:
-        for item in sorted(series_levels(entries, metric, memo, LEVEL_MEANS), key=rank_key(metric)):
+        ranked = rank_key(metric)
+        items = series_levels(entries, metric, memo, LEVEL_MEANS)
+        for item in sorted(items, key=lambda it: (impossible(it, specs), ranked(it))):
             best.setdefault(item.latest["machine_id"], item)
+    if specs:  # a machine whose every series is impossible: after the possible ones
+        return sorted(best.values(), key=lambda it: impossible(it, specs))
     return list(best.values())
 
 
@@ -324,7 +346,7 @@ class SiteContext:
                 cell_num(run.get("threads"), 0),
                 cell(status_badge(run), run.get("status", "ok")),
                 cell_num(run.get("peak_tok_per_sec")),
-                cell_num(run.get(DECODE.name)),
+                cell_decode(run, self.data.specs),
                 cell(version_label(run) or "–"),
                 cell(f"{attempt}/{attempts}" if attempt and attempts else "–"),
                 cell(self.series_link(run, root, "series")),

@@ -3,7 +3,7 @@ the page script sorts it by (`Cell`), so a column of numbers sorts by value, not
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +12,7 @@ from markupsafe import Markup
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step
 from benchlab.metrics import title
-from benchlab.models import HOLE_TAG
+from benchlab.models import HOLE_TAG, MachineSpecs
 from benchlab.publish.links import Links
 from benchlab.publish.measures import unstable_badge
 from benchlab.query.level import SeriesLevel
@@ -48,21 +48,63 @@ NOT_MEASURED: Cell = (Markup("not measured"), "")
 """A metric the run or series has no value for (sorted last, never read as zero)."""
 
 
-def cell_level(item: SeriesLevel, metric: str) -> Cell:
+DECODE = "decode_tok_per_sec"
+IMPOSSIBLE_TITLE = (
+    "faster than its machine's memory bandwidth allows (decode over 1.1 x bandwidth / bytes "
+    "per token): a mistake or a fake, never ranked"
+)
+IMPOSSIBLE_BADGE = Markup('<span class="bl-badge bl-badge--bad" title="{}">impossible</span>')
+
+
+def impossible(item: SeriesLevel, specs: Mapping[str, MachineSpecs] | None) -> bool:
+    """Whether a series' decode level beats its machine's memory bandwidth (ARCHITECTURE.md,
+    How close to the hardware); False where it cannot be judged or `specs` is None."""
+    if not specs:
+        return False
+    from benchlab.query.roofline import judge_entry
+
+    decode = item.level.value if item.metric == DECODE else item.means.get(DECODE)
+    if decode is None:
+        return False
+    found = judge_entry(item.latest, specs, decode)
+    return found is not None and found.impossible
+
+
+def cell_level(
+    item: SeriesLevel, metric: str, specs: Mapping[str, MachineSpecs] | None = None
+) -> Cell:
     """A series' `metric` as a page shows it: its current level with the 95% interval's ±
     and "unstable" past the CV limit where `metric` is the level's own, else the newest
     segment's mean ("not measured" where the series did not measure it, e.g. a llama-bench
-    run's batched peak): a number with its noise, and never a blank that reads as zero."""
+    run's batched peak): a number with its noise, and never a blank that reads as zero.
+    With `specs`, a decode faster than physics allows is marked impossible and sorts last."""
     if item.metric != metric:
         value = item.means.get(metric)
-        return cell_num(value) if value is not None else NOT_MEASURED
-    level = item.level
-    text = f"{level.value:,.1f}"
-    if level.pm is not None:
-        text += f" ± {level.pm:,.1f}"
-    if level.unstable:
-        text += " unstable"
-    return (Markup("{}").format(text), f"{level.value:.6g}")
+        found = cell_num(value) if value is not None else NOT_MEASURED
+    else:
+        level = item.level
+        text = f"{level.value:,.1f}"
+        if level.pm is not None:
+            text += f" ± {level.pm:,.1f}"
+        if level.unstable:
+            text += " unstable"
+        found = (Markup("{}").format(text), f"{level.value:.6g}")
+    if metric == DECODE and found is not NOT_MEASURED and impossible(item, specs):
+        return (Markup("{} {}").format(found[0], IMPOSSIBLE_BADGE.format(IMPOSSIBLE_TITLE)), "")
+    return found
+
+
+def cell_decode(run: Entry, specs: Mapping[str, MachineSpecs] | None) -> Cell:
+    """One run's decode rate, marked impossible where it beats its machine's bandwidth."""
+    found = cell_num(run.get("decode_tok_per_sec"))
+    if not specs or run.get("status", "ok") != "ok":
+        return found
+    from benchlab.query.roofline import judge_entry
+
+    judged = judge_entry(run, specs)
+    if judged is None or not judged.impossible:
+        return found
+    return (Markup("{} {}").format(found[0], IMPOSSIBLE_BADGE.format(IMPOSSIBLE_TITLE)), found[1])
 
 
 def cell(text: Any, key: Any = None) -> Cell:

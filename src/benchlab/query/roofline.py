@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import QueryError
 from benchlab.machines.bandwidth import ceiling_bandwidth, label
-from benchlab.machines.roofline import Judgement, Prediction, bytes_per_token, ceiling, judge
+from benchlab.machines.roofline import (
+    Judgement,
+    Prediction,
+    bytes_per_token,
+    ceiling,
+    entry_bytes_per_token,
+    judge,
+)
 from benchlab.machines.roofline import predict as scale
 from benchlab.metrics import DECODE
 
@@ -24,6 +31,8 @@ if TYPE_CHECKING:
     from benchlab.models import MachineSpecs
 
 DECODE = DECODE.name
+NOT_MEASURED = "not measured"
+"""MBU where the run has a decode and a size but its machine no bandwidth figure: never 0."""
 
 
 def fleet_specs(store: Store) -> dict[str, MachineSpecs]:
@@ -38,8 +47,10 @@ def fleet_specs(store: Store) -> dict[str, MachineSpecs]:
 
 
 def _on_gpu(entry: Mapping[str, Any]) -> bool:
+    """Whether the run offloaded its layers: llama-bench's `-ngl -1` (its default since 2025)
+    offloads every layer, as `-ngl 99` did before."""
     layers = entry.get("gpu_layers")
-    return isinstance(layers, int) and layers > 0
+    return isinstance(layers, int) and not isinstance(layers, bool) and layers != 0
 
 
 def judge_entry(
@@ -65,6 +76,40 @@ def annotate(rows: Iterable[dict[str, Any]], specs: Mapping[str, MachineSpecs]) 
             row["mbu_pct"] = round(found.mbu_pct, 1)
             row["ceiling_tok_per_sec"] = round(found.ceiling_tok_per_sec, 1)
             row["impossible"] = found.impossible
+
+
+def mbu_at(
+    entry: Mapping[str, Any], specs: Mapping[str, MachineSpecs], decode: float | None = None
+) -> float | str | None:
+    """The entry's MBU in percent at `decode` (default: its own), to 0.1: None where the run
+    has no decode or no bytes per token (no model size, or weights small enough to stay in
+    cache: nothing to judge), `NOT_MEASURED` where its machine has
+    no bandwidth figure for the memory the run read from."""
+    value = entry.get(DECODE) if decode is None else decode
+    if not isinstance(value, (int, float)) or value <= 0:
+        return None
+    if entry_bytes_per_token(entry) is None:
+        return None
+    found = judge_entry(entry, specs, float(value))
+    return NOT_MEASURED if found is None else round(found.mbu_pct, 1)
+
+
+def judge_levels(
+    rows: Iterable[dict[str, Any]], specs: Mapping[str, MachineSpecs], *, ever: bool
+) -> None:
+    """`bench table`: each row's `mbu_pct` (as `mbu_at`) at its decode level, the run's own
+    decode with `ever`, and `impossible` where it could be judged (else None)."""
+    for row in rows:
+        decode = row.get(DECODE) if ever else (row.get("levels") or {}).get(DECODE)
+        mbu = mbu_at(row, specs, decode) if isinstance(decode, (int, float)) else None
+        row["mbu_pct"] = mbu
+        found = judge_entry(row, specs, float(decode)) if isinstance(mbu, float) else None
+        row["impossible"] = found.impossible if found is not None and decode else None
+
+
+def json_mbu(value: Any) -> float | None:
+    """`mbu_pct` for --format json: a number or null (not measured is no number)."""
+    return value if isinstance(value, float) else None
 
 
 def impossible_runs(

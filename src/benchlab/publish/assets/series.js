@@ -48,6 +48,10 @@
         lv.n + " run(s)" + (data.outliers ? ", marked outliers left out" : "") + ")";
       p.appendChild(el("span", text, { "class": "bl-level", "data-metric": lv.metric }));
     });
+    if (data.impossible) {
+      p.appendChild(document.createTextNode(" "));
+      p.appendChild(badge("impossible", "bad", data.impossible));
+    }
     if (data.gate) {
       p.appendChild(document.createTextNode(" "));
       p.appendChild(badge("gate " + data.gate.verdict, "gate-" + data.gate.verdict,

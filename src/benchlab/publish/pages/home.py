@@ -27,6 +27,7 @@ from benchlab.publish.tables import (
     cell_level,
     cell_num,
     fmt_time,
+    impossible,
     link,
     neg,
     steps_table,
@@ -162,7 +163,10 @@ def home_page(site: SiteContext, now: datetime | None = None) -> None:
     for (model, precision), members in sorted(groups.items()):
         # The current level, as `bench best` answers (ARCHITECTURE.md, The current level).
         peak = best_per_machine(members, (PEAK.name,), site.level_memo)
-        decode = best_per_machine(members, (DECODE.name,), site.level_memo)
+        # Never a decode faster than its machine's bandwidth allows (How close to the hardware).
+        specs = site.data.specs
+        decode = best_per_machine(members, (DECODE.name,), site.level_memo, specs)
+        decode = [item for item in decode if not impossible(item, specs)]
         fastest_rows.append(
             [
                 cell(site.model_link(model, "", f"#precision-{slug(precision)}"), model),

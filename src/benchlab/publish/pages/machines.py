@@ -171,7 +171,7 @@ def machine_pages(site: SiteContext) -> list[Any]:
                 [
                     cell(site.series_link(run, "../", label(run, machine=False)), label(run)),
                     *(
-                        cell_level(levels[metric][sid], metric)
+                        cell_level(levels[metric][sid], metric, site.data.specs)
                         if sid in levels[metric]
                         else NOT_MEASURED
                         for metric, _ in measured

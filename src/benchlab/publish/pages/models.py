@@ -60,6 +60,7 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
                 [h for h in histories if h[-1]["precision"] == precision],
                 (PEAK.name, DECODE.name),
                 site.level_memo,
+                site.data.specs,
             )
             # A level column no row measured (a llama-bench fleet's batched peak) is left
             # out, so the table sorts by a column that has values.
@@ -70,7 +71,7 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
             rows = [
                 [
                     cell(site.machine_link(r["machine_id"], "../"), r["machine_id"]),
-                    *(cell_level(item, metric) for metric, _ in measured),
+                    *(cell_level(item, metric, site.data.specs) for metric, _ in measured),
                     cell_num(item.level.n, 0),
                     cell_num(r.get("threads"), 0),
                     cell(shape(r) or "–"),

@@ -146,6 +146,7 @@ def series_data(site: SiteContext, sid: str) -> None:
         "outliers": sum(1 for r in history if is_outlier(r)),
         "level": levels[0] if levels else level_of(history, DEFAULT_METRIC, site.level_memo),
         "levels": levels,
+        "impossible": _physics(history, newest, site),
         "points": points,
         "charts": figures,
         "measures": measure_rows(newest),
@@ -253,6 +254,24 @@ def _table_html(macros: Any, table: Table) -> dict[str, Any]:
     """A table as the HTML the pages' slots hold (every cell built with escaping by
     `publish.tables`), with its count of rows left out."""
     return {"html": str(macros.table_html(table)), "hidden": table.hidden}
+
+
+def _physics(history: Sequence[Entry], newest: Entry, site: SiteContext) -> str | None:
+    """Where the series' decode level beats its machine's memory bandwidth (ARCHITECTURE.md,
+    How close to the hardware): the badge's explanation; else None."""
+    from benchlab.query.roofline import judge_entry
+
+    decode = level_of(history, "decode_tok_per_sec", site.level_memo)
+    if decode is None:
+        return None
+    found = judge_entry(newest, site.data.specs, decode["value"])
+    if found is None or not found.impossible:
+        return None
+    return (
+        f"decode {decode['value']:,.1f} t/s is over 1.1 x the {found.ceiling_tok_per_sec:,.1f} "
+        f"t/s that {found.bandwidth_source} of memory bandwidth allows "
+        f"(MBU {found.mbu_pct:,.0f}%): a mistake or a fake, never ranked"
+    )
 
 
 def level_of(
