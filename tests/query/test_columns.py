@@ -29,7 +29,6 @@ from benchlab.identity import THREADS_NOT_RECORDED
 from benchlab.layout import Store
 from benchlab.query.colcache import CACHE_NAME, MODE_ENV, SEGMENT_DIR, open_columns, refresh
 from benchlab.query.colcache import arrays as columnar
-from benchlab.query.colcache.key import Unanswerable
 from benchlab.query.filters import Filters
 from benchlab.query.verbs import (
     best_runs,
@@ -228,28 +227,11 @@ def write_catalog(root: Path, catalog: dict[str, Any]) -> Path:
     )
 
 
-def _may_join(runs: list[dict[str, Any]]) -> bool:
-    """Whether a run without a thread count shares machine, model id and precision with one
-    that has a thread count: where `identity.join_unrecorded_threads` may move or tag it."""
-
-    def near(e: dict[str, Any]) -> tuple[Any, ...]:
-        return (e["machine_id"], e.get("model_id"), e.get("precision"))
-
-    unrecorded = {near(e) for e in runs if e.get("threads") is None}
-    return any(near(e) in unrecorded for e in runs if e.get("threads") is not None)
-
-
 def _agree(verb: Any, columns: Any, loaded: Any, *args: Any, **kwargs: Any) -> None:
-    """The columns answer as the loaded catalog does, or say they cannot: Unanswerable only
-    where a run without a recorded thread count may join a series, which only the loaded
-    catalog works out (the CLI then asks it). Anywhere else the columns must answer, so this
-    cannot pass by the columns always declining."""
-    try:
-        fast = verb(columns, *args, **kwargs)
-    except Unanswerable:
-        assert _may_join(loaded.runs), (verb.__name__, args)
-        return
-    assert fast == verb(loaded, *args, **kwargs), (verb.__name__, args)
+    """The columns answer as the loaded catalog does, runs without a recorded thread count
+    joined to their series included: they never decline here, so this cannot pass by the
+    columns declining."""
+    assert verb(columns, *args, **kwargs) == verb(loaded, *args, **kwargs), (verb.__name__, args)
 
 
 _SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
@@ -294,45 +276,56 @@ def test_columns_answer_the_golden_stores(tmp_path: Path) -> None:
                 )
 
 
-def test_a_run_without_threads_that_may_join_is_left_to_the_loaded_catalog(
+def test_runs_without_threads_join_their_series_in_the_columns_as_where_it_loads(
     tmp_path: Path,
 ) -> None:
     """What the property test found (a v2 catalog): a run without a thread count beside a t1
-    run it matches on every other field joins that series where the catalog loads, so the
-    columns must not answer with it as stored: not `--series`' hint (its own series listed),
-    not `best --ever` won by it (no tag, no note). Also where its model's name differs but
-    the id is the same (the join compares ids). What the join leaves alone is answered."""
+    run it matches on every other field joins that series where the catalog loads; the
+    columns join it too and answer as the loaded catalog does (`--series`' hint without its
+    own series, `best --ever` won by it with the tag and the note, the table's one row).
+    Also where its model's name differs but the id is the same (the join compares ids), and
+    where a t4 series matches too (it stands apart, tagged, its note naming both)."""
     kw: dict[str, Any] = {"precision": "q4_k_m"}
     known = make_entry("pi5-run-00-1", "pi5", STAMPS[0], threads=1, **kw)
     known.update(peak_tok_per_sec=9.0, decode_tok_per_sec=1.0)
-    for i, model in enumerate(("SmolLM2-135M", "SmolLM2 135M")):
+    other = make_entry("pi5-run-00-2", "pi5", STAMPS[2], threads=4, **kw)
+    other.update(peak_tok_per_sec=8.0, decode_tok_per_sec=2.0)
+    cases = (
+        ("SmolLM2-135M", [known], True),
+        ("SmolLM2 135M", [known], True),
+        ("SmolLM2-135M", [known, other], False),
+    )
+    for i, (model, beside, joins) in enumerate(cases):
         alone = make_entry("pi5-run-00-0", "pi5", STAMPS[0], threads=None, model=model, **kw)
         alone.update(peak_tok_per_sec=1.0, decode_tok_per_sec=9.0)
-        path = write_v2(tmp_path / str(i), [alone, known])
+        path = write_v2(tmp_path / str(i), [alone, *beside])
         loaded = load_catalog(path)
         joined = next(e for e in loaded.runs if e["run_id"] == alone["run_id"])
-        assert joined["series"] == known["series"] != alone["series"]
+        assert (joined["series"] == known["series"]) is joins
         assert THREADS_NOT_RECORDED in joined["tags"]
         columns = open_columns(path, min_bytes=0)
         assert columns is not None
-        declined = [
+        asks = [
             (unknown_filter_hint, (Filters(series="s0"),), {}),
+            (unknown_filter_hint, (Filters(model="nope"),), {}),
             (best_runs, (Filters(), "decode_tok_per_sec"), {"ever": True}),  # it wins
             (best_runs, (Filters(), "decode_tok_per_sec", "machine"), {"ever": True}),
             (best_runs, (Filters(), "peak_tok_per_sec", "series"), {"ever": True}),
+            (best_runs, (Filters(), "decode_tok_per_sec", "series"), {}),
             (best_runs, (Filters(tags=("batch",)), "peak_tok_per_sec"), {"ever": True}),
+            (best_runs, (Filters(tags=(THREADS_NOT_RECORDED,)), "peak_tok_per_sec"), {}),
+            (best_runs, (Filters(series=known["series"]), "decode_tok_per_sec"), {}),
+            (best_runs, (Filters(series=alone["series"]), "decode_tok_per_sec"), {}),
             (best_runs, (Filters(), "peak_tok_per_sec"), {}),
             (machine_table, (Filters(),), {"ever": True}),
+            (machine_table, (Filters(),), {}),
+            (machine_table, (Filters(series=known["series"]),), {}),
         ]
-        for verb, args, kwargs in declined:
-            with pytest.raises(Unanswerable):
-                verb(columns, *args, **kwargs)
-            assert verb(loaded, *args, **kwargs)  # the loaded catalog has an answer
-        for by in (None, "machine"):  # a run with threads wins: as stored is as loaded
-            answer = best_runs(columns, Filters(), "peak_tok_per_sec", by, ever=True)
-            assert answer == best_runs(loaded, Filters(), "peak_tok_per_sec", by, ever=True)
-        hint = unknown_filter_hint(columns, Filters(model="nope"))
-        assert hint == unknown_filter_hint(loaded, Filters(model="nope"))
+        for verb, args, kwargs in asks:
+            assert verb(columns, *args, **kwargs) == verb(loaded, *args, **kwargs), (i, args)
+        won = best_runs(columns, Filters(), "decode_tok_per_sec", ever=True)
+        assert won[0]["run_id"] == alone["run_id"]
+        assert won[0]["series_note"].startswith("threads not recorded;")
 
 
 def test_ties_go_to_the_newer_run_then_the_smaller_id(tmp_path: Path) -> None:

@@ -38,9 +38,9 @@ Exactness: a filter is evaluated by `filters.select` itself, on one small stand-
 per distinct value of the columns it reads, so there is still one definition of what
 `--model` or `--build` means. Where the cache cannot promise the Python answer (a metric
 integer beyond 2**53, a NUL in an id or timestamp, a filter it does not know, a catalog
-that fails a check, a run without a recorded thread count that may join a series where the
-catalog loads: `Columns.as_loaded`) it answers None or raises `Unanswerable`, and the caller
-takes the Python path, which also reports any fault.
+that fails a check) it answers None or raises `Unanswerable`, and the caller takes the
+Python path, which also reports any fault. Runs without a recorded thread count join their
+series on the columns as where the catalog loads (`join`, `Columns.as_loaded`).
 
 Why numpy and not DuckDB or Arrow: numpy is already a dependency, and the work is a few
 gathers and `np.maximum.at` over a million small integers: 20-40 ms in-process at a million
@@ -52,11 +52,12 @@ runs (best, best --by series, table). DuckDB 1.1.3 over the same columns in a .d
 pandas or pyarrow. Arrow brings the same dependency weight for what numpy's arrays already
 hold.
 
-Parts, imported in one direction (this module, then `build`, `answer`, `combine`,
+Parts, imported in one direction (this module, then `build`, `answer`, `join`, `combine`,
 `arrays`, `key`; none of them imports the verbs, nor this module): `key` (names, the key,
 `Unanswerable`), `arrays` (the container format, one shard's segment), `combine` (the
-segments side by side, one row per run), `answer` (`Columns`: filters and winners),
-`build` (open the cache, or rebuild what is stale).
+segments side by side, one row per run), `answer` (`Columns`: filters and winners), `join`
+(runs without a thread count joined to their series), `build` (open the cache, or rebuild
+what is stale).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from benchlab.query.colcache.arrays import (
     _Segment,
     _segment_path,
 )
+from benchlab.query.colcache.join import Joined, join_columns
 from benchlab.query.colcache.key import Unanswerable
 from benchlab.query.filters import TABLE_METRICS, Filters, select
 from benchlab.query.level import (
@@ -49,7 +50,8 @@ _STAND_INS: dict[str, Callable[[Any], dict[str, Any]]] = {
 }
 
 _JOINED = ("series", "tags")
-"""The columns `identity.join_unrecorded_threads` may change where the catalog loads."""
+"""The columns `identity.join_unrecorded_threads` may change where the catalog loads: read
+through `codes` and `values`, as joined (`as_loaded`)."""
 
 FILTER_COLUMNS: dict[str, tuple[str, ...]] = {
     # The columns each Filters field reads; with two, a run passes if either passes
@@ -96,23 +98,34 @@ class Columns:
         self._segments: dict[int, Any] = dict(enumerate(segments or ()))
         self.marks: dict[str, Any] = header.get("marks", {})  # outlier marks of the head
         self.declared: dict[str, Any] = header.get("declared", {})
-        self._joins: bool | None = None  # see as_loaded
+        self._joined: Joined | None = None  # see as_loaded
         learn(self.declared)  # what --metric and the directions know (ARCHITECTURE.md, Metrics)
 
     def array(self, name: str) -> np.ndarray:
+        """A stored column (`codes` gives the series and tags as the catalog loads them)."""
         return self._array(name)
+
+    def codes(self, column: str) -> np.ndarray:
+        """Each run's code into `values(column)`: of the series and tags, after the join."""
+        if column in _JOINED:
+            return self.as_loaded().codes[column]
+        return self.array(f"code:{column}")
+
+    def values(self, column: str) -> list[Any]:
+        """The distinct values of `column` some run has (after the join, `as_loaded`)."""
+        if column in _JOINED:
+            return self.as_loaded().tables[column]
+        return self.tables[column]
 
     def has_column(self, metric: str) -> bool:
         """A registry metric, or one the catalog declares one way (its own column)."""
         return metric in METRICS or self.declared.get(metric) is not None
 
     def stand_ins(self, column: str) -> list[dict[str, Any]]:
-        """One entry per distinct value of `column` (each is present in some run); of the
-        series and tags as stored, so Unanswerable where a join may change them (`as_loaded`)."""
-        if column in _JOINED:
-            self.as_loaded()
+        """One entry per distinct value of `column` (each is present in some run), in code
+        order; of the series and tags as the catalog loads them (`as_loaded`)."""
         make = _STAND_INS[column]
-        return [make(value) for value in self.tables[column]]
+        return [make(value) for value in self.values(column)]
 
     def _passing(self, column: str, name: str, value: Any) -> np.ndarray:
         """Which distinct values of `column` pass the one filter `name=value`, by `select`."""
@@ -138,7 +151,7 @@ class Columns:
                 if ok.all():
                     part = np.ones(self.n, dtype=bool)
                 else:
-                    part = ok[self.array(f"code:{column}")]
+                    part = ok[self.codes(column)]
                 passing = part if passing is None else passing | part
             assert passing is not None
             mask = passing if mask is None else mask & passing
@@ -152,38 +165,31 @@ class Columns:
         group = {None: None, "machine": "machine", "series": "series"}.get(by, "?")
         if group == "?":
             raise Unanswerable(f"no grouping {by!r}")
-        if group == "series":
-            self.as_loaded()
         having = ~np.isnan(self.array(f"metric:{metric}")) & self._unmarked()
         mask = self.mask(filters)
         rows = np.flatnonzero(having if mask is None else having & mask)
-        winners = self._winners(rows, (metric,), group)
-        if self._unrecorded(winners).any():  # a winner the join may move or tag
-            self.as_loaded()
-        return self.entries(winners)
+        return self.entries(self._winners(rows, (metric,), group))
 
     def table(self, filters: Filters) -> list[dict[str, Any]]:
         """`machine_table`'s rows (unsorted): the best run of each series by TABLE_METRICS
         in turn, a missing value lowest."""
-        self.as_loaded()
         mask = self.mask(filters)
         unmarked = self._unmarked()
         rows = np.flatnonzero(unmarked if mask is None else unmarked & mask)
         return self.entries(self._winners(rows, TABLE_METRICS, "series"))
 
-    def as_loaded(self) -> None:
-        """Unanswerable where a run without a recorded thread count may join another series
-        or gain the `threads-not-recorded` tag (`identity.join_unrecorded_threads`, applied
-        where the catalog loads; ARCHITECTURE.md, Measurement identity): the columns and the
-        lines they read back hold the runs as stored, not as joined, so every answer that
-        returns such a run, groups or filters by series or by tag could differ; the loaded
-        catalog answers. The test is on what the join's first step compares (machine, model
-        id, precision) alone: it may decline a catalog that needed no join, never answer
-        one that did. A catalog where every run records its threads is always answered."""
-        if self._joins is None:
-            self._joins = self._may_join()
-        if self._joins:
-            raise Unanswerable("a run without a recorded thread count may join a series")
+    def as_loaded(self) -> Joined:
+        """The series and tags columns as the catalog loads them: a run without a recorded
+        thread count joins the one series it matches on every other field, or stands apart,
+        and is tagged `threads-not-recorded` (`identity.join_unrecorded_threads`, applied
+        where the catalog loads; ARCHITECTURE.md, Measurement identity). Worked out once,
+        on first use (`join.join_columns`: one run read back per series involved); a
+        catalog where every run records its threads, or none does, joins nothing."""
+        if self._joined is None:
+            self._joined = join_columns(
+                self.tables, self.array, self._unrecorded(), self._stored_entries
+            )
+        return self._joined
 
     def _unrecorded(self, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """Which of `rows` (default: every run) have no recorded thread count."""
@@ -192,28 +198,10 @@ class Columns:
         found: np.ndarray = unknown[codes if rows is None else codes[np.asarray(rows, np.intp)]]
         return found
 
-    def _may_join(self) -> bool:
-        """Whether some run without a thread count shares (machine, model id, precision)
-        with a run that has one (`join_unrecorded_threads`' `near`)."""
-        missing = self._unrecorded()
-        if not missing.any() or missing.all():
-            return False
-        key = np.zeros(self.n, dtype=np.int64)
-        for column, part in (("machine", None), ("model", 1), ("precision", 0)):
-            # By the value the join compares (the model's id, not its name), coded anew.
-            values = self.tables[column]
-            seen: dict[Any, int] = {}
-            recode = np.array(
-                [seen.setdefault(v if part is None else v[part], len(seen)) for v in values],
-                dtype=np.int64,
-            )
-            key = key * (len(values) + 1) + recode[self.array(f"code:{column}")]
-        return bool(np.isin(key[~missing], key[missing]).any())
-
     def _unmarked(self) -> np.ndarray:
         """The runs not marked outliers (`stats.is_outlier`): they never win."""
         tags = np.fromiter((not is_outlier({"tags": v}) for v in self.tables["tags"]), dtype=bool)
-        return tags[self.array("code:tags")]
+        return tags[self.array("code:tags")]  # as stored: the join adds no outlier tag
 
     def counting(self, metric: str) -> np.ndarray:
         """The runs a history for `metric` holds (`level.counts`): ok, a value, unmarked."""
@@ -234,20 +222,19 @@ class Columns:
         the same `current_level`, and only each series' newest run is read back."""
         if not self.has_column(metric) or any(name not in METRICS for name in means):
             raise Unanswerable(f"no column for the metric {metric!r}")
-        self.as_loaded()
         mask = self.mask(filters)
         counting = self.counting(metric)
         rows = np.flatnonzero(counting if mask is None else counting & mask)
         if not len(rows):
             return []
         if skip:
-            names = self.tables["series"]
+            names = self.values("series")
             skipped = np.fromiter((name in skip for name in names), dtype=bool, count=len(names))
-            rows = rows[~skipped[self.array("code:series")[rows]]]
+            rows = rows[~skipped[self.codes("series")[rows]]]
             if not len(rows):
                 return []
         rows = self._by_series_in_time_order(rows)
-        series = self.array("code:series")[rows]
+        series = self.codes("series")[rows]
         bounds = np.flatnonzero(series[1:] != series[:-1]) + 1
         values = self.array(f"metric:{metric}")[rows]
         columns = {name: self.array(f"metric:{name}") for name in means}
@@ -267,9 +254,9 @@ class Columns:
                 )
             )
         latest = self.entries(row for row, _, _ in found)
-        names = self.tables["series"]
+        names, codes = self.values("series"), self.codes("series")
         return [
-            SeriesLevel(names[int(self.array("code:series")[row])], metric, level, entry, averages)
+            SeriesLevel(names[int(codes[row])], metric, level, entry, averages)
             for (row, level, averages), entry in zip(found, latest, strict=True)
         ]
 
@@ -281,9 +268,7 @@ class Columns:
         one day that reach into that window need their timestamps and ids read from the
         segments."""
         days = len(self.tables["date"])
-        key = (
-            self.array("code:series")[rows].astype(np.int64) * days + self.array("code:date")[rows]
-        )
+        key = self.codes("series")[rows].astype(np.int64) * days + self.array("code:date")[rows]
         order = np.argsort(key, kind="stable")
         rows, key = rows[order], key[order]
         n = len(rows)
@@ -291,7 +276,7 @@ class Columns:
         new_block[1:] = key[1:] != key[:-1]
         block = np.cumsum(new_block) - 1
         block_last = np.append(np.flatnonzero(new_block[1:]), n - 1)
-        series = self.array("code:series")[rows]
+        series = self.codes("series")[rows]
         series_end = np.append(np.flatnonzero(series[1:] != series[:-1]), n - 1)
         last_of_series = series_end[np.searchsorted(series_end, np.arange(n))]
         from_end = last_of_series - block_last[block]  # runs of the series after the block
@@ -317,8 +302,8 @@ class Columns:
             groups = np.zeros(len(rows), dtype=np.intp)
             count = 1
         else:
-            groups = self.array(f"code:{group}")[rows].astype(np.intp)
-            count = len(self.tables[group])
+            groups = self.codes(group)[rows].astype(np.intp)
+            count = len(self.values(group))
         for metric in metrics:
             if len(rows) <= 1:
                 break
@@ -369,18 +354,28 @@ class Columns:
 
     def entries(self, rows: Iterable[int]) -> list[dict[str, Any]]:
         """The full entries of `rows`, read back from their lines, under the head's outlier
-        marks (`catalog.marks.present`)."""
+        marks (`catalog.marks.present`), joined as the catalog loads them (`as_loaded`)."""
         from benchlab.catalog.marks import present_all
 
-        found = _read_rows(
+        rows = [int(row) for row in rows]
+        found = self._stored_entries(rows)
+        lift(found)  # declared metrics as fields of their own (ARCHITECTURE.md, Metrics)
+        found = present_all(found, self.marks)
+        # The join after the marks, as `catalog.read` does (it lifts last: neither the join
+        # nor the lift reads what the other writes).
+        if rows and self._unrecorded(rows).any():
+            self.as_loaded().apply(rows, found, self.array("code:series"))
+        return found
+
+    def _stored_entries(self, rows: Iterable[int]) -> list[dict[str, Any]]:
+        """The entries of `rows` as their lines hold them."""
+        return _read_rows(
             self.root,
             self.files,
             (self.array("file"), self.array("offset"), self.array("length")),
             self.array("inline"),
             rows,
         )
-        lift(found)  # declared metrics as fields of their own (ARCHITECTURE.md, Metrics)
-        return present_all(found, self.marks)
 
 
 def _filled(values: np.ndarray) -> np.ndarray:
