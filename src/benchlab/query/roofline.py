@@ -10,20 +10,20 @@ imported and pulled alike, and no clone's stale figure travels in a shard line.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import QueryError
 from benchlab.machines.bandwidth import ceiling_bandwidth, label
 from benchlab.machines.roofline import Judgement, Prediction, bytes_per_token, ceiling, judge
 from benchlab.machines.roofline import predict as scale
-from benchlab.metrics import DECODE
+from benchlab.metrics import DECODE as DECODE_METRIC
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
     from benchlab.models import MachineSpecs
 
-DECODE = DECODE.name
+DECODE = DECODE_METRIC.name
 
 
 def fleet_specs(store: Store) -> dict[str, MachineSpecs]:
@@ -132,12 +132,13 @@ def within_physics(
     were set aside."""
     annotate(all_series, specs)
     possible = [row for row in all_series if not row.get("impossible")]
-    key = {
+    keys: dict[str | None, Callable[[dict[str, Any]], Any]] = {
         None: lambda row: None,
         "model": lambda row: row.get("model_id"),
         "machine": lambda row: row.get("machine_id"),
         "series": lambda row: row.get("series"),
-    }[by]
+    }
+    key = keys[by]
     seen: set[Any] = set()
     out = []
     for row in possible:
