@@ -71,7 +71,8 @@ def parameter_count(shape: dict[str, Any]) -> int:
         + 3 * shape["hidden"] * shape["ffn"]
         + 2 * shape["hidden"]
     )
-    return shape["layers"] * per_layer + shape["vocab"] * shape["hidden"] + shape["hidden"]
+    count: int = shape["layers"] * per_layer + shape["vocab"] * shape["hidden"] + shape["hidden"]
+    return count
 
 
 def _median(values: list[float]) -> float:
@@ -86,7 +87,8 @@ def _stddev(values: list[float]) -> float | None:
     if len(values) < 2:
         return None
     mean = sum(values) / len(values)
-    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    root: float = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return root
 
 
 def _build(np: Any) -> dict[str, Any]:
@@ -141,7 +143,7 @@ def _model_init(np: Any, linear: Any) -> Any:
     """`Model.__init__`: the seeded weights, in every precision asked for, drawn in one
     fixed order so a seed gives the same model everywhere."""
 
-    def __init__(self, shape: dict[str, Any], precisions: tuple[str, ...], seed: int) -> None:
+    def __init__(self: Any, shape: dict[str, Any], precisions: tuple[str, ...], seed: int) -> None:
         rng = np.random.default_rng(seed)
         self.shape = shape
         self.hidden = shape["hidden"]
@@ -155,7 +157,7 @@ def _model_init(np: Any, linear: Any) -> Any:
             return w
 
         # sets[precision] = list of per-layer dicts + "head"; norms are f32 in both.
-        self.sets: dict[str, dict[str, Any]] = {p: {"layers": []} for p in precisions}
+        self.sets = {p: {"layers": []} for p in precisions}
         self.norms = []
         for _ in range(shape["layers"]):
             weights = {
@@ -188,7 +190,7 @@ def _model_init(np: Any, linear: Any) -> Any:
 def _model_logits(np: Any) -> Any:
     """`Model.logits`: one forward pass through every layer, the KV cache filled in place."""
 
-    def logits(self, tokens: Any, cache: list[tuple[Any, Any]], start: int) -> Any:
+    def logits(self: Any, tokens: Any, cache: list[tuple[Any, Any]], start: int) -> Any:
         """tokens (B, T) at positions start..start+T-1 -> last-position logits (B, V)."""
         chosen = self.sets[self.precision]
         batch, steps = tokens.shape
@@ -239,6 +241,14 @@ def _model_class(np: Any, linear: Any) -> Any:
     """The decoder; its two large methods are built by `_model_init` and `_model_logits`."""
 
     class Model:
+        # Set by `_model_init` (mypy cannot see into a method built outside the class).
+        shape: dict[str, Any]
+        sets: dict[str, dict[str, Any]]
+        kv: int
+        hd: int
+        inv_freq: Any
+        precision: str
+
         __init__ = _model_init(np, linear)
         logits = _model_logits(np)
 
@@ -386,8 +396,8 @@ def _decode(
 ) -> dict[str, Any]:
     """Decode one token at a time after a prompt, per-token median over reps."""
     prompt = rng.integers(0, vocab, (1, args.prompt_tokens))
-    step_times = []
-    rep_rates = []
+    step_times: list[float] = []
+    rep_rates: list[float] = []
     for _ in range(args.reps):
         token = model.forward(prompt, cache, 0)
         rep_start = len(step_times)

@@ -85,7 +85,9 @@ def cpu_info() -> dict[str, Any]:
     }
     base = _float(_read("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency"), 1e-3)
     maximum = _float(_read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), 1e-3)
-    current = [_float(b.get("cpu MHz")) for b in blocks if b.get("cpu MHz")]
+    # A core whose `cpu MHz` does not parse (or reads nan) gives no reading, as in `_float`.
+    readings = [_float(b.get("cpu MHz")) for b in blocks if b.get("cpu MHz")]
+    current = [mhz for mhz in readings if mhz is not None]
     try:
         affinity: int | None = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

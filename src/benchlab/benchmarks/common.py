@@ -123,7 +123,7 @@ def batch_curve(points: list[dict[str, float]]) -> dict[str, Any]:
     ordered = sorted(points, key=lambda p: p["batch"])
     base = next((p for p in ordered if p["batch"] == 1), None)
     base_tps = base["agg_tok_per_sec"] if base else None
-    out_points = []
+    out_points: list[dict[str, Any]] = []
     for p in ordered:
         speedup = p["agg_tok_per_sec"] / base_tps if base_tps else None
         out_points.append({**p, "speedup_vs_baseline": speedup})

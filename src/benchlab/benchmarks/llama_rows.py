@@ -125,7 +125,7 @@ def _from_markdown(text: str) -> list[dict[str, Any]]:
         if len(cells) != len(header) or all(set(cell) <= set("-: ") for cell in cells):
             continue  # the separator line, or a ragged line
         raw = dict(zip(header, cells, strict=True))
-        row: dict[str, Any] = {_MD_COLUMNS.get(k, k): v for k, v in raw.items()}
+        row = {_MD_COLUMNS.get(k, k): v for k, v in raw.items()}
         row.update(_test_fields(row.pop("test")))
         rate = _RATE.match(row.pop("t/s"))
         if not rate:
@@ -230,6 +230,7 @@ def _from_sql(text: str) -> list[dict[str, Any]]:
                         database.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {kind}')
                         known.append(name)
                 continue
+            assert insert is not None  # `match` is `create or insert`, and `create` was None
             if table not in columns:
                 raise ParseError(f"sql: INSERT INTO {table} before its CREATE TABLE")
             names = [name.strip() for name in insert["columns"].split(",")]

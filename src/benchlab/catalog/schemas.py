@@ -66,7 +66,7 @@ def stale_schemas(directory: Path) -> list[Path]:
 def validate(path: Path | str, data: Any, schema_id: str) -> None:
     """Validate with jsonschema (a dev dependency: the tests' check that a file the code
     accepts also passes its published schema); the error names the file and the JSON path."""
-    import jsonschema  # type: ignore[import-untyped]  # a dev dependency without stubs here
+    import jsonschema
 
     from benchlab.errors import SchemaError
 

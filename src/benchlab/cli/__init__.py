@@ -71,8 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchlab.textout import SafeStream
 
     out, err = sys.stdout, sys.stderr
-    sys.stdout = SafeStream(out)  # type: ignore[assignment]
-    sys.stderr = SafeStream(err)  # type: ignore[assignment]
+    sys.stdout = SafeStream(out)
+    sys.stderr = SafeStream(err)
     try:
         return _main(argv)
     finally:

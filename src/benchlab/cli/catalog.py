@@ -17,7 +17,7 @@ WARNINGS_SHOWN = 20
 """Absent run dirs are normal on a public clone: show a few, count the rest."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "catalog",
         help="build, validate and git-merge the public catalog",
@@ -108,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     install.set_defaults(handler=run_install)
 
 
-def _store():
+def _store() -> Store:
     from benchlab.layout import Store, find_store
 
     return Store(find_store())

@@ -18,7 +18,7 @@ KINDS = ("throughput", "decode", "scaling", "threads", "prefill-decode", "cost",
 """publish.charts.CHART_KINDS, spelled out so `bench --help` need not import plotly's side."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "chart",
         help="draw charts of the public catalog (html, png, svg or csv)",

@@ -22,14 +22,14 @@ from benchlab.cli.query import (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_compare(subparsers)
 
 
 # --- compare ------------------------------------------------------------------------------
 
 
-def _register_compare(subparsers: argparse._SubParsersAction) -> None:
+def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _parser(
         subparsers,
         "compare",

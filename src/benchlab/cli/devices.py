@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "devices",
         help="per-device error analysis of a sweep (bench devices report EXPERIMENT)",

@@ -8,7 +8,7 @@ from pathlib import Path
 from benchlab.cli.args import count, port, positive
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "export",
         help="print or serve Prometheus metrics of a sweep directory",
@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from benchlab.errors import ConfigError
-    from benchlab.observe.exporter import IDLE_TIMEOUT_S, WORKERS, make_server, scrape
+    from benchlab.observe.exporter import IDLE_TIMEOUT_S, make_server, scrape
+    from benchlab.observe.server import WORKERS
 
     if not args.serve:
         sys.stdout.write(scrape(args.sweep_dir))
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
             f"--port {args.port}: cannot listen on {args.host}: {exc.strerror}"
         ) from None
     host, port = server.server_address[:2]
+    assert isinstance(host, str)  # an AF_INET or AF_INET6 server's address
     print(f"serving {args.sweep_dir} at http://{host}:{port}/metrics (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()

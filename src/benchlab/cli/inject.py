@@ -14,7 +14,7 @@ from pathlib import Path
 from benchlab.cli.args import index, point_cap
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "inject",
         help="add points to a sweep's pending queue (picked up by a running sweep)",

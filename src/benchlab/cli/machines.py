@@ -10,7 +10,7 @@ from typing import Any
 from benchlab.cli.args import positive
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     machines = subparsers.add_parser(
         "machines",
         help="list the fleet's machines with their checklist and memory bandwidth",

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "migrate",
         help="import existing llama-bench outputs or asv results as run dirs",

@@ -9,7 +9,7 @@ from pathlib import Path
 from benchlab.cli.args import non_negative
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "onboard",
         help="detect a machine, record its specs, run a smoke benchmark, print the checklist",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from benchlab.layout import Store
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "mark-outlier",
         help="mark a run of the catalog as an outlier (kept, flagged, left out of answers)",

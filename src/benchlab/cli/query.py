@@ -38,7 +38,7 @@ FORMAT_NOTE = (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_list(subparsers)
     _register_show(subparsers)
     _register_table(subparsers)
@@ -50,7 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _parser(
-    subparsers: argparse._SubParsersAction, name: str, help_text: str, epilog: str
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help_text: str,
+    epilog: str,
 ) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         name,
@@ -227,7 +230,7 @@ def _unstable_mark(row: dict[str, Any]) -> dict[str, Any]:
 # --- list ---------------------------------------------------------------------------------
 
 
-def _register_list(subparsers: argparse._SubParsersAction) -> None:
+def _register_list(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _parser(
         subparsers, "list", "list catalog runs, sorted by timestamp then run id", EXIT_LIST
     )
@@ -286,7 +289,7 @@ def run_list(args: argparse.Namespace) -> int:
 # --- show ---------------------------------------------------------------------------------
 
 
-def _register_show(subparsers: argparse._SubParsersAction) -> None:
+def _register_show(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _parser(
         subparsers,
         "show",
@@ -353,7 +356,7 @@ SHAPE_NOTE = (
 )
 
 
-def _register_table(subparsers: argparse._SubParsersAction) -> None:
+def _register_table(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _parser(
         subparsers,
         "table",
@@ -543,7 +546,7 @@ _LEVEL_LEGEND = (
 # --- best ---------------------------------------------------------------------------------
 
 
-def _register_best(subparsers: argparse._SubParsersAction) -> None:
+def _register_best(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _parser(
         subparsers,
         "best",
@@ -668,7 +671,7 @@ def _within_physics(
 # --- summary ------------------------------------------------------------------------------
 
 
-def _register_summary(subparsers: argparse._SubParsersAction) -> None:
+def _register_summary(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _parser(
         subparsers,
         "summary",

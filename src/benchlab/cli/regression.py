@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlab.cli.args import alpha, days, threshold
 
+if TYPE_CHECKING:
+    from benchlab.detect.regress import Step
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "regression",
         help="find regressions: latest vs baseline per series, or steps in history (--detect)",
@@ -269,8 +272,8 @@ def _few_builds(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary_markdown(
-    steps: list,
-    failing: list,
+    steps: list[Step],
+    failing: list[Step],
     metric: str,
     fail_over: float,
     since: str | None,

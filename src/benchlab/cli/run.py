@@ -22,7 +22,7 @@ from typing import Any
 from benchlab.cli.args import point_cap, port
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run or resume a sweep (experiments/sweeps/<name>.yaml)",
@@ -258,6 +258,7 @@ def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) ->
     except OSError as exc:
         raise ConfigError(f"--prometheus-port {port}: cannot listen: {exc.strerror}") from None
     host, bound = server.server_address[:2]
+    assert isinstance(host, str)  # an AF_INET or AF_INET6 server's address
     progress.event(f"metrics at http://{host}:{bound}/metrics")
     return server
 

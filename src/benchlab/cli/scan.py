@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from benchlab.redact.scan import ScanReport
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     scan = subparsers.add_parser(
         "scan",
         help="find infrastructure tells (hosts, IPs, cloud ids, home paths, secrets) in files",

@@ -21,7 +21,7 @@ FACTS = (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "system",
         help="show whether this machine is quiet enough to measure on, with advice",

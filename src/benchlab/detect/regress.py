@@ -44,7 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from statistics import median
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from benchlab.detect.noise import demode
 from benchlab.detect.stats import is_outlier
@@ -132,7 +132,7 @@ are judged only in series that lack a source (an import that recorded only the l
 `metrics.Metric.sources`."""
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -33,7 +33,13 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # numpy is imported where it is used: the small-series path never needs it
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Floats = Sequence[float] | NDArray[np.float64]
 
 CLIP = 3.0
 """Runs are clipped to within this many noise deviations of the running median."""
@@ -72,7 +78,7 @@ def _chi2_1_trimmed_mean(share: float) -> float:
 _TRIMMED_MEAN = _chi2_1_trimmed_mean(TRIM)
 
 
-def noise_scale(values: Sequence[float], cuts: Sequence[int] = ()) -> float:
+def noise_scale(values: Floats, cuts: Sequence[int] = ()) -> float:
     """The standard deviation of the run-to-run noise, from the smallest `TRIM` share of
     the squared first differences (consistent for Gaussian noise; a step, an outlier run or
     a slow drift leaves it almost unmoved), leaving out the differences across `cuts` (a
@@ -110,7 +116,7 @@ def _noise_scale_numpy(y: Sequence[float], cuts: Sequence[int]) -> float:
     return max(sigma, floor)
 
 
-def despike(values: Sequence[float], sigma: float) -> Any:
+def despike(values: Floats, sigma: float) -> Any:
     """`values` clipped to the running median of five (fewer at the ends) +- CLIP sigma: a
     list up to `SMALL` runs (the same floats numpy gives: a median of five is one of them),
     a numpy array above."""
@@ -127,7 +133,7 @@ def despike(values: Sequence[float], sigma: float) -> Any:
     return [min(max(v, c - width), c + width) for v, c in zip(y, centre, strict=True)]
 
 
-def _despike_numpy(values: Sequence[float], sigma: float) -> Any:
+def _despike_numpy(values: Floats, sigma: float) -> Any:
     import numpy as np
 
     y = np.asarray(values, dtype=float)
@@ -222,8 +228,8 @@ def _partition_long(z: Any, penalty: float, min_segment: int) -> list[int]:
         return s2[end] - s2[start] - np.square(s1[end] - s1[start]) / (end - start)
 
     width = max(min_segment, math.ceil(n / BLOCKS))
-    edges = list(range(0, n - min_segment + 1, width))
-    edges = np.asarray([*edges, n] if n - edges[-1] >= min_segment else [*edges[:-1], n])
+    starts = list(range(0, n - min_segment + 1, width))
+    edges = np.asarray([*starts, n] if n - starts[-1] >= min_segment else [*starts[:-1], n])
     best = np.full(len(edges), np.inf)
     best[0] = -penalty
     last = np.zeros(len(edges), dtype=int)

@@ -181,9 +181,9 @@ class ExecTransport(Transport):
                 self.device_id,
             )
         if code != 0:
-            reason = answer.get("error") if isinstance(answer, dict) else None
+            error = answer.get("error") if isinstance(answer, dict) else None
             raise DeviceError(
-                f"{where} failed (exit {code}): {reason or tail(err) or 'no output'}",
+                f"{where} failed (exit {code}): {error or tail(err) or 'no output'}",
                 self.device_id,
             )
         return answer

@@ -48,7 +48,7 @@ from benchlab.devices.bundle import CACHE_CODE
 from benchlab.errors import ConfigError, DeviceError
 
 if TYPE_CHECKING:
-    from fabric import Connection
+    from fabric import Connection  # type: ignore[import-untyped]  # fabric ships no types
 
     from benchlab.models import DeviceConfig
 

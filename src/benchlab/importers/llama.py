@@ -120,9 +120,9 @@ def import_llama_bench(
         except BenchlabError as exc:
             raise SchemaError(f"{path}: {exc}") from None
         except ValidationError as exc:  # a row value no run file can hold (n_threads 1e19)
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "$"
-            raise SchemaError(f"{path}: {exc.title}.{where}: {first['msg']}; refused") from None
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"]) or "$"
+            raise SchemaError(f"{path}: {exc.title}.{where}: {error['msg']}; refused") from None
         kernel, batch = parsed.kernel, parsed.batch
         kernel.model = batch.model = name
         manifest = RunManifest(

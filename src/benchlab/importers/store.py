@@ -159,6 +159,13 @@ def record_of(
         revision=manifest.git.rev if manifest.backend == "asv" else None,
         facts=facts,
     )
+    # Plain dicts: RunRecord validates each into a MetricSamples (a bad one is refused with
+    # its field's path, as `prepare` reports it).
+    samples: dict[str, Any] | None = (
+        repeat_samples(kernel, facts.get("prompt_tokens"), batch) or None
+        if given is None and metrics
+        else None
+    )
     return RunRecord(
         run_id=manifest.run_id,
         spec_id=manifest.spec_id or manifest.run_id,
@@ -171,11 +178,7 @@ def record_of(
         timings=Timings(started_at=manifest.timestamp, finished_at=manifest.timestamp),
         metrics=dict(metrics),
         tests=tests,
-        metric_samples=(
-            repeat_samples(kernel, facts.get("prompt_tokens"), batch) or None
-            if given is None and metrics
-            else None
-        ),
+        metric_samples=samples,
         identity=identity,
     )
 

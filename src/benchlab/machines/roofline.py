@@ -105,7 +105,7 @@ def reference_weight_bytes(model_id: str | None, precision: str | None) -> int |
     found = reference_shape(model_id)
     if found is None or precision not in ("f32", "q8"):
         return None
-    shape = found[0]
+    shape: dict[str, int] = found[0]
     hidden, ffn, head_dim = shape["hidden"], shape["ffn"], shape["hidden"] // shape["heads"]
     q_out, kv_out = shape["heads"] * head_dim, shape["kv_heads"] * head_dim
     # (out, in) of each linear: q, k, v, o, gate, up, down.

@@ -235,11 +235,15 @@ def _device_families(
     )
     machine_of = _machine_of_devices(schedule, records)
     in_flight_now = load_if_present(view.sweep_dir / IN_FLIGHT) or {}
-    clocks = schedule.get("clocks") if isinstance(schedule.get("clocks"), dict) else {}
+    clocks = schedule.get("clocks")
+    if not isinstance(clocks, dict):
+        clocks = {}
     for device, info in sorted(_device_states(schedule).items()):
         machine = machine_of.get(device, device)
         labels = {"machine": machine, "device": device}
-        breaker = info.get("breaker") if isinstance(info.get("breaker"), dict) else {}
+        breaker = info.get("breaker")
+        if not isinstance(breaker, dict):
+            breaker = {}
         state = breaker.get("state")
         if state is not None:
             up.add(labels, 1.0 if state == "closed" else 0.0)

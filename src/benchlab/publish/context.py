@@ -260,7 +260,7 @@ class SiteContext:
         if slots:
             self.files[f"{SLOTS_DIR}/{path}.json"] = json.dumps(slots, ensure_ascii=False) + "\n"
 
-    def series_link(self, run: Entry, root: str, text: str | None = None) -> Markup:
+    def series_link(self, run: Mapping[str, Any], root: str, text: str | None = None) -> Markup:
         sid = series_of(run)
         shown_text = text if text is not None else label(run)
         if sid in self.series_pages:

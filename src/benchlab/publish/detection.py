@@ -25,7 +25,7 @@ from benchlab.detect.regress import (
     sort_key,
 )
 from benchlab.detect.stats import is_outlier
-from benchlab.metrics import DECODE
+from benchlab.metrics import DECODE as DECODE_METRIC
 from benchlab.runtime.pool import cpus, pool_map
 
 __all__ = ["DERIVED", "judged_metrics"]
@@ -39,7 +39,7 @@ _DETECT_INPUT: dict[str, list[Entry]] = {}
 """The histories the detector workers read (inherited by forked ones, pickled once for
 spawned ones: `pool.pool_map`)."""
 
-DECODE = DECODE.name
+DECODE = DECODE_METRIC.name
 
 
 Found = tuple[tuple[str, str] | None, list[Step], int]

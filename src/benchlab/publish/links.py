@@ -5,7 +5,7 @@ invariant 11): a machine id passes `ids.check_id`, a series id must be `s` + 12 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ class Links:
     def __init__(self) -> None:
         self.linked: dict[str, set[str]] = {}
 
-    def run(self, run: Entry, root: str) -> str:
+    def run(self, run: Mapping[str, Any], root: str) -> str:
         sid = series_of(run)
         self.linked.setdefault(sid, set()).add(run["run_id"])
         return f"{root}run.html?s={sid}&r={run['run_id']}"

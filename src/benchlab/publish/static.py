@@ -69,7 +69,7 @@ def plotly_loader() -> bytes:
 
 def plotly_js_path() -> Path:
     """plotly.min.js as the installed plotly package ships it."""
-    import plotly
+    import plotly  # type: ignore[import-untyped]  # plotly ships no type information
 
     path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     if not path.is_file():

@@ -117,7 +117,7 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> list[Any]:
 
 def _take_pages(site: SiteContext, pages: Sequence[SitePage], taken: Any) -> dict[int, Any]:
     """Render the next page no process has taken, until none is left: {index: result}."""
-    results = {}
+    results: dict[int, Any] = {}
     while True:
         with taken.get_lock():
             index = taken.value

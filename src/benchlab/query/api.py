@@ -89,7 +89,7 @@ class Catalog:
         data: dict[str, list[Any]] = {name: [run.get(name) for run in runs] for name in columns}
         data["status"] = [run.get("status", "ok") for run in runs]
         data["tags"] = [run.get("tags", []) for run in runs]
-        frame = pd.DataFrame(data, columns=columns)
+        frame: pandas.DataFrame = pd.DataFrame(data, columns=columns)
         # An undated run (any text the gate lets by: ARCHITECTURE.md, The catalog) is NaT.
         frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, errors="coerce")
         return frame

@@ -101,7 +101,8 @@ def axis_value(entry: dict[str, Any], axis: str) -> str | None:
         revision = entry.get("revision")
         return str(revision) if revision is not None else None
     if axis == "machine":
-        return entry["machine_id"]
+        machine: str | None = entry["machine_id"]
+        return machine
     raise QueryError(f"--by: expected one of {', '.join(COMPARE_AXES)}, got {axis!r}")
 
 
@@ -753,7 +754,8 @@ def _half_width(side: dict[str, Any] | None) -> float | None:
     if side is None or side["ci95"] is None:
         return None
     low, high = side["ci95"]
-    return (high - low) / 2
+    half: float = (high - low) / 2
+    return half
 
 
 def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:

@@ -3,7 +3,7 @@ the orderings every verb, chart and page shares."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -131,11 +131,12 @@ class Filters:
         return " ".join(parts)
 
 
-def model_key(entry: dict[str, Any]) -> str:
+def model_key(entry: Mapping[str, Any]) -> str:
     """The slug a run's model is known by: its `model_id`, else the slug of its name."""
     model_id = entry.get("model_id")
     if model_id:
-        return model_id.lower()
+        key: str = model_id.lower()
+        return key
     return slug(entry["model"])
 
 
@@ -218,7 +219,9 @@ def _build_matches(entry: dict[str, Any], build: str) -> bool:
     if number is not None and build in (str(number), f"b{number}"):
         return True
     commit = entry.get("backend_commit")
-    return bool(commit) and len(build) >= 4 and commit.lower().startswith(build)
+    if not commit:
+        return False
+    return len(build) >= 4 and commit.lower().startswith(build)
 
 
 def chronological(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

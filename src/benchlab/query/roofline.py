@@ -10,7 +10,7 @@ imported and pulled alike, and no clone's stale figure travels in a shard line.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from benchlab.errors import QueryError
@@ -24,13 +24,13 @@ from benchlab.machines.roofline import (
     judge,
 )
 from benchlab.machines.roofline import predict as scale
-from benchlab.metrics import DECODE
+from benchlab.metrics import DECODE as DECODE_METRIC
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
     from benchlab.models import MachineSpecs
 
-DECODE = DECODE.name
+DECODE = DECODE_METRIC.name
 NOT_MEASURED = "not measured"
 """MBU where the run has a decode and a size but its machine no bandwidth figure: never 0."""
 
@@ -101,9 +101,10 @@ def judge_levels(
     decode with `ever`, and `impossible` where it could be judged (else None)."""
     for row in rows:
         decode = row.get(DECODE) if ever else (row.get("levels") or {}).get(DECODE)
-        mbu = mbu_at(row, specs, decode) if isinstance(decode, (int, float)) else None
+        rate = float(decode) if isinstance(decode, (int, float)) else None
+        mbu = mbu_at(row, specs, rate) if rate is not None else None
         row["mbu_pct"] = mbu
-        found = judge_entry(row, specs, float(decode)) if isinstance(mbu, float) else None
+        found = judge_entry(row, specs, rate) if isinstance(mbu, float) and rate else None
         row["impossible"] = found.impossible if found is not None and decode else None
 
 
@@ -177,12 +178,13 @@ def within_physics(
     were set aside."""
     annotate(all_series, specs)
     possible = [row for row in all_series if not row.get("impossible")]
-    key = {
+    keys: dict[str | None, Callable[[dict[str, Any]], Any]] = {
         None: lambda row: None,
         "model": lambda row: row.get("model_id"),
         "machine": lambda row: row.get("machine_id"),
         "series": lambda row: row.get("series"),
-    }[by]
+    }
+    key = keys[by]
     seen: set[Any] = set()
     out = []
     for row in possible:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from benchlab.catalog.read import ENTRY_FIELDS, entry_curve, full_entry, load_catalog
 from benchlab.errors import NoMatchError, QueryError, SchemaError, StoreError
@@ -292,10 +292,12 @@ def declared_facts(entry: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
-def _measured_by_agent(record: dict[str, Any] | None) -> bool:
+def _measured_by_agent(record: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
     """An ok run whose agent reported the machine's state also looked for memory and
     energy counters; an older or imported record never did, and says nothing of them."""
-    return bool(record) and record.get("status") == "ok" and record.get("system") is not None
+    if not record:
+        return False
+    return record.get("status") == "ok" and record.get("system") is not None
 
 
 def _resource_facts(record: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -308,7 +310,8 @@ def _resource_facts(record: dict[str, Any]) -> list[tuple[str, Any]]:
         for name in RESOURCES
     ]
     unstable = record.get("unstable")
-    stability = {True: "UNSTABLE (see warnings)", False: "stable"}.get(unstable, NOT_MEASURED)
+    labels: dict[object, str] = {True: "UNSTABLE (see warnings)", False: "stable"}
+    stability = labels.get(unstable, NOT_MEASURED)
     facts.append(("stability", stability))
     return facts
 
@@ -325,9 +328,10 @@ def _system_facts(system: Any) -> list[tuple[str, Any]]:
     if not isinstance(during, dict):
         during = {}
     throttled = during.get("throttled")
+    boost: dict[object, str] = {True: "on", False: "off"}
     return [
         ("governor", ", ".join(system.get("governors") or []) or None),
-        ("boost", {True: "on", False: "off"}.get(system.get("boost"))),
+        ("boost", boost.get(system.get("boost"))),
         (
             "load_at_start",
             f"{first:g} on {system.get('cores')} cores" if first is not None else None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchlab.files import read_bytes
 from benchlab.redact.engine import find
@@ -32,7 +33,7 @@ class CorpusScore:
         return self.detected / self.tells if self.tells else 1.0
 
 
-def corpus_policy(corpus: dict) -> Policy:
+def corpus_policy(corpus: dict[str, Any]) -> Policy:
     store = corpus.get("store", {})
     names = StoreNames(
         hosts=set(store.get("hosts", [])),

@@ -174,7 +174,7 @@ def _scan(policy: Policy, detector: Detector, blob: str) -> Iterator[tuple[int, 
 # --- the memo -----------------------------------------------------------------------------
 
 
-def line_local(pattern: re.Pattern[str] | None) -> bool:
+def line_local(pattern: re.Pattern[Any] | None) -> bool:
     """True when a pattern finds, in newline-joined strings, exactly the matches it finds in
     each string alone: nothing in it, lookarounds included, can match a newline (so no match
     or look reaches past one), and it has no anchor that tells the ends of the whole text
@@ -286,7 +286,7 @@ _MAX_LITERALS = 64
 _COMMON = re.compile(r"[\w.\-/ ]")
 
 
-def required_literals(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+def required_literals(pattern: re.Pattern[Any]) -> re.Pattern[str] | None:
     """A fast search that finds something in every text the pattern matches in: the
     literals (two characters or more) one of which every match contains, as an
     alternation; None where none can be read off the pattern.

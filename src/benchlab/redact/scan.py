@@ -17,11 +17,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlab.redact.engine import Hit, find
 from benchlab.redact.policy import Policy
 from benchlab.redact.redactor import is_placeholder
+
+if TYPE_CHECKING:
+    import git
 
 _WINDOW = 32
 _SNIFF = 8192
@@ -296,6 +299,14 @@ def _loader(path: Path) -> Callable[[], bytes]:
     return path.read_bytes
 
 
+def _blob_loader(repo: git.Repo, binsha: bytes) -> Callable[[], bytes]:
+    def load() -> bytes:
+        blob: bytes = repo.odb.stream(binsha).read()
+        return blob
+
+    return load
+
+
 def path_sources(paths: Iterable[Path], base: Path) -> Iterator[Source]:
     """Files under each path (directories walked, `.git` skipped), named relative to base."""
     for root in paths:
@@ -340,8 +351,7 @@ def staged_sources(repo_root: Path) -> Iterator[Source]:
         entry = entries.get((name, 0))
         if entry is None or entry.mode & 0o170000 == 0o120000:
             continue  # a conflict stage or a symlink: nothing to read as a file
-        binsha = entry.binsha
-        yield name, (lambda sha=binsha: repo.odb.stream(sha).read())
+        yield name, _blob_loader(repo, entry.binsha)
 
 
 def repo_root_of(path: Path) -> Path | None:

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from benchlab.errors import StoreError
@@ -109,10 +110,10 @@ def _well_formed(rows: object) -> bool:
 
 def _read_secret_plugins() -> list[SecretPattern]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
 
     patterns: list[SecretPattern] = []
-    plugins = get_mapping_from_secret_type_to_class().values()
+    plugins: Iterable[type[BasePlugin]] = get_mapping_from_secret_type_to_class().values()
     for plugin in sorted(plugins, key=lambda cls: cls.__name__):
         if plugin.__name__ in _SKIPPED_PLUGINS or not issubclass(plugin, RegexBasedDetector):
             continue

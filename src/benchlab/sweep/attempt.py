@@ -387,8 +387,8 @@ class Runner:
         except Exception as exc:
             # Our own code broke. Building or parsing decides which of our parts it was; a
             # transport that raised something other than DeviceError still lost the device.
-            kind: FailureKind = {"build": "config", "call": "transport"}.get(stage, "parse")
-            result.kind = kind
+            kinds: dict[str, FailureKind] = {"build": "config", "call": "transport"}
+            result.kind = kinds.get(stage, "parse")
             result.error = _one_line(f"{type(exc).__name__}: {exc}")
         return result
 
@@ -605,7 +605,7 @@ class Runner:
                 duration_s=round(duration, 3),
             ),
             worker=worker,
-            metrics=result.metrics or {},
+            metrics=dict(result.metrics or {}),
             tests=result.tests or [],
             metric_samples=run_samples(result.parsed, spec) if result.kind is None else None,
             identity=run_identity(

@@ -165,8 +165,8 @@ def resolve_policy(
             f"or 'shuffle', a `package.module:function`, or a name in the "
             f"{ENTRY_POINT_GROUP} entry point group"
         )
-    _resolved[name] = function  # type: ignore[assignment]
-    return function  # type: ignore[return-value]
+    _resolved[name] = function
+    return function
 
 
 def _apply(policy: str, specs: Sequence[RunSpec], seed: int, device: str) -> list[RunSpec]:

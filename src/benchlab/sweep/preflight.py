@@ -33,9 +33,13 @@ def preflight(
 ) -> list[str]:
     """Raise ConfigError for a backend a device cannot run; return notes on unreachable ones."""
     if _opener is None:
-        from benchlab.devices import open_transport as _opener
+        from benchlab.devices import open_transport
+
+        _opener = open_transport
     if _backend is None:
-        from benchlab.benchmarks import get_backend as _backend
+        from benchlab.benchmarks import get_backend
+
+        _backend = get_backend
     notes: list[str] = []
     checked: set[tuple[str, str, str, str]] = set()
     unreachable: set[str] = set()

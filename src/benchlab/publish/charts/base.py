@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import html
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,12 +40,12 @@ STYLE_DIMS = ("model", "machine_id", "precision", "threads", "backend", "shape")
 """What tells two series on one chart apart, in the order colour prefers them on a tie."""
 
 
-def dim_value(run: Entry, dim: str) -> Any:
+def dim_value(run: Mapping[str, Any], dim: str) -> Any:
     """A run's value along one of `STYLE_DIMS` (the workload shape as `identity.shape`)."""
     return shape(run) if dim == "shape" else run.get(dim)
 
 
-def describe(run: Entry, dims: Sequence[str]) -> str:
+def describe(run: Mapping[str, Any], dims: Sequence[str]) -> str:
     """A legend entry in words, naming only `dims`: `laptop · q4 · 2 threads`, never `t2`."""
     parts = []
     for dim in dims:
@@ -60,7 +60,7 @@ def describe(run: Entry, dims: Sequence[str]) -> str:
     return " · ".join(parts)
 
 
-def shape_words(run: Entry) -> str:
+def shape_words(run: Mapping[str, Any]) -> str:
     """`identity.shape` spelled out: `prompt 32, 16 generated` for `p32/n16`."""
     text = shape(run)
     prompt, gen = run.get("prompt_tokens"), run.get("gen_tokens")
@@ -86,7 +86,7 @@ class Styles:
     looks: dict[tuple[Any, Any], Look]
 
     @classmethod
-    def of(cls, runs: Iterable[Entry]) -> Styles:
+    def of(cls, runs: Iterable[Mapping[str, Any]]) -> Styles:
         runs = list(runs)
         values = {dim: {_sortable(dim_value(r, dim)) for r in runs} for dim in STYLE_DIMS}
         varying = tuple(dim for dim in STYLE_DIMS if len(values[dim]) > 1)
@@ -107,11 +107,11 @@ class Styles:
         styles.looks.update(assign(styles.keys(r) for r in runs))
         return styles
 
-    def keys(self, run: Entry) -> tuple[Any, Any]:
+    def keys(self, run: Mapping[str, Any]) -> tuple[Any, Any]:
         rest = tuple(_sortable(dim_value(run, d)) for d in self.varying if d != self.key)
         return (_sortable(dim_value(run, self.key)), rest)
 
-    def look(self, run: Entry) -> Look:
+    def look(self, run: Mapping[str, Any]) -> Look:
         """The run's series' look; a series `of` never saw gets the next free dash of its
         colour (or the next colour), so a caller's partial view still draws distinctly."""
         key = self.keys(run)
@@ -122,16 +122,16 @@ class Styles:
             found = self.looks[key] = look(colors.index(key[0]), within)
         return found
 
-    def color(self, run: Entry) -> str:
+    def color(self, run: Mapping[str, Any]) -> str:
         return self.look(run).color
 
-    def name(self, run: Entry, machine: bool = True) -> str:
+    def name(self, run: Mapping[str, Any], machine: bool = True) -> str:
         """The legend entry: the fields that differ between the chart's series, in words
         (less the machine where an axis of machines says it)."""
         dims = [d for d in self.varying if machine or d != "machine_id"]
         return describe(run, dims or ("precision", "threads"))
 
-    def line(self, run: Entry, color: str | None = None) -> dict[str, Any]:
+    def line(self, run: Mapping[str, Any], color: str | None = None) -> dict[str, Any]:
         found = self.look(run)
         color = color or found.color
         return {
@@ -164,7 +164,7 @@ LABEL_FIELDS = (
 """Every field a label or a legend's words read (`identity.series_label`, `describe`)."""
 
 
-def label(run: Entry, machine: bool = True) -> str:
+def label(run: Mapping[str, Any], machine: bool = True) -> str:
     """`identity.series_label` with the model's display name (what the site's pages and
     filters call it), optionally without the machine: an x axis of machines says that."""
     return _words(tuple(run.get(name) for name in LABEL_FIELDS), machine)[0]
@@ -266,7 +266,7 @@ def esc(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def point_data(run: Entry, *more: Any) -> list[Any]:
+def point_data(run: Mapping[str, Any], *more: Any) -> list[Any]:
     return [
         esc(run["machine_id"]),
         esc(run["model"]),
@@ -290,7 +290,7 @@ EXTRA = 8
 at 3 it names the run page a click on the point opens)."""
 
 
-def csv_row(run: Entry, **values: Any) -> dict[str, Any]:
+def csv_row(run: Mapping[str, Any], **values: Any) -> dict[str, Any]:
     """The CSV columns every chart shares: who, which series, which version, which run."""
     return {
         "machine": run["machine_id"],

@@ -178,7 +178,7 @@ def _trend_part(
     ]  # fmt: skip
     flagged = {g.run["run_id"] for g in regressions}
     traces = []
-    rows = []
+    rows: list[dict[str, Any]] = []
     unit = unit_of(metric) or "tok/s"
     for members in lines:
         members.sort(key=lambda r: (r["timestamp"], r["run_id"]))

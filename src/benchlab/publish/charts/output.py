@@ -144,8 +144,9 @@ def chart_csv(chart: Chart) -> str:
 
 def write_images(charts: Sequence[Chart], paths: Sequence[Path], fmt: str) -> None:
     """PNG/SVG through kaleido, all figures in one browser session."""
-    import plotly.graph_objects as go
-    import plotly.io as pio
+    # plotly ships no type information (no py.typed, no stubs package).
+    import plotly.graph_objects as go  # type: ignore[import-untyped]
+    import plotly.io as pio  # type: ignore[import-untyped]
 
     figures = []
     for chart in charts:

@@ -124,4 +124,5 @@ def delta_e(a: str, b: str, matrix: Sequence[Sequence[float]] | None = DEUTERANO
         la, lb = _lab([_linear(c) for c in hex_rgb(a)]), _lab([_linear(c) for c in hex_rgb(b)])
     else:
         la, lb = _lab(simulate(a, matrix)), _lab(simulate(b, matrix))
-    return sum((x - y) ** 2 for x, y in zip(la, lb, strict=True)) ** 0.5
+    distance: float = sum((x - y) ** 2 for x, y in zip(la, lb, strict=True)) ** 0.5
+    return distance

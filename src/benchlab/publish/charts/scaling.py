@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import sort_key
@@ -39,7 +40,7 @@ def scaling_chart(
     A curve of one batch size (llama-bench's: batch 1 alone) shows no scaling and is left
     out; a chart left with no curve is empty, and the pages leave it out."""
     traces = []
-    rows = []
+    rows: list[dict[str, Any]] = []
     latest = [
         r for r in latest_by_series(runs).values()
         if len({p["batch"] for p in curve(r, store_root)}) > 1
@@ -102,7 +103,7 @@ def threads_chart(runs: Sequence[Entry], slug: str = "threads", metric: str = DE
     ]
     styles = Styles.of({**m[0], "threads": None} for m in lines)
     traces = []
-    rows = []
+    rows: list[dict[str, Any]] = []
     unit = unit_of(metric)
     for members in lines:
         members = [r for r in members if r.get("threads") is not None]

@@ -225,13 +225,13 @@ SEARCH_BUILDS = 50
 """The most builds a series' search entry names (its newest): the index stays small."""
 
 
-def series_entries(site: SiteContext) -> list[dict[str, str]]:
+def series_entries(site: SiteContext) -> list[dict[str, str | float]]:
     """A search entry per series with a page (`publish.hooks.on_post_build` adds them to
     the index: a series page's own text is numbers): its label as title; its id, machine,
     model and label (short and in words) as text, so `t2`, `2 threads` and `s1a2b…` all
     find it; and the backend builds its runs measured (newest first, up to
     `SEARCH_BUILDS`), so a build (`b4520`) finds the series that ran it."""
-    entries = []
+    entries: list[dict[str, str | float]] = []
     for sid in sorted(site.series_pages):
         run = site.latest[sid]
         words = describe(run, STYLE_DIMS)

@@ -201,13 +201,17 @@ class Columns:
     def _unmarked(self) -> np.ndarray:
         """The runs not marked outliers (`stats.is_outlier`): they never win."""
         tags = np.fromiter((not is_outlier({"tags": v}) for v in self.tables["tags"]), dtype=bool)
-        return tags[self.array("code:tags")]  # as stored: the join adds no outlier tag
+        unmarked: np.ndarray = tags[
+            self.array("code:tags")
+        ]  # as stored: the join adds no outlier tag
+        return unmarked
 
     def counting(self, metric: str) -> np.ndarray:
         """The runs a history for `metric` holds (`level.counts`): ok, a value, unmarked."""
         ok = np.fromiter((v == "ok" for v in self.tables["status"]), dtype=bool)
         having = ~np.isnan(self.array(f"metric:{metric}"))
-        return having & ok[self.array("code:status")] & self._unmarked()
+        counted: np.ndarray = having & ok[self.array("code:status")] & self._unmarked()
+        return counted
 
     def levels(
         self,

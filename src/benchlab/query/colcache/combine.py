@@ -198,9 +198,9 @@ def _one_row_per_run(
         present: dict[str, set[str]] = {}
         for entry in entries:
             present.setdefault(entry["run_id"], set()).update(copy_digest(c) for c in copies(entry))
-        gone = {r: effective_rejections(judged[r], held) for r, held in present.items()}
+        dropped = {r: effective_rejections(judged[r], held) for r, held in present.items()}
         for row, entry in zip(rows, entries, strict=True):
-            if copy_digest(entry) in gone[entry["run_id"]]:
+            if copy_digest(entry) in dropped[entry["run_id"]]:
                 keep[row] = False
     ordered = np.sort(hashes)
     shared = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
