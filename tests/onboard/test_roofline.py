@@ -195,3 +195,25 @@ def test_the_reference_decoders_bytes_are_its_own_count() -> None:
     tiny = {**run, "model_id": "tiny", "precision": "f32", "decode_tok_per_sec": 2900.0}
     assert entry_bytes_per_token(tiny) is None
     assert judge({**tiny, "run_id": "t"}, 5.0, "measured") is None
+
+
+def test_best_judges_mbu_at_the_level_it_shows(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`best` shows a series' current level, so MBU is of that level, not of the newest run:
+    four runs near 40 t/s then one at 32 read the level's MBU, not the newest run's 64%."""
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    entries = [
+        make_entry(f"box-r{i}", "box", f"2026-12-0{i + 1}T00:00:00Z", model="llama 7B Q4_0",
+                   model_id="llama-7b", model_size=SIZE, decode_tok_per_sec=decode)
+        for i, decode in enumerate((40.0, 40.2, 39.8, 40.1, 32.0))
+    ]  # fmt: skip
+    write_v3_catalog(store, entries)
+    assert main(["machines", "set", "box", "--mem-bandwidth", "200"]) == 0
+    capsys.readouterr()
+    args = ["best", "--model", "llama-7b", "--metric", "decode_tok_per_sec", "--format", "json"]
+    assert main(args) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    level = row["decode_tok_per_sec"]
+    assert level != 32.0
+    assert row["mbu_pct"] == pytest.approx(round(100 * level * SIZE / 200e9, 1))

@@ -68,10 +68,25 @@ def judge_entry(
     return judge(judged, bound.figure.gbs, label(bound.figure))
 
 
+def decode_level(row: Mapping[str, Any]) -> float | None:
+    """A ranked row's decode at its series' current level (`levels`, or the `level` of a
+    decode ranking), else the run's own decode: a level is what `best` shows, so MBU and
+    the physics check judge the same number (ARCHITECTURE.md, How close to the hardware)."""
+    level = row.get("level") or {}
+    found = (row.get("levels") or {}).get(DECODE)
+    if found is None and level.get("metric") == DECODE:
+        found = level.get("value")
+    if found is None:
+        found = row.get(DECODE)
+    return float(found) if isinstance(found, (int, float)) and found > 0 else None
+
+
 def annotate(rows: Iterable[dict[str, Any]], specs: Mapping[str, MachineSpecs]) -> None:
-    """Add `mbu_pct`, `ceiling_tok_per_sec` and `impossible` to rows that can be judged."""
+    """Add `mbu_pct`, `ceiling_tok_per_sec` and `impossible` to rows that can be judged, at
+    each row's decode level (`decode_level`)."""
     for row in rows:
-        found = judge_entry(row, specs)
+        rate = decode_level(row)
+        found = judge_entry(row, specs, rate) if rate is not None else None
         if found is not None:
             row["mbu_pct"] = round(found.mbu_pct, 1)
             row["ceiling_tok_per_sec"] = round(found.ceiling_tok_per_sec, 1)
