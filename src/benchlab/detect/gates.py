@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.identity import series_key
 from benchlab.layout import MANIFEST, RECORD, SWEEP_STATE, read_json, read_model, write_model
-from benchlab.metrics import HEADLINE_ORDER, lower_is_better
+from benchlab.metrics import HEADLINE_ORDER, PEAK, lower_is_better
 from benchlab.models import GateConfig, GateInfo, RunManifest, SweepConfig
 from benchlab.runtime.bounded_yaml import read_config_data
 
@@ -44,7 +44,7 @@ PASSED, FAILED, UNKNOWN = "passed", "failed", "unknown"
 
 DEFAULT_GATE = GateConfig(
     name="default",
-    metric="peak_tok_per_sec",
+    metric=PEAK.name,
     min_speedup=0.5,
     baseline=PREVIOUS,
 )

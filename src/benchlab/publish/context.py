@@ -15,7 +15,7 @@ from markupsafe import Markup
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step, window_start
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import CATALOG_METRICS, HEADLINE_ORDER
+from benchlab.metrics import CATALOG_METRICS, HEADLINE_ORDER, PEAK
 from benchlab.publish.charts import (
     Chart,
     Regression,
@@ -345,7 +345,7 @@ class SiteContext:
                 cell(run["precision"]),
                 cell_num(run.get("threads"), 0),
                 cell(status_badge(run), run.get("status", "ok")),
-                cell_num(run.get("peak_tok_per_sec")),
+                cell_num(run.get(PEAK.name)),
                 cell_decode(run, self.data.specs),
                 cell(version_label(run) or "–"),
                 cell(f"{attempt}/{attempts}" if attempt and attempts else "–"),

@@ -11,6 +11,7 @@ from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step
+from benchlab.metrics import DECODE as DECODE_METRIC
 from benchlab.metrics import title
 from benchlab.models import HOLE_TAG, MachineSpecs
 from benchlab.publish.links import Links
@@ -48,7 +49,7 @@ NOT_MEASURED: Cell = (Markup("not measured"), "")
 """A metric the run or series has no value for (sorted last, never read as zero)."""
 
 
-DECODE = "decode_tok_per_sec"
+DECODE = DECODE_METRIC.name
 IMPOSSIBLE_TITLE = (
     "faster than its machine's memory bandwidth allows (decode over 1.1 x bandwidth / bytes "
     "per token): a mistake or a fake, never ranked"
@@ -96,7 +97,7 @@ def cell_level(
 
 def cell_decode(run: Entry, specs: Mapping[str, MachineSpecs] | None) -> Cell:
     """One run's decode rate, marked impossible where it beats its machine's bandwidth."""
-    found = cell_num(run.get("decode_tok_per_sec"))
+    found = cell_num(run.get(DECODE))
     if not specs or run.get("status", "ok") != "ok":
         return found
     from benchlab.query.roofline import judge_entry

@@ -13,7 +13,7 @@ from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step, sort_key
 from benchlab.detect.stats import is_outlier
 from benchlab.identity import series_of, version_label
-from benchlab.metrics import BASELINE, DEFAULT_METRIC, HEADLINE_ORDER, get, unit_of
+from benchlab.metrics import BASELINE, DEFAULT_METRIC, HEADLINE_ORDER, PEAK, get, unit_of
 from benchlab.publish.charts.base import (
     EXTRA,
     HOVER_RUN,
@@ -51,7 +51,7 @@ def trend_chart(
     runs: Sequence[Entry],
     slug: str = "trend",
     regressions: Sequence[Regression] | None = None,
-    metric: str = "peak_tok_per_sec",
+    metric: str = PEAK.name,
     max_points: int | None = None,
     styles: Styles | None = None,
     metrics: Sequence[str] | None = None,
@@ -298,7 +298,7 @@ def series_chart(
     runs: Sequence[Entry],
     steps: Sequence[Step],
     slug: str,
-    metric: str = "peak_tok_per_sec",
+    metric: str = PEAK.name,
     band_sds: float = BAND_SDS,
     made: dict[tuple[str, str], Any] | None = None,
 ) -> Chart:
@@ -617,7 +617,7 @@ def _step_line(step: Step) -> dict[str, Any]:
     }
 
 
-def builds_chart(runs: Sequence[Entry], slug: str, metric: str = "peak_tok_per_sec") -> Chart:
+def builds_chart(runs: Sequence[Entry], slug: str, metric: str = PEAK.name) -> Chart:
     """The series across backend builds and revisions: a point per version (in the order
     each first appeared), its median with the range of its runs as error bars."""
     by_version: dict[str, list[Entry]] = defaultdict(list)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from benchlab.catalog.format import Entry
-from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC, lower_is_better, unit_of
+from benchlab.metrics import CATALOG_METRICS, DEFAULT_METRIC, PEAK, lower_is_better, unit_of
 from benchlab.publish.charts.base import (
     EXTRA,
     Chart,
@@ -127,7 +127,7 @@ def _axis(metric: str, values: Sequence[float], horizontal: bool) -> dict[str, A
 def machine_chart(
     runs: Sequence[Entry],
     slug: str = "throughput",
-    metrics: Sequence[str] = ("peak_tok_per_sec",),
+    metrics: Sequence[str] = (PEAK.name,),
     memo: StepMemo | None = None,
 ) -> Chart:
     """One bar per machine at its best series' current level for each of `metrics` (the

@@ -15,7 +15,7 @@ from markupsafe import Markup
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step, recent
 from benchlab.ids import slug
-from benchlab.metrics import DECODE, PEAK
+from benchlab.metrics import DECODE, PEAK, PREFILL
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
 from benchlab.publish.detection import build_time, window
 from benchlab.publish.open_steps import events, open_table, site_open
@@ -122,9 +122,9 @@ def demo_results(site: SiteContext) -> dict[str, Any] | None:
             cell(site.model_link(r["model"], ""), r["model"]),
             cell(r["precision"]),
             cell_num(r.get("threads"), 0),
-            cell_num(r.get("prefill_tok_per_sec")),
-            cell_num(r.get("decode_tok_per_sec")),
-            cell_num(r.get("peak_tok_per_sec")),
+            cell_num(r.get(PREFILL.name)),
+            cell_num(r.get(DECODE.name)),
+            cell_num(r.get(PEAK.name)),
             cell(link(site.links.run(r, ""), fmt_time(r["timestamp"])), r["timestamp"]),
         ]
         for r in newest[:DEMO_LIMIT]

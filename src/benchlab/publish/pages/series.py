@@ -261,7 +261,7 @@ def _physics(history: Sequence[Entry], newest: Entry, site: SiteContext) -> str 
     How close to the hardware): the badge's explanation; else None."""
     from benchlab.query.roofline import judge_entry
 
-    decode = level_of(history, "decode_tok_per_sec", site.level_memo)
+    decode = level_of(history, DECODE.name, site.level_memo)
     if decode is None:
         return None
     found = judge_entry(newest, site.data.specs, decode["value"])
