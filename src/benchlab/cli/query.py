@@ -416,9 +416,10 @@ def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]
         row["level_n"] = level["n"]
         # A level of one run has no spread of its own: the run's repeats speak for it.
         run_unstable = UNSTABLE_TAG in (row.get("tags") or ())
-        row["level_flag"] = (
-            "unstable" if level["unstable"] else "run unstable" if run_unstable else None
-        )
+        flags = ["unstable" if level["unstable"] else "run unstable" if run_unstable else ""]
+        if level.get("repeats"):  # the ± is of one run's repeats (query.level.with_repeats)
+            flags.append(f"± of {level['repeats']} repeats in 1 run")
+        row["level_flag"] = ", ".join(f for f in flags if f) or None
     return out
 
 
@@ -539,7 +540,9 @@ _LEVEL_LEGEND = (
     "tok/s: each metric's current level, the mean of its newest segment (runs since its "
     "own last step; the level `bench best --metric` gives); ±95% and runs "
     "are of the row's level (peak, else decode); noise: unstable where the runs vary over 10%, "
-    "run unstable where the newest run's own repeats do."
+    'run unstable where the newest run\'s own repeats do; "± of N repeats in 1 run": a level '
+    "of one run, its ± from that run's own repeats (the spread inside one run, which "
+    "understates the noise between runs)."
 )
 
 

@@ -47,6 +47,7 @@ from statistics import median
 from typing import Any, Literal, TypeGuard
 
 from benchlab.detect.noise import demode
+from benchlab.detect.repeats import floored_steps, within_floor
 from benchlab.detect.stats import is_outlier
 from benchlab.errors import QueryError
 from benchlab.identity import series_label, series_of, version_label
@@ -443,6 +444,7 @@ def tail_step(
     min_baseline: int = MIN_BASELINE,
     max_tail: int = MAX_TAIL,
     min_tail: int = MIN_TAIL,
+    noise_floor: float = 0.0,
 ) -> tuple[int, float, float] | None:
     """A step among the newest runs too recent to confirm: (first index of the tail,
     one-sided p-value, effect), or None.
@@ -454,7 +456,8 @@ def tail_step(
     exact p-value for any noise distribution. The median of the tail must also differ from
     the baseline's by `min_change`, and by `suspect_effect` deviations of the baseline's
     noise (`segment.noise_scale`) from both the baseline's median and the median of its
-    newest `min_baseline` runs (a slow drift carries those along; a step does not).
+    newest `min_baseline` runs (a slow drift carries those along; a step does not); the
+    noise at least `noise_floor` (`repeats.within_floor`).
     """
     n = len(values)
     for k in range(max_tail, min_tail - 1, -1):  # the longest tail that qualifies
@@ -467,7 +470,7 @@ def tail_step(
         mb, mt = median(base), median(tail)
         if mb == 0 or abs(mt - mb) / abs(mb) < min_change:
             continue
-        noise = noise_scale(base)
+        noise = max(noise_scale(base), noise_floor)
         effect = abs(mt - mb) / noise
         latest = median(base[-min_baseline:])  # a drift brings the latest runs along
         if effect < suspect_effect or abs(mt - latest) / noise < suspect_effect:
@@ -565,6 +568,7 @@ def series_steps(
     """The steps of one series' history (`detect` without the catalog-wide parts)."""
 
     fields = _series_fields(runs[0][0])
+    floor = within_floor(runs, metric)  # a short history's noise: at least its repeats'
     values, gap = demode([value for _, value in runs])
     outliers = excursion_steps(runs, values, metric, min_change, fields)
     if outliers:  # judged without them: a run that dipped and came back is no step
@@ -573,7 +577,8 @@ def series_steps(
         runs, values = [runs[i] for i in kept], [values[i] for i in kept]
     if gap is not None:
         fields["bimodal_gap"] = round(gap, 4)
-    cuts = find_steps(
+    cuts = floored_steps(
+        floor,
         values,
         alpha=alpha,
         min_change=min_change,
@@ -597,7 +602,7 @@ def series_steps(
         )
     levels = [(lo, median(values[lo:hi])) for lo, hi in pairwise(bounds)]
     if suspects:
-        tail = tail_step(values, bounds[-2], min_change=min_change, min_tail=1)
+        tail = tail_step(values, bounds[-2], min_change=min_change, min_tail=1, noise_floor=floor)
         if tail is not None and _seen_before(tail[0], bounds[-2], runs, values, outliers):
             tail = None  # a run that dipped as far and came back: the newest may too
         if tail is not None and tail[0] - bounds[-2] >= MIN_BASELINE:
@@ -613,7 +618,7 @@ def series_steps(
                 )
             )
             levels[-1:] = [(levels[-1][0], found[-1][2]), (first, found[-1][3])]
-    noise = noise_scale(values)
+    noise = max(noise_scale(values), floor)
     steps = []
     for cut, p_value, before, after, effect, status in found:
         change = (after - before) / before
@@ -675,10 +680,11 @@ def excursion_steps(
 ) -> list[Step]:
     """The one-run excursions of a history (`noise.excursions`) as `outlier` steps: shown
     with the run, its size against the runs around it and a confidence, never confirmed,
-    never open, never a gate failure; the history is segmented without them."""
+    never open, never a gate failure; the history is segmented without them. The noise is
+    at least the repeats' (`repeats.within_floor`)."""
     from benchlab.detect.noise import excursions
 
-    sigma = noise_scale(values)
+    sigma = max(noise_scale(values), within_floor(runs, metric))
     out = []
     n = len(values)
     for i in excursions(values, sigma, min_change):

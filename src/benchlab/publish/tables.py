@@ -89,7 +89,13 @@ def cell_level(
             text += f" ± {level.pm:,.1f}"
         if level.unstable:
             text += " unstable"
-        found = (Markup("{}").format(text), f"{level.value:.6g}")
+        shown = Markup("{}").format(text)
+        if level.repeats:  # one run: its ± is of its own repeats (query.level.with_repeats)
+            shown += Markup(' <span class="bl-within" title="{}">within 1 run</span>').format(
+                f"one run: the ± is of its {level.repeats} repeats, the spread within the "
+                "run, which understates the noise between runs"
+            )
+        found = (shown, f"{level.value:.6g}")
     if metric == DECODE and found is not NOT_MEASURED and impossible(item, specs):
         return (Markup("{} {}").format(found[0], IMPOSSIBLE_BADGE.format(IMPOSSIBLE_TITLE)), "")
     return found

@@ -14,7 +14,11 @@ at the new level, and a record kept from before the step says nothing about toda
 - its *level* is the mean of the newest segment, with the 95% t-interval of that mean
   (`stats.summarize`), the run count and the coefficient of variation; a CV over
   `metrics.DEFAULT_MAX_CV` makes the level *unstable* (the runs vary more than the stated
-  noise, so the number is worth less than it looks).
+  noise, so the number is worth less than it looks);
+- where the newest segment is one run, there is no spread of runs for an interval: the
+  run's own repeats give it (`with_repeats`: the value ± t·sd/√n of its `metric_samples`),
+  marked as such (`Level.repeats`), since the spread inside one run understates the noise
+  between runs.
 
 The loaded catalog (`series_levels`) and the columnar cache (`query.colcache`) both hand
 plain float histories to `current_level`, so their answers are the same numbers.
@@ -26,11 +30,11 @@ import hashlib
 import math
 import struct
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchlab.detect.stats import is_outlier, summarize
+from benchlab.detect.stats import is_outlier, summarize, t_quantile
 from benchlab.identity import series_of
 from benchlab.metrics import DEFAULT_MAX_CV, lower_is_better
 
@@ -57,10 +61,14 @@ class Level:
     """Index in the history of the newest segment's first run."""
     steps: int
     """Steps found in the window (0: the window is one segment)."""
+    repeats: int | None = None
+    """Where the interval is of the newest segment's one run's repeats (`with_repeats`),
+    their count: the spread inside one run, which understates the noise between runs.
+    None where the interval is of runs, or there is none."""
 
     @property
     def pm(self) -> float | None:
-        """± of the 95% interval (None with one run: no spread to speak of)."""
+        """± of the 95% interval (None with one run that has no repeats to speak for it)."""
         if self.ci_low is None or self.ci_high is None:
             return None
         return (self.ci_high - self.ci_low) / 2
@@ -72,6 +80,8 @@ class Level:
             "n": self.n,
             "ci95": None if self.ci_low is None else [self.ci_low, self.ci_high],
             "pm95": self.pm,
+            "interval_of": None if self.pm is None else "repeats" if self.repeats else "runs",
+            "repeats": self.repeats,
             "cv": self.cv,
             "unstable": self.unstable,
             "steps": self.steps,
@@ -119,6 +129,23 @@ def current_level(values: Sequence[float], memo: StepMemo | None = None) -> Leve
         start=start,
         steps=steps,
     )
+
+
+def with_repeats(level: Level, newest: Entry, metric: str) -> Level:
+    """`level` with the 95% t-interval of its one run's repeats (`newest`'s `metric_samples`
+    for `metric`: the value ± t(n-1)·sd/√n) where the newest segment is that one run and it
+    carries two or more repeats; else `level` as it is. `Level.repeats` says so: the spread
+    inside one run understates the noise between runs (ARCHITECTURE.md, The current level)."""
+    if level.n != 1 or level.ci_low is not None:
+        return level
+    held = (newest.get("metric_samples") or {}).get(metric)
+    if not isinstance(held, Mapping):
+        return level
+    n, sd = held.get("n"), held.get("sd")
+    if type(n) is not int or n < 2 or sd is None or not _finite(sd):
+        return level
+    half = t_quantile(n - 1) * abs(float(sd)) / math.sqrt(n)
+    return replace(level, ci_low=level.value - half, ci_high=level.value + half, repeats=n)
 
 
 def segment_mean(values: Iterable[float | None]) -> float | None:
@@ -204,6 +231,7 @@ def _series_level(
     """One series' level from its history for `metric` (at least one run, oldest first)."""
     level = current_level([float(e[metric]) for e in runs], memo)
     assert level is not None  # a history has at least one run
+    level = with_repeats(level, runs[-1], metric)
     segment = runs[level.start :]
     averaged = {m: segment_mean(e.get(m) for e in segment) for m in means}
     return SeriesLevel(series, metric, level, segment[-1], averaged)

@@ -45,7 +45,9 @@
       var text = (i ? "; " : "Current level: ") + (levels.length > 1 ? (lv.name || lv.metric) + " " : "") +
         fmt(lv.value, 2) + " " + (lv.unit || "tok/s") +
         (lv.pm !== null ? " ± " + fmt(lv.pm, 2) : "") + " (mean of its newest segment, " +
-        lv.n + " run(s)" + (data.outliers ? ", marked outliers left out" : "") + ")";
+        lv.n + " run(s)" + (lv.repeats ? ", ± of that run's " + lv.repeats +
+          " repeats: the spread within one run, which understates the noise between runs" : "") +
+        (data.outliers ? ", marked outliers left out" : "") + ")";
       p.appendChild(el("span", text, { "class": "bl-level", "data-metric": lv.metric }));
     });
     if (data.impossible) {

@@ -105,6 +105,8 @@ def _level_text(lv: SeriesLevel) -> str:
     pm = lv.level.pm
     spread = f" ± {three_figures(pm)}" if pm is not None else ""
     runs = f"mean of {lv.level.n} run{'s' if lv.level.n != 1 else ''}{spread}"
+    if lv.level.repeats:  # one run: its ± is of its own repeats (query.level.with_repeats)
+        runs += f" (of its {lv.level.repeats} repeats: the spread within the run)"
     return runs + (" · unstable" if lv.level.unstable else "")
 
 

@@ -39,7 +39,7 @@ from benchlab.publish.pages.runs import gate_of
 from benchlab.publish.tables import Table, is_hole, metric_name, neg, steps_table
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
-from benchlab.query.level import StepMemo, current_level
+from benchlab.query.level import StepMemo, current_level, with_repeats
 
 POINT_FIELDS = 8
 """A chart point's shared customdata (`charts.base.point_data` less chart extras): traces
@@ -281,16 +281,18 @@ def level_of(
     outliers left out) with its interval and CV; `unstable` where the CV is over the stated
     `metrics.DEFAULT_MAX_CV`. `memo`: the render's segmentation memo (the machine and model
     pages segment the same window)."""
-    values = [r[metric] for r in history if r.get(metric) is not None and not is_outlier(r)]
-    level = current_level(values, memo)
+    counted = [r for r in history if r.get(metric) is not None and not is_outlier(r)]
+    level = current_level([r[metric] for r in counted], memo)
     if level is None:
         return None
+    level = with_repeats(level, counted[-1], metric)
     return {
         "metric": metric,
         "name": metric_name(metric),
         "unit": unit_of(metric) or "",
         "value": level.value,
         "pm": level.pm,
+        "repeats": level.repeats,
         "n": level.n,
         "cv": level.cv,
         "unstable": level.unstable,

@@ -31,6 +31,7 @@ from benchlab.query.level import (
     StepMemo,
     current_level,
     segment_mean,
+    with_repeats,
 )
 
 _STAND_INS: dict[str, Callable[[Any], dict[str, Any]]] = {
@@ -260,7 +261,9 @@ class Columns:
         latest = self.entries(row for row, _, _ in found)
         names, codes = self.values("series"), self.codes("series")
         return [
-            SeriesLevel(names[int(codes[row])], metric, level, entry, averages)
+            SeriesLevel(
+                names[int(codes[row])], metric, with_repeats(level, entry, metric), entry, averages
+            )
             for (row, level, averages), entry in zip(found, latest, strict=True)
         ]
 
