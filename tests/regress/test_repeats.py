@@ -43,9 +43,7 @@ def test_a_small_difference_within_the_repeats_spread_is_no_step(
     values = _flat(runs, 3, 0.001)
     values[first_bad:] = [v * 0.98 for v in values[first_bad:]]
     without = detect(entries(values))  # no repeats: the runs' own noise alone
-    assert [(s.status, s.first_bad_run) for s in without] == [
-        (status, f"pi5-run-{first_bad:03d}")
-    ]
+    assert [(s.status, s.first_bad_run) for s in without] == [(status, f"pi5-run-{first_bad:03d}")]
     assert detect(_history(values, sd=5.0)) == []
 
 

@@ -15,7 +15,7 @@ In headless Chromium (Debian's /usr/bin/chromium, through playwright), from file
 - Compare and Regressions at 390x844: the top of the first control (a select, an input or
   a sortable table's heading) and how many px of text come before it.
 
-The targets (ARCHITECTURE.md, The site): the answer above 600 px at 1440x900, the
+The targets (ARCHITECTURE.md, Publishing and redaction): the answer above 600 px at 1440x900, the
 controls within the first screen (844 px) on a phone.
 """
 
