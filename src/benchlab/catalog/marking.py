@@ -19,7 +19,7 @@ from benchlab.catalog.format import MARK_REASON_MAX, MARKS, POLICY, Entry
 from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.lock import catalog_lock
 from benchlab.catalog.marks import Mark, aside_reason, head_marks, new_mark
-from benchlab.catalog.merge import _static_of, head_document
+from benchlab.catalog.merge import head_document, static_of
 from benchlab.catalog.order import REJECTED
 from benchlab.catalog.text import render
 from benchlab.errors import NoMatchError, QueryError, StoreError
@@ -33,14 +33,14 @@ def check_reason(reason: str | None) -> str | None:
     """A mark's reason as it may be published, or QueryError naming `--reason`: at most
     MARK_REASON_MAX characters, no control or bidi character, and nothing the store's
     redaction policy calls a tell (a host name, a path, a secret): it is public text."""
-    from benchlab.catalog.gate import MAX_TEXT, _text
+    from benchlab.catalog.gate import MAX_TEXT, text_problem
     from benchlab.redact import default_policy
     from benchlab.redact.shapes import value_shape_ok
 
     if reason is None or not reason.strip():
         return None
     reason = reason.strip()
-    problem = _text(reason, limit=min(MAX_TEXT, MARK_REASON_MAX))
+    problem = text_problem(reason, limit=min(MAX_TEXT, MARK_REASON_MAX))
     if problem is not None:
         raise QueryError(f"--reason: {problem}")
     if not value_shape_ok("outlier_reason", reason, default_policy()):
@@ -138,7 +138,7 @@ def _write(store: Store, mark: Mark) -> Mark:
         mark = {**mark, "at": _after(held["at"])}
     pending = [*head.get("runs", []), *head.get("conflicts", [])]
     doc = head_document(
-        _static_of(head.get("machines", {})),
+        static_of(head.get("machines", {})),
         head.get("retracted", []),
         pending,
         head.get(REJECTED, []),

@@ -95,7 +95,7 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
         raise StoreError(missing_catalog_message(path)) from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
-    key = cache_key(stat) + _shards_key(path)
+    key = cache_key(stat) + shards_key(path)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -134,7 +134,7 @@ def cache_key(stat: os.stat_result) -> tuple[Any, ...]:
     return (CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
-def _shards_key(path: Path) -> tuple[Any, ...]:
+def shards_key(path: Path) -> tuple[Any, ...]:
     """A v3 catalog's entries live in shards next to it: the cache is valid while every
     shard keeps its name, size, mtime and inode too (builds and git replace files whole)."""
     from benchlab.catalog.shards import shard_dir, shard_stats
@@ -286,7 +286,7 @@ def check_catalog(path: Path, doc: Any) -> LoadedCatalog:
     return _check_v3(path, doc)
 
 
-def _check_entries(path: Path, runs: list[Any]) -> None:
+def check_entries(path: Path, runs: list[Any]) -> None:
     # One tight loop with plain type() tests: this is the hot path of every query.
     required = REQUIRED_FIELDS
     numbers = _NUMBERS
@@ -375,7 +375,7 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     machines = doc.get("machines", {})
     retracted = doc.get("retracted", [])
     pending = doc.get("runs", [])
-    _check_entries(path, pending)
+    check_entries(path, pending)
     merged: dict[str, dict[str, Any]] = {}
     for entry in pending:
         merged[entry["run_id"]] = entry

@@ -17,7 +17,7 @@ import orjson
 
 from benchlab.catalog.format import MARKS, POLICY
 from benchlab.catalog.gate import MAX_SHARD_BYTES
-from benchlab.catalog.merge import _static_of, check_lines, head_document
+from benchlab.catalog.merge import check_lines, head_document, static_of
 from benchlab.catalog.order import (
     CONFLICT,
     REJECTED,
@@ -118,7 +118,7 @@ def _resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
     for (_, name, _), (_, out) in zip(shards, written, strict=True):
         check_lines(name, out)
     pending = _judged(inline, run_id, gone)
-    static = _static_of(head.get("machines", {}))
+    static = static_of(head.get("machines", {}))
     doc = head_document(
         static, head.get("retracted", []), pending, judged, head.get(MARKS, []), head.get(POLICY)
     )

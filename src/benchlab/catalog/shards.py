@@ -40,14 +40,14 @@ from benchlab.catalog.format import SHARD_SUFFIX as SHARD_SUFFIX
 from benchlab.catalog.format import UNDATED as UNDATED
 from benchlab.catalog.format import decode_entry as decode_entry
 from benchlab.catalog.format import encode_line as encode_line
-from benchlab.catalog.order import CONFLICT, _time_key, copies, merge_copies, settle
+from benchlab.catalog.order import CONFLICT, copies, merge_copies, settle, time_key
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 
 
 def period_of(timestamp: Any) -> str:
     """The ISO week (`2025-W02`) of an entry's UTC timestamp; `undated` when unparsable."""
-    known, key = _time_key(timestamp)
+    known, key = time_key(timestamp)
     if not known:
         return UNDATED
     year, week, _ = date(int(key[0:4]), int(key[5:7]), int(key[8:10])).isocalendar()

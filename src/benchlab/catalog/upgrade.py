@@ -122,7 +122,7 @@ def _old_entries(path: Path, doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _upgrade(store: Any) -> UpgradeResult:
     from benchlab.catalog.gate import MAX_SHARD_BYTES, read_catalog, read_regular
-    from benchlab.catalog.merge import _static_of, head_document
+    from benchlab.catalog.merge import head_document, static_of
     from benchlab.catalog.order import CONFLICT, REJECTED
     from benchlab.catalog.shards import merge_shard_bytes, render_shard, shard_name
     from benchlab.catalog.text import render
@@ -154,7 +154,7 @@ def _upgrade(store: Any) -> UpgradeResult:
             held, _ = read_regular(target, name, MAX_SHARD_BYTES)
             data = merge_shard_bytes(held, data, where=name)
         atomic_write_bytes(target, data)
-    head = head_document(_static_of(doc.get("machines", {})), retracted, (), doc.get(REJECTED, []))
+    head = head_document(static_of(doc.get("machines", {})), retracted, (), doc.get(REJECTED, []))
     atomic_write_bytes(path, render(head).encode("utf-8"))
     conflicts = sum(1 for e in kept if CONFLICT in e)
     return UpgradeResult(was, len(kept) - conflicts, conflicts, len(by_shard))

@@ -161,7 +161,7 @@ def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCa
     the plain UTC form the time key sorts as the strings do, so `machine_activity` needs
     only each machine's last such run and every run of another form (a million parses of
     a timestamp cost seconds)."""
-    from benchlab.catalog.order import _time_key, machine_activity
+    from benchlab.catalog.order import machine_activity, time_key
 
     machines = head.get("machines", {})
     plain = _UTC_STAMP.fullmatch
@@ -171,7 +171,7 @@ def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCa
         if run["machine_id"] not in seen and plain(run["timestamp"]):
             seen.add(run["machine_id"])
             candidates.append(run)
-    if any(_time_key(r["timestamp"])[0] == 0 for r in candidates):
+    if any(time_key(r["timestamp"])[0] == 0 for r in candidates):
         candidates = runs  # a stamp that is no date (month 13) sorts below every date
     _, last, newest = machine_activity(candidates)
     counts = Counter(run["machine_id"] for run in runs)

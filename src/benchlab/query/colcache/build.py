@@ -10,7 +10,7 @@ from typing import Any
 
 from benchlab.catalog.marks import head_marks
 from benchlab.catalog.order import REJECTED
-from benchlab.catalog.read import _check_entries, read_head
+from benchlab.catalog.read import check_entries, read_head
 from benchlab.errors import BenchlabError
 from benchlab.query.colcache.answer import Columns
 from benchlab.query.colcache.arrays import (
@@ -72,7 +72,7 @@ def _build(
     pending = doc.get("runs", [])
     if doc.get("conflicts"):
         raise Unanswerable("catalog.json holds conflict lines (the next build shards them)")
-    _check_entries(catalog_path, pending)
+    check_entries(catalog_path, pending)
     segments: list[_Segment] = _shard_segments(catalog_path.parent, cache_dir, shards)
     segments.append(_inline_segment(pending))
     marks = head_marks(doc)  # outlier marks: the head's key covers them
