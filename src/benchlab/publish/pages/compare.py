@@ -129,7 +129,7 @@ def _summary(
     settings label, `u` its series page, and `v` per metric the side [metric index, n, mean,
     sd, test] (and the one run's samples' n, mean, sd where it carries them)."""
     from benchlab.identity import shape
-    from benchlab.query.compare import _best_key, _setting_parts, _workload, row_test
+    from benchlab.query.compare import best_key, row_test, setting_parts, workload_of
 
     run: Entry = sides.repeats[(value, key)][-1]
     found = []
@@ -154,7 +154,7 @@ def _summary(
         "k": _digest(key),
         "f": [
             run["model"], run["machine_id"], run["precision"], run.get("backend"),
-            run.get("threads"), shape(run) or None, _workload(run) or None,
+            run.get("threads"), shape(run) or None, workload_of(run) or None,
         ],
         "u": series_url(series_of(run)),
         "v": found,
@@ -162,8 +162,8 @@ def _summary(
     if named:
         out["t"] = named
     if axis == "machine":
-        out["g"] = _digest(_best_key(run, axis))
+        out["g"] = _digest(best_key(run, axis))
         out["s"] = [
-            [name, text, dumps(run.get(name), sort_keys=True)] for name, text in _setting_parts(run)
+            [name, text, dumps(run.get(name), sort_keys=True)] for name, text in setting_parts(run)
         ]
     return out

@@ -15,12 +15,12 @@ from benchlab.catalog.read import METRICS
 from benchlab.detect.stats import is_outlier
 from benchlab.metrics import LOWER_IS_BETTER, learn, lift
 from benchlab.query.colcache.arrays import (
-    _INLINE,
-    _load_segment,
-    _read_rows,
-    _restore,
-    _Segment,
-    _segment_path,
+    INLINE,
+    Segment,
+    load_segment,
+    read_rows,
+    restore,
+    segment_path,
 )
 from benchlab.query.colcache.key import Unanswerable
 from benchlab.query.filters import TABLE_METRICS, Filters, select
@@ -82,7 +82,7 @@ class Columns:
         array: Callable[[str], np.ndarray],
         *,
         keep: Any = None,
-        segments: list[_Segment] | None = None,
+        segments: list[Segment] | None = None,
     ) -> None:
         self.root = root
         self.cache_dir = cache_dir
@@ -90,7 +90,7 @@ class Columns:
         self.exact: bool = header["exact"]
         self.files: list[str] = header["files"]
         self.stats: list[list[int]] = header["stats"]
-        self.tables = {k: _restore(k, v) for k, v in header["tables"].items()}
+        self.tables = {k: restore(k, v) for k, v in header["tables"].items()}
         self._array = array
         self._keep = keep  # the memory map the arrays view
         self._segments: dict[int, Any] = dict(enumerate(segments or ()))
@@ -355,12 +355,12 @@ class Columns:
         return out
 
     def _segment(self, index: int, name: str) -> np.ndarray:
-        if index == _INLINE:
+        if index == INLINE:
             return self.array(f"inline_{name}")
         segment = self._segments.get(index)
         if segment is None:
-            path = _segment_path(self.cache_dir, self.files[index])
-            segment = _load_segment(path, self.files[index], self.stats[index])
+            path = segment_path(self.cache_dir, self.files[index])
+            segment = load_segment(path, self.files[index], self.stats[index])
             if segment is None:  # rebuilt under us for a newer shard
                 raise Unanswerable(f"{path}: not the segment of this cache")
             self._segments[index] = segment
@@ -372,7 +372,7 @@ class Columns:
         marks (`catalog.marks.present`)."""
         from benchlab.catalog.marks import present_all
 
-        found = _read_rows(
+        found = read_rows(
             self.root,
             self.files,
             (self.array("file"), self.array("offset"), self.array("length")),
