@@ -10,15 +10,15 @@ from typing import Any
 
 from benchlab.cli.query import (
     EXIT_ROWS,
-    _add_filters,
-    _catalog,
-    _columns,
-    _display,
-    _emit,
-    _entries_out,
-    _filters,
-    _parser,
-    _store_root,
+    add_filters,
+    column_specs,
+    display_rows,
+    emit_sections,
+    entries_out,
+    filters_of,
+    open_catalog,
+    store_root,
+    verb_parser,
 )
 
 
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_compare(subparsers: argparse._SubParsersAction) -> None:
-    parser = _parser(
+    parser = verb_parser(
         subparsers,
         "compare",
         "compare runs side by side, or two builds, revisions or machines test by test",
@@ -76,7 +76,7 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="with --by: only the rows marked + or - (a significant change)",
     )
-    _add_filters(parser, status_default="ok")
+    add_filters(parser, status_default="ok")
     parser.set_defaults(handler=run_compare)
 
 
@@ -102,10 +102,10 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
     from benchlab.query.render import Section
     from benchlab.query.verbs import compare_runs
 
-    result = compare_runs(_catalog(), args.run_ids)
+    result = compare_runs(open_catalog(), args.run_ids)
     labels = [_label(i) for i in range(len(result.runs))]
     legend = [{"label": label, **run} for label, run in zip(labels, result.runs, strict=False)]
-    legend_columns = _columns(
+    legend_columns = column_specs(
         ("label", "run", "text"),
         ("run_id", "run id", "id"),
         ("machine_id", "machine", "text"),
@@ -131,11 +131,11 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
                 row[f"{label}/{labels[0]}"] = metric["ratios"][i]
         metric_rows.append(row)
     sections = [
-        Section(legend_columns, _display(legend, args.format), title="runs"),
-        Section(_columns(*specs), metric_rows, title="metrics"),
+        Section(legend_columns, display_rows(legend, args.format), title="runs"),
+        Section(column_specs(*specs), metric_rows, title="metrics"),
     ]
-    data = {"runs": _entries_out(result.runs), "metrics": result.metrics}
-    _emit(sections, args.format, data, args.wide)
+    data = {"runs": entries_out(result.runs), "metrics": result.metrics}
+    emit_sections(sections, args.format, data, args.wide)
     return 0
 
 
@@ -145,7 +145,7 @@ def _compare_axis(args: argparse.Namespace) -> int:
 
     result = _with_memo(
         lambda memo: compare_axis(
-            _catalog(), _filters(args), args.by, args.a, args.b, args.match, memo
+            open_catalog(), filters_of(args), args.by, args.a, args.b, args.match, memo
         )
     )
     rows = [row for row in result.rows if changed(row)] if args.only_changed else result.rows
@@ -156,9 +156,9 @@ def _compare_axis(args: argparse.Namespace) -> int:
         data = result.as_json()
         data["rows"] = rows
         shown = [_unit_shown(row) for row in rows]
-        columns = _columns(*_axis_specs(args.by, result, rows), drops=_AXIS_DROPS)
+        columns = column_specs(*_axis_specs(args.by, result, rows), drops=_AXIS_DROPS)
         section = Section(columns, shown, title=title)
-        _emit([section], args.format, data, args.wide)
+        emit_sections([section], args.format, data, args.wide)
     alone = [(n, value) for n, value in ((result.only_a, result.a), (result.only_b, result.b)) if n]
     if alone:
         told = "; ".join(f"{n} only under {value}" for n, value in alone)
@@ -185,7 +185,7 @@ def _with_memo(answer: Any) -> Any:
     `bench best` keeps it: a history segmented once is not searched again."""
     from benchlab.query.level import MEMO_NAME, load_memo, save_memo
 
-    path = _store_root().query_cache.parent / MEMO_NAME
+    path = store_root().query_cache.parent / MEMO_NAME
     memo = load_memo(path)
     size = len(memo)
     result = answer(memo)
