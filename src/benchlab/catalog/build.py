@@ -67,7 +67,7 @@ from benchlab.catalog.document import (
     load_inventory,
     parse_catalog,
 )
-from benchlab.catalog.format import MARKS, POLICY, decode_entry
+from benchlab.catalog.format import MARKS, POLICY, decode_entry, refuse_old
 from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.inventory import (
     build_inventory,
@@ -90,6 +90,9 @@ from benchlab.catalog.order import (
     measurement,
     merge_copies,
 )
+from benchlab.catalog.published import policy_version
+from benchlab.catalog.read import load_catalog
+from benchlab.catalog.recheck import recheck_published
 from benchlab.catalog.result import BuildResult, Progress
 from benchlab.catalog.salvage import salvage_head
 from benchlab.catalog.scan import Group, GroupScan, run_groups, scan_group, stat_groups
@@ -101,13 +104,13 @@ from benchlab.catalog.shards import (
     read_shard_gated,
     render_shard,
     shard_name,
+    shard_stats,
 )
 from benchlab.catalog.text import digest, render
-from benchlab.catalog.upgrade import refuse_old
 from benchlab.catalog.verdicts import Judge
 from benchlab.catalog.views import ViewWriter, existing_views, remove_views, view_names
 from benchlab.catalog.workers import Fresh, Task, Workers, default_jobs, read_dirs, worker_setup
-from benchlab.errors import BenchlabError, SchemaError, StoreError
+from benchlab.errors import BenchlabError, NoMatchError, SchemaError, StoreError
 from benchlab.files import read_optional, refuse_links
 from benchlab.ids import check_id
 from benchlab.layout import (
@@ -117,7 +120,8 @@ from benchlab.layout import (
     write_error,
     write_set,
 )
-from benchlab.redact.policy import store_policy
+from benchlab.redact import default_policy
+from benchlab.redact.policy import collect_store_names, store_policy
 
 log = logging.getLogger("benchlab.catalog")
 
@@ -190,11 +194,7 @@ def warm_query_cache(store: Store, shards: list[str]) -> None:
     the (marshal) query cache, about what the first query would pay; larger ones are left
     to the first query.
     """
-    from benchlab.catalog.read import load_catalog
-
     try:
-        from benchlab.catalog.shards import shard_stats
-
         del shards  # not needed until the columnar refresh lives here
         if sum(size for _, size, _, _ in shard_stats(store.catalog_path)) <= WARM_LIMIT_BYTES:
             load_catalog(store.catalog_path, store.query_cache)
@@ -419,11 +419,6 @@ def _recheck(store: Store, book: ShardBook, head: dict[str, Any]) -> str:
     """The redaction policy's version (`catalog.published`); where the head recorded
     another (or none), every published line is held to today's policy first
     (`catalog.recheck`; ARCHITECTURE.md, Publishing and redaction)."""
-    from benchlab.catalog.published import policy_version
-    from benchlab.catalog.recheck import recheck_published
-    from benchlab.redact import default_policy
-    from benchlab.redact.policy import collect_store_names
-
     policy = default_policy()
     version = policy_version(policy)
     if head.get(POLICY) != version:
@@ -701,8 +696,6 @@ def _retract_v3(store: Store, run_ids: list[str]) -> int:
     views go (a later build never meets these entries again to remove them). An id the
     catalog does not hold (a typo) is refused before anything is written: a tombstone is
     for good, and one for a run that never was would only wait for a run to bury."""
-    from benchlab.errors import NoMatchError
-
     path = store.catalog_path
     raw = read_catalog(path)
     if raw is None:

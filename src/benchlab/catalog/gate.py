@@ -44,6 +44,7 @@ from benchlab.catalog.format import (
     POLICY_PATTERN,
     REQUIRED_FIELDS,
     STATUSES,
+    decode_entry,
 )
 from benchlab.catalog.order import MAX_REJECTED, REJECTED, REJECTED_PATTERN, rejected_problem
 from benchlab.errors import SchemaError
@@ -901,8 +902,6 @@ def gate_lines(raw: bytes, where: str) -> tuple[list[dict[str, Any]], list[int],
     named (`where:LINE: field: reason`) and set aside; the other lines still serve. Entries
     come back decoded (`shards.decode_entry`); a run id twice in one shard is set aside
     the second time."""
-    from benchlab.catalog.format import decode_entry
-
     out: list[dict[str, Any]] = []
     offsets: list[int] = []
     problems: list[str] = []

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from benchlab.catalog.gate import gate_lines
 from benchlab.catalog.merge import (
     check_lines,
 )
@@ -129,8 +130,6 @@ def gated(raw: bytes, name: str) -> tuple[list[dict[str, Any]], list[BadLine], l
     """A shard's lines through the gate, for the build: (entries that pass, the lines it
     refuses as `BadLine`s, their problems `name:LINE: field: reason`). The build keeps a
     refused line where it is rather than stop every build over another clone's line."""
-    from benchlab.catalog.gate import gate_lines
-
     entries, offsets, problems = gate_lines(raw, name)
     if not problems:
         return entries, [], []

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from benchlab.catalog.document import parse_shard_entries
 from benchlab.catalog.format import CATALOG_V3, MARK_REASON_MAX, MARKS, POLICY
 from benchlab.catalog.marks import stored_marks
 from benchlab.catalog.order import (  # noqa: F401 (entry_rank, winner: re-exported)
@@ -27,7 +28,8 @@ from benchlab.catalog.order import (  # noqa: F401 (entry_rank, winner: re-expor
     time_key,
     winner,
 )
-from benchlab.catalog.shards import union
+from benchlab.catalog.shards import LAYOUT, union
+from benchlab.errors import SchemaError
 from benchlab.layout import (
     canonical_json,
 )
@@ -43,9 +45,6 @@ def check_lines(where: str, lines: list[dict[str, Any]]) -> None:
     included: each holds two or more copies of its own run, in the form `settle` writes.
     Copies are checked in layers (each run's first copy, then its second, ...) so that one
     run's copies are never mistaken for duplicate ids."""
-    from benchlab.catalog.document import parse_shard_entries
-    from benchlab.errors import SchemaError
-
     layers: list[list[dict[str, Any]]] = [[]]
     for line in lines:
         if CONFLICT not in line:
@@ -79,8 +78,6 @@ def check_lines(where: str, lines: list[dict[str, Any]]) -> None:
 def check_conflicts(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
     """A document's `conflicts` (a v2 catalog's, or a v3 head's from a merge with a v2
     side): an array of conflict lines, each checked (`check_lines`). Returns them."""
-    from benchlab.errors import SchemaError
-
     lines = doc.get("conflicts", [])
     if not isinstance(lines, list) or not all(
         isinstance(line, dict) and isinstance(line.get("run_id"), str) and CONFLICT in line
@@ -152,8 +149,6 @@ def head_document(
     `policy`: the redaction policy version the published lines were last checked under
     (`catalog.published`); None leaves it out, and the next build checks every line again.
     """
-    from benchlab.catalog.shards import LAYOUT
-
     withdrawn = sorted(set(retracted))
     gone = set(withdrawn)
     machines = {

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.catalog.buildcache import stat_of
-from benchlab.catalog.gate import MAX_SHARD_BYTES, read_regular
+from benchlab.catalog.gate import MAX_SHARD_BYTES, gate_lines, read_regular
 from benchlab.catalog.lines import (
     BadLine,
     checked_entries,
@@ -491,8 +491,6 @@ class ShardBook:
     def _report_bad(self, name: str, data: bytes, run_ids: set[str]) -> None:
         """One warning per kept bad line, at its line in the file as written: why, and the
         one command that fixes it."""
-        from benchlab.catalog.gate import gate_lines
-
         mine = {r for r in run_ids if r and any(self.store.by_machine.glob(f"*/{r}"))}
         for problem in gate_lines(data, name)[2]:
             line = int(problem.split(":", 2)[1])

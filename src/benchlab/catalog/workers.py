@@ -29,6 +29,8 @@ from benchlab.layout import (
     REQUIRED_RUN_FILES,
     Store,
 )
+from benchlab.redact import ScanMemo
+from benchlab.redact.policy import collect_store_names, policy_of
 from benchlab.runtime import pool
 
 # The worker side: a process reads run dirs with the build's policy, scan memo and options.
@@ -48,9 +50,6 @@ def _worker_state() -> dict[str, Any]:
 
 
 def _setup_reader(root: str, retracted: frozenset[str]) -> None:
-    from benchlab.redact import ScanMemo
-    from benchlab.redact.policy import collect_store_names, policy_of
-
     policy = policy_of(Path(root))  # the built store's, not the working directory's
     _WORKER.update(
         root=Path(root),

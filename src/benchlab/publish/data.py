@@ -107,8 +107,8 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
     """The public data the site reads: light entries from the columnar query cache where it
     answers a v3 catalog (see the module docstring), else `load_public`. `min_bytes` as in
     `query.colcache.open_columns` (default: $BENCHLAB_QUERY_COLUMNS and its threshold)."""
+    from benchlab.catalog.format import CATALOG_V3
     from benchlab.catalog.read import read_head
-    from benchlab.catalog.upgrade import CATALOG_V3
     from benchlab.errors import BenchlabError
     from benchlab.query.colcache import Unanswerable, open_columns
 
