@@ -60,6 +60,7 @@ from benchlab.metrics import (
 )
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
+from benchlab.query.verbs import unknown_filter_hint
 
 COMPARE_AXES = ("build", "revision", "machine")
 MATCHES = ("exact", "best")
@@ -485,7 +486,6 @@ def compare_axis(
     if len(present) < 2 and (a is None or b is None):
         # No run at all matches: "no match", exit 1 as every query verb (NoMatchError),
         # with what a misspelt id filter may have meant.
-        from benchlab.query.verbs import unknown_filter_hint
 
         hint = None if matched else unknown_filter_hint(catalog, filters)
         raise (QueryError if matched else NoMatchError)(

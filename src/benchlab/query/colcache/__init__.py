@@ -75,6 +75,7 @@ from benchlab.query.colcache.key import (
 )
 
 if TYPE_CHECKING:
+    # lazy: numpy, imported past the MIN_BYTES gate only
     from benchlab.query.colcache.answer import Columns
 
 __all__ = [
@@ -121,6 +122,7 @@ def open_columns(where: Store | Path, *, min_bytes: int | None = -1) -> Columns 
         return None
     if total < min_bytes:
         return None
+    # lazy: numpy, imported past the MIN_BYTES gate only
     from benchlab.query.colcache.build import open_current
 
     return open_current(catalog_path, cache_dir, key, shards)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.catalog.marks import present_all
 from benchlab.catalog.read import METRICS
 from benchlab.detect.stats import is_outlier
 from benchlab.metrics import LOWER_IS_BETTER, learn, lift
@@ -370,8 +371,6 @@ class Columns:
     def entries(self, rows: Iterable[int]) -> list[dict[str, Any]]:
         """The full entries of `rows`, read back from their lines, under the head's outlier
         marks (`catalog.marks.present`)."""
-        from benchlab.catalog.marks import present_all
-
         found = read_rows(
             self.root,
             self.files,

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, read_regular
 from benchlab.catalog.read import METRICS
 from benchlab.catalog.shards import decode_entry
 from benchlab.identity import series_of
@@ -244,8 +245,6 @@ def _read_shard_segment(name: str, path: Path) -> Segment:
     """Read one shard through the catalog gate (once per change of the shard: the segment
     is kept while its stat is); remember where each line is. A line the gate sets aside,
     or a conflict line, is left to the Python path, which names it."""
-    from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, read_regular
-
     raw, stat = read_regular(path, name, MAX_SHARD_BYTES)
     entries, offsets, problems = gate_lines(raw, name)
     if problems or any(CONFLICT in entry for entry in entries):

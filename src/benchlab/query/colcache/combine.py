@@ -9,6 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.catalog.marks import present
+from benchlab.catalog.order import (
+    CONFLICT,
+    copies,
+    copy_digest,
+    effective_rejections,
+    merge_copies,
+    rejected_by_run,
+)
 from benchlab.catalog.read import METRICS
 from benchlab.metrics import merge_declarations
 from benchlab.query.colcache.arrays import (
@@ -119,8 +128,6 @@ def _mark_rows(
     """The head's outlier marks on the tags column (ARCHITECTURE.md, The catalog: marks and
     verdicts): a marked run's tags gain `outlier`, a cleared run's lose it, as
     `catalog.read` presents them; marks are few, so rows are found by hash."""
-    from benchlab.catalog.marks import present
-
     hashes = np.concatenate([s.hashes for s in segments])
     starts = np.cumsum([0, *(s.n for s in segments)])
     ids = np.array([r.encode() for r in marks], dtype=np.bytes_)
@@ -164,15 +171,6 @@ def _one_row_per_run(
     reader settles it), and where they do not the Python reader answers (it leaves the run
     out and names it); retracted ids go. Ids are compared by a 64-bit hash first (a sort of
     a million integers), then in full where hashes meet."""
-    from benchlab.catalog.order import (
-        CONFLICT,
-        copies,
-        copy_digest,
-        effective_rejections,
-        merge_copies,
-        rejected_by_run,
-    )
-
     hashes = np.concatenate([s.hashes for s in segments])
     starts = np.cumsum([0, *(s.n for s in segments)])
 
