@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "open_catalog"]
 
 if TYPE_CHECKING:
+    # lazy: the front door goes up to query; `import benchlab` stays cheap
     from benchlab.query.api import open_catalog
 
 

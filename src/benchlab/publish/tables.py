@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step
-from benchlab.metrics import title
+from benchlab.metrics import title, unit_of
 from benchlab.models import HOLE_TAG
 from benchlab.publish.links import Links
 from benchlab.publish.measures import unstable_badge
@@ -151,8 +151,6 @@ def steps_table(
     series is its own history), series, first bad run (a link to its run page), the build
     or revision either side, the levels before and after in the metric's unit, confidence,
     runs after it."""
-    from benchlab.metrics import unit_of
-
     columns = [("Status", "text"), ("Change", "num")]
     if show_series:
         columns.append(("Series", "text"))
