@@ -11,7 +11,6 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "open_catalog"]
 
 if TYPE_CHECKING:
-    # lazy: the front door goes up to query; `import benchlab` stays cheap
     from benchlab.query.api import open_catalog
 
 
@@ -19,6 +18,7 @@ def __getattr__(name: str) -> Any:
     """`open_catalog` on first use: `import benchlab` stays cheap for the CLI and the agent
     bundle, which never read a catalog this way."""
     if name == "open_catalog":
+        # lazy: the front door goes up to query; `import benchlab` stays cheap
         from benchlab.query.api import open_catalog
 
         return open_catalog

@@ -85,6 +85,7 @@ def _label(i: int) -> str:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.errors import QueryError
 
     if args.by is not None:
@@ -99,6 +100,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _compare_run_ids(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.verbs import compare_runs
 
@@ -140,6 +142,7 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
 
 
 def _compare_axis(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.compare import changed, compare_axis
     from benchlab.query.render import Section
 
@@ -183,6 +186,7 @@ def _compare_axis(args: argparse.Namespace) -> int:
 def _with_memo(answer: Any) -> Any:
     """`answer(memo)` with the step memo of the store's private cache (`query.level`), as
     `bench best` keeps it: a history segmented once is not searched again."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.level import MEMO_NAME, load_memo, save_memo
 
     path = store_root().query_cache.parent / MEMO_NAME

@@ -114,6 +114,7 @@ def add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> None
 
 
 def filters_of(args: argparse.Namespace) -> Any:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.filters import Filters, check_range
 
     status = args.status or args.status_default
@@ -134,12 +135,14 @@ def filters_of(args: argparse.Namespace) -> Any:
 
 
 def store_root() -> Any:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import Store, find_store
 
     return Store(find_store()).require()
 
 
 def open_catalog() -> Any:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import load_catalog
 
     store = store_root()
@@ -149,6 +152,7 @@ def open_catalog() -> Any:
 def _answer(verb: Any, *args: Any) -> tuple[Any, list[dict[str, Any]]]:
     """(catalog, rows) of `verb(catalog, *args)`, asked of the columnar query cache where it
     answers (a big catalog, see query.colcache), else of the loaded catalog: the same rows."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.colcache import Unanswerable, open_columns
 
     columns = open_columns(store_root())
@@ -163,6 +167,7 @@ def _answer(verb: Any, *args: Any) -> tuple[Any, list[dict[str, Any]]]:
 
 def no_match(filters: Any, catalog: Any) -> str:
     """'no runs match ...', and where an id filter names nothing at all, the nearest values."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.verbs import unknown_filter_hint
 
     described = filters.describe()
@@ -172,6 +177,7 @@ def no_match(filters: Any, catalog: Any) -> str:
 
 
 def emit_sections(sections: list[Any], fmt: str, data: Any, wide: bool = False) -> None:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import emit
 
     emit(sections, fmt, data, wide=wide)
@@ -180,6 +186,7 @@ def emit_sections(sections: list[Any], fmt: str, data: Any, wide: bool = False) 
 def column_specs(*specs: tuple[str, str, str], drops: dict[str, int] | None = None) -> list[Any]:
     """Columns of (key, header, kind); `drops`: the keys left out first to fit the terminal
     (render.Column.drop)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Column
 
     drops = drops or {}
@@ -187,6 +194,7 @@ def column_specs(*specs: tuple[str, str, str], drops: dict[str, int] | None = No
 
 
 def entries_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import full_entry
 
     return [full_entry(row) for row in rows]
@@ -198,6 +206,7 @@ def display_rows(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
     themselves, so nothing is added for it."""
     if fmt == "json":
         return rows
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.identity import build_label, shape
 
     out = []
@@ -217,6 +226,7 @@ def display_rows(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
 
 def _unstable_mark(row: dict[str, Any]) -> dict[str, Any]:
     """`status` reads "ok unstable" for a run whose repeats varied past policies.max_cv."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.metrics import UNSTABLE_TAG
 
     if UNSTABLE_TAG in (row.get("tags") or ()) and row.get("status"):
@@ -244,6 +254,7 @@ def _register_list(subparsers: argparse._SubParsersAction) -> None:
 def _declared_columns(rows: list[dict[str, Any]]) -> list[Any]:
     """A column per declared metric the listed runs carry, headed with its unit
     (`p99_ms (ms)`; ARCHITECTURE.md, Metrics)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.metrics import declared_metrics, unit_of
 
     present = [m for m in declared_metrics() if any(r.get(m) is not None for r in rows)]
@@ -251,6 +262,7 @@ def _declared_columns(rows: list[dict[str, Any]]) -> list[Any]:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.verbs import list_runs
 
@@ -303,6 +315,7 @@ def _register_show(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.show import batch_curve, prefill_points, run_facts, show_run
 
@@ -385,6 +398,7 @@ def _levels_answer(verb: Any, *args: Any, ever: bool) -> tuple[Any, list[dict[st
 
     if ever:
         return _answer(partial(verb, ever=True), *args)
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.level import MEMO_NAME, load_memo, save_memo
 
     path = store_root().query_cache.parent / MEMO_NAME
@@ -399,6 +413,7 @@ def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]
     """Rows for the table: each metric at its level (`levels`, else the level's own metric),
     the level's ±95%, run count and an `unstable` flag; json shows the entries with their
     `level` as they are."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.metrics import UNSTABLE_TAG
 
     out = display_rows(rows, fmt)
@@ -420,6 +435,7 @@ def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]
 
 
 def run_table(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.verbs import machine_table
 
@@ -535,9 +551,11 @@ def _register_best(subparsers: argparse._SubParsersAction) -> None:
 
 def run_best(args: argparse.Namespace) -> int:
     if args.predict:
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.cli.predict import run_predict
 
         return run_predict(args)
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.filters import check_metric
     from benchlab.query.render import Section
     from benchlab.query.verbs import best_runs
@@ -608,6 +626,7 @@ def _within_physics(
 ) -> list[dict[str, Any]]:
     """Decode rankings with MBU beside each level, and never a series faster than its
     machine's memory bandwidth allows (ARCHITECTURE.md, How close to the hardware)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.roofline import annotate, fleet_specs, within_physics
     from benchlab.query.verbs import best_runs
 
@@ -646,6 +665,7 @@ def _register_summary(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_summary(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.verbs import summarize
 

@@ -75,7 +75,6 @@ from benchlab.query.colcache.key import (
 )
 
 if TYPE_CHECKING:
-    # lazy: numpy, imported past the MIN_BYTES gate only
     from benchlab.query.colcache.answer import Columns
 
 __all__ = [
@@ -101,6 +100,7 @@ past this gate only)."""
 def __getattr__(name: str) -> Any:
     """`Columns` on first use: importing the package must not import numpy (see MIN_BYTES)."""
     if name == "Columns":
+        # lazy: numpy, imported past the MIN_BYTES gate only
         from benchlab.query.colcache.answer import Columns
 
         return Columns
