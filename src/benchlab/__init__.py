@@ -18,6 +18,7 @@ def __getattr__(name: str) -> Any:
     """`open_catalog` on first use: `import benchlab` stays cheap for the CLI and the agent
     bundle, which never read a catalog this way."""
     if name == "open_catalog":
+        # lazy: the front door goes up to query; `import benchlab` stays cheap
         from benchlab.query.api import open_catalog
 
         return open_catalog

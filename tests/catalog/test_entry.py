@@ -11,7 +11,8 @@ import pytest
 from tests.kit.runs import SEED_RUN_ID
 
 from benchlab.catalog.extract import extract_entry
-from benchlab.catalog.merge import _time_key, winner
+from benchlab.catalog.merge import winner
+from benchlab.catalog.order import time_key
 from benchlab.errors import SchemaError, StoreError
 from benchlab.identity import series_id
 
@@ -189,7 +190,7 @@ def test_winner_compares_instants_not_strings() -> None:
     ],
 )
 def test_time_key_is_the_same_on_every_python(stamp: str, key: tuple[int, str]) -> None:
-    assert _time_key(stamp) == key
+    assert time_key(stamp) == key
 
 
 def test_a_model_given_as_a_path_publishes_only_its_file_stem(tmp_path: Path) -> None:

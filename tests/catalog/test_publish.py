@@ -71,12 +71,12 @@ def test_holes_are_tagged_in_the_catalog(
 def test_a_build_leaves_the_query_cache_warm(
     store: Path, make_fleet: Callable, bench: Callable
 ) -> None:
-    from benchlab.catalog.read import _read_cache, _shards_key, cache_key, load_catalog
+    from benchlab.catalog.read import _read_cache, cache_key, load_catalog, shards_key
 
     make_fleet(store, 3, seed=4)
     assert bench("--store", str(store), "catalog", "build")[0] == 0
     layout = Store(store)
-    key = cache_key(layout.catalog_path.stat()) + _shards_key(layout.catalog_path)
+    key = cache_key(layout.catalog_path.stat()) + shards_key(layout.catalog_path)
     cached = _read_cache(layout.catalog_path, layout.query_cache, key)
     assert cached is not None, "the build left a cache matching the catalog it wrote"
     parsed = load_catalog(layout.catalog_path)

@@ -20,7 +20,7 @@ from benchlab.catalog.read import (
     ENTRY_FIELDS,
     FAILURE_KINDS,
     STATUSES,
-    _check_entries,
+    check_entries,
     load_catalog,
     read_head,
 )
@@ -105,7 +105,7 @@ def _head(**fields: Any) -> dict[str, Any]:
 def _fast_check(path: Path, doc: dict[str, Any]) -> None:
     """The loader's fast entry check (`read._check_entries`), on a document's runs: what a
     v3 head's pending runs and the columnar cache's inline segment pass through."""
-    _check_entries(path, doc["runs"])
+    check_entries(path, doc["runs"])
 
 
 @pytest.mark.parametrize(

@@ -406,7 +406,7 @@ def test_a_changed_shard_is_read_again_and_the_others_reused(
     assert read == [touched]
     after = _segments(store)
     changed = {name for name in before if after[name] != before[name]}
-    assert changed == {columnar._segment_path(Store(store).query_cache.parent, touched).name}
+    assert changed == {columnar.segment_path(Store(store).query_cache.parent, touched).name}
     assert best_runs(columns, Filters(), "peak_tok_per_sec", ever=True) == [newer]
 
 
@@ -443,8 +443,8 @@ def test_a_damaged_cache_is_rebuilt_and_a_faulty_catalog_left_to_python(store: P
     cache.write_bytes(b"\x00garbage")
     columns = open_columns(path, min_bytes=0)
     assert columns is not None and columns.n == 6
-    key = columnar._Container(cache).header["key"]
-    columnar._write_container(cache, {"key": key}, {})  # current key, another layout
+    key = columnar.Container(cache).header["key"]
+    columnar.write_container(cache, {"key": key}, {})  # current key, another layout
     columns = open_columns(path, min_bytes=0)
     assert columns is not None and columns.n == 6
     shard = store / shard_name(_fleet()[0])

@@ -119,12 +119,12 @@ def test_list_shows_threads_shape_and_attempts(
 
 
 def test_shape_falls_back_to_the_tests() -> None:
-    from benchlab.cli.query import _display
+    from benchlab.cli.query import display_rows
 
     row = {"run_id": "r", "tests": ["pp512", "tg128"], "attempt": 1, "attempts": 1}
-    assert _display([row], "table")[0]["shape"] == "pp512, tg128"
-    assert _display([row], "table")[0]["attempt"] == "1/1"
-    assert _display([row], "json") == [row]
+    assert display_rows([row], "table")[0]["shape"] == "pp512, tg128"
+    assert display_rows([row], "table")[0]["attempt"] == "1/1"
+    assert display_rows([row], "json") == [row]
 
 
 # --- best ---------------------------------------------------------------------------------

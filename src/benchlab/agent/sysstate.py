@@ -16,9 +16,7 @@ import os
 import shutil
 from typing import Any
 
-from benchlab.agent.telemetry import _number
-from benchlab.agent.telemetry import _read as read_file
-from benchlab.agent.telemetry import _tool as run_exe
+from benchlab.agent.telemetry import number_or_none, read_file, run_exe
 
 ROOT_ENV = "BENCHLAB_SYSFS_ROOT"
 BUSY_LOAD_PER_CORE = 0.5
@@ -93,7 +91,7 @@ def boost(root: str) -> bool | None:
 
 def load(root: str) -> list[float] | None:
     parts = (_read(root, "proc/loadavg") or "").split()
-    values = [_number(p) for p in parts[:3]]
+    values = [number_or_none(p) for p in parts[:3]]
     return [v for v in values if v is not None] if len(parts) >= 3 and None not in values else None
 
 
@@ -101,7 +99,7 @@ def swap_used_mb(root: str) -> float | None:
     fields: dict[str, float] = {}
     for line in (_read(root, "proc/meminfo") or "").splitlines():
         key, _, value = line.partition(":")
-        number = _number(value.split()[0]) if value.split() else None
+        number = number_or_none(value.split()[0]) if value.split() else None
         if number is not None:
             fields[key.strip()] = number
     if "SwapTotal" not in fields or "SwapFree" not in fields:

@@ -45,7 +45,7 @@ RSS_POLL_S = 0.02
 """How often the task's VmHWM is read (a /proc read of ~20 us: 0.1% of a core)."""
 
 
-def _read(path: str) -> str | None:
+def read_file(path: str) -> str | None:
     return read_text(path, "ascii")
 
 
@@ -55,7 +55,7 @@ more (a fake or broken nvidia-smi's 1e20 MiB) has not measured anything; that re
 not measured (None) and named in the summary's `refused`, never published."""
 
 
-def _number(text: str | None) -> float | None:
+def number_or_none(text: str | None) -> float | None:
     """A finite number, or None: `nan` or `inf` from a tool or a sysfs file is not a reading
     (float() parses both, and JSON cannot carry them)."""
     try:
@@ -68,7 +68,7 @@ def _number(text: str | None) -> float | None:
 def _reading(text: str, refused: dict[str, str], channel: str) -> float | None:
     """A tool's reading for `channel`, None where it printed no number; a non-finite,
     negative or implausibly large one is None too, its text kept in `refused`."""
-    value = _number(text)
+    value = number_or_none(text)
     word = text.strip()
     if value is not None and 0 <= value <= MAX_READING:
         return value
@@ -77,7 +77,7 @@ def _reading(text: str, refused: dict[str, str], channel: str) -> float | None:
     return None
 
 
-def _tool(exe: str | None, args: list[str]) -> str | None:
+def run_exe(exe: str | None, args: list[str]) -> str | None:
     """stdout of a tool; None when absent, failing or slow (a probe never blocks a run)."""
     if exe is None:
         return None
@@ -97,7 +97,7 @@ def parse_pmic(text: str) -> float | None:
     volts: dict[str, float] = {}
     for line in text.splitlines():
         name, _, rest = line.strip().partition(" ")
-        value = _number(rest.partition("=")[2].rstrip("AV"))
+        value = number_or_none(rest.partition("=")[2].rstrip("AV"))
         if value is None:
             continue
         if name.endswith("_A"):
@@ -110,9 +110,9 @@ def parse_pmic(text: str) -> float | None:
 
 def vm_hwm_mb(pid: int) -> float | None:
     """The peak resident set of a live process (VmHWM, KiB) in MiB; None once it is gone."""
-    for line in (_read(f"/proc/{pid}/status") or "").splitlines():
+    for line in (read_file(f"/proc/{pid}/status") or "").splitlines():
         if line.startswith("VmHWM:"):
-            kib = _number(line.split()[1]) if len(line.split()) > 1 else None
+            kib = number_or_none(line.split()[1]) if len(line.split()) > 1 else None
             # 0 kB is a process with no pages yet (or gone): not measured, never 0 MiB.
             return round(kib / 1024.0, 2) if kib is not None and kib > 0 else None
     return None
@@ -136,11 +136,12 @@ class Probes:
             p
             for p in under("sys/class/powercap/intel-rapl:[0-9]*/energy_uj")
             if os.path.basename(os.path.dirname(p)).count(":") == 1
-            and (_read(os.path.join(os.path.dirname(p), "name")) or "").strip() != "psys"
-            and _read(p) is not None
+            and (read_file(os.path.join(os.path.dirname(p), "name")) or "").strip() != "psys"
+            and read_file(p) is not None
         ]
         self.rapl_range = [
-            _number(_read(os.path.join(os.path.dirname(p), "max_energy_range_uj"))) or 0.0
+            number_or_none(read_file(os.path.join(os.path.dirname(p), "max_energy_range_uj")))
+            or 0.0
             for p in self.rapl
         ]
         self.nvidia_smi = shutil.which("nvidia-smi", path=path)
@@ -164,33 +165,33 @@ class Probes:
         }
 
     def temperature(self) -> float | None:
-        values = [_number(_read(p)) for p in (self.thermal or self.hwmon)]
+        values = [number_or_none(read_file(p)) for p in (self.thermal or self.hwmon)]
         temps = [v / 1000.0 for v in values if v is not None and v > 0]
         return round(max(temps), 1) if temps else None
 
     def cpu_freq(self) -> float | None:
         if self.cpufreq:
-            values = [_number(_read(p)) for p in self.cpufreq]
+            values = [number_or_none(read_file(p)) for p in self.cpufreq]
             khz = [v for v in values if v]
             return round(sum(khz) / len(khz) / 1000.0, 1) if khz else None
         mhz = []
-        for line in (_read(os.path.join(self.root, "proc/cpuinfo")) or "").splitlines():
+        for line in (read_file(os.path.join(self.root, "proc/cpuinfo")) or "").splitlines():
             if line.startswith("cpu MHz"):
-                value = _number(line.partition(":")[2])
+                value = number_or_none(line.partition(":")[2])
                 if value:
                     mhz.append(value)
         return round(sum(mhz) / len(mhz), 1) if mhz else None
 
     def load(self) -> float | None:
-        text = _read(os.path.join(self.root, "proc/loadavg"))
-        return _number(text.split()[0]) if text else None
+        text = read_file(os.path.join(self.root, "proc/loadavg"))
+        return number_or_none(text.split()[0]) if text else None
 
     def power(self, now: float) -> float | None:
         """Package power from RAPL energy counters: a rate, so the first call answers None.
         Each interval's joules are also added to `rapl_joules`, the run's energy."""
         if not self.rapl:
             return None
-        energy = [_number(_read(p)) for p in self.rapl]
+        energy = [number_or_none(read_file(p)) for p in self.rapl]
         if any(e is None for e in energy):
             return None
         current = [float(e) for e in energy if e is not None]
@@ -208,7 +209,7 @@ class Probes:
         """(power W, temperature C, memory used MiB) summed/maxed over the GPUs."""
         if not self.nvidia_smi:
             return self._rocm()
-        text = _tool(
+        text = run_exe(
             self.nvidia_smi,
             [
                 "--query-gpu=power.draw,temperature.gpu,memory.used",
@@ -234,7 +235,7 @@ class Probes:
     def _rocm(self) -> tuple[float | None, float | None, float | None]:
         import json
 
-        text = _tool(self.rocm_smi, ["--showpower", "--showmeminfo", "vram", "--json"])
+        text = run_exe(self.rocm_smi, ["--showpower", "--showmeminfo", "vram", "--json"])
         try:
             cards = json.loads(text) if text else {}
         except ValueError:
@@ -243,7 +244,7 @@ class Probes:
         memory: list[float] = []
         for card in (cards or {}).values():
             for key, value in card.items() if isinstance(card, dict) else ():
-                number = _number(value)
+                number = number_or_none(value)
                 if number is not None and "Power" in key and "(W)" in key:
                     power.append(number)
                 elif number is not None and "VRAM Total Used Memory (B)" in key:
@@ -255,7 +256,7 @@ class Probes:
         )
 
     def pmic(self) -> float | None:
-        text = _tool(self.vcgencmd, ["pmic_read_adc"])
+        text = run_exe(self.vcgencmd, ["pmic_read_adc"])
         return parse_pmic(text) if text else None
 
     def watch(self, pid: int) -> None:

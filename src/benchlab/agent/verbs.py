@@ -83,17 +83,20 @@ def _dispatch(verb: str, args: list[str], stdin: Any, started_at: float) -> dict
     if verb == "clock":
         return {"started_at": started_at, "finished_at": time.time()}
     if verb == "sysinfo":
+        # lazy: start-up time, the bundle loads only the verb that runs
         from benchlab.agent.sysinfo import collect
 
         return collect()
     if verb == "exists":
         return exists(_read_payload(stdin))
     if verb == "system":
+        # lazy: start-up time, the bundle loads only the verb that runs
         from benchlab.agent.sysstate import advice, snapshot
 
         state = snapshot()
         return {"state": state, "advice": advice(state)}
     if verb == "membw":
+        # lazy: start-up time, the bundle loads only the verb that runs
         from benchlab.agent.membw import measure
 
         payload = _read_payload(stdin)
@@ -102,6 +105,7 @@ def _dispatch(verb: str, args: list[str], stdin: Any, started_at: float) -> dict
             raise AgentFailure("membw: size_bytes and threads must be positive integers")
         return measure(size=size, threads=threads)
     if verb == "run":
+        # lazy: start-up time, the bundle loads only the verb that runs
         from benchlab.agent.runner import TaskError, run_task
 
         try:
@@ -109,6 +113,7 @@ def _dispatch(verb: str, args: list[str], stdin: Any, started_at: float) -> dict
         except TaskError as exc:
             raise AgentFailure(str(exc)) from exc
     if verb == "reference":
+        # lazy: start-up time, the bundle loads only the verb that runs
         from benchlab.agent.reference_bench import UsageError
         from benchlab.agent.reference_bench import main as reference_main
 

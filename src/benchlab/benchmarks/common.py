@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.devices.base import Transport
-from benchlab.errors import ConfigError, DeviceError, MeasurementError, StoreError
+from benchlab.errors import ConfigError, DeviceError, MeasurementError, ParseError, StoreError
 from benchlab.files import SMALL_CAP, read_text
 from benchlab.models import AgentEnvelope, RunSpec
 
@@ -146,8 +146,6 @@ def batch_curve(points: list[dict[str, float]]) -> dict[str, Any]:
 def finite_metrics(metrics: dict[str, Any], where: str) -> dict[str, float | None]:
     """Metrics as floats; ParseError for NaN, infinity or a non-number."""
     import math
-
-    from benchlab.errors import ParseError
 
     out: dict[str, float | None] = {}
     for key, value in metrics.items():

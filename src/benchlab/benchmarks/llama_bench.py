@@ -39,6 +39,7 @@ from benchlab.benchmarks.common import (
 )
 from benchlab.devices.base import Transport
 from benchlab.errors import ConfigError, ParseError
+from benchlab.identity import normalize_precision
 from benchlab.metrics import chosen_prefill
 from benchlab.models import AgentEnvelope, AgentTask, BatchResults, KernelResults, RunSpec
 from benchlab.redact.shapes import public_kv_type, public_model_type
@@ -332,8 +333,6 @@ def results_from_rows(
 
 def row_facts(row: dict[str, Any]) -> dict[str, Any]:
     """The identity facts one llama-bench row states about the run that produced it."""
-    from benchlab.identity import normalize_precision
-
     facts: dict[str, Any] = {
         name: row[key] for key, name in FACT_FIELDS if row.get(key) not in (None, "")
     }

@@ -16,6 +16,7 @@ import re
 import sqlite3
 from typing import Any
 
+from benchlab.benchmarks.llama_bench import load_rows
 from benchlab.errors import ParseError
 from benchlab.redact.shapes import public_model_type
 
@@ -263,8 +264,6 @@ def _is_sql(text: str) -> bool:
 
 def read_rows(text: str) -> list[dict[str, Any]]:
     """Rows from any llama-bench output; the format is recognised from the text itself."""
-    from benchlab.benchmarks.llama_bench import load_rows
-
     stripped = text.lstrip()
     if not stripped:
         raise ParseError("empty llama-bench output")

@@ -67,7 +67,7 @@ from benchlab.catalog.document import (
     load_inventory,
     parse_catalog,
 )
-from benchlab.catalog.format import MARKS, POLICY, decode_entry
+from benchlab.catalog.format import MARKS, POLICY, decode_entry, refuse_old
 from benchlab.catalog.gate import read_catalog
 from benchlab.catalog.inventory import (
     build_inventory,
@@ -76,13 +76,13 @@ from benchlab.catalog.inventory import (
     publish_specs,
     summary_from_specs,
 )
-from benchlab.catalog.lines import _views_of, point_of
+from benchlab.catalog.lines import point_of, views_of
 from benchlab.catalog.lock import catalog_lock
 from benchlab.catalog.merge import (
-    _merge_static,
-    _static_of,
     check_conflicts,
     head_document,
+    merge_static,
+    static_of,
 )
 from benchlab.catalog.order import (
     CONFLICT,
@@ -90,9 +90,12 @@ from benchlab.catalog.order import (
     measurement,
     merge_copies,
 )
+from benchlab.catalog.published import policy_version
+from benchlab.catalog.read import load_catalog
+from benchlab.catalog.recheck import recheck_published
 from benchlab.catalog.result import BuildResult, Progress
 from benchlab.catalog.salvage import salvage_head
-from benchlab.catalog.scan import Group, GroupScan, _groups, _scan_group, _stat_groups
+from benchlab.catalog.scan import Group, GroupScan, run_groups, scan_group, stat_groups
 from benchlab.catalog.shardbook import ShardBook
 from benchlab.catalog.shards import (
     encode_line,
@@ -101,13 +104,13 @@ from benchlab.catalog.shards import (
     read_shard_gated,
     render_shard,
     shard_name,
+    shard_stats,
 )
-from benchlab.catalog.text import _digest, render
-from benchlab.catalog.upgrade import refuse_old
+from benchlab.catalog.text import digest, render
 from benchlab.catalog.verdicts import Judge
 from benchlab.catalog.views import ViewWriter, existing_views, remove_views, view_names
-from benchlab.catalog.workers import Fresh, Task, Workers, _read_dirs, _worker_setup, default_jobs
-from benchlab.errors import BenchlabError, SchemaError, StoreError
+from benchlab.catalog.workers import Fresh, Task, Workers, default_jobs, read_dirs, worker_setup
+from benchlab.errors import BenchlabError, NoMatchError, SchemaError, StoreError
 from benchlab.files import read_optional, refuse_links
 from benchlab.ids import check_id
 from benchlab.layout import (
@@ -117,7 +120,8 @@ from benchlab.layout import (
     write_error,
     write_set,
 )
-from benchlab.redact.policy import store_policy
+from benchlab.redact import default_policy
+from benchlab.redact.policy import collect_store_names, store_policy
 
 log = logging.getLogger("benchlab.catalog")
 
@@ -190,11 +194,7 @@ def warm_query_cache(store: Store, shards: list[str]) -> None:
     the (marshal) query cache, about what the first query would pay; larger ones are left
     to the first query.
     """
-    from benchlab.catalog.read import load_catalog
-
     try:
-        from benchlab.catalog.shards import shard_stats
-
         del shards  # not needed until the columnar refresh lives here
         if sum(size for _, size, _, _ in shard_stats(store.catalog_path)) <= WARM_LIMIT_BYTES:
             load_catalog(store.catalog_path, store.query_cache)
@@ -355,7 +355,7 @@ def _write_catalog(
     result = book.result
     path = store.catalog_path
     specs = seams.machine_specs(store)  # looked up here: tests inject a `git pull` in it
-    static = _static_of(head.get("machines", {}))
+    static = static_of(head.get("machines", {}))
     for machine, parsed in specs.items():
         static[machine] = summary_from_specs(parsed)
     now = read_catalog(path)
@@ -373,7 +373,7 @@ def _write_catalog(
             if not book.holds(run_id):
                 result.concurrent_merged += 1
             book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
-        static = _merge_static(static, _static_of(theirs.get("machines", {})))
+        static = merge_static(static, static_of(theirs.get("machines", {})))
         raw = now
     # Outlier marks: newest wins; a mark naming no run of the catalog goes (a run is
     # marked only while the catalog holds it; a retracted run's mark goes with it).
@@ -391,7 +391,7 @@ def _write_catalog(
         # Replaced once more while the shards were written: keep its static fields and
         # retractions, and its inline runs for the next build to shard.
         theirs = _parse_head(path, late, result)
-        static = _merge_static(static, _static_of(theirs.get("machines", {})))
+        static = merge_static(static, static_of(theirs.get("machines", {})))
         static = public_static(store, specs, static)
         retracted |= set(theirs.get("retracted", []))
         rejected = book.rejected | set(theirs.get(REJECTED, []))
@@ -419,11 +419,6 @@ def _recheck(store: Store, book: ShardBook, head: dict[str, Any]) -> str:
     """The redaction policy's version (`catalog.published`); where the head recorded
     another (or none), every published line is held to today's policy first
     (`catalog.recheck`; ARCHITECTURE.md, Publishing and redaction)."""
-    from benchlab.catalog.published import policy_version
-    from benchlab.catalog.recheck import recheck_published
-    from benchlab.redact import default_policy
-    from benchlab.redact.policy import collect_store_names
-
     policy = default_policy()
     version = policy_version(policy)
     if head.get(POLICY) != version:
@@ -456,7 +451,7 @@ def _scan(
             entry = pending[run_id]
             book.place(run_id, shard_name(entry), encode_line(entry), point_of(entry), False)
     refused: list[str] = []
-    groups = _groups(store, refused)
+    groups = run_groups(store, refused)
     for link in refused:
         book.result.skipped += 1
         book.result.warnings.append(
@@ -466,9 +461,9 @@ def _scan(
     cached = {g.key: cache.group(g.key) if cache is not None else None for g in groups}
     since = time.time_ns()
     scans = []
-    stats = _stat_groups(groups, workers, cached)
+    stats = stat_groups(groups, workers, cached)
     for group, (names, sig, where, same) in zip(groups, stats, strict=True):
-        scan = _scan_group(group, names, sig, cached[group.key], book, since, where, same)
+        scan = scan_group(group, names, sig, cached[group.key], book, since, where, same)
         scan.final = scan.shards.copy()
         scan.old = cached[group.key]
         scans.append(scan)
@@ -535,10 +530,10 @@ def _read(
 
     tagged = _tasks(groups, scans, write_views=many or remake)
     if workers.parallel and many:
-        batches: Iterator[Any] = workers.imap(_read_dirs, [task for _, task in tagged])
+        batches: Iterator[Any] = workers.imap(read_dirs, [task for _, task in tagged])
     else:
-        _worker_setup(str(store.root), retracted)
-        batches = (_read_dirs(task) for _, task in tagged)
+        worker_setup(str(store.root), retracted)
+        batches = (read_dirs(task) for _, task in tagged)
     current = None
     for (machine, _task), batch in zip(tagged, batches, strict=True):
         if many and current is not None and machine != current:
@@ -664,7 +659,7 @@ def _reconcile_views(store: Store, book: ShardBook, result: BuildResult, *, swee
         if book.wanted is not None:
             book.wanted.update(names)
     for entry in book.removed:
-        stale.update(_views_of(entry))
+        stale.update(views_of(entry))
     for name in sorted(book.pulled):
         target = store.root / name
         if target.exists():
@@ -693,7 +688,7 @@ def _save_cache(
             continue
         final = scan.final if scan.final is not None else scan.shards
         out[scan.key] = GroupCache(scan.names, scan.sig, final, scan.ids, scan.racy)
-    cache.save(_digest(head_bytes), book.rows(), out)
+    cache.save(digest(head_bytes), book.rows(), out)
 
 
 def _retract_v3(store: Store, run_ids: list[str]) -> int:
@@ -701,8 +696,6 @@ def _retract_v3(store: Store, run_ids: list[str]) -> int:
     views go (a later build never meets these entries again to remove them). An id the
     catalog does not hold (a typo) is refused before anything is written: a tombstone is
     for good, and one for a run that never was would only wait for a run to bury."""
-    from benchlab.errors import NoMatchError
-
     path = store.catalog_path
     raw = read_catalog(path)
     if raw is None:
@@ -725,7 +718,7 @@ def _retract_v3(store: Store, run_ids: list[str]) -> int:
     dropped: list[dict[str, Any]] = []
     with write_set(store.write_aside, store.root):  # shards and head: all replaced, or none
         _retract_shards(path, head, shards, inline, withdrawn, wanted, dropped)
-    stale = {name for entry in dropped for name in _views_of(entry)}
+    stale = {name for entry in dropped for name in views_of(entry)}
     if stale:
         remove_views(store, stale)
     return len(dropped)
@@ -747,7 +740,7 @@ def _retract_shards(
             # Kept even when empty: a deleted shard would make another clone's run added to
             # it a modify/delete conflict at the next pull, which the merge driver never sees.
             atomic_write_bytes(shard_path, render_shard(kept))
-    static = _static_of(head.get("machines", {}))
+    static = static_of(head.get("machines", {}))
     pending = [e for e in inline if e["run_id"] not in wanted]
     dropped += [e for e in inline if e["run_id"] in wanted]
     doc = head_document(

@@ -23,7 +23,7 @@ CACHE_DIR = ".catalog-cache"
 CACHE_FORMAT = f"benchlab-catalog-build-cache/5 marshal{marshal.version}"
 
 
-def _stat(path: Path | str) -> list[int] | None:
+def stat_of(path: Path | str) -> list[int] | None:
     try:
         stat = os.stat(path)
     except FileNotFoundError:
@@ -114,7 +114,7 @@ class BuildCache:
             data = path.read_bytes()
         except OSError:
             return None
-        if _stat(path) != list(where[1:]):
+        if stat_of(path) != list(where[1:]):
             return None  # not the file the index was written with
         return GroupCache.load(data, key)
 
@@ -134,7 +134,7 @@ class BuildCache:
             name = _group_file(key)
             path = self.dir / name
             atomic_write_bytes(path, group.dump(key), durable=False)
-            stat = _stat(path)
+            stat = stat_of(path)
             if stat is not None:
                 listed[key] = [name, *stat]
         listed = {k: v for k, v in listed.items() if k in groups}

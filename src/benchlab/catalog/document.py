@@ -11,6 +11,7 @@ from benchlab.catalog.gate import check_head as gate_head
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 from benchlab.layout import loads_json, parse_model, read_json
+from benchlab.models import Catalog, MachineInventory
 
 # --- loading the tracked files ------------------------------------------------------------
 
@@ -33,8 +34,6 @@ def parse_catalog(path: Path | str, data: Any) -> dict[str, dict[str, Any]]:
 def parse_entries(path: Path | str, runs: Any) -> dict[str, dict[str, Any]]:
     """Validate entries as catalog entries (pydantic: for a build, a merge or an upgrade);
     return them by run id. Duplicates are errors."""
-    from benchlab.models import Catalog
-
     parse_model(path, Catalog, {"$schema": Catalog.SCHEMA_ID, "runs": runs})
     entries: dict[str, dict[str, Any]] = {}
     first_seen: dict[str, int] = {}
@@ -77,8 +76,6 @@ def load_document(
 
 
 def load_inventory(path: Path) -> dict[str, Any]:
-    from benchlab.models import MachineInventory
-
     if not path.exists():
         return {}
     data: dict[str, Any] = read_json(path)

@@ -44,6 +44,7 @@ from benchlab.catalog.format import (
     POLICY_PATTERN,
     REQUIRED_FIELDS,
     STATUSES,
+    decode_entry,
 )
 from benchlab.catalog.order import MAX_REJECTED, REJECTED, REJECTED_PATTERN, rejected_problem
 from benchlab.errors import SchemaError
@@ -199,7 +200,7 @@ def _curve_schema() -> dict[str, Any]:
 
 
 def kind_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of one field kind (the twin of `_CHECKERS[kind]`)."""
+    """The JSON Schema of one field kind (the twin of `CHECKERS[kind]`)."""
     null = kind.endswith("?")
     base = kind.rstrip("?")
     if base in ("id", "series", "model_id"):
@@ -330,10 +331,10 @@ def head_schema() -> dict[str, Any]:
 
 # --- the fast checker ---------------------------------------------------------------------
 
-_NULL = object()
+NULL = object()
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """A value as a message may show it: ASCII only, short."""
     text = ascii(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -350,7 +351,9 @@ def hidden_pattern() -> re.Pattern[str]:
     return _HIDDEN
 
 
-def _text(value: Any, pattern: re.Pattern[str] | None = None, limit: int = MAX_TEXT) -> str | None:
+def text_problem(
+    value: Any, pattern: re.Pattern[str] | None = None, limit: int = MAX_TEXT
+) -> str | None:
     if type(value) is not str:
         return f"expected a string, got {_json_type(value)}"
     if len(value) > limit:
@@ -359,7 +362,7 @@ def _text(value: Any, pattern: re.Pattern[str] | None = None, limit: int = MAX_T
     if found is not None:
         return f"holds the control or bidi character U+{ord(found.group()):04X}"
     if pattern is not None and not pattern.match(value):
-        return f"{_shown(value)} is not a valid id here"
+        return f"{shown_value(value)} is not a valid id here"
     return None
 
 
@@ -375,7 +378,7 @@ def _metric(value: Any) -> str | None:
     if type(value) is not float and type(value) is not int:
         return f"expected a number, got {_json_type(value)}"
     if not 0 <= value <= MAX_METRIC:
-        return f"{_shown(value)} is out of range (0 to {MAX_METRIC:g})"
+        return f"{shown_value(value)} is out of range (0 to {MAX_METRIC:g})"
     return None
 
 
@@ -401,9 +404,9 @@ def value_problem(value: Any) -> str | None:
             continue
         if kind is int or kind is float:
             if not -MAX_INT <= item <= MAX_INT:
-                return f"{where}: {_shown(item)} is out of range (|n| <= 2**53)".lstrip(": ")
+                return f"{where}: {shown_value(item)} is out of range (|n| <= 2**53)".lstrip(": ")
         elif kind is str:
-            problem = _text(item)
+            problem = text_problem(item)
             if problem is not None:
                 return f"{where}: {problem}".lstrip(": ")
         elif kind is list:
@@ -412,9 +415,9 @@ def value_problem(value: Any) -> str | None:
             stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
         elif kind is dict:
             for key, v in item.items():
-                problem = _text(key, limit=MAX_KEY)
+                problem = text_problem(key, limit=MAX_KEY)
                 if problem is not None:
-                    return f"{where}: key {_shown(key)}: {problem}".lstrip(": ")
+                    return f"{where}: key {shown_value(key)}: {problem}".lstrip(": ")
                 stack.append((f"{where}.{key}", v))
         else:
             return f"{where}: not a JSON value".lstrip(": ")
@@ -442,13 +445,13 @@ def _curve_point(point: Any) -> str | None:
 def _time(value: str) -> str | None:
     if _TIME.match(value):
         return None
-    return f"{_shown(value)} is not a date-time from 1970 to 2099"
+    return f"{shown_value(value)} is not a date-time from 1970 to 2099"
 
 
 def _stamp(value: Any) -> str | None:
-    problem = _text(value, limit=20)
+    problem = text_problem(value, limit=20)
     if problem is None and not _STAMP.match(value):
-        return f"{_shown(value)} is not a UTC time YYYY-MM-DDThh:mm:ssZ"
+        return f"{shown_value(value)} is not a UTC time YYYY-MM-DDThh:mm:ssZ"
     return problem
 
 
@@ -492,21 +495,21 @@ def _extras(value: Any) -> str | None:
         return f"{len(value)} metrics (at most {MAX_DECLARED})"
     for name, held in value.items():
         if type(name) is not str or not _EXTRA_NAME.match(name) or name in _NOT_EXTRA:
-            return f"{_shown(name)}: not a declared metric name"
+            return f"{shown_value(name)}: not a declared metric name"
         if type(held) is not dict or sorted(held) != _EXTRA_KEYS:
             return f"{name}: expected {{value, unit, better}}"
         number = held["value"]
         if type(number) is not float and type(number) is not int:
             return f"{name}.value: expected a number, got {_json_type(number)}"
         if not -MAX_EXTRA_VALUE <= number <= MAX_EXTRA_VALUE:
-            return f"{name}.value: {_shown(number)} is out of range (|n| <= 1e12)"
-        problem = _text(held["unit"], limit=MAX_UNIT)
+            return f"{name}.value: {shown_value(number)} is out of range (|n| <= 1e12)"
+        problem = text_problem(held["unit"], limit=MAX_UNIT)
         if problem is None and not held["unit"]:
             problem = "empty"
         if problem is not None:
             return f"{name}.unit: {problem}"
         if held["better"] not in ("higher", "lower"):
-            return f"{name}.better: expected higher or lower, got {_shown(held['better'])}"
+            return f"{name}.better: expected higher or lower, got {shown_value(held['better'])}"
     return None
 
 
@@ -547,16 +550,16 @@ def _samples(value: Any) -> str | None:
         return f"{len(value)} metrics (at most {MAX_DECLARED + len(REGISTRY)})"
     for name, held in value.items():
         if type(name) is not str or not _EXTRA_NAME.match(name):
-            return f"{_shown(name)}: not a metric name"
+            return f"{shown_value(name)}: not a metric name"
         if type(held) is not dict or sorted(held) != _SAMPLE_KEYS:
             return f"{name}: expected {{n, mean, sd}}"
         n, centre, sd = held["n"], held["mean"], held["sd"]
         if type(n) is not int or not 2 <= n <= MAX_SAMPLE_N:
-            return f"{name}.n: expected an integer from 2 to {MAX_SAMPLE_N}, got {_shown(n)}"
+            return f"{name}.n: expected an integer from 2 to {MAX_SAMPLE_N}, got {shown_value(n)}"
         if type(centre) not in (int, float) or not -MAX_EXTRA_VALUE <= centre <= MAX_EXTRA_VALUE:
-            return f"{name}.mean: expected a number within +-1e12, got {_shown(centre)}"
+            return f"{name}.mean: expected a number within +-1e12, got {shown_value(centre)}"
         if type(sd) not in (int, float) or not 0 <= sd <= MAX_METRIC:
-            return f"{name}.sd: expected a number from 0 to 1e12, got {_shown(sd)}"
+            return f"{name}.sd: expected a number from 0 to 1e12, got {shown_value(sd)}"
     return None
 
 
@@ -568,12 +571,12 @@ def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]
     return lambda value: None if value is None else check(value)
 
 
-_CHECKERS: dict[str, Callable[[Any], str | None]] = {
-    "id": lambda v: _text(v, _ID, MAX_ID),
-    "series": lambda v: _text(v, _SERIES, MAX_ID),
-    "model_id": lambda v: _text(v, _MODEL_ID, MAX_ID),
-    "text": _text,
-    "texts": lambda v: _items(v, _text),
+CHECKERS: dict[str, Callable[[Any], str | None]] = {
+    "id": lambda v: text_problem(v, _ID, MAX_ID),
+    "series": lambda v: text_problem(v, _SERIES, MAX_ID),
+    "model_id": lambda v: text_problem(v, _MODEL_ID, MAX_ID),
+    "text": text_problem,
+    "texts": lambda v: _items(v, text_problem),
     "int": _int,
     "ints": lambda v: _items(v, _int),
     "bool": lambda v: None if type(v) is bool else f"expected a boolean, got {_json_type(v)}",
@@ -581,11 +584,13 @@ _CHECKERS: dict[str, Callable[[Any], str | None]] = {
     "obj": lambda v: (
         value_problem(v) if type(v) is dict else f"expected an object, got {_json_type(v)}"
     ),
-    "status": lambda v: None if v in STATUSES else f"expected 'ok' or 'failed', got {_shown(v)}",
+    "status": lambda v: (
+        None if v in STATUSES else f"expected 'ok' or 'failed', got {shown_value(v)}"
+    ),
     "failure_kind": lambda v: (
         None
         if v is None or v in FAILURE_KINDS
-        else f"expected one of {', '.join(FAILURE_KINDS)} or null, got {_shown(v)}"
+        else f"expected one of {', '.join(FAILURE_KINDS)} or null, got {shown_value(v)}"
     ),
     "curve": _nullable(lambda v: _items(v, _curve_point)),
     "extras": _nullable(lambda v: _extras(v)),
@@ -593,22 +598,24 @@ _CHECKERS: dict[str, Callable[[Any], str | None]] = {
     "verdict": lambda v: (
         None
         if v is None or v in GATE_STATUSES
-        else f"expected one of {', '.join(GATE_STATUSES)} or null, got {_shown(v)}"
+        else f"expected one of {', '.join(GATE_STATUSES)} or null, got {shown_value(v)}"
     ),
     "mark_state": lambda v: (
-        None if v in MARK_STATES else f"expected one of {', '.join(MARK_STATES)}, got {_shown(v)}"
+        None
+        if v in MARK_STATES
+        else f"expected one of {', '.join(MARK_STATES)}, got {shown_value(v)}"
     ),
     "stamp": _stamp,
-    "time": lambda v: _text(v) or _time(v),
-    "reason?": _nullable(lambda v: _text(v, limit=MARK_REASON_MAX)),
+    "time": lambda v: text_problem(v) or _time(v),
+    "reason?": _nullable(lambda v: text_problem(v, limit=MARK_REASON_MAX)),
 }
 for _kind in ("id", "series", "model_id", "text", "int", "ints", "bool", "num", "obj"):
-    _CHECKERS[f"{_kind}?"] = _nullable(_CHECKERS[_kind])
-_CHECKERS["num"] = _CHECKERS["num?"]  # a metric may be null
+    CHECKERS[f"{_kind}?"] = _nullable(CHECKERS[_kind])
+CHECKERS["num"] = CHECKERS["num?"]  # a metric may be null
 
 
 def _compiled(fields: dict[str, str]) -> dict[str, Callable[[Any], str | None]]:
-    return {name: _CHECKERS[kind] for name, kind in fields.items()}
+    return {name: CHECKERS[kind] for name, kind in fields.items()}
 
 
 _LINE_CHECKS = _compiled(LINE_FIELDS)
@@ -625,7 +632,7 @@ def _fields_problem(
         check = checks.get(name)
         if check is None:
             if type(name) is not str or not key.match(name):
-                return f"{_shown(name)}: not a field name"
+                return f"{shown_value(name)}: not a field name"
             problem = value_problem(value)
         else:
             problem = check(value)
@@ -750,10 +757,10 @@ def line_problem(entry: Any) -> str | None:
 def _conflict_problem(line: dict[str, Any]) -> str | None:
     extra = sorted(k for k in line if k not in ("run_id", CONFLICT))
     if extra:
-        return f"{_shown(extra[0])}: not a field of a conflict line"
+        return f"{shown_value(extra[0])}: not a field of a conflict line"
     if "run_id" not in line:
         return "run_id: field required"
-    problem = _CHECKERS["id"](line["run_id"])
+    problem = CHECKERS["id"](line["run_id"])
     if problem is not None:
         return f"run_id: {problem}"
     held = line[CONFLICT]
@@ -792,46 +799,50 @@ def head_problem(doc: Any) -> str | None:
     """What is wrong with a v3 catalog.json, as `$.field: reason`; None when it passes."""
     if type(doc) is not dict:
         return f"$: expected an object, got {_json_type(doc)}"
-    if doc.get("$schema", _NULL) != HEAD_SCHEMA_ID:
-        return f"$.$schema: expected {HEAD_SCHEMA_ID!r}, got {_shown(doc.get('$schema'))}"
+    if doc.get("$schema", NULL) != HEAD_SCHEMA_ID:
+        return f"$.$schema: expected {HEAD_SCHEMA_ID!r}, got {shown_value(doc.get('$schema'))}"
     for name, value in doc.items():
-        problem = _head_field(name, value)
+        problem = head_field(name, value)
         if problem is not None:
             sep = "" if problem.startswith(("[", ".")) else ": "
             return f"$.{name}{sep}{problem}" if type(name) is str else f"$: {problem}"
     return None
 
 
-def _head_field(name: Any, value: Any) -> str | None:
+def head_field(name: Any, value: Any) -> str | None:
     if name == "$schema":
         return None
     if name in ("version", "shards"):
-        return _text(value)
+        return text_problem(value)
     if name == "retracted":
-        return _items_any(value, _CHECKERS["id"])
+        return _items_any(value, CHECKERS["id"])
     if name == "runs":
         return _items_any(value, line_problem)
     if name == MARKS:
         return _items_any(value, mark_problem, MAX_REJECTED)
     if name == POLICY:
         ok = type(value) is str and _POLICY.match(value)
-        return None if ok else f"expected a policy version (16 hex digits), got {_shown(value)}"
+        return (
+            None if ok else f"expected a policy version (16 hex digits), got {shown_value(value)}"
+        )
     if name == REJECTED:
         return _items_any(value, rejected_problem, MAX_REJECTED)
     if name == "machines":
         if type(value) is not dict:
             return f"expected an object, got {_json_type(value)}"
         for machine, summary in value.items():
-            problem = _text(machine, _ID, MAX_ID)
+            problem = text_problem(machine, _ID, MAX_ID)
             if problem is None and type(summary) is not dict:
                 problem = f"expected an object, got {_json_type(summary)}"
             if problem is None:
                 problem = _fields_problem(summary, _MACHINE_CHECKS)
             if problem is not None:
-                return f".{_shown(machine) if type(machine) is not str else machine}: {problem}"
+                return (
+                    f".{shown_value(machine) if type(machine) is not str else machine}: {problem}"
+                )
         return None
     if type(name) is not str or not _HEAD_KEY.match(name):
-        return f"{_shown(name)}: not a field name"
+        return f"{shown_value(name)}: not a field name"
     return value_problem(value)
 
 
@@ -846,7 +857,7 @@ def mark_problem(mark: Any) -> str | None:
     for name, value in mark.items():
         check = _MARK_CHECKS.get(name)
         if check is None:
-            return f".{_shown(name)}: not a field of a mark"
+            return f".{shown_value(name)}: not a field of a mark"
         problem = check(value)
         if problem is not None:
             return f".{name}: {problem}"
@@ -891,8 +902,6 @@ def gate_lines(raw: bytes, where: str) -> tuple[list[dict[str, Any]], list[int],
     named (`where:LINE: field: reason`) and set aside; the other lines still serve. Entries
     come back decoded (`shards.decode_entry`); a run id twice in one shard is set aside
     the second time."""
-    from benchlab.catalog.format import decode_entry
-
     out: list[dict[str, Any]] = []
     offsets: list[int] = []
     problems: list[str] = []

@@ -20,19 +20,21 @@ from benchlab.files import read_optional, refuse_links
 from benchlab.layout import (
     Store,
     atomic_write_text,
+    dump_model,
+    find_store,
     parse_model,
     read_json,
 )
+from benchlab.models import MachineSpecs
 from benchlab.redact import scrub_public
-from benchlab.redact.policy import collect_store_names
+from benchlab.redact.policy import collect_store_names, read_config
+from benchlab.redact.shapes import refuse_hostname_as_id
 
 log = logging.getLogger("benchlab.catalog")
 
 
 def machine_specs(store: Store) -> dict[str, Any]:
     """Machine specs by id: this clone's private copy, else the public one from git."""
-    from benchlab.models import MachineSpecs
-
     found: dict[str, Path] = {}
     for base in (store.machines_dir, store.by_machine):
         if not base.is_dir():
@@ -84,9 +86,6 @@ def host_named_machines(
     and each machine's own `hostname`. `others`: more ids to judge (an old inventory's, the
     public specs dirs left from an earlier build). redaction.yaml's `allow.values` says a
     name is public after all."""
-    from benchlab.redact.policy import read_config
-    from benchlab.redact.shapes import refuse_hostname_as_id
-
     config = read_config(store.redaction_path)
     hosts = {*collect_store_names(store.root).hosts, *config.known.hosts}
     allowed = {v.lower() for v in config.allow.values}
@@ -139,8 +138,6 @@ def build_inventory(
     """Inventory from specs; machines known before but without specs here are kept, except
     those whose id is a host name (`host_named_machines`), which go, old rows included.
     `store`: whose host names count (default: the store found from here)."""
-    from benchlab.layout import find_store
-
     machines = dict(old.get("machines", {}))
     refused = host_named_machines(store or Store(find_store()), specs, machines)
     for machine in refused:
@@ -178,9 +175,6 @@ def publish_specs(store: Store, specs: dict[str, Any]) -> int:
     when its text changes, so builds stay quiet in git. A machine whose id is a host name
     gets no copy, and one left by an earlier build (before the name was known) is removed.
     """
-    from benchlab.layout import dump_model
-    from benchlab.models import MachineSpecs
-
     written = 0
     refuse_links(store.machines_dir, store.root)
     on_disk = (

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from benchlab.catalog.gate import gate_lines
 from benchlab.catalog.merge import (
     check_lines,
 )
@@ -35,7 +36,7 @@ def id_hash(run_id: str) -> int:
     return (zlib.crc32(data) << 32) | zlib.adler32(data)
 
 
-def _hashes(ids: Iterable[str]) -> np.ndarray:
+def id_hashes(ids: Iterable[str]) -> np.ndarray:
     return np.sort(np.fromiter((id_hash(i) for i in ids), dtype=np.uint64))
 
 
@@ -54,7 +55,7 @@ def line_id(line: bytes) -> str:
     return str(orjson.loads(line)["run_id"])
 
 
-def _decode(line: bytes) -> dict[str, Any]:
+def decode_line(line: bytes) -> dict[str, Any]:
     return decode_entry(orjson.loads(line))
 
 
@@ -66,26 +67,26 @@ def point_of(entry: dict[str, Any]) -> tuple[Any, Any, Any]:
     return (entry.get("model_id"), entry.get("precision"), entry.get("status", "ok"))
 
 
-def _views_of(entry: dict[str, Any]) -> list[str]:
+def views_of(entry: dict[str, Any]) -> list[str]:
     """The view names of a line: none for a conflict line (no copy of it is the truth)."""
     return [] if CONFLICT in entry else list(view_names(entry))
 
 
-def _alone(here: bytes | None, elsewhere: list[bytes]) -> bool:
+def sole_copy(here: bytes | None, elsewhere: list[bytes]) -> bool:
     """Does the catalog hold at most one copy of this run (a conflict line holds several)?"""
     lines = [*([here] if here is not None else []), *elsewhere]
     if len(lines) > 1:
         return False
-    return not lines or b'"conflict":' not in lines[0] or CONFLICT not in _decode(lines[0])
+    return not lines or b'"conflict":' not in lines[0] or CONFLICT not in decode_line(lines[0])
 
 
-def _settled(held: list[bytes], line: bytes, mode: str) -> bytes:
+def settled_line(held: list[bytes], line: bytes, mode: str) -> bytes:
     """The line `ShardBook.place` keeps of the lines held for one run and an incoming one
     (`mode`: "again" a second dir of this clone, "alone" a fresh copy where the catalog held
     one copy, "own" a fresh copy beside a conflict, "" a pending one); a held line's own
     bytes where it is the result (the same entry, spelled differently)."""
-    olds = [_decode(h) for h in held]
-    entry = _decode(line)
+    olds = [decode_line(h) for h in held]
+    entry = decode_line(line)
     found = [copy for old in olds for copy in copies(old)]
     if mode == "again" and len(found) == 1:
         result = winner(found[0], entry)
@@ -103,13 +104,13 @@ def _settled(held: list[bytes], line: bytes, mode: str) -> bytes:
     return line if result == entry else encode_line(result)
 
 
-def _checked(name: str, entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def checked_entries(name: str, entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A shard's lines validated as catalog entries (conflict lines too), by run id."""
     check_lines(name, entries)
     return {entry["run_id"]: entry for entry in entries}
 
 
-def _points(counts: dict[tuple[Any, Any, Any], int]) -> list[list[Any]]:
+def points(counts: dict[tuple[Any, Any, Any], int]) -> list[list[Any]]:
     return sorted(([m, p, s] for (m, p, s), n in counts.items() if n > 0), key=_point_key)
 
 
@@ -129,8 +130,6 @@ def gated(raw: bytes, name: str) -> tuple[list[dict[str, Any]], list[BadLine], l
     """A shard's lines through the gate, for the build: (entries that pass, the lines it
     refuses as `BadLine`s, their problems `name:LINE: field: reason`). The build keeps a
     refused line where it is rather than stop every build over another clone's line."""
-    from benchlab.catalog.gate import gate_lines
-
     entries, offsets, problems = gate_lines(raw, name)
     if not problems:
         return entries, [], []

@@ -16,15 +16,19 @@ from typing import Any
 
 from benchlab.catalog.document import parse_catalog
 from benchlab.catalog.format import MARK_REASON_MAX, MARKS, POLICY, Entry
-from benchlab.catalog.gate import read_catalog
+from benchlab.catalog.gate import MAX_TEXT, read_catalog, text_problem
 from benchlab.catalog.lock import catalog_lock
 from benchlab.catalog.marks import Mark, aside_reason, head_marks, new_mark
-from benchlab.catalog.merge import _static_of, head_document
+from benchlab.catalog.merge import head_document, static_of
 from benchlab.catalog.order import REJECTED
+from benchlab.catalog.read import load_catalog
 from benchlab.catalog.text import render
-from benchlab.errors import NoMatchError, QueryError, StoreError
+from benchlab.errors import NoMatchError, QueryError, SchemaError, StoreError
 from benchlab.ids import check_id
 from benchlab.layout import Store, atomic_write_bytes, loads_json, write_error
+from benchlab.redact import default_policy
+from benchlab.redact.policy import store_policy
+from benchlab.redact.shapes import value_shape_ok
 
 _STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -33,14 +37,10 @@ def check_reason(reason: str | None) -> str | None:
     """A mark's reason as it may be published, or QueryError naming `--reason`: at most
     MARK_REASON_MAX characters, no control or bidi character, and nothing the store's
     redaction policy calls a tell (a host name, a path, a secret): it is public text."""
-    from benchlab.catalog.gate import MAX_TEXT, _text
-    from benchlab.redact import default_policy
-    from benchlab.redact.shapes import value_shape_ok
-
     if reason is None or not reason.strip():
         return None
     reason = reason.strip()
-    problem = _text(reason, limit=min(MAX_TEXT, MARK_REASON_MAX))
+    problem = text_problem(reason, limit=min(MAX_TEXT, MARK_REASON_MAX))
     if problem is not None:
         raise QueryError(f"--reason: {problem}")
     if not value_shape_ok("outlier_reason", reason, default_policy()):
@@ -64,9 +64,6 @@ def find_entry(store: Store, run_id: str, *, local: bool = False) -> Entry | Non
     """The catalog entry of `run_id`, or NoMatchError (one line, with a suggestion). With
     `local` (this clone has the run's record), a run not in the catalog yet, or no catalog
     at all, is None instead: the next build publishes it."""
-    from benchlab.catalog.read import load_catalog
-    from benchlab.errors import SchemaError
-
     check_id(run_id, "run id")
     try:
         catalog = load_catalog(store.catalog_path, store.query_cache)
@@ -101,8 +98,6 @@ def write_mark(
 ) -> Mark:
     """Add one mark record to catalog.json (under the catalog lock, atomically); returns
     it. The head passes the gate first: a hostile head is refused, never rewritten."""
-    from benchlab.redact.policy import store_policy
-
     with store_policy(store.root):  # the marked store's redaction policy, not the cwd's
         checked = check_reason(reason)
     mark = new_mark(run_id, at=at or utc_now(), clear=clear, reason=checked)
@@ -138,7 +133,7 @@ def _write(store: Store, mark: Mark) -> Mark:
         mark = {**mark, "at": _after(held["at"])}
     pending = [*head.get("runs", []), *head.get("conflicts", [])]
     doc = head_document(
-        _static_of(head.get("machines", {})),
+        static_of(head.get("machines", {})),
         head.get("retracted", []),
         pending,
         head.get(REJECTED, []),

@@ -17,17 +17,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from benchlab.catalog.document import parse_shard_entries
 from benchlab.catalog.format import CATALOG_V3, MARK_REASON_MAX, MARKS, POLICY
 from benchlab.catalog.marks import stored_marks
-from benchlab.catalog.order import (  # noqa: F401 (_entry_rank, winner: re-exported)
+from benchlab.catalog.order import (  # noqa: F401 (entry_rank, winner: re-exported)
     CONFLICT,
     REJECTED,
-    _entry_rank,
-    _time_key,
+    entry_rank,
     settle,
+    time_key,
     winner,
 )
-from benchlab.catalog.shards import union
+from benchlab.catalog.shards import LAYOUT, union
+from benchlab.errors import SchemaError
 from benchlab.layout import (
     canonical_json,
 )
@@ -43,9 +45,6 @@ def check_lines(where: str, lines: list[dict[str, Any]]) -> None:
     included: each holds two or more copies of its own run, in the form `settle` writes.
     Copies are checked in layers (each run's first copy, then its second, ...) so that one
     run's copies are never mistaken for duplicate ids."""
-    from benchlab.catalog.document import parse_shard_entries
-    from benchlab.errors import SchemaError
-
     layers: list[list[dict[str, Any]]] = [[]]
     for line in lines:
         if CONFLICT not in line:
@@ -79,8 +78,6 @@ def check_lines(where: str, lines: list[dict[str, Any]]) -> None:
 def check_conflicts(where: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
     """A document's `conflicts` (a v2 catalog's, or a v3 head's from a merge with a v2
     side): an array of conflict lines, each checked (`check_lines`). Returns them."""
-    from benchlab.errors import SchemaError
-
     lines = doc.get("conflicts", [])
     if not isinstance(lines, list) or not all(
         isinstance(line, dict) and isinstance(line.get("run_id"), str) and CONFLICT in line
@@ -104,7 +101,7 @@ def _merge_value(a: Any, b: Any) -> Any:
     return max(a, b, key=canonical_json)
 
 
-def _merge_static(*sides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def merge_static(*sides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for side in sides:
         for key, value in side.items():
@@ -115,12 +112,12 @@ def _merge_static(*sides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]
 # --- derived state ------------------------------------------------------------------------
 
 
-def _date_of(timestamp: Any) -> str:
-    known, key = _time_key(timestamp)
+def date_of(timestamp: Any) -> str:
+    known, key = time_key(timestamp)
     return key[:10] if known else str(timestamp)[:10] or "unknown"
 
 
-def _static_of(machines: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def static_of(machines: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {
         m: {k: v for k, v in summary.items() if k in SUMMARY_STATIC}
         for m, summary in machines.items()
@@ -152,8 +149,6 @@ def head_document(
     `policy`: the redaction policy version the published lines were last checked under
     (`catalog.published`); None leaves it out, and the next build checks every line again.
     """
-    from benchlab.catalog.shards import LAYOUT
-
     withdrawn = sorted(set(retracted))
     gone = set(withdrawn)
     machines = {
@@ -198,7 +193,7 @@ def merge_heads(*docs: dict[str, Any]) -> dict[str, Any]:
     """The union of v3 catalog.json versions (the git merge driver): static fields,
     `retracted`, `rejected` and any inline runs (`runs`, `conflicts`) united; `marks`, the
     newest per run; `policy` kept where every side has the same."""
-    static = _merge_static(*(_static_of(doc.get("machines", {})) for doc in docs))
+    static = merge_static(*(static_of(doc.get("machines", {})) for doc in docs))
     retracted = {run_id for doc in docs for run_id in doc.get("retracted", [])}
     pending = union(*(_lines_of(doc) for doc in docs))
     rejected = {item for doc in docs for item in doc.get(REJECTED, [])}
@@ -211,5 +206,5 @@ def merge_heads(*docs: dict[str, Any]) -> dict[str, Any]:
 
 
 def merge_inventories(*docs: dict[str, Any]) -> dict[str, Any]:
-    machines = _merge_static(*(doc.get("machines", {}) for doc in docs))
+    machines = merge_static(*(doc.get("machines", {}) for doc in docs))
     return {"$schema": INVENTORY_SCHEMA, "machines": dict(sorted(machines.items()))}

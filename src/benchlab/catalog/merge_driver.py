@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.document import parse_catalog
-from benchlab.catalog.format import CATALOG_V3
+from benchlab.catalog.format import CATALOG_V3, OLD, refuse_old
 from benchlab.catalog.gate import MAX_CATALOG_BYTES, MAX_SHARD_BYTES
 from benchlab.catalog.merge import (
     INVENTORY_SCHEMA,
@@ -25,10 +25,10 @@ from benchlab.catalog.merge import (
 )
 from benchlab.catalog.shards import SHARD_DIR, SHARD_SUFFIX, merge_shard_bytes
 from benchlab.catalog.text import render
-from benchlab.catalog.upgrade import OLD, refuse_old
 from benchlab.errors import SchemaError, StoreError
 from benchlab.files import read_bytes, read_optional_text
 from benchlab.layout import Store, atomic_write_bytes, atomic_write_text, loads_json, parse_model
+from benchlab.models import MachineInventory
 
 MERGE_DRIVER = "benchlab-catalog"
 
@@ -70,7 +70,6 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str | None = None) -
             f"{label}: $.$schema: cannot merge {sorted(map(str, kinds))}; expected both sides "
             f"to be {CATALOG_V3!r} or {INVENTORY_SCHEMA!r}"
         )
-    from benchlab.models import MachineInventory
 
     for data, side in zip(sides, ("ours", "theirs"), strict=True):
         parse_model(f"{label} ({side})", MachineInventory, data)

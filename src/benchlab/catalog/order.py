@@ -37,7 +37,7 @@ _ISO_TIME = re.compile(
 # --- merge --------------------------------------------------------------------------------
 
 
-def _time_key(timestamp: Any) -> tuple[int, str]:
+def time_key(timestamp: Any) -> tuple[int, str]:
     """A sortable UTC key for an ISO 8601 stamp; unparsable stamps sort below every real one.
 
     Parsed here rather than with `datetime.fromisoformat`, whose accepted forms differ
@@ -73,7 +73,7 @@ def machine_activity(
     for entry in runs:
         machine = entry["machine_id"]
         counts[machine] = counts.get(machine, 0) + 1
-        stamp = (_time_key(entry["timestamp"]), entry["timestamp"])
+        stamp = (time_key(entry["timestamp"]), entry["timestamp"])
         if machine not in last or stamp > last[machine]:
             last[machine] = stamp
         if newest is None or stamp > newest:
@@ -82,10 +82,10 @@ def machine_activity(
     return counts, latest, newest[1] if newest is not None else None
 
 
-def _entry_rank(entry: dict[str, Any]) -> tuple[bool, tuple[int, str], int, str]:
+def entry_rank(entry: dict[str, Any]) -> tuple[bool, tuple[int, str], int, str]:
     return (
         entry.get("status", "ok") == "ok",
-        _time_key(entry.get("timestamp")),
+        time_key(entry.get("timestamp")),
         len(entry),
         _canonical(entry),
     )
@@ -97,7 +97,7 @@ def winner(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     Never used between clones: there a difference in measurement is a conflict (`settle`)."""
     if a == b:
         return a
-    return a if _entry_rank(a) >= _entry_rank(b) else b
+    return a if entry_rank(a) >= entry_rank(b) else b
 
 
 def measurement(entry: dict[str, Any]) -> bytes:

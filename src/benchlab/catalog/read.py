@@ -27,12 +27,35 @@ import orjson
 from benchlab.catalog.format import DEFAULT_METRIC as DEFAULT_METRIC  # their old home:
 from benchlab.catalog.format import ENTRY_FIELDS as ENTRY_FIELDS  # many callers import
 from benchlab.catalog.format import FAILURE_KINDS as FAILURE_KINDS  # them from here
-from benchlab.catalog.format import GATE_STATUSES
+from benchlab.catalog.format import GATE_STATUSES, KNOWN, refuse_old
 from benchlab.catalog.format import METRICS as METRICS
 from benchlab.catalog.format import REQUIRED_FIELDS as REQUIRED_FIELDS
 from benchlab.catalog.format import STATUSES as STATUSES
-from benchlab.catalog.upgrade import KNOWN, refuse_old
+from benchlab.catalog.gate import (
+    MAX_CATALOG_BYTES,
+    check_head,
+    extras_problem,
+    line_problem,
+    read_catalog,
+    read_regular,
+    samples_problem,
+    warn,
+)
+from benchlab.catalog.marks import head_marks, mark_problems, present_all
+from benchlab.catalog.order import (
+    CONFLICT,  # the gate's spelling too
+    REJECTED,
+    conflict_problems,
+    machine_activity,
+    merge_copies,
+    rejected_by_run,
+    without_rejected,
+)
+from benchlab.catalog.shards import iter_shards, read_shard_gated, shard_dir, shard_stats
 from benchlab.errors import QueryError, SchemaError, StoreError
+from benchlab.identity import join_unrecorded_threads
+from benchlab.layout import atomic_write_bytes
+from benchlab.metrics import declarations, learn, lift
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +118,7 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
         raise StoreError(missing_catalog_message(path)) from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot read: {exc.strerror}") from None
-    key = cache_key(stat) + _shards_key(path)
+    key = cache_key(stat) + shards_key(path)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -108,10 +131,7 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
         if was_enabled:
             gc.enable()
     if loaded.problems:
-        from benchlab.catalog.gate import warn
-
         warn(list(loaded.problems))
-    from benchlab.metrics import learn
 
     learn(loaded.declared)  # what --metric and the directions know (ARCHITECTURE.md, Metrics)
     return loaded
@@ -122,9 +142,6 @@ def _settled(loaded: LoadedCatalog) -> LoadedCatalog:
     catalog and kept in the query cache with it: runs without a recorded thread count joined
     to their series (ARCHITECTURE.md, Measurement identity), and declared metrics lifted to
     fields of their own, their declarations gathered (ARCHITECTURE.md, Metrics)."""
-    from benchlab.identity import join_unrecorded_threads
-    from benchlab.metrics import declarations, lift
-
     join_unrecorded_threads(loaded.runs)
     return replace(loaded, declared=declarations(lift(loaded.runs)))
 
@@ -134,19 +151,15 @@ def cache_key(stat: os.stat_result) -> tuple[Any, ...]:
     return (CACHE_FORMAT, stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
-def _shards_key(path: Path) -> tuple[Any, ...]:
+def shards_key(path: Path) -> tuple[Any, ...]:
     """A v3 catalog's entries live in shards next to it: the cache is valid while every
     shard keeps its name, size, mtime and inode too (builds and git replace files whole)."""
-    from benchlab.catalog.shards import shard_dir, shard_stats
-
     if not shard_dir(path).is_dir():
         return ()
     return tuple(shard_stats(path))
 
 
 def _parse_catalog(path: Path) -> LoadedCatalog:
-    from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
-
     data, _ = read_regular(path, str(path), MAX_CATALOG_BYTES)
     try:
         doc = orjson.loads(data)
@@ -162,8 +175,6 @@ def read_head(path: Path) -> dict[str, Any]:
     machines, retracted ids and pending runs); a v1 or v2 file is refused, naming `bench
     catalog upgrade`. Any fault is one StoreError or SchemaError naming the file (and the
     field): no link followed, no FIFO waited on."""
-    from benchlab.catalog.gate import check_head, read_catalog
-
     data = read_catalog(path)
     if data is None:
         raise StoreError(missing_catalog_message(path))
@@ -234,8 +245,6 @@ def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> No
     (marshal then writes them once), and each batch curve stays JSON bytes until a row is
     printed in full (`full_entry`): queries never look inside curves, and decoding a
     million curve points would cost more than everything else together."""
-    from benchlab.layout import atomic_write_bytes
-
     shared: dict[Any, Any] = {}
     runs = []
     for entry in loaded.runs:
@@ -286,7 +295,7 @@ def check_catalog(path: Path, doc: Any) -> LoadedCatalog:
     return _check_v3(path, doc)
 
 
-def _check_entries(path: Path, runs: list[Any]) -> None:
+def check_entries(path: Path, runs: list[Any]) -> None:
     # One tight loop with plain type() tests: this is the hot path of every query.
     required = REQUIRED_FIELDS
     numbers = _NUMBERS
@@ -358,24 +367,11 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
     file, is named in `problems` and set aside, and the rest still serves. A run whose
     copies measure differently (a conflict line, or copies in two shards) is left out and
     named in `problems`: no copy of it is the truth until `bench catalog validate`'s fix."""
-    from benchlab.catalog.gate import check_head
-    from benchlab.catalog.marks import head_marks, mark_problems, present_all
-    from benchlab.catalog.order import (
-        CONFLICT,
-        REJECTED,
-        conflict_problems,
-        machine_activity,
-        merge_copies,
-        rejected_by_run,
-        without_rejected,
-    )
-    from benchlab.catalog.shards import iter_shards, read_shard_gated
-
     check_head(path, doc)
     machines = doc.get("machines", {})
     retracted = doc.get("retracted", [])
     pending = doc.get("runs", [])
-    _check_entries(path, pending)
+    check_entries(path, pending)
     merged: dict[str, dict[str, Any]] = {}
     for entry in pending:
         merged[entry["run_id"]] = entry
@@ -410,8 +406,6 @@ def _check_v3(path: Path, doc: dict[str, Any]) -> LoadedCatalog:
 def _head_conflicts(path: Path, doc: dict[str, Any], problems: list[str]) -> list[dict[str, Any]]:
     """The head's conflict lines (`conflicts`), each through the gate; one that fails is
     named in `problems` and set aside."""
-    from benchlab.catalog.gate import CONFLICT, line_problem
-
     lines = doc.get("conflicts", [])
     if type(lines) is not list:
         problems.append(f"{path}: $.conflicts: expected an array of conflict lines")
@@ -456,15 +450,11 @@ def _check_rare(path: Path, i: int, entry: dict[str, Any]) -> None:
         raise _fail(path, f"$.runs[{i}].axes", "an object or null", axes)
     extra = entry.get("extra_metrics")
     if extra is not None:  # declared metrics (ARCHITECTURE.md, Metrics): the gate's check
-        from benchlab.catalog.gate import extras_problem
-
         problem = extras_problem(extra)
         if problem is not None:
             raise SchemaError(f"{path}: $.runs[{i}].extra_metrics: {problem}")
     held = entry.get("metric_samples")
     if held is not None:  # a run's samples (ARCHITECTURE.md, Compare): the gate's check
-        from benchlab.catalog.gate import samples_problem
-
         problem = samples_problem(held)
         if problem is not None:
             raise SchemaError(f"{path}: $.runs[{i}].metric_samples: {problem}")

@@ -15,9 +15,10 @@ from typing import Any
 
 import orjson
 
+from benchlab.catalog.document import parse_catalog
 from benchlab.catalog.format import MARKS, POLICY
-from benchlab.catalog.gate import MAX_SHARD_BYTES
-from benchlab.catalog.merge import _static_of, check_lines, head_document
+from benchlab.catalog.gate import MAX_SHARD_BYTES, read_catalog
+from benchlab.catalog.merge import check_lines, head_document, static_of
 from benchlab.catalog.order import (
     CONFLICT,
     REJECTED,
@@ -39,6 +40,7 @@ from benchlab.errors import QueryError
 from benchlab.files import read_bytes
 from benchlab.ids import check_id
 from benchlab.layout import Store, atomic_write_bytes, loads_json, write_set
+from benchlab.redact.policy import store_policy
 
 
 def _holding(path: Path, run_id: str) -> list[tuple[Path, str, list[dict[str, Any]]]]:
@@ -87,16 +89,11 @@ def resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
     in conflict; the others join the head's `rejected` and leave every shard. Returns the
     copy kept. The caller holds the catalog lock. The head passes the gate first; what the
     head publishes passes the store's redaction policy (not the working directory's)."""
-    from benchlab.redact.policy import store_policy
-
     with store_policy(store.root):
         return _resolve_v3(store, run_id, keep)
 
 
 def _resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
-    from benchlab.catalog.document import parse_catalog
-    from benchlab.catalog.gate import read_catalog
-
     check_id(run_id, "run id")
     path = store.catalog_path
     raw = read_catalog(path)
@@ -118,7 +115,7 @@ def _resolve_v3(store: Store, run_id: str, keep: int) -> dict[str, Any]:
     for (_, name, _), (_, out) in zip(shards, written, strict=True):
         check_lines(name, out)
     pending = _judged(inline, run_id, gone)
-    static = _static_of(head.get("machines", {}))
+    static = static_of(head.get("machines", {}))
     doc = head_document(
         static, head.get("retracted", []), pending, judged, head.get(MARKS, []), head.get(POLICY)
     )

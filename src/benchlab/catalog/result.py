@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from benchlab.redact.shapes import withheld_summary
+
 Progress = Callable[[int], None]
 
 
@@ -44,6 +46,5 @@ class BuildResult:
             text += f"; {self.set_aside} pulled line(s) refused, kept unpublished (see warnings)"
         if self.head_refused:
             text += f"; {self.head_refused} refused part(s) of catalog.json left out (see warnings)"
-        from benchlab.redact.shapes import withheld_summary
 
         return text + withheld_summary(self.warnings)

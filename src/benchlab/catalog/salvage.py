@@ -8,17 +8,17 @@ from typing import Any
 
 from benchlab.catalog.format import HEAD_SCHEMA_ID, MARKS
 from benchlab.catalog.gate import (
-    _CHECKERS,
-    _NULL,
-    _head_field,
-    _shown,
+    CHECKERS,
+    NULL,
+    head_field,
     line_problem,
     mark_problem,
+    shown_value,
 )
 from benchlab.catalog.order import MAX_REJECTED, REJECTED, rejected_problem
 
 _ITEM_CHECKS: dict[str, tuple[Callable[[Any], str | None], int | None]] = {
-    "retracted": (_CHECKERS["id"], None),
+    "retracted": (CHECKERS["id"], None),
     "runs": (line_problem, None),
     MARKS: (mark_problem, MAX_REJECTED),
     REJECTED: (rejected_problem, MAX_REJECTED),
@@ -31,12 +31,12 @@ def salvage_head(doc: Any) -> tuple[dict[str, Any], list[str]]:
     alone, any other bad field whole (ARCHITECTURE.md, invariant 11). A head that is
     not a v3 head at all (not an object, another `$schema`) has nothing to salvage: it
     comes back as it is, with no problems named, for `check_head` to refuse."""
-    if type(doc) is not dict or doc.get("$schema", _NULL) != HEAD_SCHEMA_ID:
+    if type(doc) is not dict or doc.get("$schema", NULL) != HEAD_SCHEMA_ID:
         return doc, []
     out: dict[str, Any] = {}
     problems: list[str] = []
     for name, value in doc.items():
-        problem = _head_field(name, value)
+        problem = head_field(name, value)
         if problem is None:
             out[name] = value
             continue
@@ -57,13 +57,13 @@ def salvage_head(doc: Any) -> tuple[dict[str, Any], list[str]]:
         elif name == "machines" and type(value) is dict:
             out[name] = {}
             for machine, summary in value.items():
-                bad = _head_field(name, {machine: summary})
+                bad = head_field(name, {machine: summary})
                 if bad is None:
                     out[name][machine] = summary
                 else:
                     problems.append(f"$.{name}{bad}")
         else:
             sep = "" if problem.startswith(("[", ".")) else ": "
-            shown = name if type(name) is str else _shown(name)
+            shown = name if type(name) is str else shown_value(name)
             problems.append(f"$.{shown}{sep}{problem}")
     return out, problems

@@ -38,7 +38,7 @@ class Group:
     machine: str
 
 
-def _groups(store: Store, refused: list[str] | None = None) -> list[Group]:
+def run_groups(store: Store, refused: list[str] | None = None) -> list[Group]:
     """Every run-dir group; a machine dir that is a symlink (it may point anywhere,
     outside the store too) is not one: its path goes to `refused`."""
     out = []
@@ -195,7 +195,7 @@ def _scan_task(task: tuple[str, str, int]) -> tuple[str, bytes, bytes | None, by
     return "\0".join(names), sig.tobytes(), where, same
 
 
-def _stat_groups(
+def stat_groups(
     groups: list[Group], workers: Workers, cached: dict[str, GroupCache | None]
 ) -> list[tuple[list[str], np.ndarray, np.ndarray | None, np.ndarray | None]]:
     """Every group's run dir names and stat rows, and how they match the cache; in the
@@ -241,7 +241,7 @@ def _disk_order(rows: np.ndarray, sig: np.ndarray) -> list[int]:
     return order
 
 
-def _scan_group(
+def scan_group(
     group: Group,
     names: list[str],
     sig: np.ndarray,

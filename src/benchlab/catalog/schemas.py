@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchlab.files import read_optional
+from benchlab.catalog.gate import head_schema, line_schema
+from benchlab.errors import SchemaError
+from benchlab.files import check_output, read_optional
 from benchlab.layout import atomic_write_json, canonical_json
 from benchlab.models import DOCUMENTS
 
@@ -26,8 +28,6 @@ def generated() -> dict[str, dict[str, Any]]:
     """Every schema by file name: the models' documents, and the v3 catalog's head and shard
     line from the catalog gate's field table (`catalog.gate`), the one checker that pulled
     shards pass and that a test keeps in agreement with these two schemas."""
-    from benchlab.catalog.gate import head_schema, line_schema
-
     out = {}
     for cls in DOCUMENTS:
         schema = cls.model_json_schema(by_alias=True, mode="validation")
@@ -43,8 +43,6 @@ def write_schemas(directory: Path) -> list[Path]:
     """Write every schema into `directory`; a link between the repository root and it (a
     committed `schemas` link) is one UnsafePathError, nothing written (ARCHITECTURE.md, One
     reader and one writer path)."""
-    from benchlab.files import check_output
-
     root = check_output(directory)
     written = []
     for name, schema in sorted(generated().items()):
@@ -67,8 +65,6 @@ def validate(path: Path | str, data: Any, schema_id: str) -> None:
     """Validate with jsonschema (a dev dependency: the tests' check that a file the code
     accepts also passes its published schema); the error names the file and the JSON path."""
     import jsonschema
-
-    from benchlab.errors import SchemaError
 
     schema = generated()[schema_name(schema_id)]
     validator = jsonschema.Draft202012Validator(schema)

@@ -9,21 +9,21 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.catalog.buildcache import _stat
-from benchlab.catalog.gate import MAX_SHARD_BYTES, read_regular
+from benchlab.catalog.buildcache import stat_of
+from benchlab.catalog.gate import MAX_SHARD_BYTES, gate_lines, read_regular
 from benchlab.catalog.lines import (
     BadLine,
-    _alone,
-    _checked,
-    _decode,
-    _hashes,
-    _points,
-    _settled,
-    _views_of,
+    checked_entries,
+    decode_line,
     gated,
     id_hash,
+    id_hashes,
     line_id,
     point_of,
+    points,
+    settled_line,
+    sole_copy,
+    views_of,
     with_bad,
 )
 from benchlab.catalog.order import (
@@ -120,7 +120,7 @@ class ShardBook:
         stale: list[int] = []
         for name, path in iter_shards(self.store.catalog_path):
             sid = self.by_name.get(name)
-            if sid is not None and _stat(path) == self.shards[sid].stat:  # type: ignore[union-attr]
+            if sid is not None and stat_of(path) == self.shards[sid].stat:  # type: ignore[union-attr]
                 self.state[sid] = SAME
                 continue
             if sid is None:
@@ -155,7 +155,7 @@ class ShardBook:
         for sid, (stat, canonical, counts, ids, _) in zip(sids, checked, strict=True):
             shard = self._shard(sid)
             shard.stat, shard.canonical, shard.counts = stat, canonical, counts
-            shard.hashes = _hashes(ids)
+            shard.hashes = id_hashes(ids)
         self._index = None
 
     def _shard(self, sid: int) -> Shard:
@@ -175,7 +175,7 @@ class ShardBook:
         hashes were indexed; callers check the lines)."""
         if self._index is None or len(self._recent) > RECENT_LIMIT:
             parts = [
-                (_hashes(s.lines) if s.lines is not None else s.hashes, sid)
+                (id_hashes(s.lines) if s.lines is not None else s.hashes, sid)
                 for sid, s in enumerate(self.shards)
                 if s is not None
             ]
@@ -212,13 +212,13 @@ class ShardBook:
         shard = self._shard(sid)
         if shard.lines is None:
             path = self.store.root / shard.name
-            stat = _stat(path)
+            stat = stat_of(path)
             raw = read_regular(path, shard.name, MAX_SHARD_BYTES)[0] if stat is not None else b""
             if raw and shard.canonical and stat == shard.stat:
                 shard.lines = {line_id(line): line for line in raw.split(b"\n") if line}
             elif raw:
                 good, shard.bad, _ = gated(raw, shard.name)
-                entries = _checked(shard.name, good)
+                entries = checked_entries(shard.name, good)
                 shard.lines = {k: encode_line(e) for k, e in entries.items()}
                 shard.counts = _count(entries.values())
             else:
@@ -232,7 +232,7 @@ class ShardBook:
         line = self.lines(sid).pop(run_id, None)
         if line is not None:
             shard = self._shard(sid)
-            point = point_of(_decode(line))
+            point = point_of(decode_line(line))
             shard.counts[point] = shard.counts.get(point, 0) - 1
             shard.dirty = True
             self.loaded_lines -= 1
@@ -245,7 +245,7 @@ class ShardBook:
             return
         shard = self._shard(sid)
         if old is not None:
-            held = point_of(_decode(old))
+            held = point_of(decode_line(old))
             shard.counts[held] = shard.counts.get(held, 0) - 1
         else:
             self.loaded_lines += 1
@@ -279,9 +279,9 @@ class ShardBook:
         the view names a reader already wrote for this line (else this process writes
         them)."""
         rounds = self._rejected.get(run_id)
-        digests = self._effective(run_id, rounds, [_decode(line)]) if rounds else None
+        digests = self._effective(run_id, rounds, [decode_line(line)]) if rounds else None
         if digests:
-            judged = without_digests(_decode(line), digests)
+            judged = without_digests(decode_line(line), digests)
             if judged is None:  # a copy `bench catalog resolve` set aside
                 if views is not None:
                     self._views_back(run_id, views)
@@ -303,12 +303,12 @@ class ShardBook:
             for other in (candidates if candidates is not None else self.where([run_id])[0])
             if other != sid and self.shards[other] is not None and run_id in self.lines(other)
         ]
-        alone = _alone(here, [self.lines(other)[run_id] for other in elsewhere])
+        alone = sole_copy(here, [self.lines(other)[run_id] for other in elsewhere])
         taken: list[bytes] = []
         take_all = again or (fresh and alone)
-        key = measurement(_decode(line)) if elsewhere and not take_all else b""
+        key = measurement(decode_line(line)) if elsewhere and not take_all else b""
         for other in elsewhere:
-            old = _decode(self.lines(other)[run_id])
+            old = decode_line(self.lines(other)[run_id])
             if take_all or (CONFLICT not in old and measurement(old) == key):
                 line_out = self.remove(other, run_id)
                 if line_out is not None:
@@ -318,15 +318,15 @@ class ShardBook:
         incoming = line
         if held_lines and held_lines != [line]:
             mode = "again" if again else "alone" if fresh and alone else "own" if fresh else ""
-            line = _settled(held_lines, line, mode)
-            point = point_of(_decode(line))
+            line = settled_line(held_lines, line, mode)
+            point = point_of(decode_line(line))
         self.put(sid, run_id, line, point)
-        kept = _decode(line) if line is not incoming else None
+        kept = decode_line(line) if line is not incoming else None
         if again and views is not None and held is not None and held != incoming:
             # Two readers wrote views of one run, in no known order: the winner's go back.
-            kept = kept if kept is not None else _decode(line)
+            kept = kept if kept is not None else decode_line(line)
             self.touched[run_id] = kept
-            self.stale.update(set(views) - set(_views_of(kept)))
+            self.stale.update(set(views) - set(views_of(kept)))
         if held_lines == [line]:
             if views is not None and line.startswith(b'{"conflict":'):
                 self.stale.update(views)  # a reader wrote views of a copy in conflict
@@ -337,19 +337,19 @@ class ShardBook:
             else:
                 self.result.changed += 1
         if views is None or (kept is not None and CONFLICT in kept):
-            entry = kept if kept is not None else _decode(line)
+            entry = kept if kept is not None else decode_line(line)
             self.touched[run_id] = entry
-            self.stale.update(set(views or ()) - set(_views_of(entry)))
-            views = tuple(_views_of(entry))
+            self.stale.update(set(views or ()) - set(views_of(entry)))
+            views = tuple(views_of(entry))
         for held_line in held_lines:
-            self.stale.update(set(_views_of(_decode(held_line))) - set(views))
+            self.stale.update(set(views_of(decode_line(held_line))) - set(views))
 
     def _views_back(self, run_id: str, views: tuple[str, ...]) -> None:
         """A reader wrote views of a rejected copy: those of the copy kept go back (or, with
         none kept, the names go)."""
         for sid in self.where([run_id])[0]:
             line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
-            if line is not None and CONFLICT not in (kept := _decode(line)):
+            if line is not None and CONFLICT not in (kept := decode_line(line)):
                 self.touched[run_id] = kept
                 self.stale.update(set(views) - set(view_names(kept)))
                 return
@@ -367,7 +367,7 @@ class ShardBook:
             lines = self.lines(sid)
             shard.dirty = shard.dirty or (not shard.canonical and shard.stat is not None)
             for run_id, line in sorted(lines.items()):
-                entry = _decode(line)
+                entry = decode_line(line)
                 target = shard_name(entry)
                 if target != shard.name:
                     self.place(run_id, target, line, point_of(entry), False)
@@ -383,11 +383,11 @@ class ShardBook:
                 line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
                 if line is None:
                     continue
-                kept = without_digests(_decode(line), digests)
+                kept = without_digests(decode_line(line), digests)
                 if kept is None:
-                    self.removed.append(_decode(line))
+                    self.removed.append(decode_line(line))
                     self.remove(sid, run_id)
-                elif kept != _decode(line):
+                elif kept != decode_line(line):
                     self.remove(sid, run_id)
                     self.put(sid, run_id, encode_line(kept), point_of(kept))
                     self.touched[run_id] = kept
@@ -399,7 +399,7 @@ class ShardBook:
         for sid in self.where([run_id])[0]:
             line = self.lines(sid).get(run_id) if self.shards[sid] is not None else None
             if line is not None:
-                present |= {copy_digest(c) for c in copies(_decode(line))}
+                present |= {copy_digest(c) for c in copies(decode_line(line))}
         return effective_rejections(rounds, present)
 
     def drop(self, run_id: str) -> None:
@@ -408,7 +408,7 @@ class ShardBook:
             if self.shards[sid] is not None and run_id in self.lines(sid):
                 line = self.remove(sid, run_id)
                 if line is not None:
-                    self.removed.append(_decode(line))
+                    self.removed.append(decode_line(line))
 
     # -- writing
 
@@ -434,7 +434,7 @@ class ShardBook:
         for run_id, line in lines.items():
             if run_id in self.fresh_ids and run_id not in self.touched:
                 continue  # a worker wrote its views (and reported its names)
-            entry = _decode(line)
+            entry = decode_line(line)
             if CONFLICT in entry:
                 continue  # no copy of a conflict is the truth: no views
             names = view_names(entry)
@@ -446,10 +446,10 @@ class ShardBook:
         path = self.store.root / shard.name
         lines = shard.lines
         assert lines is not None
-        now = _stat(path)
+        now = stat_of(path)
         if now != shard.loaded_stat and now is not None:
             # Someone (git) replaced the shard since this build read it: keep what they put.
-            theirs = _checked(shard.name, read_shard(path, shard.name))
+            theirs = checked_entries(shard.name, read_shard(path, shard.name))
             for run_id, entry in theirs.items():
                 mine = lines.get(run_id)
                 if mine is None:
@@ -457,11 +457,11 @@ class ShardBook:
                     self.result.concurrent_merged += 1
                     self.touched[run_id] = entry
                     self._recent[run_id] = sid
-                elif _decode(mine) != entry:
-                    best = merge_copies(_decode(mine), entry)
+                elif decode_line(mine) != entry:
+                    best = merge_copies(decode_line(mine), entry)
                     lines[run_id] = encode_line(best)
                     self.touched[run_id] = best
-            shard.counts = _count(_decode(line) for line in lines.values())
+            shard.counts = _count(decode_line(line) for line in lines.values())
         if not lines and not shard.bad and not is_layout_name(shard.name):
             # A file the layout does not name, emptied by `relocate`: it goes. A shard the
             # layout names stays, empty (below): deleting it would make a pull that adds a
@@ -480,19 +480,17 @@ class ShardBook:
             atomic_write_bytes(path, data)
             self.result.catalog_written = True
             self.written.add(shard.name)
-        shard.stat = _stat(path)
+        shard.stat = stat_of(path)
         shard.canonical = not shard.bad
         if shard.bad:
             self._report_bad(shard.name, data, {bad[3] for bad in shard.bad})
             shard.stat = None  # the cache never vouches for it: read through the gate again
-        shard.hashes = _hashes(lines)
+        shard.hashes = id_hashes(lines)
         shard.counts = {k: n for k, n in shard.counts.items() if n > 0}
 
     def _report_bad(self, name: str, data: bytes, run_ids: set[str]) -> None:
         """One warning per kept bad line, at its line in the file as written: why, and the
         one command that fixes it."""
-        from benchlab.catalog.gate import gate_lines
-
         mine = {r for r in run_ids if r and any(self.store.by_machine.glob(f"*/{r}"))}
         for problem in gate_lines(data, name)[2]:
             line = int(problem.split(":", 2)[1])
@@ -533,7 +531,7 @@ class ShardBook:
             if shard is None:
                 continue
             machine = shard.name.split("/")[1]
-            for i, (m, p, s) in enumerate(_points(shard.counts)):
+            for i, (m, p, s) in enumerate(points(shard.counts)):
                 light[f"{shard.name}#{i}"] = {
                     "machine_id": machine,
                     "model_id": m,
@@ -559,10 +557,10 @@ def _check_shard(
     build writes it, sorted, every entry in the shard its machine and week name; a shard
     that is not is rewritten by `ShardBook.relocate`, run dirs or not."""
     name, path = task
-    stat = _stat(path)
+    stat = stat_of(path)
     raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
     good, bad, problems = gated(raw, name)
-    entries = _checked(name, good)
+    entries = checked_entries(name, good)
     canonical = raw == b"".join(encode_line(e) + b"\n" for _, e in sorted(entries.items()))
     canonical = canonical and not bad and all(shard_name(e) == name for e in entries.values())
     return stat, canonical, _count(entries.values()), list(entries), problems

@@ -40,14 +40,15 @@ from benchlab.catalog.format import SHARD_SUFFIX as SHARD_SUFFIX
 from benchlab.catalog.format import UNDATED as UNDATED
 from benchlab.catalog.format import decode_entry as decode_entry
 from benchlab.catalog.format import encode_line as encode_line
-from benchlab.catalog.order import CONFLICT, _time_key, copies, merge_copies, settle
+from benchlab.catalog.gate import MAX_SHARD_BYTES, gate_lines, read_regular
+from benchlab.catalog.order import CONFLICT, copies, merge_copies, settle, time_key
 from benchlab.errors import SchemaError, StoreError
 from benchlab.ids import check_id
 
 
 def period_of(timestamp: Any) -> str:
     """The ISO week (`2025-W02`) of an entry's UTC timestamp; `undated` when unparsable."""
-    known, key = _time_key(timestamp)
+    known, key = time_key(timestamp)
     if not known:
         return UNDATED
     year, week, _ = date(int(key[0:4]), int(key[5:7]), int(key[8:10])).isocalendar()
@@ -86,8 +87,6 @@ def shard_dir(catalog_path: Path) -> Path:
 def parse_lines(raw: bytes, where: str) -> list[dict[str, Any]]:
     """The entries of one shard's bytes, each through `gate`; a bad line is one SchemaError
     naming file, line and field (a build or a merge refuses what a reader sets aside)."""
-    from benchlab.catalog.gate import gate_lines
-
     entries, _, problems = gate_lines(raw, where)
     if problems:
         more = f" (and {len(problems) - 1} more bad lines)" if len(problems) > 1 else ""
@@ -193,8 +192,6 @@ def shard_stats(catalog_path: Path) -> list[tuple[str, int, int, int]]:
 def read_shard(path: Path, name: str | None = None) -> list[dict[str, Any]]:
     """A shard's entries, every line through the gate; any fault is one error (for a build,
     a merge, a retraction: they rewrite shards and must not drop a line)."""
-    from benchlab.catalog.gate import MAX_SHARD_BYTES, read_regular
-
     where = name or str(path)
     raw, _ = read_regular(path, where, MAX_SHARD_BYTES)
     return parse_lines(raw, where)
@@ -203,8 +200,6 @@ def read_shard(path: Path, name: str | None = None) -> list[dict[str, Any]]:
 def read_shard_gated(path: Path, name: str) -> tuple[list[dict[str, Any]], list[str]]:
     """(entries that pass, problems) of one shard, for readers: a bad line, or a shard that
     is no regular file or is over the cap, is named and set aside; the rest still serves."""
-    from benchlab.catalog.gate import MAX_SHARD_BYTES, gate_lines, read_regular
-
     try:
         raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
     except StoreError as exc:

@@ -19,5 +19,5 @@ def _decode(path: Path, raw: bytes) -> str:
         raise SchemaError(f"{path}: $: not UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()

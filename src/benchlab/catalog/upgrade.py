@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchlab.catalog.document import parse_entries
 from benchlab.catalog.format import (
     CATALOG_V1 as CATALOG_V1,  # re-exported: callers import them here
 )
@@ -34,8 +35,15 @@ from benchlab.catalog.format import OLD as OLD
 from benchlab.catalog.format import UPGRADE_COMMAND as UPGRADE_COMMAND
 from benchlab.catalog.format import old_format as old_format
 from benchlab.catalog.format import refuse_old as refuse_old
+from benchlab.catalog.gate import MAX_SHARD_BYTES, read_catalog, read_regular
+from benchlab.catalog.lock import catalog_lock
+from benchlab.catalog.merge import check_conflicts, head_document, static_of
+from benchlab.catalog.order import CONFLICT, REJECTED, merge_copies
+from benchlab.catalog.shards import merge_shard_bytes, render_shard, shard_name
+from benchlab.catalog.text import render
 from benchlab.errors import SchemaError, StoreError
 from benchlab.identity import precision_family, series_id
+from benchlab.layout import atomic_write_bytes, loads_json, write_error, write_set
 
 LEGACY_CACHE = ".catalog-cache.json"
 """The single-file build's private cache, removed by the upgrade (nothing reads it now)."""
@@ -89,9 +97,6 @@ def upgrade_store(store: Any) -> UpgradeResult:
     catalog lock, as one write set (all files replaced, or none). A v3 catalog is left as
     it is. Shard files already on disk (left by a v3 clone before a checkout) are united
     with the upgraded lines, never overwritten."""
-    from benchlab.catalog.lock import catalog_lock
-    from benchlab.layout import write_error, write_set
-
     store.require()
     try:
         with catalog_lock(store), write_set(store.write_aside, store.root):
@@ -105,10 +110,6 @@ def upgrade_store(store: Any) -> UpgradeResult:
 
 def _old_entries(path: Path, doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """An old document's runs and conflict lines by run id, every one checked."""
-    from benchlab.catalog.document import parse_entries
-    from benchlab.catalog.merge import check_conflicts
-    from benchlab.catalog.order import merge_copies
-
     doc = upgrade(doc)
     runs = doc.get("runs", [])
     if not isinstance(runs, list):
@@ -121,13 +122,6 @@ def _old_entries(path: Path, doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _upgrade(store: Any) -> UpgradeResult:
-    from benchlab.catalog.gate import MAX_SHARD_BYTES, read_catalog, read_regular
-    from benchlab.catalog.merge import _static_of, head_document
-    from benchlab.catalog.order import CONFLICT, REJECTED
-    from benchlab.catalog.shards import merge_shard_bytes, render_shard, shard_name
-    from benchlab.catalog.text import render
-    from benchlab.layout import atomic_write_bytes, loads_json
-
     path = store.catalog_path
     raw = read_catalog(path)
     if raw is None:
@@ -154,7 +148,7 @@ def _upgrade(store: Any) -> UpgradeResult:
             held, _ = read_regular(target, name, MAX_SHARD_BYTES)
             data = merge_shard_bytes(held, data, where=name)
         atomic_write_bytes(target, data)
-    head = head_document(_static_of(doc.get("machines", {})), retracted, (), doc.get(REJECTED, []))
+    head = head_document(static_of(doc.get("machines", {})), retracted, (), doc.get(REJECTED, []))
     atomic_write_bytes(path, render(head).encode("utf-8"))
     conflicts = sum(1 for e in kept if CONFLICT in e)
     return UpgradeResult(was, len(kept) - conflicts, conflicts, len(by_shard))

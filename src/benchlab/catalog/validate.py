@@ -5,10 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.catalog.document import load_inventory
+from benchlab.catalog.document import load_inventory, parse_catalog, parse_shard_entries
+from benchlab.catalog.gate import (
+    CONFLICT,
+    MAX_CATALOG_BYTES,
+    MAX_SHARD_BYTES,
+    check_regular,
+    gate_lines,
+    read_regular,
+)
+from benchlab.catalog.lock import catalog_lock
+from benchlab.catalog.marks import mark_problems
+from benchlab.catalog.read import load_catalog
+from benchlab.catalog.resolve import find_conflicts, held_ids
+from benchlab.catalog.shards import iter_shards, render_shard, shard_name
 from benchlab.errors import SchemaError, StoreError
 from benchlab.layout import (
+    JOURNAL,
     Store,
+    loads_json,
+    recover_write_set,
 )
 
 # --- validate -----------------------------------------------------------------------------
@@ -33,7 +49,6 @@ def validate(store: Store) -> ValidationReport:
     path = store.catalog_path
     if not path.exists():
         raise StoreError(f"{path}: no catalog; run `bench catalog build` first")
-    from benchlab.catalog.gate import check_regular
 
     check_regular(path, str(path))  # before anything opens it: no link, FIFO or device
     restored = _recover(store)
@@ -48,9 +63,6 @@ def _recover(store: Store) -> list[str]:
     """A write set a killed build, resolve or retract left half done (its journal) is
     rolled back first, under the catalog lock (ARCHITECTURE.md, invariant 8): mixed shards
     are never called valid."""
-    from benchlab.catalog.lock import catalog_lock
-    from benchlab.layout import JOURNAL, recover_write_set
-
     if not (store.write_aside / JOURNAL).exists():
         return []
     with catalog_lock(store):
@@ -67,13 +79,6 @@ def _validate_v3(store: Store) -> ValidationReport:
     line passes the gate, in the shard its machine and week name, sorted and canonical (as a
     build writes them). Derived state is not stored, so there is nothing else to disagree
     with the entries. All problems are found; the first is raised, the count with it."""
-    from benchlab.catalog.document import parse_catalog
-    from benchlab.catalog.gate import MAX_CATALOG_BYTES, read_regular
-    from benchlab.catalog.marks import mark_problems
-    from benchlab.catalog.read import load_catalog
-    from benchlab.catalog.shards import iter_shards
-    from benchlab.layout import loads_json
-
     path = store.catalog_path
     raw, _ = read_regular(path, str(path), MAX_CATALOG_BYTES)
     head = loads_json(raw, path)
@@ -90,7 +95,6 @@ def _validate_v3(store: Store) -> ValidationReport:
         e["run_id"] for e in loaded.runs if e.get("path") and not (store.root / e["path"]).is_dir()
     )
     warnings = [f"{run_id}: run dir absent on this clone" for run_id in absent]
-    from benchlab.catalog.resolve import find_conflicts, held_ids
 
     held = held_ids(path, head)
     unnamed = [m["run_id"] for m in head.get("marks", []) if m["run_id"] not in held]
@@ -108,10 +112,6 @@ def _shard_problems(name: str, path: Path) -> list[str]:
     """Everything wrong with one shard, each naming file, line and field, and its fix: a bad
     line or file is fixed by hand (a build refuses it rather than drop a line); a misfiled
     entry or an unsorted shard by one `bench catalog build`."""
-    from benchlab.catalog.document import parse_shard_entries
-    from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, read_regular
-    from benchlab.catalog.shards import render_shard, shard_name
-
     try:
         raw, _ = read_regular(path, name, MAX_SHARD_BYTES)
     except StoreError as exc:

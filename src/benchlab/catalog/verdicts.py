@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from benchlab.catalog.format import GATE_STATUSES, decode_entry, encode_line
+from benchlab.detect.gates import DEFAULT_GATE, PASSED, GateBook, shown
+from benchlab.redact import default_policy
+from benchlab.redact.shapes import value_shape_ok
 
 if TYPE_CHECKING:
-    from benchlab.detect.gates import GateBook
     from benchlab.layout import Store
     from benchlab.models import GateInfo
     from benchlab.redact import Policy
@@ -40,8 +42,6 @@ def detail_of(info: GateInfo) -> str | None:
     """The one line that explains a verdict that did not pass: the check shown (the first
     that did not pass) and what it found, at most DETAIL_MAX characters. None for a pass:
     at a million runs every byte of an entry counts, and a pass needs no explaining."""
-    from benchlab.detect.gates import PASSED, shown
-
     check = shown(info)
     if info.status == PASSED or not check.detail:
         return None
@@ -55,16 +55,12 @@ def verdict_fields(
     """`gate` and `gate_detail` of an entry for a verdict (nothing for none, or a status
     the format does not know); a detail the redaction policy would not publish is left out.
     `memo`: the policy's answers by detail text (a build meets the same detail many times)."""
-    from benchlab.redact.shapes import value_shape_ok
-
     if info is None or info.status not in GATE_STATUSES:
         return {}
     out: dict[str, Any] = {"gate": info.status}
     detail = detail_of(info)
     if detail is not None:
         if policy is None:
-            from benchlab.redact import default_policy
-
             policy = default_policy()
         safe = memo.get(detail) if memo is not None else None
         if safe is None:
@@ -87,8 +83,6 @@ class Judge:
         self.judged = 0
 
     def _book(self, machine: str) -> GateBook:
-        from benchlab.detect.gates import DEFAULT_GATE, GateBook
-
         book = self.books.get(machine)
         if book is None:
             # The build reads one machine's run dirs after another: one book at a time
@@ -132,8 +126,6 @@ class Judge:
             return {}
         verdict = book.verdict(run_id)
         if self._policy is None:
-            from benchlab.redact import default_policy
-
             self._policy = default_policy()
         self.judged += 1
         gate = verdict.gate if verdict is not None else None

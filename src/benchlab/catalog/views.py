@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from benchlab.catalog.merge import _date_of
+from benchlab.catalog.merge import date_of
 from benchlab.ids import check_id, slug
 from benchlab.layout import Store
 
@@ -33,7 +33,7 @@ def view_names(entry: dict[str, Any]) -> tuple[str, str]:
     model = check_id(entry.get("model_id") or slug(entry["model"]), "model id")
     machine = check_id(entry["machine_id"], "machine id")
     precision = check_id(slug(entry["precision"]), "precision")
-    date = check_id(_date_of(entry["timestamp"]), "date")
+    date = check_id(date_of(entry["timestamp"]), "date")
     return (
         f"by-model/{model}/{machine}-{precision}-{run_id}.json",
         f"by-date/{date}/{run_id}.json",

@@ -29,13 +29,15 @@ from benchlab.layout import (
     REQUIRED_RUN_FILES,
     Store,
 )
+from benchlab.redact import ScanMemo
+from benchlab.redact.policy import collect_store_names, policy_of
 from benchlab.runtime import pool
 
 # The worker side: a process reads run dirs with the build's policy, scan memo and options.
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_setup(root: str, retracted: frozenset[str]) -> None:
+def worker_setup(root: str, retracted: frozenset[str]) -> None:
     """What a reader needs, made on its first read task (a stat task needs none of it)."""
     _WORKER.clear()
     _WORKER.update(root=root, retracted=retracted)
@@ -48,9 +50,6 @@ def _worker_state() -> dict[str, Any]:
 
 
 def _setup_reader(root: str, retracted: frozenset[str]) -> None:
-    from benchlab.redact import ScanMemo
-    from benchlab.redact.policy import collect_store_names, policy_of
-
     policy = policy_of(Path(root))  # the built store's, not the working directory's
     _WORKER.update(
         root=Path(root),
@@ -79,7 +78,7 @@ Task = tuple[str, str, list[tuple[int, str]], bool]
 """(group key, group path, [(index, dir name)], write their views?) of run dirs to read."""
 
 
-def _read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
+def read_dirs(task: Task) -> tuple[str, list[Fresh], list[str], int, int]:
     """Read run dirs of one group: (key, entries as lines, warnings, skipped, views written)."""
     key, path, items, write_views = task
     state = _worker_state()
@@ -155,7 +154,7 @@ class Workers:
     def imap(self, function: Callable[[Any], Any], tasks: list[Any]) -> Iterator[Any]:
         if self._pool is None:
             self._pool = pool.context().Pool(
-                self.jobs, _worker_setup, (str(self.store.root), self.retracted)
+                self.jobs, worker_setup, (str(self.store.root), self.retracted)
             )
         batches: Iterator[Any] = self._pool.imap(function, tasks)
         return batches

@@ -41,6 +41,7 @@ VERB_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.cli.args import OneLineParser
 
     parser = OneLineParser(
@@ -68,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout and stderr escape control characters for the whole verb (`textout.SafeStream`;
     ARCHITECTURE.md, One reader and one writer path): a value read from sysfs, a tool or a
     pulled catalog line never drives the terminal, whichever verb prints it."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.textout import SafeStream
 
     out, err = sys.stdout, sys.stderr

@@ -122,6 +122,7 @@ def date_or_time(text: str) -> str:
     """`--since/--until`: YYYY-MM-DD, or an ISO date-time (`2025-07-04T12:00`, with or
     without seconds, `Z` or an offset), as `query.filters.parse_date` reads it (imported
     here, when the flag is given: the one definition)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.errors import QueryError
     from benchlab.query.filters import parse_date
 

@@ -109,12 +109,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _store() -> Store:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import Store, find_store
 
     return Store(find_store())
 
 
 def run_build(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from dataclasses import asdict
 
     from benchlab.catalog.build import build
@@ -123,6 +125,7 @@ def run_build(args: argparse.Namespace) -> int:
     if not sys.stderr.isatty():
         result = build(store, full=args.full)
     else:
+        # lazy: start-up time, only the verb that runs loads its library
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
@@ -139,6 +142,7 @@ def run_build(args: argparse.Namespace) -> int:
     for line in result.warnings:
         print(f"warning: {line}", file=sys.stderr)
     if args.format == "json":
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.query.render import to_json
 
         sys.stdout.write(to_json(asdict(result)))
@@ -148,6 +152,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.validate import validate
 
     report = validate(_store())
@@ -179,6 +184,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def _impossible_runs(store: Store) -> list[str]:
     """The physics check over the whole catalog, a line per run that fails it."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import load_catalog
     from benchlab.query.roofline import fleet_specs, impossible_runs
 
@@ -193,6 +199,7 @@ def _impossible_runs(store: Store) -> list[str]:
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.upgrade import upgrade_store
 
     print(upgrade_store(_store()).summary())
@@ -200,6 +207,7 @@ def run_upgrade(args: argparse.Namespace) -> int:
 
 
 def run_resolve(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.lock import catalog_lock
     from benchlab.catalog.order import copy_digest
     from benchlab.catalog.resolve import resolve_v3
@@ -217,6 +225,7 @@ def run_resolve(args: argparse.Namespace) -> int:
 
 
 def run_retract(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.build import retract
 
     removed = retract(_store(), list(args.run_ids))
@@ -225,6 +234,7 @@ def run_retract(args: argparse.Namespace) -> int:
 
 
 def run_merge_driver(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.merge_driver import merge_files
 
     merge_files(args.base, args.ours, args.theirs, args.path)
@@ -232,6 +242,7 @@ def run_merge_driver(args: argparse.Namespace) -> int:
 
 
 def run_install(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.merge_driver import install_merge_driver
 
     for line in install_merge_driver(_store(), args.command):

@@ -88,6 +88,7 @@ def _browser() -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import Store, find_store
     from benchlab.publish.charts import FORMATS, write_charts
     from benchlab.publish.data import load_public
@@ -112,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import Store, find_store
     from benchlab.publish.dashboard import build_dashboard
     from benchlab.publish.data import load_public

@@ -10,15 +10,15 @@ from typing import Any
 
 from benchlab.cli.query import (
     EXIT_ROWS,
-    _add_filters,
-    _catalog,
-    _columns,
-    _display,
-    _emit,
-    _entries_out,
-    _filters,
-    _parser,
-    _store_root,
+    add_filters,
+    column_specs,
+    display_rows,
+    emit_sections,
+    entries_out,
+    filters_of,
+    open_catalog,
+    store_root,
+    verb_parser,
 )
 
 
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _parser(
+    parser = verb_parser(
         subparsers,
         "compare",
         "compare runs side by side, or two builds, revisions or machines test by test",
@@ -76,7 +76,7 @@ def _register_compare(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         action="store_true",
         help="with --by: only the rows marked + or - (a significant change)",
     )
-    _add_filters(parser, status_default="ok")
+    add_filters(parser, status_default="ok")
     parser.set_defaults(handler=run_compare)
 
 
@@ -85,6 +85,7 @@ def _label(i: int) -> str:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.errors import QueryError
 
     if args.by is not None:
@@ -99,13 +100,14 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _compare_run_ids(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.verbs import compare_runs
 
-    result = compare_runs(_catalog(), args.run_ids)
+    result = compare_runs(open_catalog(), args.run_ids)
     labels = [_label(i) for i in range(len(result.runs))]
     legend = [{"label": label, **run} for label, run in zip(labels, result.runs, strict=False)]
-    legend_columns = _columns(
+    legend_columns = column_specs(
         ("label", "run", "text"),
         ("run_id", "run id", "id"),
         ("machine_id", "machine", "text"),
@@ -132,12 +134,12 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
                 row[f"{label}/{labels[0]}"] = metric["ratios"][i]
         metric_rows.append(row)
     sections = [
-        Section(legend_columns, _display(legend, args.format), title="runs"),
-        Section(_columns(*specs), metric_rows, title="metrics"),
+        Section(legend_columns, display_rows(legend, args.format), title="runs"),
+        Section(column_specs(*specs), metric_rows, title="metrics"),
     ]
     metrics = [{k: v for k, v in m.items() if k != "shown"} for m in result.metrics]
-    data = {"runs": _entries_out(result.runs), "metrics": metrics}
-    _emit(sections, args.format, data, args.wide)
+    data = {"runs": entries_out(result.runs), "metrics": metrics}
+    emit_sections(sections, args.format, data, args.wide)
     return 0
 
 
@@ -145,12 +147,13 @@ def _mbu_metric(runs: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> No
     """Where decode is compared, an `mbu_pct` row after it: each run's MBU (ARCHITECTURE.md,
     How close to the hardware); "not measured" where a run's machine has no bandwidth
     figure (null in json, never 0)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.roofline import DECODE, fleet_specs, json_mbu, mbu_at
 
     at = next((i for i, m in enumerate(metrics) if m["metric"] == DECODE), None)
     if at is None or all(value is None for value in metrics[at]["values"]):
         return
-    specs = fleet_specs(_store_root())
+    specs = fleet_specs(store_root())
     shown = [mbu_at(run, specs) for run in runs]
     if all(value is None for value in shown):  # no run states its model's size
         return
@@ -173,6 +176,7 @@ def _mbu_metric(runs: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> No
 def _axis_mbu(catalog: Any, rows: list[dict[str, Any]]) -> bool:
     """`compare --by`: each decode row's MBU under A and under B (`mbu_a`, `mbu_b`; as
     `_mbu_metric`). True where any row compares decode."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import full_entry
     from benchlab.query.roofline import DECODE, fleet_specs, mbu_at
 
@@ -181,7 +185,7 @@ def _axis_mbu(catalog: Any, rows: list[dict[str, Any]]) -> bool:
         return False
     wanted = {row[k] for row in decode for k in ("run_a", "run_b")}
     runs = {e["run_id"]: full_entry(e) for e in catalog.runs if e["run_id"] in wanted}
-    specs = fleet_specs(_store_root())
+    specs = fleet_specs(store_root())
     for row in decode:
         for side in ("a", "b"):
             run = runs.get(row[f"run_{side}"])
@@ -191,13 +195,14 @@ def _axis_mbu(catalog: Any, rows: list[dict[str, Any]]) -> bool:
 
 
 def _compare_axis(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.compare import changed, compare_axis
     from benchlab.query.render import Section
 
-    catalog = _catalog()
+    catalog = open_catalog()
     result = _with_memo(
         lambda memo: compare_axis(
-            catalog, _filters(args), args.by, args.a, args.b, args.match, memo
+            catalog, filters_of(args), args.by, args.a, args.b, args.match, memo
         )
     )
     rows = [row for row in result.rows if changed(row)] if args.only_changed else result.rows
@@ -206,6 +211,7 @@ def _compare_axis(args: argparse.Namespace) -> int:
     if args.match == "best":
         title += " (each side at its best settings)"
     if rows or args.format == "json":
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.query.roofline import json_mbu
 
         data = result.as_json()
@@ -220,9 +226,9 @@ def _compare_axis(args: argparse.Namespace) -> int:
                 ("mbu_a", f"MBU % {result.a}", "num"),
                 ("mbu_b", f"MBU % {result.b}", "num"),
             ]
-        columns = _columns(*specs, drops=_AXIS_DROPS)
+        columns = column_specs(*specs, drops=_AXIS_DROPS)
         section = Section(columns, shown, title=title)
-        _emit([section], args.format, data, args.wide)
+        emit_sections([section], args.format, data, args.wide)
     alone = [(n, value) for n, value in ((result.only_a, result.a), (result.only_b, result.b)) if n]
     if alone:
         told = "; ".join(f"{n} only under {value}" for n, value in alone)
@@ -247,9 +253,10 @@ def _compare_axis(args: argparse.Namespace) -> int:
 def _with_memo(answer: Any) -> Any:
     """`answer(memo)` with the step memo of the store's private cache (`query.level`), as
     `bench best` keeps it: a history segmented once is not searched again."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.level import MEMO_NAME, load_memo, save_memo
 
-    path = _store_root().query_cache.parent / MEMO_NAME
+    path = store_root().query_cache.parent / MEMO_NAME
     memo = load_memo(path)
     size = len(memo)
     result = answer(memo)

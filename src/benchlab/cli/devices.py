@@ -37,6 +37,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_report(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from dataclasses import asdict
 
     from benchlab.layout import Store, find_store
@@ -112,6 +113,7 @@ def run_report(args: argparse.Namespace) -> int:
 def _fleet(args: argparse.Namespace) -> int:
     """Every (machine, device) over every sweep: what `report` says per sweep, summed; one
     device name on two machines is two rows."""
+    # lazy: start-up time, only the verb that runs loads its library
     from dataclasses import asdict
 
     from benchlab.layout import Store, find_store

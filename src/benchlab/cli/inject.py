@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from datetime import datetime, timedelta, timezone
 
     from benchlab.errors import ConfigError

@@ -60,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_list(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.inventory import machine_specs
     from benchlab.layout import Store, find_store, read_json
     from benchlab.machines.bandwidth import from_spec_sheet, label
@@ -97,6 +98,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_set(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import Store, find_store
     from benchlab.machines.bandwidth import declared, label, record
 
@@ -109,6 +111,7 @@ def run_set(args: argparse.Namespace) -> int:
 
 
 def run_measure(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     import json
 
     from benchlab.errors import ConfigError, DeviceError
@@ -120,6 +123,7 @@ def run_measure(args: argparse.Namespace) -> int:
     if (args.device is None) != (args.config is None):
         raise ConfigError("--device and --config go together (a device of a sweep config)")
     if args.device is not None:
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.devices import open_transport
         from benchlab.sweep.config import load_sweep_config
 
@@ -130,6 +134,7 @@ def run_measure(args: argparse.Namespace) -> int:
         machine_id = args.machine_id or device.machine_id or args.device
         transport = open_transport(args.device, device)
     else:
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.devices import open_transport
         from benchlab.machines.onboard import read_machine_id
         from benchlab.models import DeviceConfig

@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from datetime import datetime, timezone
 
     from benchlab.errors import ConfigError
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         total.withheld += report.withheld
     if args.format == "json":
         done = {"created": total.created, "unchanged": total.unchanged, "withheld": total.withheld}
+        # lazy: start-up time, only the verb that runs loads its library
         import sys
 
         from benchlab.query.render import to_json

@@ -50,6 +50,7 @@ def _ask(prompt: str, default: str) -> str:
 
 def run_onboard(args: argparse.Namespace) -> int:
 
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.errors import ConfigError
     from benchlab.ids import slug
     from benchlab.layout import Store, find_store
@@ -63,6 +64,7 @@ def run_onboard(args: argparse.Namespace) -> int:
     if args.device or args.config:
         if not (args.device and args.config):
             raise ConfigError("--device and --config go together: the config declares the device")
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.sweep.config import load_sweep_config
 
         config = load_sweep_config(args.config)
@@ -71,6 +73,7 @@ def run_onboard(args: argparse.Namespace) -> int:
         device_id, device = args.device, config.devices[args.device]
     machine_id = args.machine_id or (device.machine_id if device else None) or device_id
     if not machine_id:  # re-onboarding this clone's machine: the id it was given before
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.machines.onboard import read_machine_id
 
         machine_id = read_machine_id(store.root)
@@ -107,6 +110,7 @@ def run_onboard(args: argparse.Namespace) -> int:
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.query.render import to_json
 
         sys.stdout.write(

@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.marking import check_reason, find_entry, write_mark
     from benchlab.ids import check_id
     from benchlab.layout import RECORD, Store, find_store
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
 def _mark_record(store: Store, path: Path, *, clear: bool, reason: str | None) -> str:
     """The record's tag and warning, where this clone has the run's record.json (the
     store-relative path written)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.detect.stats import OUTLIER_TAG
     from benchlab.layout import read_model, write_model
     from benchlab.models import RunRecord

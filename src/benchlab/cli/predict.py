@@ -13,6 +13,7 @@ from benchlab.metrics import DECODE
 
 
 def run_predict(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import load_catalog
     from benchlab.errors import ConfigError
     from benchlab.layout import Store, find_store

@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 # --- arguments ----------------------------------------------------------------------------
 
 
-def _parser(
+def verb_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
     help_text: str,
@@ -72,7 +72,7 @@ def _parser(
     return parser
 
 
-def _add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> None:
+def add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> None:
     parser.add_argument(
         "--model", help="model slug or name, e.g. smollm2-135m (matches case-insensitively)"
     )
@@ -116,7 +116,8 @@ def _add_filters(parser: argparse.ArgumentParser, *, status_default: str) -> Non
     parser.set_defaults(status_default=status_default)
 
 
-def _filters(args: argparse.Namespace) -> Any:
+def filters_of(args: argparse.Namespace) -> Any:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.filters import Filters, check_range
 
     status = args.status or args.status_default
@@ -136,36 +137,40 @@ def _filters(args: argparse.Namespace) -> Any:
     )
 
 
-def _store_root() -> Any:
+def store_root() -> Any:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import Store, find_store
 
     return Store(find_store()).require()
 
 
-def _catalog() -> Any:
+def open_catalog() -> Any:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import load_catalog
 
-    store = _store_root()
+    store = store_root()
     return load_catalog(store.catalog_path, cache=store.query_cache)
 
 
 def _answer(verb: Any, *args: Any) -> tuple[Any, list[dict[str, Any]]]:
     """(catalog, rows) of `verb(catalog, *args)`, asked of the columnar query cache where it
     answers (a big catalog, see query.colcache), else of the loaded catalog: the same rows."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.colcache import Unanswerable, open_columns
 
-    columns = open_columns(_store_root())
+    columns = open_columns(store_root())
     if columns is not None:
         try:
             return columns, verb(columns, *args)
         except Unanswerable:
             pass
-    catalog = _catalog()
+    catalog = open_catalog()
     return catalog, verb(catalog, *args)
 
 
 def no_match(filters: Any, catalog: Any) -> str:
     """'no runs match ...', and where an id filter names nothing at all, the nearest values."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.verbs import unknown_filter_hint
 
     described = filters.describe()
@@ -174,33 +179,37 @@ def no_match(filters: Any, catalog: Any) -> str:
     return f"{message} ({hint})" if hint else message
 
 
-def _emit(sections: list[Any], fmt: str, data: Any, wide: bool = False) -> None:
+def emit_sections(sections: list[Any], fmt: str, data: Any, wide: bool = False) -> None:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import emit
 
     emit(sections, fmt, data, wide=wide)
 
 
-def _columns(*specs: tuple[str, str, str], drops: dict[str, int] | None = None) -> list[Any]:
+def column_specs(*specs: tuple[str, str, str], drops: dict[str, int] | None = None) -> list[Any]:
     """Columns of (key, header, kind); `drops`: the keys left out first to fit the terminal
     (render.Column.drop)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Column
 
     drops = drops or {}
     return [Column(key, header, kind, drops.get(key, 0)) for key, header, kind in specs]
 
 
-def _entries_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def entries_out(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import full_entry
 
     return [full_entry(row) for row in rows]
 
 
-def _display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+def display_rows(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
     """Rows with the identity columns people read: `shape` (or the tests), `attempt` as
     "2/3" (a run that needed retries shows it), `version`; json prints the entries
     themselves, so nothing is added for it."""
     if fmt == "json":
         return rows
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.identity import build_label, shape
 
     out = []
@@ -220,6 +229,7 @@ def _display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
 
 def _unstable_mark(row: dict[str, Any]) -> dict[str, Any]:
     """`status` reads "ok unstable" for a run whose repeats varied past policies.max_cv."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.metrics import UNSTABLE_TAG
 
     if UNSTABLE_TAG in (row.get("tags") or ()) and row.get("status"):
@@ -231,10 +241,10 @@ def _unstable_mark(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _register_list(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _parser(
+    parser = verb_parser(
         subparsers, "list", "list catalog runs, sorted by timestamp then run id", EXIT_LIST
     )
-    _add_filters(parser, status_default="any")
+    add_filters(parser, status_default="any")
     parser.add_argument(
         "--limit",
         type=count,
@@ -247,20 +257,22 @@ def _register_list(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 def _declared_columns(rows: list[dict[str, Any]]) -> list[Any]:
     """A column per declared metric the listed runs carry, headed with its unit
     (`p99_ms (ms)`; ARCHITECTURE.md, Metrics)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.metrics import declared_metrics, unit_of
 
     present = [m for m in declared_metrics() if any(r.get(m) is not None for r in rows)]
-    return _columns(*((m, f"{m} ({unit_of(m)})", "num") for m in present))
+    return column_specs(*((m, f"{m} ({unit_of(m)})", "num") for m in present))
 
 
 def run_list(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.verbs import list_runs
 
-    filters = _filters(args)
-    catalog = _catalog()
+    filters = filters_of(args)
+    catalog = open_catalog()
     rows = list_runs(catalog, filters, args.limit)
-    columns = _columns(
+    columns = column_specs(
         ("timestamp", "timestamp", "text"),
         ("run_id", "run id", "id"),
         ("machine_id", "machine", "text"),
@@ -274,10 +286,10 @@ def run_list(args: argparse.Namespace) -> int:
     )
     columns += _declared_columns(rows)
     if rows or args.format in ("json", "csv"):
-        _emit(
-            [Section(columns, _display(rows, args.format))],
+        emit_sections(
+            [Section(columns, display_rows(rows, args.format))],
             args.format,
-            _entries_out(rows),
+            entries_out(rows),
             args.wide,
         )
     if not rows:
@@ -290,7 +302,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _register_show(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _parser(
+    parser = verb_parser(
         subparsers,
         "show",
         "show one run: manifest, record, batch curve and prefill from its run dir",
@@ -306,20 +318,21 @@ def _register_show(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def run_show(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.show import batch_curve, prefill_points, run_facts, show_run
 
-    details = show_run(_store_root().root, args.run_id)
+    details = show_run(store_root().root, args.run_id)
     sections = [
         Section(
-            _columns(("field", "field", "text"), ("value", "value", "text")), run_facts(details)
+            column_specs(("field", "field", "text"), ("value", "value", "text")), run_facts(details)
         )
     ]
     curve = batch_curve(details)
     if curve:
         sections.append(
             Section(
-                _columns(
+                column_specs(
                     ("batch", "batch", "int"),
                     ("per_user_ms_per_tok", "per-user ms/tok", "num"),
                     ("agg_tok_per_sec", "agg tok/s", "num"),
@@ -333,7 +346,7 @@ def run_show(args: argparse.Namespace) -> int:
     if prefill:
         sections.append(
             Section(
-                _columns(
+                column_specs(
                     ("tokens", "tokens", "int"),
                     ("median_ms", "median ms", "num"),
                     ("tok_per_sec", "tok/s", "num"),
@@ -344,7 +357,7 @@ def run_show(args: argparse.Namespace) -> int:
         )
     if details.note:
         print(f"bench: note: {details.note}", file=sys.stderr)
-    _emit(sections, args.format, details.as_json(), args.wide)
+    emit_sections(sections, args.format, details.as_json(), args.wide)
     return 0
 
 
@@ -357,7 +370,7 @@ SHAPE_NOTE = (
 
 
 def _register_table(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _parser(
+    parser = verb_parser(
         subparsers,
         "table",
         "comparison table: one row per machine and series at its current level",
@@ -368,7 +381,7 @@ def _register_table(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "prefill tok/s the series measured. Without --model a model column is added. Only ok "
         f"runs count. {LEVEL_NOTE} {EXIT_ROWS}",
     )
-    _add_filters(parser, status_default="ok")
+    add_filters(parser, status_default="ok")
     _add_ever(parser)
     parser.set_defaults(handler=run_table)
 
@@ -388,9 +401,10 @@ def _levels_answer(verb: Any, *args: Any, ever: bool) -> tuple[Any, list[dict[st
 
     if ever:
         return _answer(partial(verb, ever=True), *args)
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.level import MEMO_NAME, load_memo, save_memo
 
-    path = _store_root().query_cache.parent / MEMO_NAME
+    path = store_root().query_cache.parent / MEMO_NAME
     memo = load_memo(path)
     size = len(memo)
     answer = _answer(partial(verb, memo=memo), *args)
@@ -402,9 +416,10 @@ def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]
     """Rows for the table: each metric at its level (`levels`, else the level's own metric),
     the level's ±95%, run count and an `unstable` flag; json shows the entries with their
     `level` as they are."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.metrics import UNSTABLE_TAG
 
-    out = _display(rows, fmt)
+    out = display_rows(rows, fmt)
     if fmt == "json":
         return out
     for row in out:
@@ -424,10 +439,11 @@ def _level_display(rows: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]
 
 
 def run_table(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.verbs import machine_table
 
-    filters = _filters(args)
+    filters = filters_of(args)
     catalog, rows = _levels_answer(machine_table, filters, ever=args.ever)
     specs = [] if args.model else [("model", "model", "text")]
     specs += [
@@ -459,7 +475,8 @@ def run_table(args: argparse.Namespace) -> int:
     note = SHAPE_NOTE if args.ever else f"{SHAPE_NOTE} {_LEVEL_LEGEND}"
     note = f"{note} {_MBU_LEGEND}" if judged else note
     if rows or args.format == "json":
-        data = _entries_out(rows) if args.ever else _level_entries(rows)
+        data = entries_out(rows) if args.ever else _level_entries(rows)
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.query.roofline import json_mbu
 
         for row in data:
@@ -467,8 +484,8 @@ def run_table(args: argparse.Namespace) -> int:
         shown = _level_display(rows, args.format)
         for row in shown:
             row["physics"] = "impossible" if row.get("impossible") else None
-        _emit(
-            [Section(_columns(*specs, drops=_DROPS), shown, note=note)],
+        emit_sections(
+            [Section(column_specs(*specs, drops=_DROPS), shown, note=note)],
             args.format,
             data,
             args.wide,
@@ -489,9 +506,10 @@ _MBU_LEGEND = (
 def _judge_table(rows: list[dict[str, Any]], *, ever: bool) -> None:
     """Each row's MBU at its decode level and its physics check (ARCHITECTURE.md, How close
     to the hardware)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.roofline import fleet_specs, judge_levels
 
-    judge_levels(rows, fleet_specs(_store_root()), ever=ever)
+    judge_levels(rows, fleet_specs(store_root()), ever=ever)
 
 
 def _level_entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -499,7 +517,7 @@ def _level_entries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     tables show them (`levels`: each metric's own current level), the newest run's own
     values under `newest` (ARCHITECTURE.md, The current level)."""
     out = []
-    for row in _entries_out(rows):
+    for row in entries_out(rows):
         levels = row.get("levels") or {}
         row["newest"] = {m: row.get(m) for m in levels}
         row.update(levels)
@@ -512,7 +530,7 @@ def _best_entries(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any
     tables and `table --format json` show it, the newest run's own value under `newest`
     (ARCHITECTURE.md, The current level)."""
     out = []
-    for row in _entries_out(rows):
+    for row in entries_out(rows):
         level = row.get("level")
         if level:
             ranked = level.get("metric", metric)
@@ -550,7 +568,7 @@ _LEVEL_LEGEND = (
 
 
 def _register_best(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _parser(
+    parser = verb_parser(
         subparsers,
         "best",
         "the series at the best current level by a metric (its direction: higher or lower)",
@@ -560,7 +578,7 @@ def _register_best(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         "series: every series at its level. Only ok runs count. "
         f"{LEVEL_NOTE} {EXIT_ROWS}",
     )
-    _add_filters(parser, status_default="ok")
+    add_filters(parser, status_default="ok")
     parser.add_argument(
         "--metric",
         help=f"one of: {METRIC_HELP} (default: peak_tok_per_sec, else decode_tok_per_sec "
@@ -583,15 +601,17 @@ def _register_best(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 
 def run_best(args: argparse.Namespace) -> int:
     if args.predict:
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.cli.predict import run_predict
 
         return run_predict(args)
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.filters import check_metric
     from benchlab.query.render import Section
     from benchlab.query.verbs import best_runs
 
     metric = check_metric(args.metric or PEAK.name)
-    filters = _filters(args)
+    filters = filters_of(args)
     # A toy model's tokens per second say nothing against a real model's: without --model
     # the answer is a row per model (with one model, the same single row as one overall).
     by = args.by or (None if filters.model else "model")
@@ -635,10 +655,14 @@ def run_best(args: argparse.Namespace) -> int:
         specs.insert(0, ("series", "series", "id"))
     note = SHAPE_NOTE if args.ever else f"{SHAPE_NOTE} {_LEVEL_LEGEND}"
     if rows or args.format == "json":
-        _emit(
-            [Section(_columns(*specs, drops=_DROPS), _level_display(rows, args.format), note=note)],
+        emit_sections(
+            [
+                Section(
+                    column_specs(*specs, drops=_DROPS), _level_display(rows, args.format), note=note
+                )
+            ],
             args.format,
-            _entries_out(rows) if args.ever else _best_entries(rows, metric),
+            entries_out(rows) if args.ever else _best_entries(rows, metric),
             args.wide,
         )
     if not rows:
@@ -652,10 +676,11 @@ def _within_physics(
 ) -> list[dict[str, Any]]:
     """Decode rankings with MBU beside each level, and never a series faster than its
     machine's memory bandwidth allows (ARCHITECTURE.md, How close to the hardware)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.roofline import annotate, fleet_specs, within_physics
     from benchlab.query.verbs import best_runs
 
-    specs = fleet_specs(_store_root())
+    specs = fleet_specs(store_root())
     if not specs:
         return rows
     annotate(rows, specs)
@@ -675,7 +700,7 @@ def _within_physics(
 
 
 def _register_summary(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _parser(
+    parser = verb_parser(
         subparsers,
         "summary",
         "summary statistics per machine, model, precision or date",
@@ -685,18 +710,19 @@ def _register_summary(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument(
         "--group-by", choices=("machine", "model", "precision", "date"), default="machine"
     )
-    _add_filters(parser, status_default="any")
+    add_filters(parser, status_default="any")
     parser.set_defaults(handler=run_summary)
 
 
 def run_summary(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.render import Section
     from benchlab.query.verbs import summarize
 
-    filters = _filters(args)
-    catalog = _catalog()
+    filters = filters_of(args)
+    catalog = open_catalog()
     rows = summarize(catalog, filters, args.group_by)
-    columns = _columns(
+    columns = column_specs(
         (args.group_by, args.group_by, "text"),
         ("count", "runs", "int"),
         ("ok", "ok", "int"),
@@ -706,7 +732,7 @@ def run_summary(args: argparse.Namespace) -> int:
         ("last_run", "last run", "text"),
     )
     if rows or args.format in ("json", "csv"):
-        _emit([Section(columns, rows)], args.format, rows, args.wide)
+        emit_sections([Section(columns, rows)], args.format, rows, args.wide)
     if not rows:
         print(no_match(filters, catalog), file=sys.stderr)
         return 1

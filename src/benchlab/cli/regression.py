@@ -111,6 +111,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_gates(args: argparse.Namespace) -> int:
     """`--gates`: verdicts for every ok run, written to the run dirs; the newest per series
     decides the exit code."""
+    # lazy: start-up time, only the verb that runs loads its library
     import sys
 
     from benchlab.detect.gates import PASSED, GateBook, latest_per_series, shown
@@ -167,6 +168,7 @@ def run_gates(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import load_catalog
     from benchlab.cli.query import no_match
     from benchlab.detect.regress import (

@@ -110,6 +110,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """`bench run`; a store that cannot be written (a full disk, a read-only mount) is the
     one line naming the file, not a traceback (each file is still written whole)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import write_error
 
     try:
@@ -121,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import Store, find_store
     from benchlab.sweep.budget import parse_duration
 
@@ -131,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(store, config, args, budget_s)
 
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.sweep.preflight import preflight
     from benchlab.sweep.progress import make_progress, summary_line
 
@@ -144,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
     server = _metrics_server(store, config, args.prometheus_port, progress)
     extra: dict[str, Any] = {}
     if budget_s is not None:
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.sweep.budget import Budget
 
         extra["budget"] = Budget(budget_s, grace_s)
@@ -155,6 +159,7 @@ def _run(args: argparse.Namespace) -> int:
             server.shutdown()
             server.server_close()
 
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.machines.remote_specs import record_missing_specs
 
     for note in record_missing_specs(
@@ -170,6 +175,7 @@ def _run(args: argparse.Namespace) -> int:
         left = result.left_pending or result.total - result.skipped - len(result.records)
         print(f"stopped: {left} point(s) left pending; re-run to resume", file=chatter)
     if budget_s is not None:
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.sweep.budget import words
 
         print(
@@ -204,6 +210,7 @@ def _run(args: argparse.Namespace) -> int:
     if (
         args.publish
     ):  # the catalog without DVC; gate verdicts first (benchlab.detect.gates says why)
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.cli.sweep_publish import publish_sweep
 
         print("\n".join(publish_sweep(store, config)), file=chatter)
@@ -212,6 +219,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _config(args: argparse.Namespace) -> Any:
     """The sweep config named on the command line, or the one point the flags describe."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.errors import ConfigError
     from benchlab.layout import find_store
     from benchlab.models import SweepConfig
@@ -224,6 +232,7 @@ def _config(args: argparse.Namespace) -> Any:
         cap = MAX_POINTS if args.max_points is None else args.max_points or None
         return load_sweep_config(args.config, max_points=cap)
     if args.model and not args.machine_id:  # the id `bench onboard` left in .bench-machine-id
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.machines.onboard import read_machine_id
 
         args.machine_id = read_machine_id(find_store())
@@ -250,6 +259,7 @@ def _config(args: argparse.Namespace) -> Any:
 def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) -> Any:
     if port is None:
         return None
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.errors import ConfigError
     from benchlab.observe.exporter import serve_in_background
 
@@ -265,6 +275,7 @@ def _metrics_server(store: Any, config: Any, port: int | None, progress: Any) ->
 
 def _runner(concurrent: bool) -> Any:
     """The one sweep engine (sweep/scheduler.py), sequential unless --concurrent."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.sweep.scheduler import run_sweep, run_sweep_concurrent
 
     return run_sweep_concurrent if concurrent else run_sweep
@@ -274,6 +285,7 @@ def _dry_run(
     store: Any, config: Any, args: argparse.Namespace, budget_s: float | None = None
 ) -> int:
     """List the points; read the journal if there is one; write nothing at all."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import canonical_json
     from benchlab.sweep.expand import expand, order_specs
     from benchlab.sweep.journal import SweepJournal
@@ -329,6 +341,7 @@ def _dry_run(
 def _dry_run_budget(store: Any, config: Any, args: argparse.Namespace, budget_s: float) -> int:
     """What `--for` would do: points per round, the first round with work, the rounds the
     past durations say fit (unknown until a point has run once); writes nothing."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import canonical_json
     from benchlab.sweep.budget import MAX_ROUNDS, Durations, Rounds, words
     from benchlab.sweep.journal import SweepJournal
@@ -386,6 +399,7 @@ def _dry_run_budget(store: Any, config: Any, args: argparse.Namespace, budget_s:
 
 
 def _result_json(result: Any) -> str:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import canonical_json, dump_model
 
     return canonical_json(

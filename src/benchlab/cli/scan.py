@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _store_root() -> Path | None:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import find_store
 
     root = find_store()
@@ -50,6 +51,7 @@ def _store_root() -> Path | None:
 
 
 def run_scan(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from itertools import chain
 
     from benchlab.errors import ConfigError
@@ -89,6 +91,7 @@ def run_scan(args: argparse.Namespace) -> int:
             "skipped_allowed": report.skipped_allowed,
             "findings": [f.as_dict() for f in report.findings],
         }
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.query.render import to_json
 
         sys.stdout.write(to_json(payload))
@@ -100,6 +103,7 @@ def run_scan(args: argparse.Namespace) -> int:
 def _published(report: ScanReport, policy: Policy, repo_root: Path) -> None:
     """The tracked catalog's lines that today's policy would withhold a value of
     (ARCHITECTURE.md, Publishing and redaction): published under an older policy."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.published import withheld_lines
     from benchlab.redact.scan import Finding
 
@@ -149,6 +153,7 @@ def _preview(original: str, tell_class: str) -> str:
 
 
 def run_promote(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.layout import Store, find_store
     from benchlab.redact.promote import promote
 

@@ -32,11 +32,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_build(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.publish.mkdocs_run import MkdocsProcess
 
     # MkDocs' interpreter first: it imports while the site's code loads and renders.
     runner = None if args.no_mkdocs else MkdocsProcess()
     try:
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.layout import Store, find_store
         from benchlab.publish.build import build_site, default_source
         from benchlab.publish.data import load_site

@@ -59,6 +59,7 @@ def _value(value: Any) -> str:
 
 def _ask_device(config_path: str, device: str) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """The state and advice a device's own agent reports (DeviceError where it cannot)."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.devices import open_transport
     from benchlab.errors import ConfigError, DeviceError
     from benchlab.sweep.config import load_sweep_config
@@ -85,6 +86,7 @@ def _bandwidth() -> dict[str, Any] | None:
     """This clone's machine's recorded memory bandwidth (`bench machines measure`), or None
     where there is no store, no machine id or no figure: `bench system` is advice and never
     fails for want of one."""
+    # lazy: start-up time, only the verb that runs loads its library
     from benchlab.errors import BenchlabError
     from benchlab.layout import Store, find_store, read_model
     from benchlab.machines.onboard import read_machine_id
@@ -103,6 +105,7 @@ def _bandwidth() -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: start-up time, only the verb that runs loads its library
     import os
 
     from benchlab.agent.sysstate import advice, snapshot
@@ -127,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     for key, label in FACTS:
         print(f"{label:<{width}}  {_value(state.get(key))}")
     if figure is not None:
+        # lazy: start-up time, only the verb that runs loads its library
         from benchlab.machines.bandwidth import label as bandwidth_label
         from benchlab.models import BandwidthFigure
 

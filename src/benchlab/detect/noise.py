@@ -22,6 +22,8 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from benchlab.detect.segment import noise_scale
+
 EXCURSION = 6.0
 """A run is an excursion when it stands this many noise deviations from the median of the
 runs either side of it (two each way)..."""
@@ -135,7 +137,6 @@ def demode(values: Sequence[float]) -> tuple[list[float], float | None]:
     labels = mode_labels(values, gap)
     if not any(labels):
         return list(values), None
-    from benchlab.detect.segment import noise_scale
 
     ratio = math.exp(gap)
     flat = [v / ratio if label else v for v, label in zip(values, labels, strict=True)]

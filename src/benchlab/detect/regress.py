@@ -46,8 +46,10 @@ from itertools import pairwise
 from statistics import median
 from typing import Any, Literal, TypeGuard
 
-from benchlab.detect.noise import demode
+from benchlab.detect.noise import demode, excursions
 from benchlab.detect.repeats import floored_steps, within_floor
+from benchlab.detect.segment import find_cuts, segment_bounds
+from benchlab.detect.segment import noise_scale as scale
 from benchlab.detect.stats import is_outlier
 from benchlab.errors import QueryError
 from benchlab.identity import series_label, series_of, version_label
@@ -299,7 +301,6 @@ def find_steps(
     rank scan (`best_split`); the cut test is analytic and uses neither.
     """
     del permutations, seed
-    from benchlab.detect.segment import find_cuts
 
     cuts = find_cuts(
         values,
@@ -322,8 +323,6 @@ def segments(
     """[start, end) of every segment of constant level in `values`, oldest first: the cuts
     of `find_steps` and, where the newest runs stand outside every run since the last cut
     (`tail_step`, a suspect), a last segment of those runs. An empty series has none."""
-    from benchlab.detect.segment import segment_bounds
-
     if not values:
         return []
     cuts = [
@@ -430,8 +429,6 @@ def _kind(metric: str, change: float) -> Literal["regression", "improvement"]:
 
 def noise_scale(values: Sequence[float]) -> float:
     """`segment.noise_scale`: the run-to-run noise from trimmed first differences."""
-    from benchlab.detect.segment import noise_scale as scale
-
     return scale(values)
 
 
@@ -682,8 +679,6 @@ def excursion_steps(
     with the run, its size against the runs around it and a confidence, never confirmed,
     never open, never a gate failure; the history is segmented without them. The noise is
     at least the repeats' (`repeats.within_floor`)."""
-    from benchlab.detect.noise import excursions
-
     sigma = max(noise_scale(values), within_floor(runs, metric))
     out = []
     n = len(values)

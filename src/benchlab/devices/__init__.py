@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from benchlab.devices.exec import ExecTransport
+from benchlab.devices.local import LocalTransport
+
 if TYPE_CHECKING:
     from benchlab.devices.base import Transport
     from benchlab.models import DeviceConfig
@@ -12,13 +15,11 @@ if TYPE_CHECKING:
 def open_transport(device_id: str, config: DeviceConfig) -> Transport:
     """The transport for one device; imported lazily so `local` never pays for Fabric."""
     if config.transport == "ssh":
+        # lazy: Fabric, an optional heavy dependency only ssh devices need
         from benchlab.devices.ssh import SshTransport
 
         return SshTransport(device_id, config)
     if config.transport == "exec":
-        from benchlab.devices.exec import ExecTransport
-
         return ExecTransport(device_id, config)
-    from benchlab.devices.local import LocalTransport
 
     return LocalTransport(device_id, config)

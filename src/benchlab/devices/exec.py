@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from benchlab.devices.base import Transport
-from benchlab.devices.bundle import CACHE_CODE
+from benchlab.devices.bundle import CACHE_CODE, agent_zipapp
 from benchlab.devices.process import run_agent_process, tail
 from benchlab.errors import ConfigError, DeviceError
 from benchlab.models import DeviceConfig
@@ -123,8 +123,6 @@ class ExecTransport(Transport):
 
     def _app(self) -> tuple[bytes, str]:
         if self._bundle is None:
-            from benchlab.devices.bundle import agent_zipapp
-
             path, sha = agent_zipapp()
             self._bundle = (base64.b64encode(path.read_bytes()), sha)
         return self._bundle

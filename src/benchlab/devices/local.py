@@ -17,7 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
+import benchlab
 from benchlab.devices.base import Transport
+from benchlab.devices.bundle import agent_zipapp
 from benchlab.devices.process import run_agent_process, tail
 from benchlab.errors import DeviceError
 from benchlab.models import DeviceConfig
@@ -44,16 +46,12 @@ class LocalTransport(Transport):
         if self.agent == "module":
             return [self.python, "-m", "benchlab.agent", verb]
         if self._zipapp is None:
-            from benchlab.devices.bundle import agent_zipapp
-
             self._zipapp, _ = agent_zipapp()
         return [self.python, str(self._zipapp), verb]
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         if self.agent == "module":
-            import benchlab
-
             src = str(Path(benchlab.__file__).resolve().parent.parent)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
         env.update(self.config.env)

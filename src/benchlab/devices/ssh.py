@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import paramiko
 
 from benchlab.devices.base import Transport
-from benchlab.devices.bundle import CACHE_CODE
+from benchlab.devices.bundle import CACHE_CODE, agent_zipapp
 from benchlab.errors import ConfigError, DeviceError
 
 if TYPE_CHECKING:
@@ -381,8 +381,6 @@ class SshTransport(Transport):
 
     def _agent_bundle(self) -> tuple[Path, str]:
         if self._agent is None:
-            from benchlab.devices.bundle import agent_zipapp
-
             self._agent = agent_zipapp()
         return self._agent
 

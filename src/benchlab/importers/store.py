@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from benchlab.catalog.contract_runs import check_run
 from benchlab.errors import BenchlabError, SchemaError
 from benchlab.identity import derive as derive_identity
 from benchlab.ids import slug
@@ -111,8 +112,6 @@ def prepare_run(
     file, and the field) where its catalog line would be refused by every reader or counts
     something below zero (the writer contract, `catalog.contract`)."""
     from pydantic import ValidationError
-
-    from benchlab.catalog.contract_runs import check_run
 
     try:
         record = record_of(manifest, kernel, batch, facts or {}, metrics)

@@ -19,12 +19,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from benchlab.errors import ConfigError
 from benchlab.ids import utc_iso
-from benchlab.models import BandwidthFigure
+from benchlab.layout import read_model, write_model
+from benchlab.models import BandwidthFigure, MachineSpecs
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
-    from benchlab.models import MachineSpecs
 
 SPEC_SHEET_GBS: dict[str, float] = {
     # NVIDIA GeForce RTX 20 / 30 / 40 / 50
@@ -175,10 +176,6 @@ def record(store: Store, machine_id: str, figure: BandwidthFigure, *, gpu: bool 
     probe must not undo a person's word). A machine with no private specs takes a copy of its
     public ones; one with neither (an import from a person's notes) gets specs that say
     nothing but the figure, so the catalog build can publish it."""
-    from benchlab.errors import ConfigError
-    from benchlab.layout import read_model, write_model
-    from benchlab.models import MachineSpecs
-
     private = store.private_specs(machine_id)
     public = store.public_specs(machine_id)
     if private.is_file():

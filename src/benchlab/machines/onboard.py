@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchlab.catalog.build import build
+from benchlab.catalog.read import load_catalog
+from benchlab.detect.gates import DEFAULT_GATE, PASSED, GateBook
 from benchlab.errors import BenchlabError, ConfigError, StoreError
 from benchlab.files import SMALL_CAP, read_optional_text
 from benchlab.ids import check_id, sweep_stamp
@@ -32,7 +35,9 @@ from benchlab.layout import (
     read_model,
     write_model,
 )
+from benchlab.machines.remote_specs import onboard_remote
 from benchlab.models import DeviceConfig, MachineSpecs, RunRecord, SweepConfig
+from benchlab.sweep.scheduler import run_sweep
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
@@ -200,9 +205,6 @@ def onboard(
 
     The catalog build at the end publishes the redacted specs and updates the inventory.
     """
-    from benchlab.catalog.build import build
-    from benchlab.machines.remote_specs import onboard_remote
-
     check_id(machine_id, "machine id")
     device_id = device_id or machine_id
     device = (device or DeviceConfig()).model_copy(update={"machine_id": machine_id})
@@ -217,8 +219,6 @@ def onboard(
         write_model(store.private_specs(machine_id), specs, root=store.root)
     result = OnboardResult(specs=specs, checks=[])
     if smoke:
-        from benchlab.sweep.scheduler import run_sweep
-
         sweep = run_sweep(
             store, smoke_config(machine_id, device_id, device), None, fresh=True, progress=progress
         )
@@ -276,8 +276,6 @@ def _specs_checks(store: Store, machine_id: str) -> list[Check]:
 def checklist(store: Store, machine_id: str) -> list[Check]:
     """The checklist (ARCHITECTURE.md, Machines) for one machine, from its specs and the public
     catalog."""
-    from benchlab.catalog.read import load_catalog
-
     checks = _specs_checks(store, machine_id)
     try:  # the one reader: whatever the catalog's format (single file or shards)
         loaded = load_catalog(store.catalog_path)
@@ -340,8 +338,6 @@ def _gated_runs(
     build` put in the entry (`gate`, `gate_detail`: ARCHITECTURE.md, The catalog), so the
     line works from the catalog alone.
     """
-    from benchlab.detect.gates import DEFAULT_GATE, PASSED, GateBook
-
     book = GateBook(store, machine_id=machine_id, default=DEFAULT_GATE)
     passed, failing = [], []
     for entry in full:

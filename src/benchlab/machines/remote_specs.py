@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from benchlab.devices import open_transport
 from benchlab.errors import DeviceError, SchemaError, StoreError
 from benchlab.ids import check_id, utc_iso
 from benchlab.layout import read_model, write_model
+from benchlab.machines.bandwidth import better, from_spec_sheet, measured
 from benchlab.models import BandwidthFigure, MachineSpecs
+from benchlab.sweep.placeholders import resolve_device, worker_instance_id
 
 if TYPE_CHECKING:
     from benchlab.devices.base import Transport
@@ -101,8 +104,6 @@ def onboard_remote(
 
     Raises DeviceError when the device cannot be asked; nothing is written then.
     """
-    from benchlab.devices import open_transport
-
     machine_id = check_id(config.machine_id or device_id, "machine id")
     path = store.private_specs(machine_id)
     previous: MachineSpecs | None = None
@@ -150,8 +151,6 @@ def measure_bandwidth(device: Transport) -> BandwidthFigure | None:
     """The device's own `membw` answer as a figure; None where the agent could not measure
     (an older agent, a board short of memory): the machine then keeps its spec-sheet or
     declared figure, and `bench machines measure` can try again."""
-    from benchlab.machines.bandwidth import measured
-
     try:
         answer = device.call("membw", None, timeout=MEMBW_TIMEOUT_S)
         return measured(answer if isinstance(answer, dict) else {})
@@ -164,8 +163,6 @@ def keep_bandwidth(
 ) -> MachineSpecs:
     """The new specs with the host figure `bandwidth.better` keeps (a declared figure
     survives re-onboarding) and each GPU's previous declared figure, else its spec sheet's."""
-    from benchlab.machines.bandwidth import better, from_spec_sheet
-
     hardware = specs.hardware
     old = previous.hardware if previous is not None else None
     host = better(old.mem_bandwidth if old else None, measured)
@@ -190,8 +187,6 @@ def record_missing_specs(store: Store, config: SweepConfig) -> list[str]:
     only from its specs, so the first sweep on a machine records what it is. A device that
     cannot be asked is noted, never fatal: its points will say so themselves.
     """
-    from benchlab.sweep.placeholders import resolve_device, worker_instance_id
-
     notes = []
     seen: set[str] = set()
     for device_id, device in sorted(config.devices.items()):

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.agent.reference_bench import MODELS
 from benchlab.metrics import DECODE
 
 IMPOSSIBLE_OVER = 1.1
@@ -87,8 +88,6 @@ bound such a decode, so it gets no MBU and is never called impossible."""
 
 def reference_shape(model_id: str | None) -> tuple[dict[str, Any], Shape] | None:
     """The reference decoder's shape for a model it builds (`agent.reference_bench.MODELS`)."""
-    from benchlab.agent.reference_bench import MODELS
-
     shape = MODELS.get(str(model_id))
     if shape is None:
         return None

@@ -42,6 +42,7 @@ from benchlab.layout import (
     loads_json,
 )
 from benchlab.metrics import DECODE, Metric, better_word, exported
+from benchlab.models import MachineSpecs
 from benchlab.observe.exposition import CONTENT_TYPE, MetricFamily, render
 from benchlab.observe.server import (
     HEAD_TIMEOUT_S,
@@ -51,6 +52,7 @@ from benchlab.observe.server import (
     PrereadHandler,
 )
 from benchlab.query.level import current_level
+from benchlab.query.roofline import json_mbu, mbu_at
 from benchlab.sweep.schedule_log import read_retries
 
 log = logging.getLogger("benchlab.observe.exporter")
@@ -343,8 +345,6 @@ class _Specs:
     def _read(self, machine: str) -> Any:
         from pydantic import ValidationError
 
-        from benchlab.models import MachineSpecs
-
         for path in (self.store.private_specs(machine), self.store.public_specs(machine)):
             data = load_if_present(path)
             if isinstance(data, dict):
@@ -358,8 +358,6 @@ class _Specs:
 def _mbu(record: dict[str, Any], labels: dict[str, str], decode: float, specs: _Specs) -> Any:
     """A point's MBU at its decode level (ARCHITECTURE.md, How close to the hardware), or
     None where the machine has no bandwidth figure or the model no bytes per token."""
-    from benchlab.query.roofline import json_mbu, mbu_at
-
     machine = labels["machine"]
     found = specs.get(machine)
     if found is None:

@@ -21,6 +21,7 @@ from benchlab.publish.mkdocs_run import MkdocsProcess
 from benchlab.publish.site import Rendered, render_pages
 from benchlab.publish.static import SITE_ASSETS, copy_assets
 from benchlab.publish.templating import templates_cache
+from benchlab.redact.policy import store_policy
 
 
 def default_source(store_root: Path) -> Path:
@@ -163,8 +164,6 @@ def build_site(
     importing the site's code).
     """
     from contextlib import nullcontext
-
-    from benchlab.redact.policy import store_policy
 
     # The published store's redaction policy, not the working directory's (ARCHITECTURE.md,
     # Publishing and redaction).

@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.catalog.format import Entry
-from benchlab.catalog.read import METRICS, LoadedCatalog, load_catalog, machine_summaries
+from benchlab.catalog.format import CATALOG_V3, Entry
+from benchlab.catalog.order import machine_activity, time_key
+from benchlab.catalog.read import METRICS, LoadedCatalog, load_catalog, machine_summaries, read_head
+from benchlab.errors import BenchlabError
 from benchlab.identity import SERIES_FIELDS, SERIES_NOTE, join_unrecorded_threads, series_of
 from benchlab.layout import Store, read_model
 from benchlab.models import MachineInventory, MachineSpecs
+from benchlab.query.colcache import Unanswerable, open_columns
 
 if TYPE_CHECKING:
     from benchlab.query.colcache import Columns
@@ -107,11 +110,6 @@ def load_site(store: Store, *, min_bytes: int | None = -1) -> PublicData:
     """The public data the site reads: light entries from the columnar query cache where it
     answers a v3 catalog (see the module docstring), else `load_public`. `min_bytes` as in
     `query.colcache.open_columns` (default: $BENCHLAB_QUERY_COLUMNS and its threshold)."""
-    from benchlab.catalog.read import read_head
-    from benchlab.catalog.upgrade import CATALOG_V3
-    from benchlab.errors import BenchlabError
-    from benchlab.query.colcache import Unanswerable, open_columns
-
     if not store.catalog_path.is_file():
         return load_public(store)
     columns = open_columns(store, min_bytes=min_bytes)
@@ -161,8 +159,6 @@ def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCa
     the plain UTC form the time key sorts as the strings do, so `machine_activity` needs
     only each machine's last such run and every run of another form (a million parses of
     a timestamp cost seconds)."""
-    from benchlab.catalog.order import _time_key, machine_activity
-
     machines = head.get("machines", {})
     plain = _UTC_STAMP.fullmatch
     candidates = [r for r in runs if not plain(r["timestamp"])]
@@ -171,7 +167,7 @@ def _v3_catalog(path: Path, head: dict[str, Any], runs: list[Entry]) -> LoadedCa
         if run["machine_id"] not in seen and plain(run["timestamp"]):
             seen.add(run["machine_id"])
             candidates.append(run)
-    if any(_time_key(r["timestamp"])[0] == 0 for r in candidates):
+    if any(time_key(r["timestamp"])[0] == 0 for r in candidates):
         candidates = runs  # a stamp that is no date (month 13) sorts below every date
     _, last, newest = machine_activity(candidates)
     counts = Counter(run["machine_id"] for run in runs)

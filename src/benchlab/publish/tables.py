@@ -12,11 +12,12 @@ from markupsafe import Markup
 from benchlab.catalog.format import Entry
 from benchlab.detect.regress import Step
 from benchlab.metrics import DECODE as DECODE_METRIC
-from benchlab.metrics import title
+from benchlab.metrics import title, unit_of
 from benchlab.models import HOLE_TAG, MachineSpecs
 from benchlab.publish.links import Links
 from benchlab.publish.measures import unstable_badge
 from benchlab.query.level import SeriesLevel
+from benchlab.query.roofline import judge_entry
 
 
 def fmt_num(value: float | None, digits: int = 1) -> str:
@@ -62,8 +63,6 @@ def impossible(item: SeriesLevel, specs: Mapping[str, MachineSpecs] | None) -> b
     How close to the hardware); False where it cannot be judged or `specs` is None."""
     if not specs:
         return False
-    from benchlab.query.roofline import judge_entry
-
     decode = item.level.value if item.metric == DECODE else item.means.get(DECODE)
     if decode is None:
         return False
@@ -106,8 +105,6 @@ def cell_decode(run: Entry, specs: Mapping[str, MachineSpecs] | None) -> Cell:
     found = cell_num(run.get(DECODE))
     if not specs or run.get("status", "ok") != "ok":
         return found
-    from benchlab.query.roofline import judge_entry
-
     judged = judge_entry(run, specs)
     if judged is None or not judged.impossible:
         return found
@@ -200,8 +197,6 @@ def steps_table(
     series is its own history), series, first bad run (a link to its run page), the build
     or revision either side, the levels before and after in the metric's unit, confidence,
     runs after it."""
-    from benchlab.metrics import unit_of
-
     columns = [("Status", "text"), ("Change", "num")]
     if show_series:
         columns.append(("Series", "text"))

@@ -60,6 +60,7 @@ from benchlab.metrics import (
 )
 from benchlab.query.filters import Filters, chronological, select
 from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
+from benchlab.query.verbs import unknown_filter_hint
 
 COMPARE_AXES = ("build", "revision", "machine")
 MATCHES = ("exact", "best")
@@ -131,7 +132,7 @@ def _unshaped(key: tuple[Any, ...], axis: str) -> tuple[Any, ...]:
     )
 
 
-def _best_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
+def best_key(entry: dict[str, Any], axis: str) -> tuple[Any, ...]:
     """What `match=best` pairs on: the pair key less the settings, the model file and the
     workload (the row's metric test holds what of it shapes the metric)."""
     skip = (*SETTING_FIELDS, *_MODEL_FILE, *WORKLOAD_FIELDS)
@@ -401,7 +402,7 @@ class Sides:
             if v != value:
                 continue
             newest = runs[-1]
-            base = _unshaped(key, self.axis) if match == "exact" else _best_key(newest, self.axis)
+            base = _unshaped(key, self.axis) if match == "exact" else best_key(newest, self.axis)
             for metric in ROW_METRICS:
                 if any(run.get(metric) is not None for run in runs):
                     row_key = (metric, test_key(metric, newest), *base)
@@ -486,7 +487,6 @@ def compare_axis(
     if len(present) < 2 and (a is None or b is None):
         # No run at all matches: "no match", exit 1 as every query verb (NoMatchError),
         # with what a misspelt id filter may have meant.
-        from benchlab.query.verbs import unknown_filter_hint
 
         hint = None if matched else unknown_filter_hint(catalog, filters)
         raise (QueryError if matched else NoMatchError)(
@@ -685,10 +685,10 @@ def _row_shape(run_a: dict[str, Any], run_b: dict[str, Any], match: str) -> str:
     sides ran different ones (the row's test names what they share)."""
     if any(run_a.get(name) != run_b.get(name) for name in WORKLOAD_FIELDS):
         run_a = {**run_a, **dict.fromkeys(WORKLOAD_FIELDS)}
-    return shape(run_a) if match == "exact" else _workload(run_a)
+    return shape(run_a) if match == "exact" else workload_of(run_a)
 
 
-def _workload(entry: dict[str, Any]) -> str:
+def workload_of(entry: dict[str, Any]) -> str:
     """The shape less the settings: what `match=best` holds equal."""
     return shape({k: entry.get(k) for k in ("prompt_tokens", "gen_tokens", "depth")})
 
@@ -698,13 +698,13 @@ def settings_label(entry: dict[str, Any], other: dict[str, Any] | None = None) -
     count always, the other settings where they differ from `other`'s (the row's other side:
     what both share tells the reader nothing)."""
     parts = []
-    for name, text in _setting_parts(entry):
+    for name, text in setting_parts(entry):
         if name == "threads" or other is None or entry.get(name) != other.get(name):
             parts.append(text)
     return ", ".join(parts)
 
 
-def _setting_parts(entry: dict[str, Any]) -> list[tuple[str, str]]:
+def setting_parts(entry: dict[str, Any]) -> list[tuple[str, str]]:
     threads = entry.get("threads")
     parts = [
         (

@@ -34,8 +34,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from benchlab.detect import regress
+from benchlab.detect.regress import find_steps
 from benchlab.detect.stats import is_outlier, summarize, t_quantile
 from benchlab.identity import series_of
+from benchlab.layout import atomic_write_bytes
 from benchlab.metrics import DEFAULT_MAX_CV, lower_is_better
 
 LEVEL_WINDOW = 64
@@ -96,8 +99,6 @@ def window_key(window: Sequence[float]) -> str:
 
 def segment_start(values: Sequence[float], memo: StepMemo | None = None) -> tuple[int, int]:
     """(index of the newest segment's first value, steps found in the window)."""
-    from benchlab.detect.regress import find_steps
-
     low = max(0, len(values) - LEVEL_WINDOW)
     window = [float(v) for v in values[low:]]
     key = window_key(window) if memo is not None else ""
@@ -346,8 +347,6 @@ def _detector_stamp() -> list[int]:
     """The detector's source file as (size, mtime_ns): a changed segmentation voids the memo."""
     import os
 
-    from benchlab.detect import regress
-
     stat = os.stat(regress.__file__)
     return [stat.st_size, stat.st_mtime_ns, LEVEL_WINDOW]
 
@@ -371,8 +370,6 @@ def load_memo(path: Path) -> StepMemo:
 def save_memo(path: Path, memo: StepMemo, size_before: int) -> None:
     """Write the memo if it grew (atomically; a failure only costs the next query time)."""
     import orjson
-
-    from benchlab.layout import atomic_write_bytes
 
     if len(memo) == size_before:
         return

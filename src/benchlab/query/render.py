@@ -26,7 +26,9 @@ from typing import Any, TextIO
 
 import orjson
 
+from benchlab.catalog.gate import hidden_pattern
 from benchlab.errors import QueryError
+from benchlab.textout import raw
 
 FORMATS = ("table", "json", "csv", "markdown")
 _NUMERIC = ("num", "int", "ratio")
@@ -66,7 +68,6 @@ def visible(text: str) -> str:
     not reorder or rewrite what the terminal shows. Plain text is returned as it is."""
     if text.isascii() and text.isprintable():
         return text
-    from benchlab.catalog.gate import hidden_pattern
 
     return hidden_pattern().sub(_escape, text)
 
@@ -121,8 +122,6 @@ def to_json(data: Any) -> str:
         option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
     ).decode()
     if not text.isascii():
-        from benchlab.catalog.gate import hidden_pattern
-
         text = hidden_pattern().sub(_json_escape, text)
     return text.replace("\x7f", "\\u007f") + "\n"
 
@@ -287,8 +286,6 @@ def _print_rich(sections: Sequence[Section], stream: TextIO, wide: bool = False)
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-    from benchlab.textout import raw
 
     stream = raw(stream)  # rich's styling codes pass; every cell is escaped (`cell`)
     terminal = Console(file=stream).width

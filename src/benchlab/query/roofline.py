@@ -13,7 +13,8 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from benchlab.errors import QueryError
+from benchlab.catalog.inventory import machine_specs
+from benchlab.errors import BenchlabError, QueryError
 from benchlab.machines.bandwidth import ceiling_bandwidth, label
 from benchlab.machines.roofline import (
     Judgement,
@@ -37,9 +38,6 @@ NOT_MEASURED = "not measured"
 
 def fleet_specs(store: Store) -> dict[str, MachineSpecs]:
     """Every machine's specs this clone can read (private, else public); none is fatal."""
-    from benchlab.catalog.inventory import machine_specs
-    from benchlab.errors import BenchlabError
-
     try:
         return machine_specs(store)
     except BenchlabError:

@@ -8,10 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from benchlab import layout
+from benchlab.catalog.marks import REASON_FIELD
 from benchlab.catalog.read import ENTRY_FIELDS, entry_curve, full_entry, load_catalog
+from benchlab.detect.stats import is_outlier
 from benchlab.errors import NoMatchError, QueryError, SchemaError, StoreError
 from benchlab.identity import SERIES_NOTE
-from benchlab.metrics import DECODE, EXTRA_FIELD, PEAK
+from benchlab.ids import check_id
+from benchlab.layout import MANIFEST, Store
+from benchlab.metrics import DECODE, EXTRA_FIELD, PEAK, RESOURCES
 
 # --- show ---------------------------------------------------------------------------------
 
@@ -84,9 +89,6 @@ def _resolve_in_run_dirs(store: Any, prefix: str) -> str:
 def show_run(store_root: Path, run_id: str) -> RunDetails:
     """Find a run by id or unique id prefix: its catalog entry, then its dir (the entry's
     `path`, the private by-machine dir, the promoted public dir); read what the dir holds."""
-    from benchlab.ids import check_id
-    from benchlab.layout import Store
-
     store = Store(store_root)
     check_id(run_id, "run id")
     entry = None
@@ -134,8 +136,6 @@ def show_run(store_root: Path, run_id: str) -> RunDetails:
 
 
 def _find_run_dir(store: Any, run_id: str, entry: dict[str, Any] | None) -> Path | None:
-    from benchlab.layout import MANIFEST
-
     root = store.root.resolve()
     candidates: list[Path] = []
     if entry is not None:
@@ -157,7 +157,7 @@ def _find_run_dir(store: Any, run_id: str, entry: dict[str, Any] | None) -> Path
 
 
 def _read_run_dir(run_dir: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    from benchlab import layout
+    # lazy: pydantic; `bench best` loads this module without the models
     from benchlab.models import BatchResults, KernelResults, RunManifest, RunRecord
 
     files = (
@@ -267,9 +267,6 @@ def _rounded(key: str, value: Any, entry: dict[str, Any]) -> Any:
 def _judgement_facts(entry: dict[str, Any]) -> list[tuple[str, Any]]:
     """The catalog's verdicts on a run (ARCHITECTURE.md, The catalog: marks and verdicts):
     its gate (`gate`, with `gate_detail`), then its outlier mark and the mark's reason."""
-    from benchlab.catalog.marks import REASON_FIELD
-    from benchlab.detect.stats import is_outlier
-
     gate, detail = entry.get("gate"), entry.get("gate_detail")
     mark = None
     if is_outlier(entry):
@@ -302,8 +299,6 @@ def _measured_by_agent(record: dict[str, Any] | None) -> TypeGuard[dict[str, Any
 
 def _resource_facts(record: dict[str, Any]) -> list[tuple[str, Any]]:
     """Memory, energy and stability of an ok run; absent values say "not measured"."""
-    from benchlab.metrics import RESOURCES
-
     metrics = record.get("metrics") or {}
     facts: list[tuple[str, Any]] = [
         (name, metrics[name] if metrics.get(name) is not None else NOT_MEASURED)

@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from benchlab.redact.secret_patterns import secret_patterns
+
 # Tell classes, in the order reports list them.
 HOST = "host"
 IP = "ip"
@@ -883,8 +885,6 @@ def _context_free_detectors() -> tuple[Detector, ...]:
 def secret_detectors() -> list[Detector]:
     """detect-secrets' regex plugins, one detector per plugin, named after it (their
     patterns kept in the user's cache: `redact.secret_patterns`)."""
-    from benchlab.redact.secret_patterns import secret_patterns
-
     return [
         Detector(name, SECRET, re.compile(pattern, flags), "<secret>", numbered=False, group=group)
         for name, pattern, flags, group in secret_patterns()

@@ -34,8 +34,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchlab import __version__
+from benchlab.benchmarks import get_backend
 from benchlab.benchmarks.base import Backend, ParsedRun
 from benchlab.benchmarks.common import exit_signal, exit_text, local_cpu_flags
+from benchlab.benchmarks.readme import README, RunStory, render
+from benchlab.catalog.contract_runs import run_problem
 from benchlab.devices.base import Transport
 from benchlab.errors import (
     BenchlabError,
@@ -44,6 +47,7 @@ from benchlab.errors import (
     MeasurementError,
     ParseError,
 )
+from benchlab.identity import derive as derive_identity
 from benchlab.ids import check_id, slug, utc_iso
 from benchlab.layout import (
     BATCH,
@@ -57,7 +61,8 @@ from benchlab.layout import (
     read_json,
     write_model,
 )
-from benchlab.metrics import DECODE, UNSTABLE_TAG
+from benchlab.metrics import DECODE, UNSTABLE_TAG, instability, repeat_samples, resource_metrics
+from benchlab.metrics import derive as derive_measures
 from benchlab.models import (
     HOLE_ERROR_PREFIX,
     AgentEnvelope,
@@ -73,6 +78,7 @@ from benchlab.models import (
     Timings,
 )
 from benchlab.sweep.expand import device_settings
+from benchlab.sweep.gitinfo import read_git_info
 from benchlab.sweep.journal import as_store
 from benchlab.sweep.placeholders import substitute, variables
 
@@ -123,8 +129,6 @@ class _Result:
 
 
 def _default_backend(name: str) -> Backend:
-    from benchlab.benchmarks import get_backend
-
     return get_backend(name)
 
 
@@ -151,17 +155,13 @@ def _crash_hint(backend: Backend, spec: RunSpec, code: int | None, local: bool) 
 
 def derive_metrics(parsed: ParsedRun, spec: RunSpec) -> tuple[dict[str, float], list[str]]:
     """(metrics, test names) of a parsed run: `benchlab.metrics.derive`, the one derivation."""
-    from benchlab.metrics import derive
-
-    return derive(
+    return derive_measures(
         parsed.kernel, parsed.batch, prompt_tokens=spec.prompt_tokens, extra=parsed.metrics
     )
 
 
 def run_samples(parsed: ParsedRun | None, spec: RunSpec) -> dict[str, Any] | None:
     """The repeats measured inside the run, per metric (`benchlab.metrics.repeat_samples`)."""
-    from benchlab.metrics import repeat_samples
-
     if parsed is None:
         return None
     return repeat_samples(parsed.kernel, spec.prompt_tokens, parsed.batch) or None
@@ -175,9 +175,7 @@ def run_identity(
 ) -> dict[str, Any]:
     """The record's measurement identity: the spec, overridden by what the run reported;
     `settings`: the device's (`expand.device_settings`)."""
-    from benchlab.identity import derive
-
-    return derive(
+    return derive_identity(
         machine_id=spec.machine_id,
         model_id=slug(spec.model),
         precision=spec.precision,
@@ -210,8 +208,6 @@ def used_metrics(
     """Memory and energy the device measured (`benchlab.metrics.resource_metrics`); a
     reading that is none (0 MiB of resident memory, 1e20 MiB of GPU memory, a tool's `nan`)
     is not measured, with one warning each in `warnings`."""
-    from benchlab.metrics import resource_metrics
-
     duration = envelope.finished_at - envelope.started_at
     out = resource_metrics(envelope.resources, duration, metrics.get(DECODE.name), warnings)
     refused = (envelope.telemetry or {}).get("refused")
@@ -228,8 +224,6 @@ def state_warnings(
 ) -> tuple[bool | None, list[str]]:
     """(unstable, warnings) of a measured run: repeats that vary more than `max_cv`, and a
     device that throttled while it ran."""
-    from benchlab.metrics import instability
-
     unstable, warnings = instability(metrics, max_cv) if metrics else (None, [])
     during = (system or {}).get("during_run") or {}
     if during.get("throttled"):
@@ -256,8 +250,6 @@ class Runner:
         self.config = config
         self.experiment = experiment
         if git_info is None:
-            from benchlab.sweep.gitinfo import read_git_info
-
             # The checkout the store lives in; else the one the sweep was started from.
             git_info = read_git_info(self.store.root)
             if git_info.rev is None:
@@ -310,8 +302,6 @@ class Runner:
         reader would refuse (a benchmark's metric of 1e300, a count below zero it reported)
         is recorded as a failed `parse` run that says why, before any file is written, not
         as an ok run that every build and reader then sets aside."""
-        from benchlab.catalog.contract_runs import run_problem
-
         parsed = result.parsed
         if result.kind is not None or parsed is None:
             return
@@ -504,8 +494,6 @@ class Runner:
         command: list[str] | None,
     ) -> None:
         """README.md: how the run was made and how to make it again (benchmarks.readme)."""
-        from benchlab.benchmarks.readme import README, RunStory, render
-
         declared = self.config.matrix.get("repeats") or self.config.policies.repeats
         story = RunStory(
             spec=spec,

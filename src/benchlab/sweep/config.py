@@ -26,11 +26,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from benchlab.catalog.contract import declared_problem, gate_metric_problem, spec_problem
 from benchlab.catalog.gate import MAX_INT
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import check_id, check_name, hidden_character
+from benchlab.metrics import declare
 from benchlab.models import ResourceGroupConfig, RunSpec, SweepConfig
 from benchlab.runtime.bounded_yaml import read_config_data
+from benchlab.sweep.expand import check_point_count, device_settings, expand, hashed_fields
+from benchlab.sweep.order import resolve_policy
 from benchlab.sweep.placeholders import unknown_placeholders
 
 _DEVICE_TEMPLATED = ("command", "workdir", "python", "env", "host", "identity_file")
@@ -143,7 +147,6 @@ def check_config(
             raise fail(where, f"public_text[{index}]", f"{name!a} is not a param name")
     # Expanding proves the matrix: known axes, known devices and backends, no duplicates;
     # its points are counted first, so a matrix of a million is refused, not listed.
-    from benchlab.sweep.expand import check_point_count, expand
 
     check_point_count(config, where, max_points)
     specs = expand(config, where=where)
@@ -171,10 +174,6 @@ def _check_contract(config: SweepConfig, specs: list[RunSpec], where: str) -> No
     """The writer contract (`catalog.contract`): each point's catalog line, as it will be
     written once the point runs, passes the gate every reader applies; declared metrics do
     not take a name the catalog reserves; a gate names a metric a run can hold."""
-    from benchlab.catalog.contract import declared_problem, gate_metric_problem, spec_problem
-    from benchlab.metrics import declare
-    from benchlab.sweep.expand import device_settings, hashed_fields
-
     problem = declared_problem(declare(where, config.metrics))
     if problem is not None:
         raise ConfigError(f"{where}: {problem}")
@@ -304,8 +303,6 @@ def _check_failover(config: SweepConfig, where: str) -> None:
 
 def _check_order(config: SweepConfig, where: str) -> None:
     """The order policy resolves (a plug-in is imported now, before anything runs)."""
-    from benchlab.sweep.order import resolve_policy
-
     try:
         resolve_policy(config.policies.order, config_file=where)
     except ConfigError as exc:

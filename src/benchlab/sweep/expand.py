@@ -23,13 +23,14 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from benchlab.benchmarks import BACKENDS
+from benchlab.benchmarks import get_backend
 from benchlab.catalog.contract import params_problem
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import SPEC_HASH_CHARS, settings_digest
 from benchlab.metrics import declare
 from benchlab.models import AXES, Policies, RunSpec, SweepConfig
 from benchlab.redact.public_ids import public_spec_id
+from benchlab.sweep.order import order_points
 
 MAX_POINTS = 10_000
 """Points (repeats included) a config may expand to unless `--max-points` lifts it: a
@@ -202,8 +203,6 @@ def order_specs(specs: list[RunSpec], policies: Policies) -> list[RunSpec]:
     does (`benchlab.sweep.order`), keeping devices in the order the matrix lists them:
     spec (as expanded), interleave (rotate configurations), shuffle (seeded per device) or a
     plug-in. Repeats stay rounds: all of round 0 (every device) before any of round 1."""
-    from benchlab.sweep.order import order_points
-
     by_round: dict[int, dict[str, list[RunSpec]]] = {}
     for spec in specs:
         by_round.setdefault(spec.repeat or 0, {}).setdefault(spec.device, []).append(spec)
@@ -281,14 +280,6 @@ def matrix_axes(config: SweepConfig, where: str) -> dict[str, list[Any]]:
 
 
 def _check_backend(name: str, where: str, key: str) -> None:
-    try:
-        from benchlab.benchmarks import get_backend
-    except ImportError:
-        if name not in BACKENDS:
-            raise ConfigError(
-                f"{where}: {key}: unknown backend {name!r} (known: {', '.join(BACKENDS)})"
-            ) from None
-        return
     try:
         get_backend(name)
     except BenchlabError as exc:

@@ -35,6 +35,7 @@ from typing import Any
 from benchlab.ids import check_id, utc_iso
 from benchlab.layout import Store, append_json_lines, atomic_write_text
 from benchlab.models import RunSpec
+from benchlab.sweep.budget import base_key
 
 HISTORY = "history.jsonl"
 MAX_LINES = 2000
@@ -92,8 +93,6 @@ def recent_outcomes(store: Store, machine_id: str, device: str, window: int) -> 
 def point_key(spec: RunSpec) -> str:
     """A short stable name for a point with its repeat left out (every repeat of a point is
     expected to take as long), as `ok` history lines carry it."""
-    from benchlab.sweep.budget import base_key
-
     return hashlib.sha256(base_key(spec).encode()).hexdigest()[:16]
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from benchlab.benchmarks import get_backend
+from benchlab.devices import open_transport
 from benchlab.devices.base import Transport
 from benchlab.errors import ConfigError, DeviceError
 from benchlab.models import DeviceConfig, SweepConfig
@@ -33,12 +35,8 @@ def preflight(
 ) -> list[str]:
     """Raise ConfigError for a backend a device cannot run; return notes on unreachable ones."""
     if _opener is None:
-        from benchlab.devices import open_transport
-
         _opener = open_transport
     if _backend is None:
-        from benchlab.benchmarks import get_backend
-
         _backend = get_backend
     notes: list[str] = []
     checked: set[tuple[str, str, str, str]] = set()

@@ -18,6 +18,7 @@ from typing import IO, Any, Protocol, runtime_checkable
 from benchlab.metrics import DECODE, PEAK, PREFILL
 from benchlab.models import RunRecord, RunSpec
 from benchlab.sweep.expand import DEFAULT_MODE
+from benchlab.textout import escape_controls, raw
 
 
 @runtime_checkable
@@ -146,8 +147,6 @@ class RichProgress(LineProgress):
             TimeElapsedColumn,
         )
 
-        from benchlab.textout import raw
-
         # rich draws its own styling codes: under the CLI's SafeStream, to the raw stream
         # (ARCHITECTURE.md, One reader and one writer path); each line is escaped in `_print`.
         self.console = Console(file=raw(self.stream), highlight=False)
@@ -171,8 +170,6 @@ class RichProgress(LineProgress):
             self.bar.update(self.task, description=spec_label(spec))
 
     def _print(self, line: str) -> None:
-        from benchlab.textout import escape_controls
-
         self.console.print(escape_controls(line), markup=False, highlight=False, soft_wrap=True)
 
     def point_done(self, done: int, total: int, spec: RunSpec, record: RunRecord) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 from benchlab.errors import StoreError
 from benchlab.layout import MANIFEST, RECORD, Store, read_json
 from benchlab.models import RunRecord, RunSpec, SweepConfig
+from benchlab.sweep.inject import due_points, pending_path
 from benchlab.sweep.journal import SweepJournal
 from benchlab.sweep.lock import DeviceLocks, SweepLock, clear_stop, stop_requested
 from benchlab.sweep.result import SweepResult
@@ -196,8 +197,6 @@ class SweepSession:
     def _injected_due(self) -> list[RunSpec]:
         """Due injected points of a device of the config that are not done yet (all of
         them when the sweep is new or fresh): their machines are the session's too."""
-        from benchlab.sweep.inject import due_points, pending_path
-
         specs = [
             spec
             for spec in due_points(pending_path(self.store, self.experiment), self.experiment)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from benchlab.devices import open_transport
 from benchlab.devices.base import Transport
 from benchlab.errors import DeviceError
 from benchlab.ids import utc_iso
@@ -40,6 +41,7 @@ from benchlab.sweep.groups import Group, resolve
 from benchlab.sweep.history import DeviceHistory, point_key
 from benchlab.sweep.inject import InjectedQueue
 from benchlab.sweep.lock import stop_path
+from benchlab.sweep.placeholders import worker_instance_id
 from benchlab.sweep.schedule_log import ScheduleLog
 
 STOP_POLL_S = 0.25
@@ -114,14 +116,10 @@ def expected_seconds(device: DeviceState, spec: RunSpec) -> float:
 
 
 def worker_id(device: str, index: int) -> str:
-    from benchlab.sweep.placeholders import worker_instance_id
-
     return worker_instance_id(device, index)
 
 
 def default_transport(device_id: str, config: DeviceConfig) -> Transport:
-    from benchlab.devices import open_transport
-
     return open_transport(device_id, config)
 
 

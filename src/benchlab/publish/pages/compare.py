@@ -19,13 +19,24 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
-from benchlab.metrics import CATALOG_METRICS, PEAK, get
+from benchlab.detect.stats import T_975, Z_975
+from benchlab.identity import series_of, shape, test_names
+from benchlab.metrics import CATALOG_METRICS, PEAK, get, lower_is_better, unit_of
 from benchlab.publish.charts import build_charts, cost_rows
 from benchlab.publish.context import SiteContext
 from benchlab.publish.jsontext import dumps
 from benchlab.publish.links import series_url
 from benchlab.publish.tables import fmt_num
 from benchlab.publish.templating import json_script
+from benchlab.query.compare import (
+    ROW_METRICS,
+    best_key,
+    gather,
+    row_test,
+    setting_parts,
+    workload_of,
+)
+from benchlab.query.filters import chronological
 
 COST_LIMIT = 100
 NAMED_TESTS = (*(m for m in CATALOG_METRICS if get(m).test in ("pp", "tg")), PEAK.name)
@@ -72,12 +83,6 @@ def compare_data(site: SiteContext) -> dict[str, Any]:
     """A summary file per value of each axis (`_summary`); returns the index the page
     embeds: each axis's values, its matches, the metrics' units and directions, and the t
     quantiles the page's significance test reads (`stats.t_quantile`'s own table)."""
-    from benchlab.detect.stats import T_975, Z_975
-    from benchlab.identity import series_of, test_names
-    from benchlab.metrics import lower_is_better, unit_of
-    from benchlab.query.compare import ROW_METRICS, gather, row_test
-    from benchlab.query.filters import chronological
-
     ok_runs = chronological(run for history in site.groups.ok_of.values() for run in history)
     index: dict[str, Any] = {
         "axes": [],
@@ -128,9 +133,6 @@ def _summary(
     threads, shape, workload), `s` its settings as (name, words, value) for the row's
     settings label, `u` its series page, and `v` per metric the side [metric index, n, mean,
     sd, test] (and the one run's samples' n, mean, sd where it carries them)."""
-    from benchlab.identity import shape
-    from benchlab.query.compare import _best_key, _setting_parts, _workload, row_test
-
     run: Entry = sides.repeats[(value, key)][-1]
     found = []
     for index, metric in enumerate(metrics):
@@ -154,7 +156,7 @@ def _summary(
         "k": _digest(key),
         "f": [
             run["model"], run["machine_id"], run["precision"], run.get("backend"),
-            run.get("threads"), shape(run) or None, _workload(run) or None,
+            run.get("threads"), shape(run) or None, workload_of(run) or None,
         ],
         "u": series_url(series_of(run)),
         "v": found,
@@ -162,8 +164,8 @@ def _summary(
     if named:
         out["t"] = named
     if axis == "machine":
-        out["g"] = _digest(_best_key(run, axis))
+        out["g"] = _digest(best_key(run, axis))
         out["s"] = [
-            [name, text, dumps(run.get(name), sort_keys=True)] for name, text in _setting_parts(run)
+            [name, text, dumps(run.get(name), sort_keys=True)] for name, text in setting_parts(run)
         ]
     return out

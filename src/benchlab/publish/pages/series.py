@@ -40,6 +40,7 @@ from benchlab.publish.tables import Table, is_hole, metric_name, neg, steps_tabl
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers
 from benchlab.query.level import StepMemo, current_level, with_repeats
+from benchlab.query.roofline import judge_entry
 
 POINT_FIELDS = 8
 """A chart point's shared customdata (`charts.base.point_data` less chart extras): traces
@@ -259,8 +260,6 @@ def _table_html(macros: Any, table: Table) -> dict[str, Any]:
 def _physics(history: Sequence[Entry], newest: Entry, site: SiteContext) -> str | None:
     """Where the series' decode level beats its machine's memory bandwidth (ARCHITECTURE.md,
     How close to the hardware): the badge's explanation; else None."""
-    from benchlab.query.roofline import judge_entry
-
     decode = level_of(history, DECODE.name, site.level_memo)
     if decode is None:
         return None

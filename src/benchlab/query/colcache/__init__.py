@@ -101,6 +101,7 @@ past this gate only)."""
 def __getattr__(name: str) -> Any:
     """`Columns` on first use: importing the package must not import numpy (see MIN_BYTES)."""
     if name == "Columns":
+        # lazy: numpy, imported past the MIN_BYTES gate only
         from benchlab.query.colcache.answer import Columns
 
         return Columns
@@ -122,6 +123,7 @@ def open_columns(where: Store | Path, *, min_bytes: int | None = -1) -> Columns 
         return None
     if total < min_bytes:
         return None
+    # lazy: numpy, imported past the MIN_BYTES gate only
     from benchlab.query.colcache.build import open_current
 
     return open_current(catalog_path, cache_dir, key, shards)

@@ -11,16 +11,17 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.catalog.marks import present_all
 from benchlab.catalog.read import METRICS
 from benchlab.detect.stats import is_outlier
 from benchlab.metrics import LOWER_IS_BETTER, learn, lift
 from benchlab.query.colcache.arrays import (
-    _INLINE,
-    _load_segment,
-    _read_rows,
-    _restore,
-    _Segment,
-    _segment_path,
+    INLINE,
+    Segment,
+    load_segment,
+    read_rows,
+    restore,
+    segment_path,
 )
 from benchlab.query.colcache.join import Joined, join_columns
 from benchlab.query.colcache.key import Unanswerable
@@ -85,7 +86,7 @@ class Columns:
         array: Callable[[str], np.ndarray],
         *,
         keep: Any = None,
-        segments: list[_Segment] | None = None,
+        segments: list[Segment] | None = None,
     ) -> None:
         self.root = root
         self.cache_dir = cache_dir
@@ -93,7 +94,7 @@ class Columns:
         self.exact: bool = header["exact"]
         self.files: list[str] = header["files"]
         self.stats: list[list[int]] = header["stats"]
-        self.tables = {k: _restore(k, v) for k, v in header["tables"].items()}
+        self.tables = {k: restore(k, v) for k, v in header["tables"].items()}
         self._array = array
         self._keep = keep  # the memory map the arrays view
         self._segments: dict[int, Any] = dict(enumerate(segments or ()))
@@ -347,12 +348,12 @@ class Columns:
         return out
 
     def _segment(self, index: int, name: str) -> np.ndarray:
-        if index == _INLINE:
+        if index == INLINE:
             return self.array(f"inline_{name}")
         segment = self._segments.get(index)
         if segment is None:
-            path = _segment_path(self.cache_dir, self.files[index])
-            segment = _load_segment(path, self.files[index], self.stats[index])
+            path = segment_path(self.cache_dir, self.files[index])
+            segment = load_segment(path, self.files[index], self.stats[index])
             if segment is None:  # rebuilt under us for a newer shard
                 raise Unanswerable(f"{path}: not the segment of this cache")
             self._segments[index] = segment
@@ -362,8 +363,6 @@ class Columns:
     def entries(self, rows: Iterable[int]) -> list[dict[str, Any]]:
         """The full entries of `rows`, read back from their lines, under the head's outlier
         marks (`catalog.marks.present`), joined as the catalog loads them (`as_loaded`)."""
-        from benchlab.catalog.marks import present_all
-
         rows = [int(row) for row in rows]
         found = self._stored_entries(rows)
         lift(found)  # declared metrics as fields of their own (ARCHITECTURE.md, Metrics)
@@ -376,7 +375,7 @@ class Columns:
 
     def _stored_entries(self, rows: Iterable[int]) -> list[dict[str, Any]]:
         """The entries of `rows` as their lines hold them."""
-        return _read_rows(
+        return read_rows(
             self.root,
             self.files,
             (self.array("file"), self.array("offset"), self.array("length")),

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, read_regular
 from benchlab.catalog.read import METRICS
 from benchlab.catalog.shards import decode_entry
 from benchlab.identity import series_of
@@ -50,7 +51,7 @@ COLUMNS = (
 _TUPLE_COLUMNS = frozenset({"model", "precision", "tags", "version"})
 
 _EXACT_INT = 2**53
-_INLINE = -1
+INLINE = -1
 """The file index of a row kept in the cache itself (v2 entries, a v3 head's `runs`)."""
 
 
@@ -64,7 +65,7 @@ def _aligned(n: int) -> int:
     return -(-n // _ALIGN) * _ALIGN
 
 
-def _write_container(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+def write_container(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """Write `path` whole (a temp file renamed over it): readers see the old or the new."""
     layout: dict[str, list[Any]] = {}
     offset = 0
@@ -95,7 +96,7 @@ def _write_container(path: Path, header: dict[str, Any], arrays: dict[str, np.nd
         raise
 
 
-class _Container:
+class Container:
     """A container file opened read-only; arrays are views of its memory map."""
 
     def __init__(self, path: Path) -> None:
@@ -127,7 +128,7 @@ class _Container:
 
 
 @dataclasses.dataclass
-class _Segment:
+class Segment:
     """The columns of some entries: one shard's, or the cache's own inline rows."""
 
     n: int
@@ -187,7 +188,7 @@ def _values(entries: list[dict[str, Any]]) -> dict[str, list[Any]]:
 
 def _columns_of(
     entries: list[dict[str, Any]], offsets: Sequence[int], lengths: Sequence[int]
-) -> _Segment:
+) -> Segment:
     """The columns of checked entries: codes into tables of distinct values, metrics."""
     n = len(entries)
     tables = {}
@@ -210,7 +211,7 @@ def _columns_of(
         ints[metric] = np.fromiter((type(v) is int for v in column), dtype=bool, count=n)
     ids, exact_ids = _bytes_column([e["run_id"] for e in entries])
     times, exact_times = _bytes_column([e["timestamp"] for e in entries])
-    return _Segment(
+    return Segment(
         declared=declared,
         n=n,
         tables=tables,
@@ -218,7 +219,7 @@ def _columns_of(
         metrics=metrics,
         run_ids=ids,
         stamps=times,
-        hashes=_hashes(ids),
+        hashes=hashes_of(ids),
         offsets=np.array(offsets, dtype=np.int64),
         lengths=np.array(lengths, dtype=np.int64),
         exact=exact and exact_ids and exact_times,
@@ -240,12 +241,10 @@ def _bytes_column(texts: list[str]) -> tuple[np.ndarray, bool]:
         return np.zeros(len(texts), dtype="S1"), False
 
 
-def _read_shard_segment(name: str, path: Path) -> _Segment:
+def _read_shard_segment(name: str, path: Path) -> Segment:
     """Read one shard through the catalog gate (once per change of the shard: the segment
     is kept while its stat is); remember where each line is. A line the gate sets aside,
     or a conflict line, is left to the Python path, which names it."""
-    from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, read_regular
-
     raw, stat = read_regular(path, name, MAX_SHARD_BYTES)
     entries, offsets, problems = gate_lines(raw, name)
     if problems or any(CONFLICT in entry for entry in entries):
@@ -258,7 +257,7 @@ def _read_shard_segment(name: str, path: Path) -> _Segment:
     return segment
 
 
-def _inline_segment(entries: list[dict[str, Any]]) -> _Segment:
+def inline_segment(entries: list[dict[str, Any]]) -> Segment:
     """Entries kept in the cache itself, one JSON line each (v2, or a v3 head's `runs`)."""
     lines = []
     for entry in entries:
@@ -276,12 +275,12 @@ def _inline_segment(entries: list[dict[str, Any]]) -> _Segment:
     return segment
 
 
-def _segment_path(cache_dir: Path, name: str) -> Path:
+def segment_path(cache_dir: Path, name: str) -> Path:
     digest = hashlib.sha256(name.encode()).hexdigest()[:24]
     return cache_dir / SEGMENT_DIR / f"{digest}.seg"
 
 
-def _save_segment(path: Path, segment: _Segment) -> None:
+def _save_segment(path: Path, segment: Segment) -> None:
     arrays = {f"code:{name}": segment.codes[name] for name in COLUMNS}
     names = (*METRICS, *_columned(segment.declared))
     arrays.update({f"metric:{name}": segment.metrics[name] for name in names})
@@ -302,13 +301,13 @@ def _save_segment(path: Path, segment: _Segment) -> None:
         "tables": segment.tables,
         "declared": segment.declared,
     }
-    _write_container(path, header, arrays)
+    write_container(path, header, arrays)
 
 
-def _load_segment(path: Path, name: str, stat: list[int]) -> _Segment | None:
+def load_segment(path: Path, name: str, stat: list[int]) -> Segment | None:
     """A saved segment of shard `name`, if it was made from the shard as it is now."""
     try:
-        box = _Container(path)
+        box = Container(path)
     except (OSError, ValueError):
         return None
     header = box.header
@@ -320,14 +319,14 @@ def _load_segment(path: Path, name: str, stat: list[int]) -> _Segment | None:
         return None
 
 
-def _segment_of(box: _Container, name: str, stat: list[int]) -> _Segment:
+def _segment_of(box: Container, name: str, stat: list[int]) -> Segment:
     header = box.header
     declared = header["declared"]
     names = (*METRICS, *_columned(declared))
-    return _Segment(
+    return Segment(
         declared=declared,
         n=header["n"],
-        tables={k: _restore(k, v) for k, v in header["tables"].items()},
+        tables={k: restore(k, v) for k, v in header["tables"].items()},
         codes={name: box.array(f"code:{name}") for name in COLUMNS},
         metrics={name: box.array(f"metric:{name}") for name in names},
         ints={name: box.array(f"int:{name}") for name in names},
@@ -342,14 +341,14 @@ def _segment_of(box: _Container, name: str, stat: list[int]) -> _Segment:
     )
 
 
-def _restore(column: str, values: list[Any]) -> list[Any]:
+def restore(column: str, values: list[Any]) -> list[Any]:
     """A table as read back from JSON: tuples come back as lists."""
     if column in _TUPLE_COLUMNS:
         return [tuple(v) for v in values]
     return values
 
 
-def _read_rows(
+def read_rows(
     root: Path,
     files: list[str],
     where: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -364,7 +363,7 @@ def _read_rows(
     try:
         for row in rows:
             index, offset, length = int(file[row]), int(offsets[row]), int(lengths[row])
-            if index == _INLINE:
+            if index == INLINE:
                 out.append(orjson.loads(inline[offset : offset + length].tobytes()))
                 continue
             handle = handles.get(index)
@@ -383,7 +382,7 @@ def _read_rows(
     return out
 
 
-def _hashes(ids: np.ndarray) -> np.ndarray:
+def hashes_of(ids: np.ndarray) -> np.ndarray:
     """A 64-bit FNV-style hash of each string of a bytes array, over the 8-byte words the
     string fills (so equal strings hash equal in arrays of any width)."""
     count = len(ids)
@@ -400,7 +399,7 @@ def _hashes(ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def _bytes(blob: bytes) -> np.ndarray:
+def bytes_of(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.uint8) if blob else np.zeros(0, dtype=np.uint8)
 
 
@@ -409,12 +408,12 @@ PARALLEL_SHARDS = 16
 them in as many processes as there are CPUs; a few changed shards are read in-process."""
 
 
-def _shard_segments(
+def shard_segments(
     root: Path, cache_dir: Path, shards: list[tuple[str, int, int, int]]
-) -> list[_Segment]:
+) -> list[Segment]:
     """Every shard's segment: the saved one while the shard is unchanged, else read again."""
     found = [
-        _load_segment(_segment_path(cache_dir, name), name, [size, mtime, inode])
+        load_segment(segment_path(cache_dir, name), name, [size, mtime, inode])
         for name, size, mtime, inode in shards
     ]
     stale = [i for i, segment in enumerate(found) if segment is None]
@@ -428,17 +427,17 @@ def _shard_segments(
     for i, segment in zip(stale, made, strict=True):
         found[i] = segment
     _drop_stale_segments(
-        cache_dir / SEGMENT_DIR, {_segment_path(cache_dir, name).name for name, *_ in shards}
+        cache_dir / SEGMENT_DIR, {segment_path(cache_dir, name).name for name, *_ in shards}
     )
     return [segment for segment in found if segment is not None]
 
 
-def _make_segment(job: tuple[str, Path, Path]) -> _Segment:
+def _make_segment(job: tuple[str, Path, Path]) -> Segment:
     """Read shard `name` and save its segment (in a worker process, or in-process)."""
     name, root, cache_dir = job
     gc.disable()  # a worker is a fresh process: see open_current
     segment = _read_shard_segment(name, root / name)
-    path = _segment_path(cache_dir, name)
+    path = segment_path(cache_dir, name)
     try:
         _save_segment(path, segment)
     except OSError:

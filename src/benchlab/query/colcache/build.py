@@ -10,17 +10,17 @@ from typing import Any
 
 from benchlab.catalog.marks import head_marks
 from benchlab.catalog.order import REJECTED
-from benchlab.catalog.read import _check_entries, read_head
+from benchlab.catalog.read import check_entries, read_head
 from benchlab.errors import BenchlabError
 from benchlab.query.colcache.answer import Columns
 from benchlab.query.colcache.arrays import (
-    _Container,
-    _inline_segment,
-    _Segment,
-    _shard_segments,
-    _write_container,
+    Container,
+    Segment,
+    inline_segment,
+    shard_segments,
+    write_container,
 )
-from benchlab.query.colcache.combine import _combine
+from benchlab.query.colcache.combine import combine_segments
 from benchlab.query.colcache.key import CACHE_NAME, Unanswerable
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def open_current(
 
 def _open_saved(catalog_path: Path, path: Path, key: list[Any]) -> Columns | None:
     try:
-        box = _Container(path)
+        box = Container(path)
     except (OSError, ValueError):
         return None
     if box.header.get("key") != key:
@@ -72,16 +72,16 @@ def _build(
     pending = doc.get("runs", [])
     if doc.get("conflicts"):
         raise Unanswerable("catalog.json holds conflict lines (the next build shards them)")
-    _check_entries(catalog_path, pending)
-    segments: list[_Segment] = _shard_segments(catalog_path.parent, cache_dir, shards)
-    segments.append(_inline_segment(pending))
+    check_entries(catalog_path, pending)
+    segments: list[Segment] = shard_segments(catalog_path.parent, cache_dir, shards)
+    segments.append(inline_segment(pending))
     marks = head_marks(doc)  # outlier marks: the head's key covers them
-    header, arrays = _combine(
+    header, arrays = combine_segments(
         catalog_path.parent, segments, retracted, doc.get(REJECTED, []), marks
     )
     header["key"] = key
     try:
-        _write_container(cache_dir / CACHE_NAME, header, arrays)
+        write_container(cache_dir / CACHE_NAME, header, arrays)
     except OSError:
         logger.debug("columns cache %s not written", cache_dir, exc_info=True)
     return Columns(catalog_path.parent, cache_dir, header, arrays.__getitem__, segments=segments)

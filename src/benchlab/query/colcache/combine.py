@@ -9,15 +9,24 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.catalog.marks import present
+from benchlab.catalog.order import (
+    CONFLICT,
+    copies,
+    copy_digest,
+    effective_rejections,
+    merge_copies,
+    rejected_by_run,
+)
 from benchlab.catalog.read import METRICS
 from benchlab.metrics import merge_declarations
 from benchlab.query.colcache.arrays import (
-    _INLINE,
     COLUMNS,
-    _bytes,
-    _hashes,
-    _read_rows,
-    _Segment,
+    INLINE,
+    Segment,
+    bytes_of,
+    hashes_of,
+    read_rows,
 )
 from benchlab.query.colcache.key import FORMAT, Unanswerable
 
@@ -30,9 +39,9 @@ def _small_codes(codes: np.ndarray, size: int) -> np.ndarray:
     return codes.astype(np.int32)
 
 
-def _combine(
+def combine_segments(
     root: Path,
-    segments: list[_Segment],
+    segments: list[Segment],
     retracted: list[str],
     rejected: Sequence[str] = (),
     marks: dict[str, dict[str, Any]] | None = None,
@@ -60,7 +69,7 @@ def _combine(
     # Shards come first, so a shard's segment index is its file index; inline rows last.
     merged["file"] = np.concatenate(
         [
-            np.full(s.n, i if s.name is not None else _INLINE, np.int32)
+            np.full(s.n, i if s.name is not None else INLINE, np.int32)
             for i, s in enumerate(segments)
         ]
     )
@@ -70,7 +79,7 @@ def _combine(
     inline = [s for s in segments if s.name is None]
     inline_ids = inline[0].run_ids if inline else np.zeros(0, dtype="S1")
     inline_stamps = inline[0].stamps if inline else np.zeros(0, dtype="S1")
-    blob = _bytes(b"".join(s.blob for s in segments))
+    blob = bytes_of(b"".join(s.blob for s in segments))
 
     keep = _one_row_per_run(root, segments, merged, blob, retracted, rejected)
     if marks:
@@ -111,7 +120,7 @@ def _combine(
 
 
 def _mark_rows(
-    segments: list[_Segment],
+    segments: list[Segment],
     merged: dict[str, np.ndarray],
     tags: dict[Any, int],
     marks: dict[str, dict[str, Any]],
@@ -119,14 +128,12 @@ def _mark_rows(
     """The head's outlier marks on the tags column (ARCHITECTURE.md, The catalog: marks and
     verdicts): a marked run's tags gain `outlier`, a cleared run's lose it, as
     `catalog.read` presents them; marks are few, so rows are found by hash."""
-    from benchlab.catalog.marks import present
-
     hashes = np.concatenate([s.hashes for s in segments])
     starts = np.cumsum([0, *(s.n for s in segments)])
     ids = np.array([r.encode() for r in marks], dtype=np.bytes_)
     values = list(tags)
     column = merged["code:tags"]
-    for row in np.flatnonzero(np.isin(hashes, _hashes(ids))).tolist():
+    for row in np.flatnonzero(np.isin(hashes, hashes_of(ids))).tolist():
         at = int(np.searchsorted(starts, row, side="right")) - 1
         run_id = bytes(segments[at].run_ids[row - starts[at]]).decode()
         if run_id in marks:
@@ -135,7 +142,7 @@ def _mark_rows(
 
 
 def _declared_columns(
-    segments: list[_Segment],
+    segments: list[Segment],
     declared: dict[str, list[str] | None],
     merged: dict[str, np.ndarray],
 ) -> None:
@@ -153,7 +160,7 @@ def _declared_columns(
 
 def _one_row_per_run(
     root: Path,
-    segments: list[_Segment],
+    segments: list[Segment],
     merged: dict[str, np.ndarray],
     inline: np.ndarray,
     retracted: list[str],
@@ -164,15 +171,6 @@ def _one_row_per_run(
     reader settles it), and where they do not the Python reader answers (it leaves the run
     out and names it); retracted ids go. Ids are compared by a 64-bit hash first (a sort of
     a million integers), then in full where hashes meet."""
-    from benchlab.catalog.order import (
-        CONFLICT,
-        copies,
-        copy_digest,
-        effective_rejections,
-        merge_copies,
-        rejected_by_run,
-    )
-
     hashes = np.concatenate([s.hashes for s in segments])
     starts = np.cumsum([0, *(s.n for s in segments)])
 
@@ -186,15 +184,15 @@ def _one_row_per_run(
     if retracted:
         gone = np.array([r.encode() for r in retracted], dtype=np.bytes_)
         wanted = set(gone.tolist())
-        for row in np.flatnonzero(np.isin(hashes, _hashes(gone))).tolist():
+        for row in np.flatnonzero(np.isin(hashes, hashes_of(gone))).tolist():
             if run_id(row) in wanted:
                 keep[row] = False
     judged = rejected_by_run(rejected)
     if judged:
         ids = np.array([r.encode() for r in judged], dtype=np.bytes_)
-        rows = np.flatnonzero(np.isin(hashes, _hashes(ids))).tolist()
+        rows = np.flatnonzero(np.isin(hashes, hashes_of(ids))).tolist()
         rows = [row for row in rows if run_id(row).decode() in judged]
-        entries = _read_rows(root, files, where, inline, rows)
+        entries = read_rows(root, files, where, inline, rows)
         present: dict[str, set[str]] = {}
         for entry in entries:
             present.setdefault(entry["run_id"], set()).update(copy_digest(c) for c in copies(entry))
@@ -210,7 +208,7 @@ def _one_row_per_run(
     for rows in groups.values():
         if len(rows) < 2:
             continue  # two ids with one hash
-        entries = _read_rows(root, files, where, inline, rows)
+        entries = read_rows(root, files, where, inline, rows)
         kept = entries[0]
         for entry in entries[1:]:
             kept = merge_copies(kept, entry)

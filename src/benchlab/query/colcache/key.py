@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from benchlab.catalog.read import METRICS, _shards_key, cache_key
+from benchlab.catalog.read import METRICS, cache_key, shards_key
 from benchlab.query.filters import TABLE_METRICS
 
 CACHE_NAME = "catalog-columns.bin"
@@ -26,6 +26,6 @@ def catalog_key(catalog_path: Path) -> tuple[list[Any], list[tuple[str, int, int
     `read.load_catalog`'s cache uses (catalog.json's and every shard's name, size,
     mtime_ns and inode) with this cache's FORMAT, as JSON would give it back."""
     stat = catalog_path.stat()
-    shards = list(_shards_key(catalog_path))
+    shards = list(shards_key(catalog_path))
     key = orjson.loads(orjson.dumps([FORMAT, *cache_key(stat), *shards]))
     return key, shards, stat.st_size + sum(size for _, size, _, _ in shards)
