@@ -107,7 +107,7 @@
     /* Rows: [time, run id, model, precision, threads, status, peak, decode, build, attempt,
        flags]; every cell written with textContent. */
     box.appendChild(el("h2", "Runs"));
-    var wrap = el("div", null, { "class": "bl-table" });
+    var wrap = el("div", null, { "class": "bl-table bl-cards" });  /* a card per run on a phone */
     var t = el("table", null, { "data-bl-sort": "", "data-sorted": "0:desc", id: "bl-series-runs" });
     var head = t.createTHead().insertRow();
     RUN_HEAD.forEach(function (c) {

@@ -19,7 +19,7 @@ from benchlab.metrics import DECODE, PEAK, PREFILL
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine
 from benchlab.publish.detection import build_time, window
 from benchlab.publish.open_steps import events, open_table, site_open
-from benchlab.publish.pages.machines import machine_rows
+from benchlab.publish.pages.machines import machine_rows, machines_table
 from benchlab.publish.tables import (
     NOT_MEASURED,
     Table,
@@ -219,7 +219,7 @@ def home_page(site: SiteContext, now: datetime | None = None) -> None:
         gates=gate_counts(site),
         last_updated=fmt_time(site.data.catalog.last_updated),
         fastest=fastest,
-        machines=machine_rows(site.data, site.pages, site.groups.by_machine),
+        machines=machines_table(machine_rows(site.data, site.pages, site.groups.by_machine), ""),
         recent=site.runs_table(newest_of(site.groups.by_machine.values(), RECENT_RUNS),
                                "", RECENT_RUNS, total=len(site.runs)),
     )  # fmt: skip

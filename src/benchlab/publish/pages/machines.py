@@ -133,6 +133,31 @@ def machine_rows(
     return rows
 
 
+def _number_in(text: str) -> str:
+    """The sort key of "16 GB" or "$1,234.50/h": its number ("" sorts last)."""
+    found = text.lstrip("$").split(" ")[0].split("/")[0].replace(",", "")
+    try:
+        return f"{float(found):.6g}"
+    except ValueError:
+        return ""
+
+
+def machines_table(rows: Sequence[Mapping[str, Any]], root: str) -> Table:
+    """`machine_rows` as a sortable table (a card per machine on a phone), each machine
+    linked to its page."""
+    columns = [("Machine", "text"), ("OS", "text"), ("Arch", "text"), ("CPU", "text"),
+               ("GPU", "text"), ("RAM", "num"), ("Cost", "num"), ("Runs", "num"),
+               ("Last run (UTC)", "text")]  # fmt: skip
+    cells = [
+        [cell(link(f"{root}machines/{r['page'][:-3]}.html", r["id"]), r["id"]),
+         cell(r["os"]), cell(r["arch"]), cell(r["cpu"]), cell(r["gpu"]),
+         cell(r["ram"], _number_in(r["ram"])),
+         cell(r["cost"], _number_in(r["cost"])), cell(r["runs"], r["runs"]), cell(r["last_run"])]
+        for r in rows
+    ]  # fmt: skip
+    return Table(columns, cells, sort="0:asc", ident="machine-list")
+
+
 def machine_pages(site: SiteContext) -> list[Any]:
     nav = []
     sids_of: dict[str, list[str]] = {}
