@@ -28,7 +28,7 @@ import stat as stat_mod
 from pathlib import Path
 from typing import BinaryIO
 
-from benchlab.errors import StoreError, UnsafePathError
+from benchlab.errors import ConfigError, StoreError, UnsafePathError
 
 DEFAULT_CAP = 256 * 1024 * 1024
 """The cap of a read that names none: the largest JSON document benchlab parses."""
@@ -226,6 +226,15 @@ def read_optional_text(
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as exc:
         raise StoreError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def read_config_text(path: PathLike) -> str | None:
+    """A small file the user writes (a config, the machine id): `read_optional_text` within
+    SMALL_CAP, where a file that is there and cannot be read is a ConfigError naming it."""
+    try:
+        return read_optional_text(path, cap=SMALL_CAP)
+    except StoreError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def open_stream(

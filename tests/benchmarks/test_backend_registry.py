@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.kit.plugins import install_plugin
 
 from benchlab.benchmarks import BUILT_IN, ENTRY_POINT_GROUP, get_backend, known_backends
 from benchlab.errors import ConfigError
@@ -29,13 +30,8 @@ def test_an_installed_package_registers_a_backend(
 ) -> None:
     """A real distribution (dist-info with entry_points.txt) on sys.path, as pip leaves one."""
     site = tmp_path / "site-packages"
-    info = site / "lab_toy_backend-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lab-toy-backend\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\ntoy = lab_toy_backend_mod:ToyBackend\n"
-    )
-    (site / "lab_toy_backend_mod.py").write_text(TOY)
+    entry = "toy = lab_toy_backend_mod:ToyBackend"
+    install_plugin(site, "lab-toy-backend", ENTRY_POINT_GROUP, entry, "lab_toy_backend_mod", TOY)
     monkeypatch.syspath_prepend(str(site))
     assert "toy" in known_backends()
     assert get_backend("toy").name == "toy"

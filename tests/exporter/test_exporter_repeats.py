@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from tests.kit.configs import write_sweep
-from tests.kit.oracle import need_programs
+from tests.kit.oracle import promtool_accepts
 from tests.kit.runs import write_run
 
 from benchlab.layout import Store, atomic_write_json
@@ -24,19 +24,6 @@ from benchlab.observe.exporter import scrape
 STAMP = "20261201T000000Z"
 DECODE = "benchlab_point_decode_tokens_per_second"
 PRINT_RATE = "print('{\"d\": {threads}5.0}')"
-
-
-def _promtool(text: str) -> None:
-    need_programs("promtool", reason="promtool absent (Debian's prometheus)")
-    check = subprocess.run(
-        ["promtool", "check", "metrics"],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def _bench(store: Path, *argv: str) -> str:
@@ -73,7 +60,7 @@ def test_a_sweep_with_repeats_and_budget_rounds_states_each_series_once(
     _bench(store, "run", str(config), "--concurrent", "--for", "2s")  # then budget rounds
     text = _bench(store, "export", str(store / "runs" / "sweeps" / "lab"))
     parsed = prom_parse(text)  # refuses a series stated twice
-    _promtool(text)
+    promtool_accepts(text)
     runs = {labels["threads"]: value for labels, value in parsed["benchlab_point_runs"]["samples"]}
     assert set(runs) == {"1", "2"} and min(runs.values()) >= 4, runs
     finished = parsed["benchlab_runs_finished"]["samples"]
@@ -126,7 +113,7 @@ def test_repeats_of_a_point_are_one_series_of_their_current_level(
     assert value == 18.0 and "repeat" not in labels and "round" not in labels
     assert [v for _, v in parsed["benchlab_point_runs"]["samples"]] == [5.0]
     assert [v for _, v in parsed["benchlab_point_temperature_celsius"]["samples"]] == [54.0]
-    _promtool(text)
+    promtool_accepts(text)
 
 
 def test_two_machines_that_call_their_device_local_are_two_series(

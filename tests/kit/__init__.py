@@ -24,4 +24,6 @@ is needed.
   with every entry under `runs`, read through `load_catalog`.
 - `tests.kit.fleet`: `load_make_fleet`, tools/perf/make_fleet.py loaded by path (the
   synthetic fleet of many runs, shared with the perf scripts).
+- `tests.kit.plugins`: `install_plugin`, a real distribution (dist-info, entry point, module)
+  in a site dir, for backends and order policies registered by an installed package.
 """

@@ -131,6 +131,14 @@ def make_store(store: Path, scratch: Path, seed: int = 34) -> Path:
     return store
 
 
+def make_repo_store(root: Path) -> Path:
+    """A repository's store under `root` (repo/experiments/benchmark), filled by `make_store`
+    from llama-bench outputs written to root/outputs."""
+    store = root / "repo" / "experiments" / "benchmark"
+    store.mkdir(parents=True)
+    return make_store(store, root / "outputs")
+
+
 def first_bad_build(step: Planted) -> str:
     """The build a planted step's first bad run was made with, as `version_label` reads it
     (the number llama-bench reports)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -31,3 +32,20 @@ def need_programs(*names: str, reason: str) -> None:
 
 def need_modules(*names: str, reason: str) -> None:
     need(all(importlib.util.find_spec(name) is not None for name in names), reason)
+
+
+def promtool_accepts(text: str, *, optional: bool = False) -> None:
+    """`promtool check metrics` passes `text`. Without promtool: skip (fail in CI), or, with
+    `optional`, check nothing and let the test's other checks stand."""
+    if optional and shutil.which("promtool") is None:
+        return
+    need_programs("promtool", reason="promtool (Debian's prometheus) absent")
+    check = subprocess.run(
+        ["promtool", "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -20,18 +20,22 @@ PUBLISHED = {
 }
 
 
-def _import(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def imported(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Path:
+    """The store, with both published results migrated and its catalog built."""
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
     for machine, (name, *_) in PUBLISHED.items():
         assert main(["migrate", str(DATA / name), "--machine-id", machine]) == 0
     assert main(["catalog", "build"]) == 0
     capsys.readouterr()
+    return store
 
 
 def test_published_results_get_their_mbu_from_the_spec_sheet(
-    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    _import(store, capsys)
     assert main(["table", "--format", "json"]) == 0
     rows = {row["machine_id"]: row for row in json.loads(capsys.readouterr().out)}
     for machine, (_, gbs, decode, size) in PUBLISHED.items():
@@ -48,10 +52,8 @@ def test_published_results_get_their_mbu_from_the_spec_sheet(
 
 
 def test_machines_show_the_spec_sheet_figure_an_import_is_judged_by(
-    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    _import(store, capsys)
     assert main(["machines", "--format", "json"]) == 0
     rows = {row["machine"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["rtx3090ti"]["gpu_mem_bandwidth"]["gbs"] == 1008

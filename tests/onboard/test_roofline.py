@@ -84,9 +84,14 @@ def test_prediction_scales_the_ceiling_by_the_fleets_median_mbu() -> None:
 SIZE = 4_000_000_000
 
 
-def _fleet(store: Path) -> list[dict[str, Any]]:
-    """Four machines that ran one 4 GB model (bandwidths 100, 200, 400 GB/s and one the
-    physics check must catch), declared as `bench machines set` declares them."""
+@pytest.fixture
+def fleet(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> list[dict[str, Any]]:
+    """The store ($BENCHLAB_STORE) of four machines that ran one 4 GB model (bandwidths 100,
+    200, 400 GB/s and one the physics check must catch), declared as `bench machines set`
+    declares them; the entries."""
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
     entries = [
         make_entry(f"{m}-r1", m, "2026-12-01T00:00:00Z", model="llama 7B Q4_0",
                    model_id="llama-7b", model_size=SIZE, decode_tok_per_sec=decode)
@@ -95,15 +100,13 @@ def _fleet(store: Path) -> list[dict[str, Any]]:
     write_v3_catalog(store, entries)
     for machine, gbs in (("slow", 100), ("mid", 200), ("fast", 400), ("fake", 100), ("new", 800)):
         assert main(["machines", "set", machine, "--mem-bandwidth", str(gbs)]) == 0
+    capsys.readouterr()
     return entries
 
 
 def test_validate_reports_a_run_faster_than_physics(
-    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    fleet: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    _fleet(store)
-    capsys.readouterr()
     assert main(["catalog", "validate"]) == 1
     err = capsys.readouterr().err
     # fake: 100 GB/s / 4 GB = 25 t/s ceiling; 60 t/s claimed.
@@ -111,9 +114,8 @@ def test_validate_reports_a_run_faster_than_physics(
     assert "impossible: slow-r1" not in err and "catalog: 1 runs decode faster" in err
 
 
-def test_predict_from_the_fleets_median_mbu(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    entries = _fleet(store)
+def test_predict_from_the_fleets_median_mbu(store: Path, fleet: list[dict[str, Any]]) -> None:
+    entries = fleet
     specs = fleet_specs(Store(store))
     # MBU: slow 50%, mid 60%, fast 70%; fake is impossible and left out. new: 200 t/s ceiling.
     found, per_token = predict_decode(entries, specs, "new", "llama-7b")
@@ -124,12 +126,7 @@ def test_predict_from_the_fleets_median_mbu(store: Path, monkeypatch: pytest.Mon
         predict_decode(entries, specs, "nowhere", "llama-7b")
 
 
-def test_best_predict(
-    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    _fleet(store)
-    capsys.readouterr()
+def test_best_predict(fleet: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["best", "--predict", "new", "--model", "llama-7b", "--format", "json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["decode_tok_per_sec"] == 120.0 and answer["machines"] == 3
@@ -138,11 +135,8 @@ def test_best_predict(
 
 
 def test_best_never_ranks_an_impossible_series_and_shows_mbu(
-    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    fleet: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    _fleet(store)
-    capsys.readouterr()
     assert main(["best", "--model", "llama-7b", "--metric", "decode_tok_per_sec"]) == 0
     out, err = capsys.readouterr()
     assert "fast" in out and "fake" not in out and "MBU %" in out
@@ -160,12 +154,11 @@ def test_best_never_ranks_an_impossible_series_and_shows_mbu(
 
 
 def test_the_roofline_chart_draws_each_machine_under_its_ceiling(
-    store: Path, monkeypatch: pytest.MonkeyPatch
+    store: Path, fleet: list[dict[str, Any]]
 ) -> None:
     from benchlab.publish.charts.roofline import roofline_chart
 
-    monkeypatch.setenv("BENCHLAB_STORE", str(store))
-    entries = _fleet(store)
+    entries = fleet
     unknown = make_entry("far-r1", "far", "2026-12-01T00:00:00Z", model_size=SIZE,
                          decode_tok_per_sec=5.0)  # fmt: skip
     chart = roofline_chart([*entries, unknown], fleet_specs(Store(store)))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from tests.kit.cli import run_cli
-from tests.kit.llama_steps import MACHINES, PLANTED, make_store
+from tests.kit.llama_steps import MACHINES, PLANTED, make_repo_store
 
 METRICS = ("prefill_tok_per_sec", "decode_tok_per_sec")
 TABLE_HEAD = {"prefill_tok_per_sec": "prefill tok/s", "decode_tok_per_sec": "decode tok/s"}
@@ -21,10 +21,7 @@ TABLE_HEAD = {"prefill_tok_per_sec": "prefill tok/s", "decode_tok_per_sec": "dec
 
 @pytest.fixture(scope="module")
 def llama_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("llama-formats")
-    store = root / "repo" / "experiments" / "benchmark"
-    store.mkdir(parents=True)
-    return make_store(store, root / "outputs")
+    return make_repo_store(tmp_path_factory.mktemp("llama-formats"))
 
 
 def _rows(fmt: str, out: str) -> list[dict[str, str]]:

@@ -8,17 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.kit.llama_steps import MACHINES, PLANTED, first_bad_build, make_store
+from tests.kit.llama_steps import MACHINES, PLANTED, first_bad_build, make_repo_store
 
 from benchlab.cli import main
 
 
 @pytest.fixture(scope="module")
 def llama_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("llama-steps")
-    store = root / "repo" / "experiments" / "benchmark"
-    store.mkdir(parents=True)
-    return make_store(store, root / "outputs")
+    return make_repo_store(tmp_path_factory.mktemp("llama-steps"))
 
 
 def _json(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, list[dict]]:

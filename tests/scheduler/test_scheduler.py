@@ -306,6 +306,17 @@ def _trace(store: Path, records) -> dict[str, list]:  # type: ignore[no-untyped-
     }
 
 
+def _mixed_fleet() -> dict[str, FakeBehaviour]:
+    """The fleet both engines run in the comparisons: a good device, one whose measurement
+    fails (exit 3), one whose transport fails once, another good one."""
+    return {
+        "laptop": FakeBehaviour(),
+        "pi5": FakeBehaviour(exit_code=3),
+        "host": FakeBehaviour(fail_next=1),
+        "pod": FakeBehaviour(),
+    }
+
+
 def test_sequential_is_the_scheduler_with_one_worker(store: Path, tmp_path: Path) -> None:
     """`bench run` and `bench run --concurrent` are one engine: run one point at a
     time they leave the same records, schedule.json, history and retries.jsonl."""
@@ -313,26 +324,18 @@ def test_sequential_is_the_scheduler_with_one_worker(store: Path, tmp_path: Path
     devices["pod"] = {"resource_group": "g"}
     config = make_config(devices, policies={**NO_BACKOFF, "max_in_flight": 1})
 
-    def fleet() -> dict[str, FakeBehaviour]:
-        return {
-            "laptop": FakeBehaviour(),
-            "pi5": FakeBehaviour(exit_code=3),
-            "host": FakeBehaviour(fail_next=1),
-            "pod": FakeBehaviour(),
-        }
-
     events = Events()
     sequential = run_sweep(
         store,
         config,
         "lab.yaml",
         progress=events,
-        _transport_factory=fleet_factory(fleet()),
+        _transport_factory=fleet_factory(_mixed_fleet()),
         _backend=lambda _: FakeBackend(decode=SCHEDULER_DECODE),
         _git_info=GitInfo(),
     )
     other = _same_run_elsewhere(store, tmp_path)
-    concurrent, _ = run(other, config, fleet(), _measure_clocks=False)
+    concurrent, _ = run(other, config, _mixed_fleet(), _measure_clocks=False)
     one, two = _trace(store, sequential.records), _trace(other, concurrent.records)
     for part in one:
         assert one[part] == two[part], part
@@ -348,25 +351,17 @@ def test_same_records_as_the_sequential_reference(store: Path, tmp_path: Path) -
     devices["pod"] = {"resource_group": "g"}
     config = make_config(devices)
 
-    def fleet() -> dict[str, FakeBehaviour]:
-        return {
-            "laptop": FakeBehaviour(),
-            "pi5": FakeBehaviour(exit_code=3),
-            "host": FakeBehaviour(fail_next=1),
-            "pod": FakeBehaviour(),
-        }
-
     sequential = run_sweep(
         store,
         config,
         "lab.yaml",
-        _transport_factory=fleet_factory(fleet()),
+        _transport_factory=fleet_factory(_mixed_fleet()),
         _backend=lambda _: FakeBackend(decode=SCHEDULER_DECODE),
         _sleep=lambda _: None,
         _git_info=GitInfo(),
     )
     other = _same_run_elsewhere(store, tmp_path)
-    concurrent, _ = run(other, config, fleet(), _measure_clocks=False)
+    concurrent, _ = run(other, config, _mixed_fleet(), _measure_clocks=False)
 
     def summary(records):  # type: ignore[no-untyped-def]
         return sorted(

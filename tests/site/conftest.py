@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs in importlib mode
 
 from site_factory import thread_runs, write_fleet, write_store
+from test_browser import Watched
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -39,6 +41,17 @@ def browser():
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture
+def watched(browser) -> Iterator[Watched]:
+    """A page for one test; it passes only with no console error and no off-loopback load."""
+    page = Watched(browser)
+    try:
+        yield page
+        assert not page.errors and not page.outside
+    finally:
+        page.close()
 
 
 @pytest.fixture

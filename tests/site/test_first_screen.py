@@ -66,16 +66,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def watched(browser) -> Iterator[Watched]:
-    page = Watched(browser)
-    try:
-        yield page
-        assert not page.errors and not page.outside
-    finally:
-        page.close()
-
-
 def test_a_first_demo_opens_on_its_results_and_says_how_to_publish(demo, watched):
     watched.page.set_viewport_size(DESKTOP)
     watched.open(demo + "index.html")

@@ -58,16 +58,6 @@ def served(site: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def watched(browser) -> Iterator[Watched]:
-    page = Watched(browser)
-    try:
-        yield page
-        assert not page.errors and not page.outside
-    finally:
-        page.close()
-
-
 def _drawn_x(watched: Watched, chart: str) -> list[str]:
     """The category ticks plotly drew on a chart's x axis."""
     return watched.page.evaluate(

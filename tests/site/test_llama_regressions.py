@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.kit.llama_steps import make_store
+from tests.kit.llama_steps import make_repo_store
 
 from benchlab.cli import main
 from benchlab.layout import Store
@@ -37,10 +37,7 @@ def _rows(text: str, table_id: str) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def llama_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    root = tmp_path_factory.mktemp("llama-site")
-    store = root / "repo" / "experiments" / "benchmark"
-    store.mkdir(parents=True)
-    make_store(store, root / "outputs")
+    store = make_repo_store(tmp_path_factory.mktemp("llama-site"))
     return store, render_pages(load_public(Store(store))).files
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from tests.kit.configs import write_sweep
+from tests.kit.plugins import install_plugin
 from tests.sweep.lab import command_params
 
 from benchlab.cli import main
@@ -92,13 +93,8 @@ def test_an_installed_entry_point_names_a_policy(
 ) -> None:
     """A real distribution (dist-info with entry_points.txt) on sys.path, as pip leaves one."""
     site = tmp_path / "site-packages"
-    info = site / "lab_order_dist-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lab-order-dist\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\nlab-backwards = lab_order_dist_mod:reverse\n"
-    )
-    (site / "lab_order_dist_mod.py").write_text(REVERSE)
+    entry = "lab-backwards = lab_order_dist_mod:reverse"
+    install_plugin(site, "lab-order-dist", ENTRY_POINT_GROUP, entry, "lab_order_dist_mod", REVERSE)
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("BENCHLAB_STORE", str(store))
     (found,) = [

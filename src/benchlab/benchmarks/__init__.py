@@ -16,10 +16,10 @@ Usage::
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 from benchlab.errors import ConfigError
+from benchlab.runtime.plugins import load_plugin, plugin_names
 
 if TYPE_CHECKING:
     from benchlab.benchmarks.base import Backend
@@ -42,8 +42,7 @@ BACKENDS = tuple(BUILT_IN)
 def known_backends() -> tuple[str, ...]:
     """Every backend name a sweep may use: the built-in ones and those installed packages
     register in ENTRY_POINT_GROUP, sorted."""
-    plugged = {ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
-    return tuple(sorted(set(BUILT_IN) | plugged))
+    return tuple(sorted(set(BUILT_IN) | plugin_names(ENTRY_POINT_GROUP)))
 
 
 def get_backend(name: str) -> Backend:
@@ -54,9 +53,7 @@ def get_backend(name: str) -> Backend:
         module, _, attribute = where.partition(":")
         factory = getattr(importlib.import_module(module), attribute)
     else:
-        found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
-        if found:
-            factory = found[0].load()
+        factory = load_plugin(ENTRY_POINT_GROUP, name)
     if not callable(factory):
         raise ConfigError(
             f"backend {name!r}: unknown; expected one of {', '.join(known_backends())}"

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from benchlab.catalog.build import build
 from benchlab.catalog.read import load_catalog
 from benchlab.detect.gates import DEFAULT_GATE, PASSED, GateBook
-from benchlab.errors import BenchlabError, ConfigError, StoreError
-from benchlab.files import SMALL_CAP, read_optional_text
+from benchlab.errors import BenchlabError, ConfigError
+from benchlab.files import read_config_text
 from benchlab.ids import check_id, sweep_stamp
 from benchlab.layout import (
     atomic_write_json,
@@ -78,10 +78,7 @@ def read_machine_id(store_root: Path) -> str | None:
     a run under the wrong machine id would put its numbers in another machine's history.
     """
     path = machine_id_path(store_root)
-    try:
-        found = read_optional_text(path, cap=SMALL_CAP)
-    except StoreError as exc:
-        raise ConfigError(str(exc)) from None
+    found = read_config_text(path)
     if found is None:
         return None
     text = found.strip()

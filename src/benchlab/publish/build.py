@@ -6,6 +6,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -163,62 +164,49 @@ def build_site(
     MkDocs process the caller started earlier still (`bench site build` starts it before
     importing the site's code).
     """
-    from contextlib import nullcontext
-
     # The published store's redaction policy, not the working directory's (ARCHITECTURE.md,
     # Publishing and redaction).
     scope = store_policy(data.store_root) if data.store_root is not None else nullcontext()
     with scope:
-        return _build_site(data, output, source, docs, run_build, runner)
+        source = source or default_source(data.store_root or Path.cwd())
+        if not (source / "mkdocs.yml").is_file():
+            raise ConfigError(f"{source / 'mkdocs.yml'}: file not found (pass --source DIR)")
+        if not run_build:
+            target = docs or source / "docs" / "generated"
+            write_docs(data, target, source)
+            return target
+        # A link at site/build (or above it, inside the repository) is refused before anything
+        # is removed or written (ARCHITECTURE.md, One reader and one writer path).
+        root = check_output(output)
+        ensure_dir(output.parent, root)
+        with (
+            tempfile.TemporaryDirectory(prefix="benchlab-site-") as tmp,
+            tempfile.TemporaryDirectory(prefix=".benchlab-data-", dir=output.parent) as staged,
+        ):
+            work = Path(tmp)
+            target = docs or work / "docs"
+            cache = templates_cache(data.store_root)
+            runner = runner or MkdocsProcess()
+            try:
 
+                def pages_done(pages: Rendered) -> None:
+                    read = {rel: text for rel, text in pages.files.items() if _mkdocs_reads(rel)}
+                    write_files(Rendered(read, pages.nav), target, source)
+                    if output.exists():
+                        shutil.rmtree(output)
+                    config = mkdocs_config(source, target, output, pages.nav)
+                    runner.build(config, work, _epoch(data.catalog.last_updated), cache)
 
-def _build_site(
-    data: PublicData,
-    output: Path,
-    source: Path | None = None,
-    docs: Path | None = None,
-    run_build: bool = True,
-    runner: MkdocsProcess | None = None,
-) -> Path:
-    source = source or default_source(data.store_root or Path.cwd())
-    if not (source / "mkdocs.yml").is_file():
-        raise ConfigError(f"{source / 'mkdocs.yml'}: file not found (pass --source DIR)")
-    if not run_build:
-        target = docs or source / "docs" / "generated"
-        write_docs(data, target, source)
-        return target
-    # A link at site/build (or above it, inside the repository) is refused before anything
-    # is removed or written (ARCHITECTURE.md, One reader and one writer path).
-    root = check_output(output)
-    ensure_dir(output.parent, root)
-    with (
-        tempfile.TemporaryDirectory(prefix="benchlab-site-") as tmp,
-        tempfile.TemporaryDirectory(prefix=".benchlab-data-", dir=output.parent) as staged,
-    ):
-        work = Path(tmp)
-        target = docs or work / "docs"
-        cache = templates_cache(data.store_root)
-        runner = runner or MkdocsProcess()
-        try:
-
-            def pages_done(pages: Rendered) -> None:
-                read = {rel: text for rel, text in pages.files.items() if _mkdocs_reads(rel)}
-                write_files(Rendered(read, pages.nav), target, source)
-                if output.exists():
-                    shutil.rmtree(output)
-                config = mkdocs_config(source, target, output, pages.nav)
-                runner.build(config, work, _epoch(data.catalog.last_updated), cache)
-
-            rendered = render_pages(data, pages_done=pages_done)
-            late = {rel: text for rel, text in rendered.files.items()
-                    if not (target / rel).is_file()}  # fmt: skip
-            _check_names(late)
-            _write_tree(late, Path(staged))
-            runner.wait()
-        finally:
-            runner.stop()
-        _merge_into(Path(staged), output)
-    return output
+                rendered = render_pages(data, pages_done=pages_done)
+                late = {rel: text for rel, text in rendered.files.items()
+                        if not (target / rel).is_file()}  # fmt: skip
+                _check_names(late)
+                _write_tree(late, Path(staged))
+                runner.wait()
+            finally:
+                runner.stop()
+            _merge_into(Path(staged), output)
+        return output
 
 
 def _mkdocs_reads(rel: str) -> bool:

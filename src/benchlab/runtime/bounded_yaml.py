@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from benchlab.errors import ConfigError, StoreError
-from benchlab.files import SMALL_CAP, read_optional_text
+from benchlab.errors import ConfigError
+from benchlab.files import read_config_text
 
 MAX_CONFIG_BYTES = 1024 * 1024
 """A sweep config is a page of YAML; a megabyte is already not one."""
@@ -95,10 +95,7 @@ def read_config_data(path: str | Path) -> Any:
     """A config file's YAML, bounded (`load_yaml_bounded`), not yet validated: what
     `bench inject` lays its axes over before the variant is checked as a whole."""
     where = str(path)
-    try:
-        text = read_optional_text(path, cap=SMALL_CAP)
-    except StoreError as exc:
-        raise ConfigError(str(exc)) from None
+    text = read_config_text(path)
     if text is None:
         raise ConfigError(f"{where}: file not found")
     try:

@@ -31,7 +31,7 @@ from benchlab.catalog.gate import MAX_INT
 from benchlab.errors import BenchlabError, ConfigError
 from benchlab.ids import check_id, check_name, hidden_character
 from benchlab.metrics import declare
-from benchlab.models import ResourceGroupConfig, RunSpec, SweepConfig
+from benchlab.models import AXES, ResourceGroupConfig, RunSpec, SweepConfig
 from benchlab.runtime.bounded_yaml import read_config_data
 from benchlab.sweep.expand import check_point_count, device_settings, expand, hashed_fields
 from benchlab.sweep.order import resolve_policy
@@ -153,20 +153,7 @@ def check_config(
     _check_contract(config, specs, where)
 
 
-_LINE_AXES = (
-    "device",
-    "machine_id",
-    "backend",
-    "model",
-    "precision",
-    "mode",
-    "threads",
-    "prompt_tokens",
-    "gen_tokens",
-    "batch_sizes",
-    "params",
-    "tags",
-)
+_LINE_AXES = (*AXES, "machine_id", "tags")
 """What of a RunSpec reaches its catalog line (the spec id aside, a checked id)."""
 
 

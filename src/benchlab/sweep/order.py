@@ -34,13 +34,13 @@ import os
 import random
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol, TypeVar
 
 from benchlab.errors import ConfigError
 from benchlab.models import RunSpec
+from benchlab.runtime.plugins import load_plugin
 
 ENTRY_POINT_GROUP = "benchlab.order_policies"
 PLUGIN_PATH_ENV = "BENCHLAB_PLUGIN_PATH"
@@ -156,9 +156,7 @@ def resolve_policy(
             ) from None
         function = getattr(module, attribute, None)
     else:
-        found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
-        if found:
-            function = found[0].load()
+        function = load_plugin(ENTRY_POINT_GROUP, name)
     if not callable(function):
         raise ConfigError(
             f"policies.order: unknown order policy {name!r}; expected 'spec', 'interleave' "

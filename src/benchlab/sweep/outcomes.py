@@ -225,34 +225,30 @@ def drain(state: SweepState, device: DeviceState, points: list[Point]) -> None:
             if point.spec.failover_from is None and candidates:
                 target = state.fitness.choose(candidates, point=point.run_id, source=device.id)
         moved: Point | None = None
+        hole_reason = reason
+        action: dict[str, str] = {
+            "action": "hole" if not point.failures else "kept-failed",
+            "kind": "hole",
+        }
         if target is not None:
             spec = failover_spec(state.config, point.spec, target)
             moved = Point(spec, state.journal.run_id(spec))
-            state.log.append(
-                device=device.id,
-                machine_id=device.machine,
-                spec_id=point.spec.spec_id,
-                run_id=point.run_id,
-                attempt=point.attempt,
-                error=device.breaker.last_error,
-                action="failover",
-                kind="failover",
-                to_device=target,
-                to_run_id=moved.run_id,
-            )
+            action = {
+                "action": "failover",
+                "kind": "failover",
+                "to_device": target,
+                "to_run_id": moved.run_id,
+            }
             hole_reason = f"{reason}; moved to {target!r} as {moved.run_id}"
-        else:
-            hole_reason = reason
-            state.log.append(
-                device=device.id,
-                machine_id=device.machine,
-                spec_id=point.spec.spec_id,
-                run_id=point.run_id,
-                attempt=point.attempt,
-                error=device.breaker.last_error,
-                action="hole" if not point.failures else "kept-failed",
-                kind="hole",
-            )
+        state.log.append(
+            device=device.id,
+            machine_id=device.machine,
+            spec_id=point.spec.spec_id,
+            run_id=point.run_id,
+            attempt=point.attempt,
+            error=device.breaker.last_error,
+            **action,
+        )
         if point.failures:
             # It was attempted: its last failed record tells the truth; keep it.
             record = _existing(state, point) or state.runner.write_hole(
