@@ -40,7 +40,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("catalog/read.py", "_read_cache"): "the private query cache under runs/ (never tracked)",
     ("query/level.py", "load_memo"): "the private level memo under runs/ (never tracked)",
     ("query/colcache/arrays.py", "__init__"): "the private columnar cache (never tracked)",
-    ("query/colcache/arrays.py", "_read_rows"): (
+    ("query/colcache/arrays.py", "read_rows"): (
         "shards the columnar cache has just read through gate.read_regular (same stat key)"
     ),
     ("catalog/views.py", "_holds"): "a view this clone's build wrote (private, under runs/)",
