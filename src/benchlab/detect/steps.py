@@ -28,6 +28,8 @@ from benchlab.detect.repeats import floored_steps, within_floor
 from benchlab.identity import version_label
 from benchlab.metrics import lower_is_better
 
+Status = Literal["confirmed", "suspect", "outlier"]
+
 
 @dataclass(frozen=True)
 class Step:
@@ -50,7 +52,7 @@ class Step:
     revision_before: str | None = None
     revision_after: str | None = None
     identity: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    status: Literal["confirmed", "suspect", "outlier"] = "confirmed"
+    status: Status = "confirmed"
     """confirmed; suspect (too few runs after it); outlier (one run that came back: a
     `noise.excursions` run, shown but never a step of the level)."""
     runs_after: int = 0
@@ -124,7 +126,7 @@ def series_steps(
         fields["bimodal_gap"] = round(gap, 4)
     cuts = floored_steps(floor, values, **limits.keywords())
     bounds = [0, *(cut for cut, _ in cuts), len(values)]
-    found: list[tuple[int, float, float, float, float, str]] = []
+    found: list[tuple[int, float, float, float, float, Status]] = []
     for number, (cut, p_value) in enumerate(cuts, start=1):
         segment_before = values[bounds[number - 1] : cut]
         segment_after = values[cut : bounds[number + 1]]
@@ -161,39 +163,20 @@ def series_steps(
     noise = max(noise_scale(values), floor)
     steps = []
     for cut, p_value, before, after, effect, status in found:
-        change = (after - before) / before
-        good, bad = runs[cut - 1][0], runs[cut][0]
         margin = max(
             limits.min_change * abs(before), limits.min_effect * noise, abs(after - before) / 2
         )
         later = [level for start, level in levels if start >= cut]
         steps.append(
-            Step(
-                fields["series"],
-                fields["label"],
+            _step_at(
+                runs,
+                cut,
                 metric,
-                bad["run_id"],
-                bad["timestamp"],
-                good["run_id"],
-                before,
-                after,
-                change,
-                1.0 - p_value,
-                step_kind(metric, change),
-                version_before=version_label(good),
-                version_after=version_label(bad),
-                revision_before=good.get("revision"),
-                revision_after=bad.get("revision"),
-                identity={
-                    **fields,
-                    "last_good_timestamp": good["timestamp"],
-                    "confirmed_in_series": len(cuts),
-                },
-                status=status,  # type: ignore[arg-type]
-                runs_after=len(values) - cut,
-                effect=effect,
-                open=_still_open(before, after, later, margin),
-                p_value=p_value,
+                fields,
+                (before, after, p_value, effect),
+                status=status,
+                is_open=_still_open(before, after, later, margin),
+                confirmed_in_series=len(cuts),
             )
         )
     return steps + outliers
@@ -230,35 +213,56 @@ def excursion_steps(
     for i in excursions(values, sigma, min_change):
         around = sorted([*values[max(0, i - 2) : i], *values[i + 1 : i + 3]])
         before = median(around)
-        change = (values[i] - before) / before
         z = abs(values[i] - before) / sigma
         p_value = min(1.0, n * math.erfc(z / math.sqrt(2)))
-        good, bad = runs[i - 1][0], runs[i][0]
         out.append(
-            Step(
-                fields["series"],
-                fields["label"],
-                metric,
-                bad["run_id"],
-                bad["timestamp"],
-                good["run_id"],
-                before,
-                values[i],
-                change,
-                1.0 - p_value,
-                step_kind(metric, change),
-                version_before=version_label(good),
-                version_after=version_label(bad),
-                revision_before=good.get("revision"),
-                revision_after=bad.get("revision"),
-                identity={**fields, "last_good_timestamp": good["timestamp"]},
-                status="outlier",
-                runs_after=n - i,
-                effect=z,
-                p_value=p_value,
-            )
+            _step_at(runs, i, metric, fields, (before, values[i], p_value, z), status="outlier")
         )
     return out
+
+
+def _step_at(
+    runs: History,
+    at: int,
+    metric: str,
+    fields: Entry,
+    sizes: tuple[float, float, float, float],
+    *,
+    status: Status,
+    is_open: bool = False,
+    confirmed_in_series: int | None = None,
+) -> Step:
+    """The step whose first bad run is `runs[at]`: `sizes` (level before, level after,
+    p-value, effect), the versions of the runs either side of it."""
+    before, after, p_value, effect = sizes
+    good, bad = runs[at - 1][0], runs[at][0]
+    change = (after - before) / before
+    identity = {**fields, "last_good_timestamp": good["timestamp"]}
+    if confirmed_in_series is not None:
+        identity["confirmed_in_series"] = confirmed_in_series
+    return Step(
+        fields["series"],
+        fields["label"],
+        metric,
+        bad["run_id"],
+        bad["timestamp"],
+        good["run_id"],
+        before,
+        after,
+        change,
+        1.0 - p_value,
+        step_kind(metric, change),
+        version_before=version_label(good),
+        version_after=version_label(bad),
+        revision_before=good.get("revision"),
+        revision_after=bad.get("revision"),
+        identity=identity,
+        status=status,
+        runs_after=len(runs) - at,
+        effect=effect,
+        open=is_open,
+        p_value=p_value,
+    )
 
 
 def _still_open(before: float, after: float, later: Sequence[float], margin: float) -> bool:
