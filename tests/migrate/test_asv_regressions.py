@@ -23,7 +23,8 @@ from tests.kit.catalog import catalog_doc
 from tests.kit.oracle import need_programs
 
 from benchlab.cli import main
-from benchlab.detect.regress import Step, detect
+from benchlab.detect.regress import detect
+from benchlab.detect.steps import Step
 
 MAKE = Path(__file__).parent / "make_asv_history.sh"
 

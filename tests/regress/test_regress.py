@@ -7,15 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlab.detect.regress import (
-    _ranks,
-    best_split,
-    compare_latest,
-    detect,
-    find_steps,
-    histories,
-    parse_threshold,
-)
+from benchlab.detect.baseline import compare_latest, parse_threshold
+from benchlab.detect.cuts import Thresholds, _ranks, best_split, find_steps
+from benchlab.detect.history import histories
+from benchlab.detect.regress import detect
 from benchlab.errors import QueryError
 from benchlab.identity import series_id
 
@@ -74,7 +69,7 @@ def test_two_steps_are_both_found() -> None:
 def test_a_significant_but_negligible_step_is_not_reported() -> None:
     values = noisy([(20, 100.0), (20, 99.5)], cov=0.0005)
     assert best_split(values)[1] < 0.01  # significant ...
-    assert find_steps(values, min_change=0.01) == []  # ... but below the size that matters
+    assert find_steps(values, Thresholds(min_change=0.01)) == []  # ... but below what matters
 
 
 def test_too_short_a_history_has_no_split() -> None:
@@ -242,7 +237,7 @@ def test_one_newest_run_beyond_the_rest_is_not_a_suspect() -> None:
 
 
 def test_fisher_combined_matches_the_chi_squared_tail() -> None:
-    from benchlab.detect.regress import fisher_combined
+    from benchlab.detect.cuts import fisher_combined
 
     assert fisher_combined([0.05]) == pytest.approx(0.05)
     assert fisher_combined([0.05, 0.05]) == pytest.approx(0.0175, abs=1e-4)

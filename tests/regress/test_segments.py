@@ -12,18 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.regress.test_regress import entries, noisy
 
-from benchlab.detect.regress import (
-    Step,
-    compare_latest,
-    control_fdr,
-    current_segment,
-    detect,
-    find_steps,
-    histories,
-    recent,
-    segments,
-    window_start,
-)
+from benchlab.detect.baseline import compare_latest
+from benchlab.detect.cuts import current_segment, find_steps, segments
+from benchlab.detect.history import histories
+from benchlab.detect.regress import control_fdr, detect, recent, window_start
 from benchlab.detect.segment import (
     SMALL,
     _despike_numpy,
@@ -34,6 +26,7 @@ from benchlab.detect.segment import (
     noise_scale,
 )
 from benchlab.detect.stats import OUTLIER_TAG
+from benchlab.detect.steps import Step
 
 
 def test_a_regression_later_fixed_is_two_steps_and_not_open() -> None:

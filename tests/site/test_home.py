@@ -18,7 +18,7 @@ from home_scenario import OLD_STEP_DAY, scenario_runs
 from site_factory import START, write_entries
 from test_browser import Watched, serve
 
-from benchlab.detect.regress import Step
+from benchlab.detect.steps import Step
 from benchlab.publish.build import build_site, expand
 from benchlab.publish.data import load_public
 from benchlab.publish.detection import (
@@ -139,12 +139,12 @@ def test_window_sets_aside_stamps_after_the_build_time():
 
 
 def _step(before: float, after: float, day: int, metric: str = "peak_tok_per_sec") -> Step:
-    from benchlab.detect.regress import _kind
+    from benchlab.detect.steps import step_kind
 
     change = (after - before) / before
     stamp = f"2025-01-{day:02d}T00:00:00Z"
     return Step("s1", "x", metric, f"r{day}", stamp, f"r{day - 1}", before, after, change,
-                0.99, _kind(metric, change))  # fmt: skip
+                0.99, step_kind(metric, change))  # fmt: skip
 
 
 def test_open_by_level_reads_the_level_after_the_later_steps():

@@ -243,7 +243,7 @@ def test_the_levels_segmented_ahead_are_every_window_the_pages_read(fleet_store,
     """`beside` has each process segment half the level windows ahead of the pages and
     swap them: a window that the pages read and the halves missed would be segmented in
     both processes again."""
-    import benchlab.detect.regress as regress_module
+    import benchlab.query.level as level_module
     from benchlab.publish.context import SiteContext
     from benchlab.publish.pages.compare import compare_page
     from benchlab.publish.pages.home import home_page
@@ -258,9 +258,9 @@ def test_the_levels_segmented_ahead_are_every_window_the_pages_read(fleet_store,
     ahead = dict(site.level_memo)
     assert 0 < half < len(ahead)
     segmented = []
-    real = regress_module.find_steps
+    real = level_module.find_steps
     monkeypatch.setattr(
-        regress_module, "find_steps", lambda *a, **k: segmented.append(1) or real(*a, **k)
+        level_module, "find_steps", lambda *a, **k: segmented.append(1) or real(*a, **k)
     )
     for page in (home_page, compare_page, machine_pages, model_pages, series_files):
         page(site)

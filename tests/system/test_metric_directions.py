@@ -14,8 +14,9 @@ from tests.system.test_lower_is_better import write_catalog
 
 from benchlab.catalog.read import ENTRY_FIELDS, METRICS, LoadedCatalog
 from benchlab.catalog.shards import render_shard
+from benchlab.detect.baseline import compare_latest
 from benchlab.detect.gates import FAILED, PASSED, evaluate
-from benchlab.detect.regress import compare_latest, detect
+from benchlab.detect.regress import detect
 from benchlab.metrics import REGISTRY, derive, lower_is_better, unit_of
 from benchlab.models import GateConfig
 from benchlab.observe.exporter import _point_families

@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.abc
+import importlib.util
 import subprocess
 import sys
 import time
@@ -229,24 +231,64 @@ class _Reported:
     open: bool
 
 
+DETECTOR_HOMES = ("src/benchlab/detect/", "src/benchlab/")
+"""Where the detector's modules lived: `detect/` today, the top level before it."""
+DETECTOR_MODULES = ("history", "noise", "repeats", "segment", "cuts", "steps", "stats", "regress")
+"""The detector's modules (the gates and `baseline` aside: `detect` reads neither)."""
+
+
 def load_before(rev: str) -> types.ModuleType:
-    """`benchlab.detect.regress` as it was at git revision `rev`, as a module of its own."""
-    for path in ("src/benchlab/detect/regress.py", "src/benchlab/regress.py"):  # moved
-        shown = subprocess.run(
-            ["git", "show", f"{rev}:{path}"], check=False, capture_output=True, text=True
-        )
-        if shown.returncode == 0:
-            break
-    shown.check_returncode()
-    source = shown.stdout
-    for name in ("noise", "segment", "stats"):  # their home before detect/ (today's code)
-        sys.modules.setdefault(
-            f"benchlab.{name}", importlib.import_module(f"benchlab.detect.{name}")
-        )
-    module = types.ModuleType("regress_before")
-    sys.modules["regress_before"] = module
-    exec(compile(source, f"{rev}:regress.py", "exec"), module.__dict__)
+    """`benchlab.detect.regress` as it was at git revision `rev`, as a module of its own, with
+    the detector modules it imports read from `rev` too (those `rev` lacks from today's
+    code): a revision whose steps live in `cuts` and `steps` is scored with its own. A module
+    the old code imports inside a function, under a name today's code also has, is today's."""
+    sources: dict[str, str] = {}
+    for home in DETECTOR_HOMES:
+        package = "benchlab." + home.removeprefix("src/benchlab/").replace("/", ".")
+        for name in DETECTOR_MODULES:
+            shown = subprocess.run(
+                ["git", "show", f"{rev}:{home}{name}.py"],
+                check=False,
+                capture_output=True,
+                text=True,
+            )
+            if shown.returncode == 0:
+                sources[f"{package}{name}"] = shown.stdout
+    entry = next((n for n in ("benchlab.detect.regress", "benchlab.regress") if n in sources), None)
+    if entry is None:
+        raise SystemExit(f"--before {rev}: no src/benchlab/detect/regress.py (or regress.py) there")
+    today = {name: sys.modules.pop(name) for name in sources if name in sys.modules}
+    finder = _Revision(rev, sources)
+    sys.meta_path.insert(0, finder)
+    try:
+        module = importlib.import_module(entry)
+        for name in sources:  # those its functions import when they run, too
+            importlib.import_module(name)
+    finally:
+        sys.meta_path.remove(finder)
+        # Today's modules back where the names meet; the names today lacks (the top-level
+        # era's) stay, for the imports inside the old functions.
+        for name, current in today.items():
+            parent, _, leaf = name.rpartition(".")
+            sys.modules[name] = current
+            setattr(sys.modules[parent], leaf, current)
     return module
+
+
+class _Revision(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports the modules of `sources` (name to source text) from those texts."""
+
+    def __init__(self, rev: str, sources: dict[str, str]) -> None:
+        self.rev, self.sources = rev, sources
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in self.sources:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        code = compile(self.sources[module.__name__], f"{self.rev}:{module.__name__}", "exec")
+        exec(code, module.__dict__)
 
 
 def report(seed: int, args: argparse.Namespace, before: types.ModuleType | None) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from benchlab.cli.args import alpha, days, threshold
 
 if TYPE_CHECKING:
-    from benchlab.detect.regress import Step
+    from benchlab.detect.steps import Step
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -171,13 +171,9 @@ def run(args: argparse.Namespace) -> int:
     # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import load_catalog
     from benchlab.cli.query import no_match
-    from benchlab.detect.regress import (
-        compare_latest,
-        detect,
-        parse_threshold,
-        recent,
-        window_start,
-    )
+    from benchlab.detect.baseline import compare_latest, parse_threshold
+    from benchlab.detect.cuts import Thresholds
+    from benchlab.detect.regress import detect, recent, window_start
     from benchlab.errors import NoMatchError, QueryError
     from benchlab.layout import Store, find_store
     from benchlab.query.filters import Filters, check_metric, select
@@ -202,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     if metric is None:
         series.append(Column("metric", "metric", drop=4))  # which history each row judged
     if args.detect:
-        steps = detect(entries, metric, alpha=args.alpha, min_change=min_change)
+        steps = detect(entries, metric, Thresholds(alpha=args.alpha, min_change=min_change))
         since = None
         if args.window is not None:
             since = window_start(entries, args.window)

@@ -23,15 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchlab.detect.noise import MIN_RUNS
-from benchlab.detect.segment import (
-    DRIFT_GAIN,
-    SHORT,
-    SHORT_EFFECT,
-    despike,
-    find_cuts,
-    judge,
-    noise_scale,
-)
+from benchlab.detect.segment import despike, find_cuts, noise_scale, prune
 
 FEW_RUNS = MIN_RUNS
 """A history of fewer runs than this (the shortest whose noise `noise.bimodal_gap` reads the
@@ -71,7 +63,7 @@ def floored_steps(
     min_segment: int,
     min_effect: float,
 ) -> list[tuple[int, float]]:
-    """`regress.find_steps` of `values` with the noise at least `floor`: the cuts
+    """`cuts.find_steps` of `values` with the noise at least `floor`: the cuts
     `segment.find_cuts` keeps, judged again (`segment.judge`, the same tests) with the noise
     raised to the floor where the floor is the larger; the weakest failing cut goes and the
     rest are judged again, as there, until every cut passes. A floor of 0, or one under the
@@ -90,28 +82,14 @@ def floored_steps(
     if not cuts or floor <= noise_scale(raw, cuts):
         return [(cut.index, cut.p_value) for cut in found]
     clean = np.asarray(despike(raw, floor), dtype=float)
-    for _ in range(len(found)):  # each pass passes every cut or drops one
-        bounds = [0, *cuts, len(raw)]
-        judged = [
-            judge(raw, clean, floor, bounds[i], bounds[i + 1], bounds[i + 2], min_segment)
-            for i in range(len(cuts))
-        ]
-        failing = [
-            c
-            for c, lo, hi in zip(judged, bounds, bounds[2:], strict=False)
-            if c.p_value >= alpha
-            or c.effect < _needed(min_effect, min(c.index - lo, hi - c.index), SHORT, SHORT_EFFECT)
-            or abs(c.change) < min_change
-            or c.drift_gain < DRIFT_GAIN * math.log(hi - lo)
-            or not c.separated
-        ]
-        if not failing:
-            return [(c.index, c.p_value) for c in judged]
-        cuts.remove(max(failing, key=lambda c: (c.p_value, -c.effect)).index)
-    return []
-
-
-def _needed(min_effect: float, shorter: int, short: int, short_effect: float) -> float:
-    """The size (noise deviations) a cut needs, as `segment.find_cuts` asks it: more where
-    the shorter side is under `segment.SHORT` runs."""
-    return min_effect if shorter >= short else max(min_effect, short_effect)
+    judged = prune(
+        raw,
+        clean,
+        floor,
+        cuts,
+        alpha=alpha,
+        min_change=min_change,
+        min_segment=min_segment,
+        min_effect=min_effect,
+    )
+    return [(c.index, c.p_value) for c in judged]

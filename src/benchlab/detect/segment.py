@@ -367,8 +367,35 @@ def find_cuts(
         return []
     sigma = noise_scale(raw, cuts)  # judged by the noise without the differences across cuts
     clean = np.asarray(despike(raw, sigma), dtype=float)
-    while cuts:
-        bounds = [0, *cuts, n]
+    return prune(
+        raw,
+        clean,
+        sigma,
+        cuts,
+        alpha=alpha,
+        min_change=min_change,
+        min_segment=min_segment,
+        min_effect=min_effect,
+    )
+
+
+def prune(
+    raw: Any,
+    clean: Any,
+    sigma: float,
+    cuts: Sequence[int],
+    *,
+    alpha: float,
+    min_change: float,
+    min_segment: int,
+    min_effect: float,
+) -> list[Cut]:
+    """The `cuts` of `raw` (its despiked copy `clean`) that pass their test at noise `sigma`
+    (`judge`, module docstring): the weakest failing cut goes and the rest are judged again,
+    until every cut passes."""
+    cuts = list(cuts)
+    for _ in range(len(cuts)):  # each pass passes every cut or drops one
+        bounds = [0, *cuts, len(raw)]
         judged = [
             judge(raw, clean, sigma, bounds[i], bounds[i + 1], bounds[i + 2], min_segment)
             for i in range(len(cuts))

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
-from benchlab.detect.regress import Step, window_start
+from benchlab.detect.regress import window_start
+from benchlab.detect.steps import Step
 from benchlab.identity import series_of, version_label
 from benchlab.metrics import CATALOG_METRICS, HEADLINE_ORDER, PEAK
 from benchlab.publish.charts import (

@@ -1,7 +1,7 @@
 """The regression detector over the site's series, per series in worker processes
 (`pool.pool_map`: fork where there, spawn elsewhere), merged as one `detect` would order
 and corroborate them; every metric a series carries is its own history
-(`regress.judged_metrics`, as `bench regression` without `--metric`), marked outliers left
+(`history.judged_metrics`, as `bench regression` without `--metric`), marked outliers left
 out (`stats.is_outlier`). The home page, the Regressions page and the series pages all
 read these steps, so they agree with each other and with the CLI.
 
@@ -15,16 +15,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 
 from benchlab.catalog.format import Entry
-from benchlab.detect.regress import (
-    DERIVED,
-    Step,
-    control_fdr,
-    corroborate,
-    judged_metrics,
-    raw_steps,
-    sort_key,
-)
+from benchlab.detect.history import DERIVED, judged_metrics, sort_key
+from benchlab.detect.regress import control_fdr, corroborate, raw_steps
 from benchlab.detect.stats import is_outlier
+from benchlab.detect.steps import Step
 from benchlab.metrics import DECODE as DECODE_METRIC
 from benchlab.runtime.pool import cpus, pool_map
 

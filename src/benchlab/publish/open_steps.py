@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
-from benchlab.detect.regress import Step
+from benchlab.detect.steps import Step
 from benchlab.metrics import DEFAULT_METRIC, unit_of
 from benchlab.publish.detection import open_order, open_regressions
 from benchlab.publish.sparkline import sparkline

@@ -10,7 +10,7 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
-from benchlab.detect.regress import Step
+from benchlab.detect.steps import Step
 from benchlab.metrics import DECODE as DECODE_METRIC
 from benchlab.metrics import title, unit_of
 from benchlab.models import HOLE_TAG, MachineSpecs

@@ -8,7 +8,7 @@ at the new level, and a record kept from before the step says nothing about toda
 - a series' *history* is its ok runs with a value for the metric, not marked outliers
   (`stats.is_outlier`), oldest first by (timestamp, run id);
 - its *newest segment* is the runs from the last step the detector's segmentation
-  (`regress.find_steps`) finds in the newest `LEVEL_WINDOW` runs (all of them without a
+  (`cuts.find_steps`) finds in the newest `LEVEL_WINDOW` runs (all of them without a
   step): the window bounds the cost on long histories, and a step older than the window is
   not today's news;
 - its *level* is the mean of the newest segment, with the 95% t-interval of that mean
@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchlab.detect import regress
-from benchlab.detect.regress import find_steps
+from benchlab.detect import cuts, segment
+from benchlab.detect.cuts import find_steps
 from benchlab.detect.stats import is_outlier, summarize, t_quantile
 from benchlab.identity import series_of
 from benchlab.layout import atomic_write_bytes
@@ -344,11 +344,12 @@ MEMO_LIMIT = 200_000
 
 
 def _detector_stamp() -> list[int]:
-    """The detector's source file as (size, mtime_ns): a changed segmentation voids the memo."""
+    """The segmentation's source files (`find_steps` and the `segment` it reads) as
+    (size, mtime_ns) each: a changed segmentation voids the memo."""
     import os
 
-    stat = os.stat(regress.__file__)
-    return [stat.st_size, stat.st_mtime_ns, LEVEL_WINDOW]
+    stats = [os.stat(module.__file__ or "") for module in (cuts, segment)]
+    return [*(n for st in stats for n in (st.st_size, st.st_mtime_ns)), LEVEL_WINDOW]
 
 
 def load_memo(path: Path) -> StepMemo:

@@ -14,7 +14,9 @@ from typing import Any
 
 from benchlab.catalog.format import Entry
 from benchlab.catalog.read import entry_curve
-from benchlab.detect.regress import Step, detect, sort_key
+from benchlab.detect.history import sort_key
+from benchlab.detect.regress import detect
+from benchlab.detect.steps import Step
 from benchlab.errors import StoreError
 from benchlab.identity import series_id, series_label, series_of, shape, version_label
 from benchlab.layout import read_json

@@ -10,8 +10,9 @@ from statistics import median
 from typing import Any
 
 from benchlab.catalog.format import Entry
-from benchlab.detect.regress import Step, sort_key
+from benchlab.detect.history import sort_key
 from benchlab.detect.stats import is_outlier
+from benchlab.detect.steps import Step
 from benchlab.identity import series_of, version_label
 from benchlab.metrics import BASELINE, DEFAULT_METRIC, HEADLINE_ORDER, PEAK, get, unit_of
 from benchlab.publish.charts.base import (

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.catalog.format import Entry
-from benchlab.detect.regress import sort_key
+from benchlab.detect.history import sort_key
 from benchlab.identity import series_id, series_label
 from benchlab.metrics import DECODE, lower_is_better, unit_of
 from benchlab.publish.charts.base import (

@@ -13,7 +13,8 @@ from typing import Any
 from markupsafe import Markup
 
 from benchlab.catalog.format import Entry
-from benchlab.detect.regress import Step, recent
+from benchlab.detect.regress import recent
+from benchlab.detect.steps import Step
 from benchlab.ids import slug
 from benchlab.metrics import DECODE, PEAK, PREFILL
 from benchlab.publish.context import WINDOW_DAYS, SiteContext, best_per_machine

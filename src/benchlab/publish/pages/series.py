@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchlab.catalog.format import Entry
-from benchlab.detect.regress import Step
 from benchlab.detect.stats import is_outlier
+from benchlab.detect.steps import Step
 from benchlab.identity import SERIES_FIELDS, version_label
 from benchlab.metrics import (
     DECODE,
