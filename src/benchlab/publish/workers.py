@@ -96,8 +96,9 @@ def beside(site: SiteContext, pages: Sequence[SitePage]) -> list[Any]:
     if site.ok_runs > SMALL:
         # Both processes segment histories past SMALL runs with numpy (detect.segment imports
         # it where used): imported once here, before the fork, the child inherits it rather
-        # than paying its 0.13 s import again.
-        import numpy  # noqa: F401
+        # than paying its 0.13 s import again (numpy.ma too: `np.median` imports it on its
+        # first call).
+        import numpy.ma  # noqa: F401
     ctx = context()
     taken = ctx.Value("i", 0)
     global _BESIDE_INPUT
