@@ -277,14 +277,14 @@ def _fresh_detectors(cache: Path) -> dict:
 def test_secret_patterns_come_from_the_cache_once_kept(tmp_path):
     first = _fresh_detectors(tmp_path)
     assert first["imported"] and len(first["found"]) > 20
-    assert (tmp_path / "benchlab" / "secret-patterns.json").is_file()
+    assert len(list((tmp_path / "benchlab").glob("secret-patterns-*.json"))) == 1
     second = _fresh_detectors(tmp_path)
     assert second == {"found": first["found"], "imported": False}
 
 
 def test_a_damaged_or_stale_secret_cache_is_read_again_from_the_plugins(tmp_path):
-    kept = tmp_path / "benchlab" / "secret-patterns.json"
     expected = _fresh_detectors(tmp_path)["found"]
+    (kept,) = (tmp_path / "benchlab").glob("secret-patterns-*.json")
     cache = json.loads(kept.read_text())
     damaged = [{**cache, "patterns": [["ds-x", "(unclosed", 32, 0]]}, {**cache, "stamp": ["x"]}]
     for bad in [*damaged, "not json {"]:

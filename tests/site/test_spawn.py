@@ -81,8 +81,8 @@ def test_pool_map_passes_shared_input_to_spawned_workers(
     finally:
         detection_module._set_detect_input({})
     assert started == ["spawn"]
-    # Runs without metrics: no steps in any metric, and no history tested.
-    assert [found[1:] for found in got] == [([], 0), ([], 0)]
+    # Runs without metrics: no steps in any metric, no history tested, no metric judged.
+    assert [found[1:] for found in got] == [([], 0, []), ([], 0, [])]
 
 
 def test_unknown_start_method_is_one_line() -> None:

@@ -31,7 +31,6 @@ from benchlab.publish.data import PublicData
 from benchlab.publish.detection import (
     Found,
     detect_order,
-    detect_per_series,
     find_per_series,
     merge_found,
     workers_for,
@@ -192,12 +191,21 @@ class SiteContext:
         """Each series' steps in every metric it carries (`detection.merge_found`)."""
         self.regressions: list[Regression] = []
         self.flagged: set[str] = set()
+        self.judged: dict[str, list[str]] = {}
+        """Each series' judged metrics, as the detector's pass found them."""
         if detect:
             self.detect()
 
     def detect(self) -> None:
-        """The detector's pass over every series, in `workers` processes."""
-        self._use_steps(*detect_per_series(self.groups.ok_of, self.workers))
+        """The detector's pass over every series, in `workers` processes
+        (`detection.detect_per_series`, its metrics per series kept)."""
+        ok_of = self.groups.ok_of
+        found = find_per_series(ok_of, detect_order(ok_of), self.workers)
+        self._use_steps(*merge_found(ok_of, found))
+        self._keep_judged(found)
+
+    def _keep_judged(self, found: dict[str, Found]) -> None:
+        self.judged.update((sid, metrics) for sid, (*_, metrics) in found.items())
 
     def _use_steps(self, steps: list[Step], series_steps: dict[str, list[Step]]) -> None:
         self.steps, self.series_steps = steps, series_steps
@@ -236,6 +244,7 @@ class SiteContext:
         self._shared = []
         if not self.detected:
             self._use_steps(*merge_found(self.groups.ok_of, found))
+            self._keep_judged(found)
 
     def segment_levels(self, part: int, parts: int) -> None:
         """Fill the level memo for every `parts`-th series from `part` on, for each metric a

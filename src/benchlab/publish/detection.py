@@ -36,9 +36,10 @@ spawned ones: `pool.pool_map`)."""
 DECODE = DECODE_METRIC.name
 
 
-Found = tuple[tuple[str, str] | None, list[Step], int]
-"""One series' detector pass: its `sort_key`, its steps in every metric it carries, and
-how many metric histories were tested (for the false discovery rate across all)."""
+Found = tuple[tuple[str, str] | None, list[Step], int, list[str]]
+"""One series' detector pass: its `sort_key`, its steps in every metric it carries, how
+many metric histories were tested (for the false discovery rate across all), and the
+metrics it judged (`regress.judged_metrics`: the series page draws a chart for each)."""
 
 
 def _detect_series(sid: str) -> Found:
@@ -47,9 +48,17 @@ def _detect_series(sid: str) -> Found:
     with the key `detect` orders series by and the count of histories tested."""
     runs = [r for r in _DETECT_INPUT[sid] if not is_outlier(r)]  # marked runs detect nothing
     if not runs:
-        return None, [], 0
-    steps, tested = raw_steps(runs, None)
-    return sort_key(runs[0]), steps, tested
+        return None, [], 0, []
+    # `raw_steps(runs, None)` of one series, a metric at a time in `judged_metrics` order
+    # (what its `metric_histories` does), so that the metrics are kept for the series page.
+    metrics = judged_metrics(runs)
+    steps: list[Step] = []
+    tested = 0
+    for metric in metrics:
+        found, count = raw_steps(runs, metric)
+        steps += found
+        tested += count
+    return sort_key(runs[0]), steps, tested, metrics
 
 
 def detect_per_series(
@@ -92,9 +101,9 @@ def merge_found(
     `detect` orders and corroborates them, and the surviving steps by series; the same
     whatever order `found` holds them in."""
     found = {sid: found[sid] for sid in detect_order(ok_of)}
-    ordered = sorted((key, sid) for sid, (key, _, _) in found.items() if key is not None)
+    ordered = sorted((key, sid) for sid, (key, *_) in found.items() if key is not None)
     merged = [step for _, sid in ordered for step in found[sid][1]]
-    tested = sum(count for _, _, count in found.values())
+    tested = sum(count for _, _, count, _ in found.values())
     steps = corroborate(control_fdr(merged, tested))  # FDR across every history, as detect
     by_series: dict[str, list[Step]] = {}
     for step in steps:

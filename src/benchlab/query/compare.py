@@ -59,7 +59,7 @@ from benchlab.metrics import (
     unit_of,
 )
 from benchlab.query.filters import Filters, chronological, select
-from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, current_level
+from benchlab.query.level import LEVEL_WINDOW, StepMemo, counts, segment_start
 from benchlab.query.verbs import unknown_filter_hint
 
 COMPARE_AXES = ("build", "revision", "machine")
@@ -254,8 +254,9 @@ def side_values(
             if len(newest) == LEVEL_WINDOW:
                 break
     history = newest[::-1]
-    level = current_level(history, memo)
-    return [] if level is None else history[level.start :]
+    # Where `current_level(history, memo)` starts its segment, without its summary (the
+    # caller summarizes these values itself).
+    return history[segment_start(history, memo)[0] :] if history else []
 
 
 def _side(

@@ -4,14 +4,17 @@ Importing detect-secrets (it imports requests) costs a sixth of a second, paid b
 command that redacts, the site build among them (`tells.secret_detectors` builds a detector
 from each pattern). So the patterns are kept in `layout.user_cache_dir()`, keyed by where
 the package is installed and the size and mtime of its version file and of this file: an
-upgrade, or a change to the plugins skipped here, reads the plugins again. A kept file that
-is damaged or does not compile is never trusted; one that cannot be written costs the next
-command the import, nothing more.
+upgrade, or a change to the plugins skipped here, reads the plugins again. Each install (a
+venv, a checkout on PYTHONPATH) keeps its own file, named by a digest of where the package
+and this file are, so two installs that take turns on one machine never evict each other.
+A kept file that is damaged or does not compile is never trusted; one that cannot be written
+costs the next command the import, nothing more.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -46,7 +49,7 @@ def secret_patterns() -> list[SecretPattern]:
     """The plugins' patterns from the cache where it is for the detect-secrets installed
     and this file, else read from the plugins and kept."""
     stamp = _plugins_stamp()
-    path = user_cache_dir() / "secret-patterns.json"
+    path = user_cache_dir() / cache_name(stamp)
     if stamp is not None:
         try:
             kept = json.loads(read_bytes(path, cap=16 * 1024 * 1024))
@@ -68,6 +71,14 @@ def secret_patterns() -> list[SecretPattern]:
             with contextlib.suppress(OSError):
                 temp.unlink()
     return patterns
+
+
+def cache_name(stamp: list[object] | None) -> str:
+    """The cache file of the install `stamp` describes: `secret-patterns-<digest>.json`, the
+    digest of where detect-secrets and this file are (not their sizes and mtimes, so an
+    upgrade replaces its install's file rather than adding one)."""
+    where = f"{stamp[0] if stamp else ''}\0{Path(__file__).resolve()}"
+    return f"secret-patterns-{hashlib.blake2b(where.encode(), digest_size=6).hexdigest()}.json"
 
 
 def _plugins_stamp() -> list[object] | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from benchlab.catalog.format import Entry
@@ -131,13 +131,19 @@ def machine_chart(
     slug: str = "throughput",
     metrics: Sequence[str] = (PEAK.name,),
     memo: StepMemo | None = None,
+    known: Mapping[str, list[SeriesLevel]] | None = None,
 ) -> Chart:
     """One bar per machine at its best series' current level for each of `metrics` (the
     first is drawn first; the page offers the rest). Several machines: a bar per machine,
-    every machine included. One machine (its own page): a horizontal bar per series."""
+    every machine included. One machine (its own page): a horizontal bar per series.
+    `known`: `series_levels_of(runs, ...)` where the caller has it for these metrics (a
+    machine page's table reads the same levels)."""
     metrics = [m for m in metrics if any(r.get(m) is not None for r in runs)] or list(metrics[:1])
     metrics = metrics or [DEFAULT_METRIC]  # no ok run measured anything: an empty chart
-    by_metric = series_levels_of(runs, metrics, memo)
+    if known is not None and all(m in known for m in metrics):
+        by_metric = known
+    else:
+        by_metric = series_levels_of(runs, metrics, memo)
     machines = {lv.latest["machine_id"] for lvs in by_metric.values() for lv in lvs}
     one = len(machines) == 1
     traces: list[dict[str, Any]] = []

@@ -26,6 +26,7 @@ from benchlab.redact import scrub_public
 SERIES_LIMIT = 200
 LEVEL_COLUMNS = tuple((m, REGISTRY[m].heading) for m in HEADLINE_ORDER)
 """The level columns of a machine's series table, those some series measured kept."""
+LEVEL_METRICS = [m for m, _ in LEVEL_COLUMNS]
 
 
 def specs_rows(data: PublicData, machine_id: str) -> list[tuple[str, str]]:
@@ -170,21 +171,23 @@ def machine_pages(site: SiteContext) -> list[Any]:
         latest = [site.latest[sid] for sid in sids]
         prefix = f"machine-{machine_id}-"
         window = tails([site.groups.ok_of[sid] for sid in sids])
+        offered = present_metrics(latest)
+        # Each series at its current level, as `bench best` answers (ARCHITECTURE.md, The
+        # current level): the newest segment's mean ± its interval, not the newest run. The
+        # chart and the table read the same levels, found once.
+        by_metric = series_levels_of(
+            window, list(dict.fromkeys([*offered, *LEVEL_METRICS])), site.level_memo
+        )
         charts = [
-            machine_chart(window, prefix + "throughput", present_metrics(latest), site.level_memo),
+            machine_chart(window, prefix + "throughput", offered, site.level_memo, known=by_metric),
             site.trend(sids, prefix + "trend"),
         ]
         roof = roofline_chart(latest, site.data.specs, prefix + "roofline")
         if not roof.empty:  # no bandwidth figure for this machine: nothing to draw
             charts.append(roof)
         site.add_charts(charts)
-        # Each series at its current level, as `bench best` answers (ARCHITECTURE.md, The
-        # current level): the newest segment's mean ± its interval, not the newest run.
         levels = {
-            metric: {item.series: item for item in items}
-            for metric, items in series_levels_of(
-                window, [m for m, _ in LEVEL_COLUMNS], site.level_memo
-            ).items()
+            metric: {item.series: item for item in by_metric[metric]} for metric in LEVEL_METRICS
         }
         # The level columns some series measured (a llama-bench machine has no batched
         # peak), the table sorted by the first of them: never by a column of blanks.

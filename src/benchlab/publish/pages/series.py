@@ -100,7 +100,9 @@ def series_data(site: SiteContext, sid: str) -> None:
     history = site.groups.ok_of[sid]
     newest = history[-1]
     mine_steps = site.steps_by_series.get(sid, [])
-    metrics = judged_metrics([r for r in history if not is_outlier(r)])
+    metrics = site.judged.get(sid)
+    if metrics is None:
+        metrics = judged_metrics([r for r in history if not is_outlier(r)])
     # The decode chart's band reads each drawn run's decode_stddev.
     site.data.upgrade(drawn_runs(history, mine_steps, DECODE.name))
     site.data.upgrade([newest])
