@@ -69,16 +69,6 @@ def _pages(out: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def watched(browser) -> Iterator[Watched]:
-    page = Watched(browser)
-    try:
-        yield page
-        assert not page.errors and not page.outside
-    finally:
-        page.close()
-
-
 def _open(watched: Watched, url: str, kind: str) -> None:
     watched.open(url)
     if kind == "series":  # its runs table is drawn by the page script
