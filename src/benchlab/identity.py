@@ -19,7 +19,12 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from benchlab.ids import slug
+
+if TYPE_CHECKING:  # the models' pydantic stays off the query fast path
+    from benchlab.models import RunSpec
 
 IDENTITY_FIELDS: tuple[str, ...] = (
     "machine_id",
@@ -383,6 +388,32 @@ def derive(
         if asked[name] is not None:
             asked[name] = str(asked[name])
     return asked
+
+
+def spec_identity(
+    spec: RunSpec,
+    *,
+    revision: str | None = None,
+    settings: str | None = None,
+    facts: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A sweep point's identity (`derive` of what its spec asks): the record's, with the facts
+    its run reported, and the writer contract's before it runs, without them."""
+    return derive(
+        machine_id=spec.machine_id,
+        model_id=slug(spec.model),
+        precision=spec.precision,
+        backend=spec.backend,
+        mode=spec.mode,
+        threads=spec.threads,
+        prompt_tokens=spec.prompt_tokens,
+        gen_tokens=spec.gen_tokens,
+        batch_sizes=spec.batch_sizes,
+        params=spec.params,
+        revision=revision,
+        facts=facts,
+        settings=settings,
+    )
 
 
 # --- runs that did not record their thread count (ARCHITECTURE.md, Measurement identity) ---

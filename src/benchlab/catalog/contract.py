@@ -23,8 +23,7 @@ from benchlab import models
 from benchlab.catalog.format import encode_line
 from benchlab.catalog.gate import extras_problem, parse_line, value_problem
 from benchlab.errors import SchemaError
-from benchlab.identity import derive, series_id
-from benchlab.ids import slug
+from benchlab.identity import series_id, spec_identity
 from benchlab.metrics import REGISTRY, Metric
 
 PROBE_STAMP = "2026-01-01T00:00:00Z"
@@ -84,20 +83,7 @@ def gate_metric_problem(metric: str, declared: Iterable[str]) -> str | None:
 def spec_problem(spec: models.RunSpec, revision: str | None, settings: str | None) -> str | None:
     """What every reader would say of the line of this point once run: its identity (params
     as `axes`, threads, shapes ...), names and tags through the line gate."""
-    identity = derive(
-        machine_id=spec.machine_id,
-        model_id=slug(spec.model),
-        precision=spec.precision,
-        backend=spec.backend,
-        mode=spec.mode,
-        threads=spec.threads,
-        prompt_tokens=spec.prompt_tokens,
-        gen_tokens=spec.gen_tokens,
-        batch_sizes=spec.batch_sizes,
-        params=spec.params,
-        revision=revision,
-        settings=settings,
-    )
+    identity = spec_identity(spec, revision=revision, settings=settings)
     entry: dict[str, Any] = {
         "run_id": spec.spec_id + _PROBE_RUN,
         "timestamp": PROBE_STAMP,

@@ -47,7 +47,7 @@ from benchlab.errors import (
     MeasurementError,
     ParseError,
 )
-from benchlab.identity import derive as derive_identity
+from benchlab.identity import spec_identity
 from benchlab.ids import check_id, slug, utc_iso
 from benchlab.layout import (
     BATCH,
@@ -175,21 +175,8 @@ def run_identity(
 ) -> dict[str, Any]:
     """The record's measurement identity: the spec, overridden by what the run reported;
     `settings`: the device's (`expand.device_settings`)."""
-    return derive_identity(
-        machine_id=spec.machine_id,
-        model_id=slug(spec.model),
-        precision=spec.precision,
-        backend=spec.backend,
-        mode=spec.mode,
-        threads=spec.threads,
-        prompt_tokens=spec.prompt_tokens,
-        gen_tokens=spec.gen_tokens,
-        batch_sizes=spec.batch_sizes,
-        params=spec.params,
-        revision=revision,
-        facts=parsed.facts if parsed is not None else None,
-        settings=settings,
-    )
+    facts = parsed.facts if parsed is not None else None
+    return spec_identity(spec, revision=revision, settings=settings, facts=facts)
 
 
 def summarise_telemetry(telemetry: dict[str, Any]) -> dict[str, Any] | None:
