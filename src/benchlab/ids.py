@@ -137,20 +137,6 @@ def settings_digest(
     return config_hash(parts, SETTINGS_CHARS)
 
 
-def spec_id(
-    machine: str,
-    model: str,
-    precision: str,
-    mode: str,
-    spec: Any,
-    *,
-    hash_chars: int = LEGACY_HASH_CHARS,
-) -> str:
-    """`<machine>-<model>-<precision>-<mode>-<hash>`; sweeps pass SPEC_HASH_CHARS."""
-    parts = [slug(machine), slug(model), slug(precision), slug(mode), config_hash(spec, hash_chars)]
-    return check_id("-".join(parts), "spec id")
-
-
 def run_id(spec: str, stamp: str) -> str:
     return check_id(f"{spec}-{stamp}", "run id")
 

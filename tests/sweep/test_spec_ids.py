@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from benchlab.errors import ConfigError
-from benchlab.ids import LEGACY_HASH_CHARS, SPEC_HASH_CHARS, check_id, spec_id
+from benchlab.ids import LEGACY_HASH_CHARS, SPEC_HASH_CHARS, check_id
 from benchlab.models import SweepConfig
 from benchlab.redact.public_ids import public_spec_id
 from benchlab.sweep import expand as expand_module
@@ -77,7 +77,7 @@ def test_a_true_duplicate_is_still_called_a_duplicate(monkeypatch: pytest.Monkey
 def test_old_8_hex_ids_still_pass_check_id_and_imports_keep_them() -> None:
     old = "pi5-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z"
     assert check_id(old, "run id") == old
-    short = spec_id("pi5", "m", "q8", "import", {"a": 1})
-    long = spec_id("pi5", "m", "q8", "batch", {"a": 1}, hash_chars=SPEC_HASH_CHARS)
+    short = public_spec_id("pi5", "m", "q8", "import", {"a": 1})
+    long = public_spec_id("pi5", "m", "q8", "batch", {"a": 1}, hash_chars=SPEC_HASH_CHARS)
     assert len(short.rsplit("-", 1)[1]) == LEGACY_HASH_CHARS
     assert long.rsplit("-", 1)[1].startswith(short.rsplit("-", 1)[1])
