@@ -32,7 +32,7 @@ import struct
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchlab.detect import cuts, segment
 from benchlab.detect.cuts import find_steps
@@ -40,6 +40,8 @@ from benchlab.detect.stats import is_outlier, summarize, t_quantile
 from benchlab.identity import series_of
 from benchlab.layout import atomic_write_bytes
 from benchlab.metrics import DEFAULT_MAX_CV, lower_is_better
+
+T = TypeVar("T")
 
 LEVEL_WINDOW = 64
 """The newest runs of a history that the segmentation looks at (see the module notes)."""
@@ -325,12 +327,18 @@ def best_levels(
     items.sort(key=key)
     if by is None:
         return items[:1]
+    return first_of_each(items, by)
+
+
+def first_of_each(ranked: Iterable[T], group: Callable[[T], Any]) -> list[T]:
+    """The first item of each group, in the ranking's order: the best of each when `ranked`
+    is best first."""
     seen: set[Any] = set()
     out = []
-    for item in items:
-        group = by(item)
-        if group not in seen:
-            seen.add(group)
+    for item in ranked:
+        key = group(item)
+        if key not in seen:
+            seen.add(key)
             out.append(item)
     return out
 

@@ -26,6 +26,7 @@ from benchlab.machines.roofline import (
 )
 from benchlab.machines.roofline import predict as scale
 from benchlab.metrics import DECODE as DECODE_METRIC
+from benchlab.query.level import first_of_each
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
@@ -197,12 +198,4 @@ def within_physics(
         "machine": lambda row: row.get("machine_id"),
         "series": lambda row: row.get("series"),
     }
-    key = keys[by]
-    seen: set[Any] = set()
-    out = []
-    for row in possible:
-        group = key(row)
-        if group not in seen:
-            seen.add(group)
-            out.append(row)
-    return out, len(all_series) - len(possible)
+    return first_of_each(possible, keys[by]), len(all_series) - len(possible)
