@@ -7,7 +7,6 @@ left out of detection and drawn hollow, a run stamped in 2099 that does not move
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from home_scenario import OLD_STEP_DAY, scenario_runs
+from page_tables import table_rows
 from site_factory import START, write_entries
 from test_browser import Watched, serve
 
@@ -33,20 +33,6 @@ from benchlab.publish.site import render_pages
 from benchlab.publish.sparkline import MAX_POINTS, sparkline
 
 
-def _rows(text: str, table_id: str) -> list[list[str]]:
-    """The cells (as text) of an HTML table of a rendered page; [] where it is absent."""
-    body = re.search(rf'<table[^>]*id="{table_id}".*?<tbody>(.*?)</tbody>', text, re.S)
-    if not body:
-        return []
-    return [
-        [
-            " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split())
-            for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
-        ]
-        for row in re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)
-    ]
-
-
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("home") / "experiments" / "benchmark"
@@ -55,7 +41,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def test_an_old_open_regression_leads_the_home_page(rendered):
     text = expand(rendered, "index.md")
-    rows = _rows(text, "open-regressions")
+    rows = table_rows(text, "open-regressions")
     old = [row for row in rows if row[1].startswith("oldbox")]
     assert old, rows
     assert -31 < float(old[0][2].split()[0]) < -25  # the planted -28 %
@@ -65,15 +51,15 @@ def test_an_old_open_regression_leads_the_home_page(rendered):
     # not hold it.
     assert text.index('id="fastest"') < text.index('id="open-regressions"')
     assert text.index('id="open-regressions"') < text.index('id="what-changed-heading"')
-    assert not any(row[2].startswith("oldbox") for row in _rows(text, "what-changed"))
+    assert not any(row[2].startswith("oldbox") for row in table_rows(text, "what-changed"))
     assert '<svg class="bl-spark"' in text
 
 
 def test_a_fixed_regression_is_not_listed_as_open_but_stays_in_the_history(rendered):
     text = expand(rendered, "index.md")
-    listed = _rows(text, "open-regressions") + _rows(text, "open-suspects")
+    listed = table_rows(text, "open-regressions") + table_rows(text, "open-suspects")
     assert not any(row[1].startswith("fixbox") for row in listed)
-    steps = _rows(expand(rendered, "regressions.md"), "all-steps")
+    steps = table_rows(expand(rendered, "regressions.md"), "all-steps")
     fixbox = [row for row in steps if row[2].startswith("fixbox")]
     by_metric: dict[str, list[str]] = {}
     for row in fixbox:  # each metric the series carries is its own history
@@ -84,7 +70,7 @@ def test_a_fixed_regression_is_not_listed_as_open_but_stays_in_the_history(rende
 
 def test_suspects_are_counted_and_listed_apart(rendered):
     text = expand(rendered, "index.md")
-    confirmed, suspects = _rows(text, "open-regressions"), _rows(text, "open-suspects")
+    confirmed, suspects = table_rows(text, "open-regressions"), table_rows(text, "open-suspects")
     assert [row[1].split()[0] for row in suspects] == ["tailbox"]
     assert not any(row[1].startswith("tailbox") for row in confirmed)
     summary = re.sub(r"<[^>]+>", "", text.split('class="bl-summary bl-open-summary">', 1)[1])
@@ -94,14 +80,14 @@ def test_suspects_are_counted_and_listed_apart(rendered):
 
 
 def test_a_memory_figure_going_up_is_an_open_regression(rendered):
-    rows = _rows(expand(rendered, "index.md"), "open-regressions")
+    rows = table_rows(expand(rendered, "index.md"), "open-regressions")
     [mem] = [row for row in rows if row[1].startswith("membox")]
     assert mem[2].startswith("+30") and "peak resident memory" in mem[2] and "MiB" in mem[2]
 
 
 def test_marked_outliers_detect_nothing_and_are_drawn_hollow(rendered):
     text = expand(rendered, "index.md")
-    listed = _rows(text, "open-regressions") + _rows(text, "open-suspects")
+    listed = table_rows(text, "open-regressions") + table_rows(text, "open-suspects")
     assert not any(row[1].startswith("markbox") for row in listed)  # its newest run is marked
     old = re.search(r'<tr><td data-label="Trend"[^>]*>(<svg.*?</svg>)</td><td[^>]*>'
                     r'<a[^>]*>oldbox', text)  # fmt: skip
@@ -112,7 +98,7 @@ def test_a_run_stamped_in_the_future_does_not_move_the_window(rendered, tmp_path
     text = expand(rendered, "index.md")
     assert "(2025-03-21 12:14:00 to 2025-04-04 12:14:00 UTC)" in text  # day 88 and 14 before
     assert "2099" not in text.split("## Machines")[0]
-    assert {row[2].split()[0] for row in _rows(text, "what-changed")} == {"tailbox"}
+    assert {row[2].split()[0] for row in table_rows(text, "what-changed")} == {"tailbox"}
     health = expand(rendered, "health.md")
     assert "1 run(s) stamped in the future" in health and "clockbox" in health
     assert "2099-01-01" in health.replace("\\", "")  # Markdown-escaped

@@ -5,12 +5,11 @@ prefill chart with the step and fails that metric's gate."""
 
 from __future__ import annotations
 
-import html
 import json
-import re
 from pathlib import Path
 
 import pytest
+from page_tables import table_rows
 from tests.kit.llama_steps import make_repo_store
 
 from benchlab.cli import main
@@ -20,19 +19,6 @@ from benchlab.publish.data import load_public
 from benchlab.publish.links import series_file
 from benchlab.publish.site import render_pages
 from benchlab.publish.tables import metric_name
-
-
-def _rows(text: str, table_id: str) -> list[list[str]]:
-    body = re.search(rf'<table[^>]*id="{table_id}".*?<tbody>(.*?)</tbody>', text, re.S)
-    if not body:
-        return []
-    return [
-        [
-            " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split())
-            for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
-        ]
-        for row in re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +43,7 @@ def test_the_regressions_page_lists_the_steps_the_cli_finds(
     assert "No step found" not in page
     listed = sorted(
         (row[0], row[2], row[1].split(" % ", 1)[1], float(row[1].split()[0]))
-        for row in _rows(page, "all-steps")
+        for row in table_rows(page, "all-steps")
     )
     expected = sorted(
         (f"{s['status']} {s['kind']}" if s["status"] != "confirmed" else s["kind"],
@@ -78,7 +64,7 @@ def test_the_home_page_lists_the_regressions_in_effect(
         if s["kind"] == "regression" and s["open"] and s["status"] == "confirmed"
     }
     assert in_effect == {("lab03", "decode"), ("lab07", "prefill")}
-    rows = _rows(expand(files, "index.md"), "open-regressions")
+    rows = table_rows(expand(files, "index.md"), "open-regressions")
     listed = {(row[1].split()[0], row[2].split(" % ", 1)[1].split()[0]) for row in rows}
     assert listed == in_effect
 

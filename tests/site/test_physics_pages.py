@@ -4,10 +4,10 @@ shows its rate, and never ranked fastest."""
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 
+from page_tables import table_rows
 from site_factory import entry, write_entries
 
 from benchlab.layout import Store, write_model
@@ -19,18 +19,6 @@ from benchlab.publish.site import render_pages
 
 SIZE = 4_000_000_000
 """A 4 GB model: on 100 GB/s the ceiling is 25 t/s, so 90 t/s is impossible."""
-
-
-def _rows(text: str, table_id: str) -> list[list[str]]:
-    body = re.search(rf'<table[^>]*id="{table_id}".*?<tbody>(.*?)</tbody>', text, re.S)
-    assert body, table_id
-    return [
-        [
-            " ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split())
-            for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
-        ]
-        for row in re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)
-    ]
 
 
 def _site(root: Path) -> dict[str, str]:
@@ -57,10 +45,14 @@ def _site(root: Path) -> dict[str, str]:
 
 def test_an_impossible_series_is_marked_everywhere_and_never_fastest(tmp_path: Path) -> None:
     files = _site(tmp_path / "experiments" / "benchmark")
-    [home] = [r for r in _rows(expand(files, "index.md"), "fastest") if r[0] == "Llama-7B"]
+    [home] = [
+        r
+        for r in table_rows(expand(files, "index.md"), "fastest", required=True)
+        if r[0] == "Llama-7B"
+    ]
     assert home[4] == "honest" and home[5].startswith("12.5")  # fake's 90 t/s never wins
 
-    rows = _rows(expand(files, "models/llama-7b.md"), "fastest-q4-0")
+    rows = table_rows(expand(files, "models/llama-7b.md"), "fastest-q4-0", required=True)
     assert [row[0] for row in rows] == ["honest", "fake"]  # ranked after every possible one
     assert rows[1][1] == "90.0 ± 0.0 impossible" and "impossible" not in rows[0][1]
 
