@@ -8,7 +8,7 @@ Labels are bounded and complete (ARCHITECTURE.md, Observers): machine, device, b
 quantisation, mode, threads and token shape. Run ids, timestamps and repeat indexes are never labels
 (a time budget adds a round per point without end); leaving out a swept axis would silently collapse
 different measurements onto one series. Every series appears once per scrape: repeats and budget
-rounds of a point are combined into one value (`POINT_METRICS`), and device series are keyed by
+rounds of a point are combined into one value (`point_metrics`), and device series are keyed by
 machine and device, since every machine may name its device `local`.
 
 The HTTP server is bounded (`MetricsServer`, benchlab.observe.server): a connection costs a
@@ -283,7 +283,16 @@ def _point_metric(metric: Metric) -> tuple[str, str, str, str]:
 
 
 def point_metrics() -> tuple[tuple[str, str, str, str], ...]:
-    """POINT_METRICS as of the registry now (`metrics.exported`)."""
+    """(name, help, where the value is, how repeats combine), read from the registry at each call
+    (`metrics.exported`): each registry metric with an `export` family
+    (`metrics.Metric.export`), then the telemetry. Repeats and budget rounds are runs of one
+    point with one label set, and a scrape may hold a series once: they are combined here rather
+    than told apart by a `repeat` label, which a time budget would grow without bound (up to
+    10,000 rounds per point). `benchlab_point_runs` says how many runs each value combines
+    (marked outliers left out); the spread between them is the catalog's to show. A rate is the
+    point's current level (`query.level.current_level`: the mean of the newest segment of its
+    runs, the one meaning of "best" the CLI and the site share); `median_ms` is a millisecond
+    metric at its level given in seconds, Prometheus' base unit, as the family name says."""
     return (*(_point_metric(m) for m in exported()), *_TELEMETRY_METRICS)
 
 
@@ -301,17 +310,6 @@ _TELEMETRY_METRICS: tuple[tuple[str, str, str, str], ...] = (
         "max",
     ),
 )
-POINT_METRICS = point_metrics()
-"""(name, help, where the value is, how repeats combine): each registry metric with an
-`export` family (`metrics.Metric.export`), then the telemetry. Repeats and budget rounds are runs
-of one point with one label set, and a scrape may hold a series once: they are combined
-here rather than told apart by a `repeat` label, which a time budget would grow without
-bound (up to 10,000 rounds per point). `benchlab_point_runs` says how many runs each
-value combines (marked outliers left out); the spread between them is the catalog's to show.
-A rate is the point's current level (`query.level.current_level`: the mean of the newest
-segment of its runs, the one meaning of "best" the CLI and the site share); `median_ms` is a
-millisecond metric at its level given in seconds, Prometheus' base unit, as the family name
-says."""
 
 
 def _point_value(record: dict[str, Any], where: str) -> float | None:
