@@ -23,6 +23,7 @@ from tests.agent.fakes import (
     vcgencmd,
 )
 
+from benchlab.agent import runner as runner_module
 from benchlab.agent.runner import peak_rss_mb, run_task
 from benchlab.agent.telemetry import Probes, Sampler, energy_summary, parse_pmic, vm_hwm_mb
 from benchlab.metrics import resource_metrics
@@ -55,6 +56,22 @@ def test_peak_rss_of_a_child_that_allocates_50_mb_then_of_a_small_one():
     assert 1 <= small["peak_rss_mb"] < 40
 
 
+def test_an_agent_that_grows_while_it_starts_the_child_is_not_taken_for_the_child(monkeypatch):
+    # The fork copies the agent as it is at that moment; 120 MiB more than it had when
+    # the run began must still be read as the agent's pages, not the small child's.
+    held: list[bytes] = []
+    start = runner_module._Popen.__init__
+
+    def grow_then_start(self, *args, **kwargs):
+        held.append(b"y" * (120 << 20))
+        start(self, *args, **kwargs)
+
+    monkeypatch.setattr(runner_module._Popen, "__init__", grow_then_start)
+    small = run_python(SMALL)["resources"]
+    assert held
+    assert 1 <= small["peak_rss_mb"] < 40
+
+
 def test_sampled_vmhwm_stands_in_where_wait4_cannot_say():
     assert peak_rss_mb(None, 12.5) == (12.5, "VmHWM")
     # wait4 no larger than the agent's own peak may be the agent's pages (vfork): sampled.
@@ -62,6 +79,9 @@ def test_sampled_vmhwm_stands_in_where_wait4_cannot_say():
     if sys.platform != "darwin":
         assert peak_rss_mb(kib, 9.5, own_mb=44.0) == (9.5, "VmHWM")
         assert peak_rss_mb(kib, 9.5, own_mb=20.0) == (40.0, "wait4")
+        # The agent's own 153.262 MiB, rounded up to 153.3 in the figure, is still the agent's.
+        inherited = SimpleNamespace(ru_maxrss=156940)
+        assert peak_rss_mb(inherited, 9.5, own_mb=round(156940 / 1024, 2)) == (9.5, "VmHWM")
     assert peak_rss_mb(SimpleNamespace(ru_maxrss=0), None) == (None, None)
     assert peak_rss_mb(SimpleNamespace(ru_maxrss=2048), None) == (
         (0.0, "wait4") if sys.platform == "darwin" else (2.0, "wait4")

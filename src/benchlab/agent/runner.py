@@ -10,9 +10,11 @@ GPU memory, its energy) and `system` (the machine's state at the start: governor
 load, swap; and whether it throttled during the run). The peak resident set is the one
 the kernel reports for this very child when it is reaped (wait4): RUSAGE_CHILDREN would be
 the max over every child the agent ever reaped (nvidia-smi included). A (v)forked child
-counts its parent's pages until it execs, so a wait4 figure no larger than the agent's own
-peak says only "at most the agent's size": there the VmHWM the sampler read from
-/proc/<pid>/status while the task ran (the exec'd program's own) stands in.
+counts its parent's pages until it execs (the kernel keeps the larger of the two peaks), so
+a wait4 figure no larger than the agent's own peak says only "at most the agent's size":
+there the VmHWM the sampler read from /proc/<pid>/status while the task ran (the exec'd
+program's own) stands in. The agent's peak is read once the child is reaped, never before
+the fork: the agent may grow while it starts the child, and the child inherits that too.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def peak_rss_mb(
     rusage: Any, sampled_mb: float | None, own_mb: float | None = None
 ) -> tuple[float | None, str | None]:
     """(MiB, source) of the child's peak resident set; ru_maxrss is KiB on Linux and
-    bytes on macOS. `own_mb`: the agent's own peak when it started the child; a wait4
+    bytes on macOS. `own_mb`: the agent's own peak once the child is reaped; a wait4
     figure not above it may be the agent's pages, so the sampled VmHWM is used instead.
     (None, None) where neither could say."""
     if sampled_mb is not None and not sampled_mb > 0:
@@ -87,7 +89,10 @@ def peak_rss_mb(
     if isinstance(maxrss, int) and maxrss > 0:
         scale = 2**20 if sys.platform == "darwin" else 2**10
         exact = round(maxrss / scale, 1)
-        if exact > 0 and (own_mb is None or exact > own_mb or sampled_mb is None):
+        # Unrounded against the agent's peak (itself rounded to 0.01 MiB): rounded up to
+        # 0.1 MiB the agent's own pages would pass for a child just above them.
+        above_agent = own_mb is None or maxrss / scale > own_mb + 0.01
+        if exact > 0 and (above_agent or sampled_mb is None):
             return exact, "wait4"
     if sampled_mb is not None:
         return sampled_mb, "VmHWM"
@@ -140,7 +145,6 @@ def run_task(task: dict[str, Any], *, python: str, agent: str) -> dict[str, Any]
     }
     process: _Popen | None = None
     sampler.start()
-    own_mb = vm_hwm_mb(os.getpid())
     started_at = time.time()
     try:
         try:
@@ -174,6 +178,7 @@ def run_task(task: dict[str, Any], *, python: str, agent: str) -> dict[str, Any]
     finally:
         finished_at = time.time()
         telemetry = sampler.stop()
+    own_mb = vm_hwm_mb(os.getpid())  # a high-water mark: at least what the child inherited
     rusage = process.rusage if process is not None else None
     after = sysstate.pi_throttled() if state.get("pi_throttled") is not None else None
     before = int(state["pi_throttled"], 16) if state.get("pi_throttled") else None
