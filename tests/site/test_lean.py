@@ -123,7 +123,8 @@ def site_steps(data: PublicData, runs: int) -> tuple:
     workers_module.BESIDE_RUNS = runs
     try:
         site = SiteContext(data, workers=1, detect=False)
-        workers_module.beside(site, ())
+        with workers_module.beside(site, ()):
+            pass
     finally:
         workers_module.BESIDE_RUNS = old
     return site.steps, site.series_steps, site.regressions
@@ -168,7 +169,10 @@ def test_pages_rendered_beside_are_the_pages_rendered_here(fleet_store, monkeypa
     def pages(runs: int):
         _forking(monkeypatch, runs)
         site = SiteContext(load_site(store, min_bytes=0), workers=1)
-        results = workers_module.beside(site, (home_page, machine_pages, model_pages, *[where] * 8))
+        with workers_module.beside(
+            site, (home_page, machine_pages, model_pages, *[where] * 8)
+        ) as partner:
+            results = partner.results
         return site.files, site.links.linked, results[:3], set(results[3:])
 
     here = pages(10**9)
@@ -223,6 +227,28 @@ def test_a_page_that_fails_beside_fails_the_render(public_store, monkeypatch):
         render_pages(load_public(Store(public_store)), workers=1)
 
 
+def test_series_files_that_fail_beside_fail_the_render(public_store, monkeypatch):
+    """The forked process's part of the series and run files: a fault there fails the
+    render, as one here does."""
+    import benchlab.publish.pages.runs as runs_module
+    import benchlab.publish.pages.series as series_module
+
+    here = os.getpid()
+    _forking(monkeypatch, 0)
+    for module, name in ((series_module, "series_data"), (runs_module, "run_file")):
+        real = getattr(module, name)
+
+        def failing(site, sid, real=real, name=name):
+            if os.getpid() != here:
+                raise RuntimeError(f"{name} beside: planted fault")
+            return real(site, sid)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(module, name, failing)
+            with pytest.raises(RuntimeError, match=f"{name} beside: planted fault"):
+                render_pages(load_public(Store(public_store)), workers=1)
+
+
 def test_levels_that_fail_beside_fail_the_render(public_store, monkeypatch):
     from benchlab.publish.context import SiteContext
 
@@ -249,7 +275,7 @@ def test_the_levels_segmented_ahead_are_every_window_the_pages_read(fleet_store,
     from benchlab.publish.pages.home import home_page
     from benchlab.publish.pages.machines import machine_pages
     from benchlab.publish.pages.models import model_pages
-    from benchlab.publish.pages.series import series_files
+    from benchlab.publish.pages.series import series_part
 
     site = SiteContext(load_public(Store(fleet_store)), workers=1)
     site.segment_levels(0, 2)
@@ -262,8 +288,9 @@ def test_the_levels_segmented_ahead_are_every_window_the_pages_read(fleet_store,
     monkeypatch.setattr(
         level_module, "find_steps", lambda *a, **k: segmented.append(1) or real(*a, **k)
     )
-    for page in (home_page, compare_page, machine_pages, model_pages, series_files):
+    for page in (home_page, compare_page, machine_pages, model_pages):
         page(site)
+    series_part(site, 0, 1)
     assert segmented == [] and site.level_memo == ahead
 
 

@@ -35,9 +35,9 @@ from benchlab.publish.pages.home import home_page
 from benchlab.publish.pages.machines import machine_pages
 from benchlab.publish.pages.models import model_pages
 from benchlab.publish.pages.regressions import regressions_page
-from benchlab.publish.pages.runs import run_data, run_page
-from benchlab.publish.pages.series import series_files, series_page
-from benchlab.publish.workers import beside
+from benchlab.publish.pages.runs import run_page, run_part
+from benchlab.publish.pages.series import series_index, series_page, series_part
+from benchlab.publish.workers import After, beside
 
 __all__ = ["Rendered", "render_pages", "series_file"]
 """`series_file` too: the catalog gate's tests check page names through it."""
@@ -85,23 +85,31 @@ def _render(data: PublicData, workers: int | None, pages_done: PagesDone | None)
     # compare page at a million runs, the machine pages at 1,000), then a page per model.
     pages = (compare_page, machine_pages, health_page, home_page, regressions_page)
     models = [partial(model_pages, which=slice(i, i + 1)) for i in range(len(site.pages.models))]
-    rendered = beside(site, (*pages, *models))
-    machine_nav = rendered[pages.index(machine_pages)]
-    model_nav = [item for nav in rendered[len(pages) :] for item in nav]
-    series_page(site)
-    run_page(site)
-    nav: list[Any] = [
-        {"What changed": "index.md"},
-        {"Compare": "compare.md"},
-        {"Regressions": "regressions.md"},
-        {"Fleet health": "health.md"},
-    ]
-    if machine_nav:
-        nav.append({"Machines": machine_nav})
-    if model_nav:
-        nav.append({"Models": model_nav})
-    if pages_done is not None:
-        pages_done(Rendered(files=dict(site.files), nav=nav))
-    series_files(site)
-    run_data(site)
+    # The series data and run files split between the same two processes, the other's part
+    # begun while this one hands the pages to MkDocs; a large site's worker processes (which
+    # a forked process may not start) render them all instead.
+    split = site.workers <= 1
+    after = After(then=series_part, last=run_part) if split else None
+    with beside(site, (*pages, *models), after) as partner:
+        rendered = partner.results
+        machine_nav = rendered[pages.index(machine_pages)]
+        model_nav = [item for nav in rendered[len(pages) :] for item in nav]
+        series_page(site)
+        run_page(site)
+        nav: list[Any] = [
+            {"What changed": "index.md"},
+            {"Compare": "compare.md"},
+            {"Regressions": "regressions.md"},
+            {"Fleet health": "health.md"},
+        ]
+        if machine_nav:
+            nav.append({"Machines": machine_nav})
+        if model_nav:
+            nav.append({"Models": model_nav})
+        if pages_done is not None:
+            pages_done(Rendered(files=dict(site.files), nav=nav))
+        series_index(site)
+        series_part(site, 0, 2 if split else 1)
+        run_part(site, 0, 2 if split else 1)
+        partner.finish()
     return Rendered(files=site.files, nav=nav)

@@ -13,7 +13,7 @@ from benchlab.publish.context import SiteContext
 from benchlab.publish.links import series_file
 from benchlab.publish.measures import UNSTABLE_TITLE, is_unstable, measure_rows
 from benchlab.publish.templating import json_script
-from benchlab.publish.workers import in_workers
+from benchlab.publish.workers import in_workers, part_of
 
 _DETAIL_SKIP = frozenset({"path", "series", "gate", "gate_detail", "outlier_reason"})
 
@@ -59,11 +59,13 @@ def run_page(site: SiteContext) -> None:
     site.page("run.md", "run.md.j2", root="")
 
 
-def run_data(site: SiteContext) -> None:
-    """A details file per series, of the runs the pages link (rendered after them)."""
+def run_part(site: SiteContext, part: int, parts: int) -> None:
+    """A details file for each series `workers.part_of` gives to `part` of `parts`, of the
+    runs the pages link (rendered after them, in `workers`)."""
     site.run_links = {
         sid: sorted(rid for rid in run_ids if rid in site.by_id)
         for sid, run_ids in site.links.linked.items()
+        if part_of(sid, parts) == part
     }
     in_workers(site, run_file, sorted(site.run_links))
 

@@ -38,7 +38,7 @@ from benchlab.publish.measures import MEASURES, UNSTABLE_TITLE, is_unstable, mea
 from benchlab.publish.pages.runs import gate_of
 from benchlab.publish.tables import Table, is_hole, metric_name, neg, steps_table
 from benchlab.publish.templating import json_script
-from benchlab.publish.workers import in_workers
+from benchlab.publish.workers import in_workers, part_of
 from benchlab.query.level import StepMemo, current_level, with_repeats
 from benchlab.query.roofline import judge_entry
 
@@ -67,18 +67,25 @@ def series_page(site: SiteContext) -> None:
     site.page("series.md", "series.md.j2", root="")
 
 
-def series_files(site: SiteContext) -> None:
-    """The series index and a data file per series with data (in `workers`)."""
-    site.steps_by_series = {}
-    for st in site.steps:
-        site.steps_by_series.setdefault(st.series, []).append(st)
+def series_index(site: SiteContext) -> None:
+    """The series index, for search and the series list."""
     index = [series_entry(site, sid) for sid in site.series_pages]
     site.files["bl/series/index.js"] = json_script("BENCHLAB_SERIES_INDEX", "all", index)
     # JSON for hooks (search entries); < > & escaped as in every data script.
     text = json.dumps({"series": index}, sort_keys=True, ensure_ascii=True, indent=0)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     site.files["bl/series/index.json"] = text + "\n"
-    in_workers(site, series_data, list(site.series_pages))
+
+
+def series_part(site: SiteContext, part: int, parts: int) -> None:
+    """A data file for each series `workers.part_of` gives to `part` of `parts` (in
+    `workers`): two processes each render theirs (`workers.beside`'s `After`), or one
+    renders every series in its workers."""
+    site.steps_by_series = {}
+    for st in site.steps:
+        site.steps_by_series.setdefault(st.series, []).append(st)
+    sids = [sid for sid in site.series_pages if part_of(sid, parts) == part]
+    in_workers(site, series_data, sids)
 
 
 def series_entry(site: SiteContext, sid: str) -> dict[str, Any]:
