@@ -81,3 +81,30 @@ def test_batch_curves_survive_the_cache(golden: Path, capsys: pytest.CaptureFixt
     warm = run_cli(capsys, *argv)
     assert cold == warm
     assert json.loads(warm[1])[0]["batch_curve"] == CURVE
+
+
+def test_the_cache_is_never_read_nor_written_through_a_linked_dir(
+    golden: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A committed link at runs/.cache: the catalog is read afresh, every answer stands,
+    nothing is written where the link points, and a current cache found there is not read."""
+    store = Store(golden)
+    plain = load_catalog(store.catalog_path, cache=store.query_cache).runs  # a current cache
+    outside = tmp_path / "outside"
+    store.query_cache.parent.rename(outside)
+    planted = outside / store.query_cache.name
+    store.query_cache.parent.symlink_to(outside, target_is_directory=True)
+    kept = planted.read_bytes()
+
+    parsed: list[Path] = []
+    real = read._parse_catalog
+    monkeypatch.setattr(read, "_parse_catalog", lambda path: parsed.append(path) or real(path))
+    assert load_catalog(store.catalog_path, cache=store.query_cache).runs == plain
+    assert parsed == [store.catalog_path]  # read afresh, the linked copy passed over
+    code, _, err = run_cli(capsys, "--store", str(golden), "list", "--format", "json")
+    assert code == 0 and "Traceback" not in err
+    assert [p.name for p in outside.iterdir()] == [planted.name]
+    assert planted.read_bytes() == kept  # never rewritten through the link

@@ -383,3 +383,23 @@ def test_light_entries_join_runs_without_a_thread_count_as_the_loaded_catalog(st
     by_id = {r["run_id"]: r for r in full.runs}
     assert lean.fetch(wanted) == [by_id[r["run_id"]] for r in wanted]
     assert render_pages(lean, workers=1).files == render_pages(full, workers=1).files
+
+
+def test_the_query_cache_renders_the_pages_of_the_catalog_itself(fleet_store, monkeypatch):
+    """The site loads through the store's query cache (marshal, with each batch curve kept
+    as JSON bytes and equal tag lists shared): the pages it renders are those of the
+    catalog parsed afresh, batch curves included."""
+    store = _v3(fleet_store)
+    store.query_cache.unlink(missing_ok=True)
+    fresh = render_pages(load_public(store, cached=True), workers=1)
+    assert store.query_cache.is_file()  # the first load kept it
+    import benchlab.catalog.read as read_module
+
+    def unread(path):
+        raise AssertionError(f"{path}: parsed again, the query cache unused")
+
+    monkeypatch.setattr(read_module, "_parse_catalog", unread)
+    cached = load_public(store, cached=True)
+    assert any(run.get("batch_curve") for run in cached.runs)
+    assert all(type(run.get("batch_curve")) is not bytes for run in cached.runs)
+    assert render_pages(cached, workers=1) == fresh

@@ -53,6 +53,7 @@ from benchlab.catalog.order import (
 )
 from benchlab.catalog.shards import iter_shards, read_shard_gated, shard_dir, shard_stats
 from benchlab.errors import QueryError, SchemaError, StoreError
+from benchlab.files import refuse_links
 from benchlab.identity import join_unrecorded_threads
 from benchlab.layout import atomic_write_bytes
 from benchlab.metrics import declarations, learn, lift
@@ -126,7 +127,7 @@ def load_catalog(path: Path, cache: Path | None = None) -> LoadedCatalog:
         if loaded is None:
             loaded = _settled(_parse_catalog(path))
             if cache is not None:
-                _write_cache(cache, key, loaded)
+                _write_cache(path, cache, key, loaded)
     finally:
         if was_enabled:
             gc.enable()
@@ -230,9 +231,12 @@ _SHARED_STRINGS = (
 
 
 def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog | None:
+    """The cached catalog, never through a link between the store and the cache (a
+    committed `runs` link would hand the reader marshal data nobody checked)."""
     try:
+        refuse_links(cache, path.parent)
         cached = marshal.loads(cache.read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
+    except (StoreError, OSError, EOFError, ValueError, TypeError):
         return None
     if type(cached) is not tuple or len(cached) != 6 or cached[0] != key:
         return None
@@ -240,7 +244,7 @@ def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog 
     return LoadedCatalog(path, runs, machines, last_updated, problems, declared)
 
 
-def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> None:
+def _write_cache(path: Path, cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> None:
     """Keep `loaded` in marshal form. Repeated strings and lists become one object each
     (marshal then writes them once), and each batch curve stays JSON bytes until a row is
     printed in full (`full_entry`): queries never look inside curves, and decoding a
@@ -264,8 +268,8 @@ def _write_cache(cache: Path, key: tuple[Any, ...], loaded: LoadedCatalog) -> No
     try:
         held = (loaded.machines, loaded.last_updated, loaded.problems, loaded.declared)
         blob = marshal.dumps((key, runs, *held))
-        atomic_write_bytes(cache, blob)
-    except (OSError, ValueError):
+        atomic_write_bytes(cache, blob, root=path.parent)  # never through a link
+    except (StoreError, OSError, ValueError):
         logger.debug("query cache %s not written", cache, exc_info=True)
 
 
