@@ -94,6 +94,24 @@ class BandwidthFigure(_Closed):
     date: str | None = Field(default=None, description="When it was measured or declared.")
 
 
+ComputeSource = Literal["declared", "spec"]
+
+
+class ComputeFigure(_Closed):
+    """A peak dense FP16 compute rate and where it came from (ARCHITECTURE.md, "How close to
+    the hardware"): prefill is judged against it as decode is against the bandwidth."""
+
+    tflops: float = Field(gt=0, le=100_000, description="TFLOP/s (10**12 FLOPs per second).")
+    source: ComputeSource = Field(
+        description="declared (`bench machines set --peak-tflops`) or spec (the spec-sheet "
+        "table of dense FP16 tensor rates, from the GPU or SoC name)."
+    )
+    method: str | None = Field(
+        default=None, max_length=64, description="How: the spec-sheet entry's name."
+    )
+    date: str | None = Field(default=None, description="When it was declared.")
+
+
 class GpuSpec(_Open):
     model: str
     memory_gb: float | None = None
@@ -102,6 +120,9 @@ class GpuSpec(_Open):
     driver_version: str | None = None
     mem_bandwidth: BandwidthFigure | None = Field(
         default=None, description="The device memory's bandwidth, with its source."
+    )
+    peak_tflops: ComputeFigure | None = Field(
+        default=None, description="The device's peak dense FP16 rate, with its source."
     )
 
 
@@ -120,6 +141,9 @@ class HardwareSpec(_Open):
     storage: StorageSpec | None = None
     mem_bandwidth: BandwidthFigure | None = Field(
         default=None, description="The memory bandwidth decode is bound by, with its source."
+    )
+    peak_tflops: ComputeFigure | None = Field(
+        default=None, description="The peak dense FP16 rate prefill is bound by, with its source."
     )
 
     @field_validator("gpu", mode="before")

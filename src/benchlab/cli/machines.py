@@ -1,5 +1,5 @@
-"""`bench machines`: the fleet with its checklist and memory bandwidth, and the two ways a
-machine gets a bandwidth figure benchlab did not look up itself (`set`, `measure`)."""
+"""`bench machines`: the fleet with its checklist, memory bandwidth and peak compute, and the
+ways a machine gets a figure benchlab did not look up itself (`set`, `measure`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.cli.args import positive
+
+FIGURE_LIMIT = 100_000
+"""The largest GB/s or TFLOP/s a figure may state (`models.BandwidthFigure`, `ComputeFigure`)."""
+
+
+def figure(text: str) -> float:
+    """A declared figure: a finite number above 0, at most FIGURE_LIMIT."""
+    value = positive(text)
+    if value > FIGURE_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"expected a number above 0, at most {FIGURE_LIMIT:,}, got {text!r}"
+        )
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,10 +31,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "private specs, each with its validation checklist and the memory bandwidth decode "
         "is bound by, with where that figure came from: measured (the agent's probe), "
         "declared (`bench machines set`) or spec (the spec-sheet table, from the GPU or SoC "
-        "name). MBU and the physics check in `bench best` use these figures.",
+        "name), and the peak dense FP16 compute prefill is bound by, declared or spec. MBU, "
+        "MFU and the physics check in `bench best` use these figures.",
         epilog="examples:\n"
         "  bench machines\n"
         "  bench machines set m2-max-studio --mem-bandwidth 400\n"
+        "  bench machines set lab-4090 --gpu --peak-tflops 330.3\n"
         "  bench machines measure\n"
         "  bench machines measure --device pi5 --config experiments/sweeps/lab.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -31,18 +46,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     actions = machines.add_subparsers(dest="action", metavar="{set,measure}")
     setter = actions.add_parser(
         "set",
-        help="declare a machine's memory bandwidth (for a machine benchlab cannot reach)",
-        description="Record a declared memory bandwidth in the machine's private specs "
-        "(runs/by-machine/ID/specs.json; the next catalog build publishes it). A declared "
-        "figure outranks a measured one and the spec sheet's, and survives re-onboarding.",
+        help="declare a machine's memory bandwidth or peak compute",
+        description="Record a declared memory bandwidth and/or peak compute in the machine's "
+        "private specs (runs/by-machine/ID/specs.json; the next catalog build publishes it). "
+        "A declared figure outranks a measured one and the spec sheet's, and survives "
+        "re-onboarding.",
     )
     setter.add_argument("machine_id", metavar="ID")
     setter.add_argument(
-        "--mem-bandwidth", type=positive, required=True, metavar="GBPS",
-        help="GB/s (10**9 bytes per second)",
+        "--mem-bandwidth", type=figure, metavar="GBPS", help="GB/s (10**9 bytes per second)"
+    )
+    setter.add_argument(
+        "--peak-tflops", type=figure, metavar="TFLOPS",
+        help="peak dense FP16 TFLOP/s, without sparsity (10**12 FLOPs per second)",
     )  # fmt: skip
     setter.add_argument(
-        "--gpu", action="store_true", help="the figure is the first GPU's device memory's"
+        "--gpu", action="store_true", help="the figures are the first GPU's (its memory's)"
     )
     setter.set_defaults(handler=run_set)
     measure = actions.add_parser(
@@ -63,6 +82,7 @@ def run_list(args: argparse.Namespace) -> int:
     # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.inventory import machine_specs
     from benchlab.layout import Store, find_store, read_json
+    from benchlab.machines import compute
     from benchlab.machines.bandwidth import from_spec_sheet, label
     from benchlab.machines.onboard import CHECKLIST, checklist
     from benchlab.query.render import Column, Section, emit
@@ -86,27 +106,48 @@ def run_list(args: argparse.Namespace) -> int:
             gpu = hardware.gpu[0].mem_bandwidth or from_spec_sheet(hardware.gpu[0].model)
         row["mem_bandwidth"] = label(host)
         row["gpu_mem_bandwidth"] = label(gpu)
+        # Peak compute: the host's declared figure; the first GPU's, else the spec sheet's.
+        host_peak = hardware.peak_tflops if hardware else None
+        gpu_peak = None
+        if hardware and hardware.gpu:
+            gpu_peak = hardware.gpu[0].peak_tflops or compute.from_spec_sheet(hardware.gpu[0].model)
+        row["peak_tflops"] = compute.label(host_peak)
+        row["gpu_peak_tflops"] = compute.label(gpu_peak)
         if args.format == "json":
             row["mem_bandwidth"] = host.model_dump() if host else None
             row["gpu_mem_bandwidth"] = gpu.model_dump() if gpu else None
+            row["peak_tflops"] = host_peak.model_dump() if host_peak else None
+            row["gpu_peak_tflops"] = gpu_peak.model_dump() if gpu_peak else None
         rows.append(row)
     columns = [Column("machine", "machine"), Column("ready", "ready")]
     columns += [Column(key, key) for key, _ in CHECKLIST]
     columns += [Column("mem_bandwidth", "memory"), Column("gpu_mem_bandwidth", "GPU memory")]
+    columns += [Column("peak_tflops", "compute"), Column("gpu_peak_tflops", "GPU compute")]
     emit([Section(columns, rows, title="machines")], args.format, rows)
     return 0
 
 
 def run_set(args: argparse.Namespace) -> int:
     # lazy: start-up time, only the verb that runs loads its library
+    from benchlab.errors import ConfigError
     from benchlab.layout import Store, find_store
-    from benchlab.machines.bandwidth import declared, label, record
+    from benchlab.machines import bandwidth, compute
 
+    if args.mem_bandwidth is None and args.peak_tflops is None:
+        raise ConfigError("machines set: give --mem-bandwidth GBPS, --peak-tflops TFLOPS or both")
     store = Store(find_store()).require()
-    figure = declared(args.mem_bandwidth)
-    record(store, args.machine_id, figure, gpu=args.gpu)
-    where = "first GPU's memory" if args.gpu else "memory"
-    print(f"{args.machine_id}: {where} {label(figure)}; `bench catalog build` publishes it")
+    if args.mem_bandwidth is not None:
+        memory = bandwidth.declared(args.mem_bandwidth)
+        bandwidth.record(store, args.machine_id, memory, gpu=args.gpu)
+        where = "first GPU's memory" if args.gpu else "memory"
+        print(f"{args.machine_id}: {where} {bandwidth.label(memory)}; `bench catalog build` "
+              "publishes it")  # fmt: skip
+    if args.peak_tflops is not None:
+        peak = compute.declared(args.peak_tflops)
+        compute.record(store, args.machine_id, peak, gpu=args.gpu)
+        where = "first GPU's peak" if args.gpu else "peak"
+        print(f"{args.machine_id}: {where} {compute.label(peak)}; `bench catalog build` "
+              "publishes it")  # fmt: skip
     return 0
 
 

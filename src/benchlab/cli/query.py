@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from benchlab.cli.args import count, date_or_time, thread_count
-from benchlab.metrics import BASELINE, DECODE, HEADLINE, PEAK, PREFILL, SPEEDUP
+from benchlab.metrics import BASELINE, DECODE, HEADLINE, PEAK, PREFILL, SPEEDUP, words
 
 FORMATS = ("table", "json", "csv", "markdown")
 """As query.render.FORMATS (a test keeps them equal; importing render here costs start-up)."""
@@ -467,6 +467,9 @@ def run_table(args: argparse.Namespace) -> int:
     judged = any(row["mbu_pct"] is not None for row in rows)
     if judged:  # a run with a decode and a model size: MBU, or "not measured"
         specs.append(("mbu_pct", "MBU %", "num"))
+    compute_judged = any(row["mfu_pct"] is not None for row in rows)
+    if compute_judged:  # a run with a prefill and a parameter count: MFU, or "not measured"
+        specs.append(("mfu_pct", "MFU %", "num"))
     if any(row.get("impossible") for row in rows):
         specs.append(("physics", "physics", "text"))
     if not args.ever:
@@ -474,6 +477,7 @@ def run_table(args: argparse.Namespace) -> int:
     specs.append(("run_id", "newest run" if not args.ever else "run id", "id"))
     note = SHAPE_NOTE if args.ever else f"{SHAPE_NOTE} {_LEVEL_LEGEND}"
     note = f"{note} {_MBU_LEGEND}" if judged else note
+    note = f"{note} {_MFU_LEGEND}" if compute_judged else note
     if rows or args.format == "json":
         data = entries_out(rows) if args.ever else _level_entries(rows)
         # lazy: start-up time, only the verb that runs loads its library
@@ -481,6 +485,7 @@ def run_table(args: argparse.Namespace) -> int:
 
         for row in data:
             row["mbu_pct"] = json_mbu(row.get("mbu_pct"))
+            row["mfu_pct"] = json_mbu(row.get("mfu_pct"))
         shown = _level_display(rows, args.format)
         for row in shown:
             row["physics"] = "impossible" if row.get("impossible") else None
@@ -500,6 +505,12 @@ _MBU_LEGEND = (
     "MBU %: decode t/s x bytes per token over the machine's memory bandwidth (bench machines); "
     "not measured: the machine has no bandwidth figure; physics: impossible where decode "
     "beats that bandwidth by over 10%."
+)
+
+_MFU_LEGEND = (
+    "MFU %: prefill t/s x 2 x parameters over the machine's peak dense FP16 FLOP/s "
+    "(bench machines); not measured: no peak figure for the processor it ran on; physics: "
+    "also impossible where prefill beats that peak by over 10%."
 )
 
 
@@ -550,6 +561,7 @@ _DROPS = {
     "level_flag": 3,
     PREFILL.name: 2,
     "mbu_pct": 1,
+    "mfu_pct": 1,
     "timestamp": 1,
 }
 """`table` and `best` on a narrow terminal: the columns left out first (render.fit)."""
@@ -625,8 +637,8 @@ def run_best(args: argparse.Namespace) -> int:
                 "do not): ranked by decode_tok_per_sec",
                 file=sys.stderr,
             )
-    if metric == DECODE.name and not args.ever:
-        rows = _within_physics(rows, filters, by)
+    if metric in (DECODE.name, PREFILL.name) and not args.ever:
+        rows = _within_physics(rows, filters, by, metric)
     specs = [
         ("machine_id", "machine", "text"),
         ("model", "model", "text"),
@@ -646,10 +658,10 @@ def run_best(args: argparse.Namespace) -> int:
             ("level_flag", "noise", "text"),
             ("timestamp", "newest run at", "text"),
         ]
-    if any("mbu_pct" in row for row in rows):
-        specs.insert(
-            specs.index((metric, f"{metric} (level)", "num")) + 2, ("mbu_pct", "MBU %", "num")
-        )
+    for share, title in (("mbu_pct", "MBU %"), ("mfu_pct", "MFU %")):
+        if any(share in row for row in rows):
+            at = specs.index((metric, f"{metric} (level)", "num")) + 2
+            specs.insert(at, (share, title, "num"))
     specs.append(("run_id", "run id" if args.ever else "newest run", "id"))
     if args.by == "series":
         specs.insert(0, ("series", "series", "id"))
@@ -672,10 +684,11 @@ def run_best(args: argparse.Namespace) -> int:
 
 
 def _within_physics(
-    rows: list[dict[str, Any]], filters: Any, by: str | None
+    rows: list[dict[str, Any]], filters: Any, by: str | None, metric: str
 ) -> list[dict[str, Any]]:
-    """Decode rankings with MBU beside each level, and never a series faster than its
-    machine's memory bandwidth allows (ARCHITECTURE.md, How close to the hardware)."""
+    """Decode (prefill) rankings with MBU (MFU) beside each level, and never a series faster
+    than its machine's memory bandwidth (peak compute) allows (ARCHITECTURE.md, How close to
+    the hardware)."""
     # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.roofline import annotate, fleet_specs, within_physics
     from benchlab.query.verbs import best_runs
@@ -683,14 +696,15 @@ def _within_physics(
     specs = fleet_specs(store_root())
     if not specs:
         return rows
-    annotate(rows, specs)
+    annotate(rows, specs, metric)
     if not any(row.get("impossible") for row in rows):
         return rows
-    _, every = _levels_answer(best_runs, filters, DECODE.name, "series", ever=False)
-    kept, dropped = within_physics(every, by, specs)
+    _, every = _levels_answer(best_runs, filters, metric, "series", ever=False)
+    kept, dropped = within_physics(every, by, specs, metric)
+    bound = "memory bandwidth" if metric == DECODE.name else "peak compute"
     print(
-        f"note: {dropped} series set aside: their decode beats their machine's memory "
-        "bandwidth (bench catalog validate lists the runs)",
+        f"note: {dropped} series set aside: their {words(metric)} beats their machine's "
+        f"{bound} (bench catalog validate lists the runs)",
         file=sys.stderr,
     )
     return kept

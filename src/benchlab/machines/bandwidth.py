@@ -25,6 +25,8 @@ from benchlab.layout import read_model, write_model
 from benchlab.models import BandwidthFigure, MachineSpecs
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from benchlab.layout import Store
 
 SPEC_SHEET_GBS: dict[str, float] = {
@@ -72,7 +74,7 @@ _NOISE = re.compile(
     r"\b(nvidia|geforce|amd|radeon|intel|\(r\)|\(tm\)|graphics|gpu|model [a-z]|rev [\d.]+)\b"
     r"|\(r\)|\(tm\)|®|™"
 )
-_LAPTOP = re.compile(r"\b(laptop|mobile|max-q)\b")
+LAPTOP = re.compile(r"\b(laptop|mobile|max-q)\b")
 
 
 def normalise(name: str) -> str:
@@ -86,7 +88,7 @@ def spec_sheet(name: str | None) -> tuple[str, float] | None:
     """The table's entry for a GPU or SoC name: the longest key that the name holds as whole
     words, so `RTX 4070 Ti SUPER` is not read as `RTX 4070`. None for a laptop part or an
     unknown name."""
-    if not name or _LAPTOP.search(name.lower()):
+    if not name or LAPTOP.search(name.lower()):
         return None
     text = f" {normalise(name)} "
     best: tuple[str, float] | None = None
@@ -170,7 +172,15 @@ def label(figure: BandwidthFigure | None) -> str:
 
 
 def record(store: Store, machine_id: str, figure: BandwidthFigure, *, gpu: bool = False) -> None:
-    """Write `figure` into the machine's private specs (the host's, or the first GPU's).
+    """Write `figure` into the machine's private specs (the host's, or the first GPU's)."""
+    write_figure(store, machine_id, "mem_bandwidth", figure, gpu=gpu)
+
+
+def write_figure(
+    store: Store, machine_id: str, field: str, figure: BaseModel, *, gpu: bool = False
+) -> None:
+    """Write a hardware figure (`mem_bandwidth`, `peak_tflops`) into the machine's private
+    specs, the host's or the first GPU's.
 
     An explicit verb replaces whatever figure was there (`better` is for onboarding, where a
     probe must not undo a person's word). A machine with no private specs takes a copy of its
@@ -195,9 +205,9 @@ def record(store: Store, machine_id: str, figure: BandwidthFigure, *, gpu: bool 
     if gpu:
         if not hardware.gpu:
             raise ConfigError(f"{machine_id}: --gpu: the machine's specs list no GPU")
-        first = hardware.gpu[0].model_copy(update={"mem_bandwidth": figure})
+        first = hardware.gpu[0].model_copy(update={field: figure})
         hardware = hardware.model_copy(update={"gpu": [first, *hardware.gpu[1:]]})
     else:
-        hardware = hardware.model_copy(update={"mem_bandwidth": figure})
+        hardware = hardware.model_copy(update={field: figure})
     private.parent.mkdir(parents=True, exist_ok=True)
     write_model(private, specs.model_copy(update={"hardware": hardware}))

@@ -21,6 +21,17 @@ its weights can stay in a large last-level cache, which memory bandwidth does no
 A mixture-of-experts model reads only its active experts per token: a name that says
 `30B.A3B` counts 3/30 of the weights, `8x7B` two experts of eight (Mixtral's top-2); both
 leave out the shared attention weights, again a lower bound.
+
+Prefill is the compute twin (`machines.compute` holds the peak FLOP/s): each prompt token
+costs 2 FLOPs per active parameter (a multiply and an add), plus, where the shape is known
+(the reference decoder), the attention's 4 x layers x heads x head_dim FLOPs per token of
+context it attends to (QK^T and AV), at the prompt's mean causal context. MFU (model FLOPs
+utilisation) is prefill t/s x FLOPs per token over the peak, in percent; a prefill over
+1.1 x the peak's ceiling is `impossible` as a decode is. The 2 x parameters count the
+embedding table too (a lookup, not a product), which over-counts by the embedding's share
+(about 4% for llama 7B, 14% for Qwen2 7B with its 152k vocabulary); the unknown attention
+term under-counts. Unlike bytes, no cache can serve FLOPs: a small model reads a low MFU,
+never an impossible one, so every size is judged.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.agent.reference_bench import MODELS
-from benchlab.metrics import DECODE
+from benchlab.metrics import DECODE, PREFILL
 
 IMPOSSIBLE_OVER = 1.1
 """A decode this many times over its ceiling cannot have happened."""
@@ -175,6 +186,82 @@ def judge(entry: Mapping[str, Any], bandwidth_gbs: float, source: str) -> Judgem
         ceiling_tok_per_sec=ceiling(bandwidth_gbs, per_token),
         mbu_pct=mbu_pct(decode, per_token, bandwidth_gbs),
         impossible=impossible(decode, per_token, bandwidth_gbs),
+    )
+
+
+def flops_per_token(
+    params: int | None, *, model: str | None = None, shape: Shape | None = None,
+    heads: int = 0, context: float = 0.0,
+) -> float | None:  # fmt: skip
+    """FLOPs one prompt token costs: 2 x the active parameters, plus the attention's
+    4 x layers x heads x head_dim x `context` where the shape is known. None without a
+    parameter count."""
+    if not params or params <= 0:
+        return None
+    dense = 2.0 * params * active_fraction(model)
+    attention = 0.0
+    if shape is not None and heads > 0 and context > 0:
+        attention = 4.0 * shape.layers * heads * shape.head_dim * context
+    return dense + attention
+
+
+def entry_flops_per_token(entry: Mapping[str, Any]) -> float | None:
+    """A catalog entry's FLOPs per prompt token: from its `model_params` (llama-bench's
+    `model_n_params`, the reference decoder's own count), with the attention term where the
+    shape is known (the reference decoder, at the prompt's mean causal context past its
+    depth). None without a parameter count."""
+    params = entry.get("model_params")
+    if not isinstance(params, int) or isinstance(params, bool) or params <= 0:
+        return None
+    found = reference_shape(entry.get("model_id")) if entry.get("backend") == "reference" else None
+    shape, heads, context = None, 0, 0.0
+    if found is not None:
+        shape, heads = found[1], int(found[0]["heads"])
+        prompt = entry.get("prompt_tokens") or 0
+        context = (entry.get("depth") or 0) + (prompt + 1) / 2 if prompt else 0.0
+    return flops_per_token(params, model=entry.get("model"), shape=shape, heads=heads,
+                           context=context)  # fmt: skip
+
+
+def prefill_ceiling(peak_tflops: float, per_token: float) -> float:
+    """The fastest prefill (t/s) the peak compute allows."""
+    return peak_tflops * 1e12 / per_token
+
+
+def mfu_pct(prefill_rate: float, per_token: float, peak_tflops: float) -> float:
+    """Model FLOPs utilisation: the share of the peak compute the prefill used, in percent."""
+    return prefill_rate * per_token / (peak_tflops * 1e12) * 100.0
+
+
+@dataclass(frozen=True)
+class PrefillJudgement:
+    """One run's prefill against its machine's peak compute."""
+
+    run_id: str
+    peak_tflops: float
+    peak_source: str
+    ceiling_tok_per_sec: float
+    mfu_pct: float
+    impossible: bool
+
+
+def judge_prefill(
+    entry: Mapping[str, Any], peak_tflops: float, source: str
+) -> PrefillJudgement | None:
+    """A catalog entry's MFU and physics check, or None where it has no prefill or no FLOPs
+    per token (`entry_flops_per_token`)."""
+    prefill = entry.get(PREFILL.name)
+    per_token = entry_flops_per_token(entry)
+    if not isinstance(prefill, (int, float)) or prefill <= 0 or per_token is None:
+        return None
+    top = prefill_ceiling(peak_tflops, per_token)
+    return PrefillJudgement(
+        run_id=str(entry.get("run_id")),
+        peak_tflops=peak_tflops,
+        peak_source=source,
+        ceiling_tok_per_sec=top,
+        mfu_pct=mfu_pct(prefill, per_token, peak_tflops),
+        impossible=prefill > IMPOSSIBLE_OVER * top,
     )
 
 

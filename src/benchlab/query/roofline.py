@@ -15,17 +15,22 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.catalog.inventory import machine_specs
 from benchlab.errors import BenchlabError, QueryError
+from benchlab.machines import compute
 from benchlab.machines.bandwidth import ceiling_bandwidth, label
 from benchlab.machines.roofline import (
     Judgement,
     Prediction,
+    PrefillJudgement,
     bytes_per_token,
     ceiling,
     entry_bytes_per_token,
+    entry_flops_per_token,
     judge,
+    judge_prefill,
 )
 from benchlab.machines.roofline import predict as scale
 from benchlab.metrics import DECODE as DECODE_METRIC
+from benchlab.metrics import PREFILL as PREFILL_METRIC
 from benchlab.query.level import first_of_each
 
 if TYPE_CHECKING:
@@ -33,8 +38,10 @@ if TYPE_CHECKING:
     from benchlab.models import MachineSpecs
 
 DECODE = DECODE_METRIC.name
+PREFILL = PREFILL_METRIC.name
 NOT_MEASURED = "not measured"
-"""MBU where the run has a decode and a size but its machine no bandwidth figure: never 0."""
+"""MBU (MFU) where the run has a decode and a size (a prefill and a parameter count) but its
+machine no bandwidth (peak compute) figure: never 0."""
 
 
 def fleet_specs(store: Store) -> dict[str, MachineSpecs]:
@@ -67,25 +74,53 @@ def judge_entry(
     return judge(judged, bound.figure.gbs, label(bound.figure))
 
 
-def decode_level(row: Mapping[str, Any]) -> float | None:
-    """A ranked row's decode at its series' current level (`levels`, or the `level` of a
-    decode ranking), else the run's own decode: a level is what `best` shows, so MBU and
-    the physics check judge the same number (ARCHITECTURE.md, How close to the hardware)."""
+def judge_prefill_entry(
+    entry: Mapping[str, Any], specs: Mapping[str, MachineSpecs], prefill: float | None = None
+) -> PrefillJudgement | None:
+    """One entry's prefill against its machine's peak compute (`prefill`: a level to judge
+    instead of the entry's own value); None where the machine has no figure or the run no
+    prefill or parameter count."""
+    machine = specs.get(str(entry.get("machine_id")))
+    if machine is None:
+        return None
+    peak = compute.peak_compute(machine, on_gpu=_on_gpu(entry))
+    if peak is None:
+        return None
+    judged = dict(entry) if prefill is None else {**entry, PREFILL: prefill}
+    return judge_prefill(judged, peak.figure.tflops, compute.label(peak.figure))
+
+
+def decode_level(row: Mapping[str, Any], metric: str = DECODE) -> float | None:
+    """A ranked row's decode (or `metric`) at its series' current level (`levels`, or the
+    `level` of a ranking by it), else the run's own: a level is what `best` shows, so MBU,
+    MFU and the physics check judge the same number (ARCHITECTURE.md, How close to the
+    hardware)."""
     level = row.get("level") or {}
-    found = (row.get("levels") or {}).get(DECODE)
-    if found is None and level.get("metric") == DECODE:
+    found = (row.get("levels") or {}).get(metric)
+    if found is None and level.get("metric") == metric:
         found = level.get("value")
     if found is None:
-        found = row.get(DECODE)
+        found = row.get(metric)
     return float(found) if isinstance(found, (int, float)) and found > 0 else None
 
 
-def annotate(rows: Iterable[dict[str, Any]], specs: Mapping[str, MachineSpecs]) -> None:
-    """Add `mbu_pct`, `ceiling_tok_per_sec` and `impossible` to rows that can be judged, at
-    each row's decode level (`decode_level`)."""
+def annotate(
+    rows: Iterable[dict[str, Any]], specs: Mapping[str, MachineSpecs], metric: str = DECODE
+) -> None:
+    """Add `mbu_pct` (`mfu_pct` where `metric` is prefill), `ceiling_tok_per_sec` and
+    `impossible` to rows that can be judged, at each row's level (`decode_level`)."""
     for row in rows:
-        rate = decode_level(row)
-        found = judge_entry(row, specs, rate) if rate is not None else None
+        rate = decode_level(row, metric)
+        if rate is None:
+            continue
+        if metric == PREFILL:
+            compute_found = judge_prefill_entry(row, specs, rate)
+            if compute_found is not None:
+                row["mfu_pct"] = round(compute_found.mfu_pct, 1)
+                row["ceiling_tok_per_sec"] = round(compute_found.ceiling_tok_per_sec, 1)
+                row["impossible"] = compute_found.impossible
+            continue
+        found = judge_entry(row, specs, rate)
         if found is not None:
             row["mbu_pct"] = round(found.mbu_pct, 1)
             row["ceiling_tok_per_sec"] = round(found.ceiling_tok_per_sec, 1)
@@ -108,18 +143,41 @@ def mbu_at(
     return NOT_MEASURED if found is None else round(found.mbu_pct, 1)
 
 
+def mfu_at(
+    entry: Mapping[str, Any], specs: Mapping[str, MachineSpecs], prefill: float | None = None
+) -> float | str | None:
+    """The entry's MFU in percent at `prefill` (default: its own), to 0.1: None where the run
+    has no prefill or no parameter count (nothing to judge), `NOT_MEASURED` where its
+    machine has no peak compute figure for the processor the run computed on."""
+    value = entry.get(PREFILL) if prefill is None else prefill
+    if not isinstance(value, (int, float)) or value <= 0:
+        return None
+    if entry_flops_per_token(entry) is None:
+        return None
+    found = judge_prefill_entry(entry, specs, float(value))
+    return NOT_MEASURED if found is None else round(found.mfu_pct, 1)
+
+
 def judge_levels(
     rows: Iterable[dict[str, Any]], specs: Mapping[str, MachineSpecs], *, ever: bool
 ) -> None:
-    """`bench table`: each row's `mbu_pct` (as `mbu_at`) at its decode level, the run's own
-    decode with `ever`, and `impossible` where it could be judged (else None)."""
+    """`bench table`: each row's `mbu_pct` (as `mbu_at`) at its decode level and `mfu_pct`
+    (as `mfu_at`) at its prefill level, the run's own values with `ever`, and `impossible`
+    where either could be judged (True where either beats physics, else None)."""
     for row in rows:
-        decode = row.get(DECODE) if ever else (row.get("levels") or {}).get(DECODE)
+        levels = row if ever else (row.get("levels") or {})
+        decode, prefill = levels.get(DECODE), levels.get(PREFILL)
         rate = float(decode) if isinstance(decode, (int, float)) else None
         mbu = mbu_at(row, specs, rate) if rate is not None else None
         row["mbu_pct"] = mbu
         found = judge_entry(row, specs, rate) if isinstance(mbu, float) and rate else None
-        row["impossible"] = found.impossible if found is not None and decode else None
+        verdicts = [found.impossible] if found is not None and decode else []
+        pp = float(prefill) if isinstance(prefill, (int, float)) else None
+        mfu = mfu_at(row, specs, pp) if pp is not None else None
+        row["mfu_pct"] = mfu
+        compute_found = judge_prefill_entry(row, specs, pp) if isinstance(mfu, float) else None
+        verdicts += [compute_found.impossible] if compute_found is not None else []
+        row["impossible"] = any(verdicts) if verdicts else None
 
 
 def json_mbu(value: Any) -> float | None:
@@ -184,13 +242,16 @@ def predict_decode(
 
 
 def within_physics(
-    all_series: list[dict[str, Any]], by: str | None, specs: Mapping[str, MachineSpecs]
+    all_series: list[dict[str, Any]],
+    by: str | None,
+    specs: Mapping[str, MachineSpecs],
+    metric: str = DECODE,
 ) -> tuple[list[dict[str, Any]], int]:
-    """`bench best` by decode without the series whose level beats their machine's ceiling:
-    from every series at its level (best first), annotated with MBU, the impossible ones
-    dropped, then the best of each group as `by` asks. Returns the rows and how many series
-    were set aside."""
-    annotate(all_series, specs)
+    """`bench best` by decode (or prefill) without the series whose level beats their
+    machine's ceiling: from every series at its level (best first), annotated with MBU (or
+    MFU), the impossible ones dropped, then the best of each group as `by` asks. Returns the
+    rows and how many series were set aside."""
+    annotate(all_series, specs, metric)
     possible = [row for row in all_series if not row.get("impossible")]
     keys: dict[str | None, Callable[[dict[str, Any]], Any]] = {
         None: lambda row: None,
