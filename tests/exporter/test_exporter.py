@@ -231,3 +231,42 @@ def test_mbu_per_point_where_the_machine_has_a_bandwidth_figure(
     assert value == pytest.approx(round(20.0 * (537_919_488 + kv) / 20e9 * 100, 1))
     assert 0 < value <= 100
     promtool_accepts(text, optional=True)
+
+
+def test_mfu_per_point_where_the_machine_has_a_peak_compute_figure(
+    sweep_dir: Path, prom_parse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SmolLM2-135M's prefill costs 2 x its parameters plus its attention over the prompt's
+    mean context (the reference decoder's shape is known) a token; at 500 t/s on a declared
+    1 TFLOP/s that is its MFU. The laptop (no figure) gets no sample: never a 0."""
+    from benchlab.agent.reference_bench import MODELS, parameter_count
+
+    store = sweep_dir.parents[2]
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    assert main(["machines", "set", "pi5", "--peak-tflops", "1"]) == 0
+    for machine in ("pi5", "laptop"):
+        write_run(
+            store,
+            f"{machine}-smollm2-135m-f32-decode-t4-{STAMP}",
+            machine_id=machine,
+            model="smollm2-135m",
+            precision="f32",
+            mode="decode",
+            experiment="lab",
+            threads=4,
+            prompt_tokens=32,
+            gen_tokens=16,
+            prefill=[(32, 1000 * 32 / 500.0, 500.0)],
+            decode=20.0,
+            decode_ms=None,
+            batch=(),
+        )
+    text = scrape(sweep_dir)
+    [(labels, value)] = _samples(prom_parse(text), "benchlab_point_mfu_percent")
+    assert (labels["machine"], labels["model"]) == ("pi5", "smollm2-135m")
+    shape = MODELS["smollm2-135m"]
+    attention = 4 * shape["layers"] * shape["hidden"] * (32 + 1) / 2  # heads x head_dim
+    flops = 2 * parameter_count(shape) + attention
+    assert value == pytest.approx(round(500.0 * flops / 1e12 * 100, 1))
+    assert 0 < value <= 100
+    promtool_accepts(text, optional=True)

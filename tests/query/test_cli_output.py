@@ -235,11 +235,11 @@ def test_table_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[st
     assert code == 0
     assert out == dedent(
         """
-        machine         precision  backend    threads  shape    version         peak tok/s  baseline tok/s  speedup  prefill tok/s  decode tok/s         MBU %  run id
-        --------------  ---------  ---------  -------  -------  --------------  ----------  --------------  -------  -------------  ------------  ------------  --------------------------------------------------------------
-        anthony-laptop  q8         reference        4  p32/n16  benchlab 0.1.0      862.20           70.60   12.21x        2245.60        128.20  not measured  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
-        mac-m3pro       q8         reference        8  p32/n16  benchlab 0.1.0      640.50           80.10    8.00x        1800.00        150.30  not measured  mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z
-        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used. MBU %: decode t/s x bytes per token over the machine's memory bandwidth (bench machines); not measured: the machine has no bandwidth figure; physics: impossible where decode beats that bandwidth by over 10%.
+        machine         precision  backend    threads  shape    version         peak tok/s  baseline tok/s  speedup  prefill tok/s  decode tok/s         MBU %         MFU %  run id
+        --------------  ---------  ---------  -------  -------  --------------  ----------  --------------  -------  -------------  ------------  ------------  ------------  --------------------------------------------------------------
+        anthony-laptop  q8         reference        4  p32/n16  benchlab 0.1.0      862.20           70.60   12.21x        2245.60        128.20  not measured  not measured  anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z
+        mac-m3pro       q8         reference        8  p32/n16  benchlab 0.1.0      640.50           80.10    8.00x        1800.00        150.30  not measured  not measured  mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used. MBU %: decode t/s x bytes per token over the machine's memory bandwidth (bench machines); not measured: the machine has no bandwidth figure; physics: impossible where decode beats that bandwidth by over 10%. MFU %: prefill t/s x 2 x parameters over the machine's peak dense FP16 FLOP/s (bench machines); not measured: no peak figure for the processor it ran on; physics: also impossible where prefill beats that peak by over 10%.
         """  # noqa: E501
     )
     code, out, _ = run_cli(
@@ -248,12 +248,12 @@ def test_table_table_and_markdown(golden: Path, capsys: pytest.CaptureFixture[st
     )  # fmt: skip
     assert out == dedent(
         """
-        | machine | precision | backend | threads | shape | version | peak tok/s | baseline tok/s | speedup | prefill tok/s | decode tok/s | MBU % | run id |
-        |---|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|
-        | anthony-laptop | q8 | reference | 4 | p32/n16 | benchlab 0.1.0 | 862.20 | 70.60 | 12.21x | 2245.60 | 128.20 | not measured | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
-        | mac-m3pro | q8 | reference | 8 | p32/n16 | benchlab 0.1.0 | 640.50 | 80.10 | 8.00x | 1800.00 | 150.30 | not measured | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
+        | machine | precision | backend | threads | shape | version | peak tok/s | baseline tok/s | speedup | prefill tok/s | decode tok/s | MBU % | MFU % | run id |
+        |---|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|
+        | anthony-laptop | q8 | reference | 4 | p32/n16 | benchlab 0.1.0 | 862.20 | 70.60 | 12.21x | 2245.60 | 128.20 | not measured | not measured | anthony-laptop-smollm2-135m-q8-batch-a1b2c3d4-20250106T120000Z |
+        | mac-m3pro | q8 | reference | 8 | p32/n16 | benchlab 0.1.0 | 640.50 | 80.10 | 8.00x | 1800.00 | 150.30 | not measured | not measured | mac-m3pro-smollm2-135m-q8-batch-a1b2c3d4-20250105T103000Z |
 
-        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used. MBU %: decode t/s x bytes per token over the machine's memory bandwidth (bench machines); not measured: the machine has no bandwidth figure; physics: impossible where decode beats that bandwidth by over 10%.
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used. MBU %: decode t/s x bytes per token over the machine's memory bandwidth (bench machines); not measured: the machine has no bandwidth figure; physics: impossible where decode beats that bandwidth by over 10%. MFU %: prefill t/s x 2 x parameters over the machine's peak dense FP16 FLOP/s (bench machines); not measured: no peak figure for the processor it ran on; physics: also impossible where prefill beats that peak by over 10%.
         """  # noqa: E501
     )
 
@@ -347,6 +347,7 @@ def test_compare_table_shows_ratios_to_the_first(
         baseline_tok_per_sec         70.60         80.10  1.13x
         speedup                      12.21          8.00  0.66x
         prefill_tok_per_sec        2245.60       1800.00  0.80x
+        mfu_pct               not measured  not measured      -
         decode_tok_per_sec          128.20        150.30  1.17x
         mbu_pct               not measured  not measured      -
         """  # noqa: E501

@@ -144,54 +144,66 @@ def _compare_run_ids(args: argparse.Namespace) -> int:
 
 
 def _mbu_metric(runs: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> None:
-    """Where decode is compared, an `mbu_pct` row after it: each run's MBU (ARCHITECTURE.md,
-    How close to the hardware); "not measured" where a run's machine has no bandwidth
-    figure (null in json, never 0)."""
+    """Where decode is compared, an `mbu_pct` row after it, and where prefill is, an
+    `mfu_pct` row: each run's MBU / MFU (ARCHITECTURE.md, How close to the hardware); "not
+    measured" where a run's machine has no figure (null in json, never 0)."""
     # lazy: start-up time, only the verb that runs loads its library
-    from benchlab.query.roofline import DECODE, fleet_specs, json_mbu, mbu_at
+    from benchlab.query.roofline import DECODE, PREFILL, fleet_specs, json_mbu, mbu_at, mfu_at
 
-    at = next((i for i, m in enumerate(metrics) if m["metric"] == DECODE), None)
-    if at is None or all(value is None for value in metrics[at]["values"]):
-        return
-    specs = fleet_specs(store_root())
-    shown = [mbu_at(run, specs) for run in runs]
-    if all(value is None for value in shown):  # no run states its model's size
-        return
-    values = [json_mbu(value) for value in shown]
-    first = values[0]
-    metrics.insert(
-        at + 1,
-        {
-            "metric": "mbu_pct",
-            "unit": "%",
-            "better": "higher",
-            "values": values,
-            "ratios": [None if v is None or not first else v / first for v in values],
-            "verdicts": [None] * len(values),
-            "shown": shown,
-        },
-    )
+    specs = None
+    for rate, name, judge in ((DECODE, "mbu_pct", mbu_at), (PREFILL, "mfu_pct", mfu_at)):
+        at = next((i for i, m in enumerate(metrics) if m["metric"] == rate), None)
+        if at is None or all(value is None for value in metrics[at]["values"]):
+            continue
+        specs = fleet_specs(store_root()) if specs is None else specs
+        shown = [judge(run, specs) for run in runs]
+        if all(value is None for value in shown):  # no run states its model's size
+            continue
+        values = [json_mbu(value) for value in shown]
+        first = values[0]
+        metrics.insert(
+            at + 1,
+            {
+                "metric": name,
+                "unit": "%",
+                "better": "higher",
+                "values": values,
+                "ratios": [None if v is None or not first else v / first for v in values],
+                "verdicts": [None] * len(values),
+                "shown": shown,
+            },
+        )
 
 
-def _axis_mbu(catalog: Any, rows: list[dict[str, Any]]) -> bool:
+AXIS_SHARES = (("mbu", "MBU %"), ("mfu", "MFU %"))
+"""`compare --by`'s roofline columns: MBU beside decode rows, MFU beside prefill rows."""
+
+
+def _axis_mbu(catalog: Any, rows: list[dict[str, Any]]) -> list[str]:
     """`compare --by`: each decode row's MBU under A and under B (`mbu_a`, `mbu_b`; as
-    `_mbu_metric`). True where any row compares decode."""
+    `_mbu_metric`) and each prefill row's MFU (`mfu_a`, `mfu_b`). Returns the shares some
+    row shows (`mbu`, `mfu`)."""
     # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import full_entry
-    from benchlab.query.roofline import DECODE, fleet_specs, mbu_at
+    from benchlab.query.roofline import DECODE, PREFILL, fleet_specs, mbu_at, mfu_at
 
-    decode = [row for row in rows if row["metric"] == DECODE]
-    if not decode:
-        return False
-    wanted = {row[k] for row in decode for k in ("run_a", "run_b")}
+    judged = [row for row in rows if row["metric"] in (DECODE, PREFILL)]
+    if not judged:
+        return []
+    wanted = {row[k] for row in judged for k in ("run_a", "run_b")}
     runs = {e["run_id"]: full_entry(e) for e in catalog.runs if e["run_id"] in wanted}
     specs = fleet_specs(store_root())
-    for row in decode:
+    for row in judged:
+        share, judge = ("mbu", mbu_at) if row["metric"] == DECODE else ("mfu", mfu_at)
         for side in ("a", "b"):
             run = runs.get(row[f"run_{side}"])
             value = row[side]
-            row[f"mbu_{side}"] = mbu_at(run, specs, value) if run and value else None
-    return any(row[k] is not None for row in decode for k in ("mbu_a", "mbu_b"))
+            row[f"{share}_{side}"] = judge(run, specs, value) if run and value else None
+    return [
+        share
+        for share, _ in AXIS_SHARES
+        if any(row.get(f"{share}_{side}") is not None for row in judged for side in ("a", "b"))
+    ]
 
 
 def _compare_axis(args: argparse.Namespace) -> int:
@@ -215,17 +227,17 @@ def _compare_axis(args: argparse.Namespace) -> int:
         from benchlab.query.roofline import json_mbu
 
         data = result.as_json()
-        data["rows"] = [
-            {**row, **{k: json_mbu(row[k]) for k in ("mbu_a", "mbu_b") if k in row}} for row in rows
-        ]
+        keys = ("mbu_a", "mbu_b", "mfu_a", "mfu_b")
+        data["rows"] = [{**row, **{k: json_mbu(row[k]) for k in keys if k in row}} for row in rows]
         shown = [_unit_shown(row) for row in rows]
         specs = _axis_specs(args.by, result, rows)
-        if with_mbu:
-            at = specs.index(("speedup", "speedup", "ratio"))
-            specs[at:at] = [
-                ("mbu_a", f"MBU % {result.a}", "num"),
-                ("mbu_b", f"MBU % {result.b}", "num"),
-            ]
+        for share, title in AXIS_SHARES:
+            if share in with_mbu:
+                at = specs.index(("speedup", "speedup", "ratio"))
+                specs[at:at] = [
+                    (f"{share}_a", f"{title} {result.a}", "num"),
+                    (f"{share}_b", f"{title} {result.b}", "num"),
+                ]
         columns = column_specs(*specs, drops=_AXIS_DROPS)
         section = Section(columns, shown, title=title)
         emit_sections([section], args.format, data, args.wide)
@@ -274,6 +286,8 @@ def _unit_shown(row: dict[str, Any]) -> dict[str, Any]:
 _AXIS_DROPS = {
     "mbu_a": 7,
     "mbu_b": 7,
+    "mfu_a": 7,
+    "mfu_b": 7,
     "backend": 6,
     "revision": 5,
     "shape": 4,

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.agent.reference_bench import MODELS
+from benchlab.agent.reference_bench import MODELS, parameter_count
 from benchlab.metrics import DECODE, PREFILL
 
 IMPOSSIBLE_OVER = 1.1
@@ -207,13 +207,15 @@ def flops_per_token(
 
 def entry_flops_per_token(entry: Mapping[str, Any]) -> float | None:
     """A catalog entry's FLOPs per prompt token: from its `model_params` (llama-bench's
-    `model_n_params`, the reference decoder's own count), with the attention term where the
-    shape is known (the reference decoder, at the prompt's mean causal context past its
-    depth). None without a parameter count."""
+    `model_n_params`), else the reference decoder's count of the model it builds, with the
+    attention term where the shape is known (the reference decoder, at the prompt's mean
+    causal context past its depth). None without a parameter count."""
     params = entry.get("model_params")
+    found = reference_shape(entry.get("model_id")) if entry.get("backend") == "reference" else None
+    if not params and found is not None:
+        params = parameter_count(found[0])
     if not isinstance(params, int) or isinstance(params, bool) or params <= 0:
         return None
-    found = reference_shape(entry.get("model_id")) if entry.get("backend") == "reference" else None
     shape, heads, context = None, 0, 0.0
     if found is not None:
         shape, heads = found[1], int(found[0]["heads"])

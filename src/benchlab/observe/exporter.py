@@ -41,7 +41,7 @@ from benchlab.layout import (
     Store,
     loads_json,
 )
-from benchlab.metrics import DECODE, Metric, better_word, exported
+from benchlab.metrics import DECODE, PREFILL, Metric, better_word, exported
 from benchlab.models import MachineSpecs
 from benchlab.observe.exposition import CONTENT_TYPE, MetricFamily, render
 from benchlab.observe.server import (
@@ -52,7 +52,7 @@ from benchlab.observe.server import (
     PrereadHandler,
 )
 from benchlab.query.level import current_level
-from benchlab.query.roofline import json_mbu, mbu_at
+from benchlab.query.roofline import json_mbu, mbu_at, mfu_at
 from benchlab.sweep.schedule_log import read_retries
 
 log = logging.getLogger("benchlab.observe.exporter")
@@ -325,6 +325,11 @@ MBU_FAMILY = (
     "Model bandwidth utilisation of a point: its decode level x bytes per token over its "
     "machine's memory bandwidth, in percent (absent where the machine has no figure).",
 )
+MFU_FAMILY = (
+    "benchlab_point_mfu_percent",
+    "Model FLOPs utilisation of a point: its prefill level x 2 x the model's parameters over "
+    "its machine's peak dense FP16 FLOP/s, in percent (absent where the machine has no figure).",
+)
 
 
 class _Specs:
@@ -353,15 +358,19 @@ class _Specs:
         return None
 
 
-def _mbu(record: dict[str, Any], labels: dict[str, str], decode: float, specs: _Specs) -> Any:
-    """A point's MBU at its decode level (ARCHITECTURE.md, How close to the hardware), or
-    None where the machine has no bandwidth figure or the model no bytes per token."""
+def _mbu(
+    record: dict[str, Any], labels: dict[str, str], rate: float, specs: _Specs, *, mfu: bool = False
+) -> Any:
+    """A point's MBU at its decode level (with `mfu`: its MFU at its prefill level;
+    ARCHITECTURE.md, How close to the hardware), or None where the machine has no figure or
+    the model no bytes (parameters) per token."""
     machine = labels["machine"]
     found = specs.get(machine)
     if found is None:
         return None
     entry = {**(record.get("identity") or {}), "machine_id": machine}
-    return json_mbu(mbu_at(entry, {machine: found}, decode))
+    judge = mfu_at if mfu else mbu_at
+    return json_mbu(judge(entry, {machine: found}, rate))
 
 
 def _point_families(
@@ -378,6 +387,7 @@ def _point_families(
     point_specs = point_metrics()
     families = [MetricFamily(name, text) for name, text, _, _ in point_specs]
     mbu = MetricFamily(*MBU_FAMILY)
+    mfu = MetricFamily(*MFU_FAMILY)
     outcome_counts: Counter[tuple[str, str, str, str]] = Counter()
     points: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = {}
     for record, manifest in records:
@@ -398,11 +408,12 @@ def _point_families(
             values = [v for v in (_point_value(r, where) for r in group) if v is not None]
             if values:
                 family.add(labels, _combine(values, how))
-                if where == DECODE.name and specs is not None:
-                    share = _mbu(group[-1], labels, _combine(values, how), specs)
+                if where in (DECODE.name, PREFILL.name) and specs is not None:
+                    prefill = where == PREFILL.name
+                    share = _mbu(group[-1], labels, _combine(values, how), specs, mfu=prefill)
                     if share is not None:
-                        mbu.add(labels, share)
-    return [finished, runs, *families, mbu]
+                        (mfu if prefill else mbu).add(labels, share)
+    return [finished, runs, *families, mbu, mfu]
 
 
 def _run_order(record: dict[str, Any]) -> tuple[str, str]:
