@@ -195,3 +195,51 @@ def test_the_level_memo_is_neither_read_nor_written_through_a_link(
     save_memo(path, {"series": 3, "other": 4}, 0, store)
     assert _written(outside) == [MEMO_NAME]
     assert load_memo(outside / MEMO_NAME) == {"series": 3}
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_mark_outlier_writes_no_record_through_a_link(
+    golden_store: Path, tmp_path: Path, bench: Bench
+) -> None:
+    """A linked machine dir holding a copy of the run: the record there is never rewritten."""
+    machine = golden_store / "runs" / "by-machine" / "anthony-laptop"
+    outside = tmp_path / "outside"
+    shutil.copytree(machine, outside)
+    before = _snapshot(outside)
+    _link(machine, outside)
+    run_id = next(p.name for p in outside.iterdir() if p.is_dir())
+
+    code, out, err = bench("mark-outlier", run_id, "--reason", "thermal")
+
+    _refused(code, out, err)
+    assert _snapshot(outside) == before
+
+
+@pytest.mark.parametrize("linked", ["runs", "runs/by-machine", "runs/by-machine/rig"])
+def test_machines_set_writes_no_specs_through_a_link(
+    store: Path, tmp_path: Path, bench: Bench, linked: str
+) -> None:
+    outside = _outside(tmp_path)
+    _link(store / linked, outside)
+
+    code, out, err = bench("--store", str(store), "machines", "set", "rig", "--mem-bandwidth", "9")
+
+    _refused(code, out, err)
+    assert _written(outside) == []
+
+
+@pytest.mark.parametrize("linked", ["runs", "runs/by-machine", "runs/by-machine/rig"])
+def test_migrate_writes_no_run_through_a_link(
+    store: Path, tmp_path: Path, bench: Bench, linked: str
+) -> None:
+    data = Path(__file__).resolve().parent / "data" / "migrate" / "llama-bench.json"
+    outside = _outside(tmp_path)
+    _link(store / linked, outside)
+
+    code, out, err = bench("--store", str(store), "migrate", str(data), "--machine-id", "rig")
+
+    _refused(code, out, err)
+    assert _written(outside) == []

@@ -407,8 +407,11 @@ class GateBook:
         manifest = read_model(run_dir / MANIFEST, RunManifest)
         if manifest.gate == verdict.gate and (run_dir / GATE_FILE).is_file():
             return verdict
-        write_model(run_dir / GATE_FILE, verdict.gate)
-        write_model(run_dir / MANIFEST, manifest.model_copy(update={"gate": verdict.gate}))
+        root = self.store.root  # no link on the way (ARCHITECTURE.md, One writer path)
+        write_model(run_dir / GATE_FILE, verdict.gate, root=root)
+        write_model(
+            run_dir / MANIFEST, manifest.model_copy(update={"gate": verdict.gate}), root=root
+        )
         return Verdict(**{**verdict.__dict__, "written": True})
 
 

@@ -199,5 +199,4 @@ def record(store: Store, machine_id: str, figure: BandwidthFigure, *, gpu: bool 
         hardware = hardware.model_copy(update={"gpu": [first, *hardware.gpu[1:]]})
     else:
         hardware = hardware.model_copy(update={"mem_bandwidth": figure})
-    private.parent.mkdir(parents=True, exist_ok=True)
-    write_model(private, specs.model_copy(update={"hardware": hardware}))
+    write_model(private, specs.model_copy(update={"hardware": hardware}), root=store.root)
