@@ -243,3 +243,17 @@ def test_migrate_writes_no_run_through_a_link(
 
     _refused(code, out, err)
     assert _written(outside) == []
+
+
+def test_compiled_site_templates_are_not_kept_behind_a_link(store: Path, tmp_path: Path) -> None:
+    """Compiled templates are code: with runs/.cache linked, no cache is named (the site
+    compiles afresh, as without a store), so none is read or written there."""
+    from benchlab.publish.templating import environment, templates_cache
+
+    assert templates_cache(store) == store / "runs" / ".cache" / "site-templates"
+    outside = _outside(tmp_path)
+    _link(store / "runs" / ".cache", outside)
+
+    assert templates_cache(store) is None
+    environment(templates_cache(store)).get_template("home.md.j2")
+    assert _written(outside) == []
