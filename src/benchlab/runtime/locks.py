@@ -91,7 +91,8 @@ class ExclusiveFile:
                 time.sleep(POLL_S)
 
     def _acquire_once(self) -> Any:
-        place(self.path)  # no link on the way in a store (ARCHITECTURE.md, One writer path)
+        # No link on the way in a store (ARCHITECTURE.md, One reader and one writer path).
+        place(self.path)
         self.directory.mkdir(parents=True, exist_ok=True)
         mine = {
             **self.extra,
