@@ -5,6 +5,7 @@ one writer path): a committed link on the way to onboarding's files or to `bench
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,3 +56,204 @@ def test_bench_schemas_write_refuses_a_linked_schemas_dir(tmp_path: Path, bench:
     assert code != 0 and out == "" and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and "symbolic link" in err, err
     assert list(outside.iterdir()) == []
+
+
+# --- every write under a store, whichever verb makes it (layout.guard_store) -------------
+
+SWEEP_CODE = "import json; print(json.dumps(dict(decode=11)))"
+
+
+def _outside(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir(exist_ok=True)
+    return outside
+
+
+def _written(outside: Path) -> list[str]:
+    return sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*"))
+
+
+def _link(path: Path, outside: Path) -> None:
+    """Make `path` a link to `outside`, in place of what is there (a dir a fixture made)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(outside, target_is_directory=True)
+
+
+def _refused(code: int, out: str, err: str) -> None:
+    """One line naming a symbolic link, a non-zero exit, no traceback."""
+    assert code != 0 and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1 and "symbolic link" in err, err
+
+
+def _sweep(tmp_path: Path) -> Path:
+    from tests.kit.configs import write_sweep
+    from tests.sweep.lab import ONE_ATTEMPT, command_params
+
+    return write_sweep(
+        tmp_path / "linktest.yaml",
+        experiment="linktest",
+        policies=ONE_ATTEMPT,
+        matrix={"backend": "command", "params": command_params(SWEEP_CODE)},
+    )
+
+
+@pytest.mark.parametrize(
+    "linked",
+    ["runs", "runs/sweeps", "runs/sweeps/linktest", "runs/devices/local"],
+)
+def test_a_sweep_writes_nothing_through_a_link(
+    store: Path, tmp_path: Path, bench: Bench, monkeypatch: pytest.MonkeyPatch, linked: str
+) -> None:
+    """The sweep's lock, state, schedule, retries, assignments, in-flight counts and the
+    device history: a committed link anywhere on the way is refused, nothing lands outside."""
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    outside = _outside(tmp_path)
+    _link(store / linked, outside)
+
+    code, out, err = bench("run", str(_sweep(tmp_path)))
+
+    _refused(code, out, err)
+    assert _written(outside) == []
+
+
+@pytest.fixture
+def golden_store(store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The query tests' golden store: a catalog and one run dir."""
+    from tests.kit.runs import write_run
+    from tests.query.conftest import LAPTOP_Q8, LAPTOP_Q8_RECORD, golden_entries, write_catalog
+
+    write_catalog(store, golden_entries())
+    write_run(store, LAPTOP_Q8, **LAPTOP_Q8_RECORD)
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    return store
+
+
+@pytest.mark.parametrize("linked", ["runs/.catalog-aside", "runs/by-model", "runs/by-date"])
+def test_a_catalog_build_writes_nothing_through_a_link(
+    golden_store: Path, tmp_path: Path, bench: Bench, linked: str
+) -> None:
+    """The build's kept old versions and journal, and its views: refused in one line."""
+    outside = _outside(tmp_path)
+    _link(golden_store / linked, outside)
+
+    code, out, err = bench("catalog", "build")
+
+    _refused(code, out, err)
+    assert _written(outside) == []
+
+
+def test_a_linked_build_cache_only_costs_speed(
+    golden_store: Path, tmp_path: Path, bench: Bench
+) -> None:
+    """A link at the build cache: the build succeeds, reads every run, writes nothing there
+    and never reads a cache planted behind the link."""
+    outside = _outside(tmp_path)
+    (outside / "index.marshal").write_bytes(b"planted")
+    _link(golden_store / "runs" / ".catalog-cache", outside)
+
+    code, _, err = bench("catalog", "build")
+
+    assert code == 0, err
+    assert _written(outside) == ["index.marshal"]
+    assert (outside / "index.marshal").read_bytes() == b"planted"
+
+
+@pytest.mark.parametrize("verb", [("table",), ("best",)])
+def test_query_caches_are_neither_read_nor_written_through_a_link(
+    golden_store: Path,
+    tmp_path: Path,
+    bench: Bench,
+    monkeypatch: pytest.MonkeyPatch,
+    verb: tuple[str, ...],
+) -> None:
+    """The columns cache and the level memo under runs/.cache: with a link there the answer
+    is the same as without, and nothing lands where the link points."""
+    monkeypatch.setenv("BENCHLAB_QUERY_COLUMNS", "always")
+    want = bench(*verb)
+    outside = _outside(tmp_path)
+    _link(golden_store / "runs" / ".cache", outside)
+
+    assert bench(*verb) == want
+    assert _written(outside) == []
+
+
+def test_the_level_memo_is_neither_read_nor_written_through_a_link(
+    store: Path, tmp_path: Path
+) -> None:
+    """`bench best`'s step memo (query.level): a linked runs/.cache is passed over."""
+    from benchlab.query.level import MEMO_NAME, load_memo, save_memo
+
+    outside = _outside(tmp_path)
+    path = Store(store).query_cache.parent / MEMO_NAME
+    save_memo(path, {"series": 3}, 0, store)  # a real memo, then the link in its place
+    (outside / MEMO_NAME).write_bytes(path.read_bytes())
+    _link(path.parent, outside)
+
+    assert load_memo(path, store) == {}
+    save_memo(path, {"series": 3, "other": 4}, 0, store)
+    assert _written(outside) == [MEMO_NAME]
+    assert load_memo(outside / MEMO_NAME) == {"series": 3}
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_mark_outlier_writes_no_record_through_a_link(
+    golden_store: Path, tmp_path: Path, bench: Bench
+) -> None:
+    """A linked machine dir holding a copy of the run: the record there is never rewritten."""
+    machine = golden_store / "runs" / "by-machine" / "anthony-laptop"
+    outside = tmp_path / "outside"
+    shutil.copytree(machine, outside)
+    before = _snapshot(outside)
+    _link(machine, outside)
+    run_id = next(p.name for p in outside.iterdir() if p.is_dir())
+
+    code, out, err = bench("mark-outlier", run_id, "--reason", "thermal")
+
+    _refused(code, out, err)
+    assert _snapshot(outside) == before
+
+
+@pytest.mark.parametrize("linked", ["runs", "runs/by-machine", "runs/by-machine/rig"])
+def test_machines_set_writes_no_specs_through_a_link(
+    store: Path, tmp_path: Path, bench: Bench, linked: str
+) -> None:
+    outside = _outside(tmp_path)
+    _link(store / linked, outside)
+
+    code, out, err = bench("--store", str(store), "machines", "set", "rig", "--mem-bandwidth", "9")
+
+    _refused(code, out, err)
+    assert _written(outside) == []
+
+
+@pytest.mark.parametrize("linked", ["runs", "runs/by-machine", "runs/by-machine/rig"])
+def test_migrate_writes_no_run_through_a_link(
+    store: Path, tmp_path: Path, bench: Bench, linked: str
+) -> None:
+    data = Path(__file__).resolve().parent / "data" / "migrate" / "llama-bench.json"
+    outside = _outside(tmp_path)
+    _link(store / linked, outside)
+
+    code, out, err = bench("--store", str(store), "migrate", str(data), "--machine-id", "rig")
+
+    _refused(code, out, err)
+    assert _written(outside) == []
+
+
+def test_compiled_site_templates_are_not_kept_behind_a_link(store: Path, tmp_path: Path) -> None:
+    """Compiled templates are code: with runs/.cache linked, no cache is named (the site
+    compiles afresh, as without a store), so none is read or written there."""
+    from benchlab.publish.templating import environment, templates_cache
+
+    assert templates_cache(store) == store / "runs" / ".cache" / "site-templates"
+    outside = _outside(tmp_path)
+    _link(store / "runs" / ".cache", outside)
+
+    assert templates_cache(store) is None
+    environment(templates_cache(store)).get_template("home.md.j2")
+    assert _written(outside) == []

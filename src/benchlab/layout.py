@@ -23,7 +23,14 @@ if TYPE_CHECKING:  # pydantic is imported where used: `bench best` start-up (que
     from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SchemaError, StoreError
-from benchlab.files import prepare_write, read_bytes, read_optional, read_optional_text
+from benchlab.files import (
+    ensure_dir,
+    prepare_write,
+    read_bytes,
+    read_optional,
+    read_optional_text,
+    refuse_links,
+)
 from benchlab.ids import check_id
 
 log = logging.getLogger("benchlab.store")
@@ -110,20 +117,88 @@ def atomic_write_bytes(
     read-only store) raises OSError naming `path` itself, never the temp file, and leaves
     `path` as it was; inside a `WriteSet` the old file is kept until the set commits.
 
-    With a `root` (or inside a `WriteSet` opened with one, for a path under it), no
-    component between the root and the file may be a link: one UnsafePathError, nothing
+    With a `root` (else `write_root(path)`: the active `WriteSet`'s or the guarded store's),
+    no component between the root and the file may be a link: one UnsafePathError, nothing
     written (ARCHITECTURE.md, One reader and one writer path)."""
-    if root is None and _ACTIVE is not None and _ACTIVE.owns() and _ACTIVE.root is not None:
-        if _under(path, _ACTIVE.root):
-            root = _ACTIVE.root
-    if root is not None:
-        made = prepare_write(path, root)
-        if _ACTIVE is not None and _ACTIVE.owns():
-            _ACTIVE.made_dirs.extend(reversed(made))
+    made = place(path, root)
+    if _ACTIVE is not None and _ACTIVE.owns():
+        _ACTIVE.made_dirs.extend(reversed(made))
     try:
         _atomic_write(path, data, durable)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+_GUARDED: Path | None = None
+
+
+@contextlib.contextmanager
+def guard_store(root: Path) -> Iterator[None]:
+    """While inside, every write this process makes under `root` (the store the CLI works
+    on) is placed by `prepare_write` from it, whether or not its caller names a root: a
+    committed link at `runs/` or `machines/x/history` never sends a write outside the
+    repository (ARCHITECTURE.md, One reader and one writer path)."""
+    global _GUARDED
+    outer, _GUARDED = _GUARDED, Path(os.path.abspath(root))
+    try:
+        yield
+    finally:
+        _GUARDED = outer
+
+
+def write_root(path: Path | str) -> Path | None:
+    """The root a write to `path` is checked from where its caller names none: the active
+    `WriteSet`'s, else the guarded store's (`guard_store`), for a path under it; None for a
+    path outside both (a file the user names, a temp dir, the user's cache)."""
+    active = _ACTIVE.root if _ACTIVE is not None and _ACTIVE.owns() else None
+    for root in (active, _GUARDED):  # bounded: two candidates
+        if root is not None and _under(Path(path), root) and os.path.isdir(root):
+            return root
+    return None
+
+
+def place(path: Path | str, root: Path | None = None) -> list[Path]:
+    """Check a write to `path` (from `root`, else `write_root(path)`): `prepare_write`'s
+    rules, one UnsafePathError otherwise. Returns the dirs made. For the writers that open
+    their file themselves (appends, locks, caches written in place)."""
+    where = root if root is not None else write_root(path)
+    return [] if where is None else prepare_write(path, where)
+
+
+def make_dirs(directory: Path | str, root: Path | None = None) -> None:
+    """`mkdir -p directory`, never through a link where it lies under a store (`place`)."""
+    where = root if root is not None else write_root(directory)
+    if where is None:
+        os.makedirs(directory, exist_ok=True)
+    else:
+        ensure_dir(directory, where)
+
+
+def cache_readable(path: Path | str, root: Path | None = None) -> bool:
+    """Whether a private cache file may be read: False where a component between the store
+    root (`root`, else `write_root(path)`) and it is a link, since a cache holds marshal or
+    array data nobody checks (ARCHITECTURE.md, One reader and one writer path). Passing
+    one over only costs the speed it would have bought."""
+    where = root if root is not None else write_root(path)
+    if where is None:
+        return True
+    try:
+        refuse_links(path, where)
+    except StoreError as exc:
+        log.debug("cache passed over: %s", exc)
+        return False
+    return True
+
+
+def write_cache(path: Path, data: bytes, *, root: Path | None = None) -> bool:
+    """Write a private cache file (no fsync: a crash loses a cache, never tears one) by the
+    guarded writer; a refused or failed write is logged at debug and costs only speed."""
+    try:
+        atomic_write_bytes(path, data, durable=False, root=root)
+    except (StoreError, OSError) as exc:
+        log.debug("cache not written: %s", exc)
+        return False
+    return True
 
 
 def _under(path: Path, root: Path) -> bool:
@@ -214,7 +289,7 @@ class WriteSet:
                 path.unlink()
             return
         old = self.aside / f"{len(self.kept)}.{path.name}"
-        self.aside.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.aside, self.root)
         if not path.exists():
             self._journal(path, None)
             self.seen.add(path)
@@ -330,6 +405,9 @@ def write_set(aside: Path, root: Path | None = None) -> Iterator[WriteSet]:
     if _ACTIVE is not None and _ACTIVE.owns():
         yield _ACTIVE  # nested: the outer set decides
         return
+    guard = root if root is not None else write_root(aside)
+    if guard is not None:
+        refuse_links(aside, guard)  # its journal is read and its old files removed below
     for line in recover_write_set(aside):
         log.warning("put back after an interrupted write: %s", line)
     if aside.is_dir():
@@ -374,6 +452,7 @@ def append_json_lines(path: Path, items: Iterable[Any]) -> None:
     text = "".join(
         json.dumps(item, sort_keys=True, ensure_ascii=False, default=str) + "\n" for item in items
     )
+    place(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(text)

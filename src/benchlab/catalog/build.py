@@ -110,7 +110,7 @@ from benchlab.catalog.text import digest, render
 from benchlab.catalog.verdicts import Judge
 from benchlab.catalog.views import ViewWriter, existing_views, remove_views, view_names
 from benchlab.catalog.workers import Fresh, Task, Workers, default_jobs, read_dirs, worker_setup
-from benchlab.errors import BenchlabError, NoMatchError, SchemaError, StoreError
+from benchlab.errors import BenchlabError, NoMatchError, SchemaError, StoreError, UnsafePathError
 from benchlab.files import read_optional, refuse_links
 from benchlab.ids import check_id
 from benchlab.layout import (
@@ -297,7 +297,7 @@ def _build(
     refuse_links(store.inventory_path, store.root)
     old_inventory = load_inventory(store.inventory_path)
 
-    cache = BuildCache(store.runs_dir)
+    cache = BuildCache(store.runs_dir, store.root)
     usable = not full and cache.load()
     jobs = max(1, jobs if jobs is not None else default_jobs(not usable))
     workers = Workers(jobs, store, frozenset(retracted))
@@ -328,6 +328,8 @@ def _build(
         _save_cache(cache, book, head_bytes, scans)
     except OSError as exc:  # costs the next build its reads, nothing else
         result.warnings.append(f"build cache not saved: {exc.filename}: {exc.strerror}")
+    except UnsafePathError as exc:  # a link in the cache: never written through, no more
+        log.debug("build cache not saved: %s", exc)
     with contextlib.suppress(OSError):
         (store.runs_dir / LEGACY_CACHE).unlink()
     phases.mark("cache")
@@ -487,7 +489,7 @@ def _read(
     todo = sum(len(s.to_read) for s in scans)
     many = todo >= POOL_MIN
     if remake:  # every run dir read: every view made again
-        book.views = ViewWriter(store.runs_dir, compare=True)
+        book.views = ViewWriter(store.runs_dir, compare=True, store_root=store.root)
         book.wanted = set() if views_existed else None
     seen = result.dirs_unchanged
     if progress is not None and seen:
@@ -648,7 +650,7 @@ def _reconcile_views(store: Store, book: ShardBook, result: BuildResult, *, swee
     """Views of what changed here, old names of what moved or was retracted, views of the
     entries of shards a pull changed; and in a full build over old views, files no entry
     names are removed."""
-    writer = book.views or ViewWriter(store.runs_dir, compare=True)
+    writer = book.views or ViewWriter(store.runs_dir, compare=True, store_root=store.root)
     written = writer.written
     stale = set(book.stale)
     for entry in book.touched.values():

@@ -13,9 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.layout import (
-    atomic_write_bytes,
-)
+from benchlab.layout import atomic_write_bytes, cache_readable
 
 CACHE_DIR = ".catalog-cache"
 
@@ -89,11 +87,14 @@ class BuildCache:
     like a `.pyc`, written by benchlab alone; anything damaged or stale is ignored, which
     only costs the reads it would have saved."""
 
-    def __init__(self, runs_dir: Path) -> None:
+    def __init__(self, runs_dir: Path, root: Path | None = None) -> None:
         self.dir = runs_dir / CACHE_DIR
+        self.root = root  # the store's: never read nor written through a link below it
         self.index: dict[str, Any] = {}
 
     def load(self) -> bool:
+        if not cache_readable(self.dir / "index.marshal", self.root):
+            return False
         try:
             index = marshal.loads((self.dir / "index.marshal").read_bytes())
         except (OSError, EOFError, ValueError, TypeError):
@@ -110,6 +111,8 @@ class BuildCache:
         if not where:
             return None
         path = self.dir / where[0]
+        if not cache_readable(path, self.root):
+            return None
         try:
             data = path.read_bytes()
         except OSError:
@@ -126,6 +129,8 @@ class BuildCache:
     ) -> None:
         """Write changed groups first, then the index naming them (a crash in between leaves
         group files the index does not vouch for: they are ignored)."""
+        if not cache_readable(self.dir, self.root):
+            return  # a link on the way: only costs the next build its reads
         self.dir.mkdir(parents=True, exist_ok=True)
         listed = dict(self.index.get("groups", {}))
         for key, group in groups.items():
@@ -133,7 +138,7 @@ class BuildCache:
                 continue
             name = _group_file(key)
             path = self.dir / name
-            atomic_write_bytes(path, group.dump(key), durable=False)
+            atomic_write_bytes(path, group.dump(key), durable=False, root=self.root)
             stat = stat_of(path)
             if stat is not None:
                 listed[key] = [name, *stat]
@@ -144,4 +149,6 @@ class BuildCache:
             with contextlib.suppress(OSError):
                 (self.dir / stale).unlink()
         index = {"format": CACHE_FORMAT, "head": head_digest, "shards": shards, "groups": listed}
-        atomic_write_bytes(self.dir / "index.marshal", marshal.dumps(index), durable=False)
+        atomic_write_bytes(
+            self.dir / "index.marshal", marshal.dumps(index), durable=False, root=self.root
+        )

@@ -140,5 +140,5 @@ def _write(store: Store, mark: Mark) -> Mark:
         [*(m for m in head.get(MARKS, []) if m["run_id"] != run_id or m not in aside), mark],
         head.get(POLICY),
     )
-    atomic_write_bytes(path, render(doc).encode("utf-8"))
+    atomic_write_bytes(path, render(doc).encode("utf-8"), root=store.root)
     return {**mark, "replaced": [f"{m['at']} ({aside_reason(m)})" for m in aside]}

@@ -94,6 +94,9 @@ def _merge_shard(ours: Path, theirs: Path, label: str) -> str:
     for path, side in ((ours, "ours"), (theirs, "theirs")):
         raws.append(read_bytes(path, cap=MAX_SHARD_BYTES, name=f"{label} ({side})"))
     merged = merge_shard_bytes(*raws, where=label, labels=("ours", "theirs"), check=check_lines)
+    # `ours` is git's own temp file (%A), named by git and made by it just now in the work
+    # tree's top, never a committed path: replaced by rename, which follows no link
+    # (ARCHITECTURE.md, One reader and one writer path).
     atomic_write_bytes(ours, merged)
     return "shard"
 
@@ -140,7 +143,7 @@ def install_merge_driver(store: Store, command: str | None = None) -> list[str]:
     kept = [line for line in lines if not line.split() or line.split()[0] not in targets]
     text = "\n".join([*kept, *wanted]) + "\n"
     if old != text:
-        atomic_write_text(attributes, text)
+        atomic_write_text(attributes, text, root=top)  # never through a committed link
     driver = f"{command or default_driver_command()} catalog merge-driver %O %A %B %P"
     _git(top, "config", f"merge.{MERGE_DRIVER}.name", "benchlab catalog union merge")
     _git(top, "config", f"merge.{MERGE_DRIVER}.driver", driver)

@@ -140,7 +140,7 @@ def _judged(lines: list[dict[str, Any]], run_id: str, gone: set[str]) -> list[di
 def _views(store: Store, kept: dict[str, Any], rejected: list[dict[str, Any]]) -> None:
     """The kept copy's views are written; names only a rejected copy had go."""
     names = set(view_names(kept))
-    ViewWriter(store.runs_dir, compare=True).put(kept, view_names(kept))
+    ViewWriter(store.runs_dir, compare=True, store_root=store.root).put(kept, view_names(kept))
     stale = {n for c in rejected for n in view_names(c)} - names
     if stale:
         remove_views(store, stale)

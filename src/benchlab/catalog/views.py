@@ -16,13 +16,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from benchlab.catalog.merge import date_of
+from benchlab.files import ensure_dir, refuse_links
 from benchlab.ids import check_id, slug
-from benchlab.layout import Store
+from benchlab.layout import Store, write_root
 
 # --- views --------------------------------------------------------------------------------
 
@@ -68,8 +70,17 @@ class ViewWriter:
     it made (a file in a dir this writer made can only be one it wrote: no need to read it
     back to compare)."""
 
-    def __init__(self, runs_dir: os.PathLike[str] | str, *, compare: bool = True) -> None:
+    def __init__(
+        self,
+        runs_dir: os.PathLike[str] | str,
+        *,
+        compare: bool = True,
+        store_root: os.PathLike[str] | str | None = None,
+    ) -> None:
         self.root = os.fspath(runs_dir)
+        # Group dirs are made from the store root, never through a link (ARCHITECTURE.md,
+        # One reader and one writer path); without one, from the guarded store's.
+        self.store_root = Path(store_root) if store_root is not None else write_root(self.root)
         self.compare = compare
         self._made: set[str] = set()
         self._new: set[str] = set()
@@ -85,7 +96,10 @@ class ViewWriter:
             path = f"{self.root}/{name}"
             parent, base = path.rsplit("/", 1)
             if parent not in self._made:
-                if not os.path.isdir(parent):
+                if self.store_root is not None:
+                    if ensure_dir(parent, self.store_root):
+                        self._new.add(parent)
+                elif not os.path.isdir(parent):
                     os.makedirs(parent, exist_ok=True)
                     self._new.add(parent)
                 self._made.add(parent)
@@ -140,8 +154,12 @@ def _holds(path: str, data: bytes) -> bool:
 
 def remove_views(store: Store, names: Iterable[str]) -> int:
     removed = 0
+    checked: set[Path] = set()
     for name in sorted(names):
         path = store.runs_dir / name
+        if path.parent not in checked:  # never removed through a link
+            refuse_links(path.parent, store.root)
+            checked.add(path.parent)
         path.unlink(missing_ok=True)
         removed += 1
         with contextlib.suppress(OSError):

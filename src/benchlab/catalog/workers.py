@@ -58,7 +58,7 @@ def _setup_reader(root: str, retracted: frozenset[str]) -> None:
         hosts=collect_store_names(Path(root)).hosts,
         passed=set(),
         retracted=retracted,
-        views=ViewWriter(Path(root) / "runs", compare=True),
+        views=ViewWriter(Path(root) / "runs", compare=True, store_root=root),
     )
 
 

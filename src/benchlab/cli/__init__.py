@@ -95,8 +95,14 @@ def _main(argv: Sequence[str] | None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    # lazy: start-up time, the layout is loaded only once a verb is about to run
+    from benchlab.layout import find_store, guard_store
+
     try:
-        return int(handler(args) or 0)
+        # Every write under the store goes through the guarded writer (ARCHITECTURE.md,
+        # One reader and one writer path), whichever verb and module makes it.
+        with guard_store(find_store()):
+            return int(handler(args) or 0)
     except BenchlabError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return exc.exit_code

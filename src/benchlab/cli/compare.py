@@ -268,11 +268,12 @@ def _with_memo(answer: Any) -> Any:
     # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.level import MEMO_NAME, load_memo, save_memo
 
-    path = store_root().query_cache.parent / MEMO_NAME
-    memo = load_memo(path)
+    store = store_root()
+    path = store.query_cache.parent / MEMO_NAME
+    memo = load_memo(path, store.root)
     size = len(memo)
     result = answer(memo)
-    save_memo(path, memo, size)
+    save_memo(path, memo, size, store.root)
     return result
 
 

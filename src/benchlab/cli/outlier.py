@@ -75,5 +75,6 @@ def _mark_record(store: Store, path: Path, *, clear: bool, reason: str | None) -
     if not clear:
         tags.append(OUTLIER_TAG)
         warnings.append(f"marked as an outlier by hand: {reason or 'no reason given'}")
-    write_model(path, record.model_copy(update={"tags": tags, "warnings": warnings}))
+    update = {"tags": tags, "warnings": warnings}
+    write_model(path, record.model_copy(update=update), root=store.root)
     return str(store.relative(path))

@@ -404,11 +404,12 @@ def _levels_answer(verb: Any, *args: Any, ever: bool) -> tuple[Any, list[dict[st
     # lazy: start-up time, only the verb that runs loads its library
     from benchlab.query.level import MEMO_NAME, load_memo, save_memo
 
-    path = store_root().query_cache.parent / MEMO_NAME
-    memo = load_memo(path)
+    store = store_root()
+    path = store.query_cache.parent / MEMO_NAME
+    memo = load_memo(path, store.root)
     size = len(memo)
     answer = _answer(partial(verb, memo=memo), *args)
-    save_memo(path, memo, size)
+    save_memo(path, memo, size, store.root)
     return answer
 
 

@@ -407,8 +407,12 @@ class GateBook:
         manifest = read_model(run_dir / MANIFEST, RunManifest)
         if manifest.gate == verdict.gate and (run_dir / GATE_FILE).is_file():
             return verdict
-        write_model(run_dir / GATE_FILE, verdict.gate)
-        write_model(run_dir / MANIFEST, manifest.model_copy(update={"gate": verdict.gate}))
+        # No link on the way (ARCHITECTURE.md, One reader and one writer path).
+        root = self.store.root
+        write_model(run_dir / GATE_FILE, verdict.gate, root=root)
+        write_model(
+            run_dir / MANIFEST, manifest.model_copy(update={"gate": verdict.gate}), root=root
+        )
         return Verdict(**{**verdict.__dict__, "written": True})
 
 

@@ -204,7 +204,7 @@ def write_specs(store: Store, machine_id: str, rows: list[dict[str, Any]], when:
         tags=[IMPORTED_SPECS_TAG, "llama-bench"],
     )
     if held is None or dump_model(held) != dump_model(specs):  # a re-import writes nothing
-        write_model(path, specs)
+        write_model(path, specs, root=store.root)
 
 
 def _newest_text(rows: list[dict[str, Any]], key: str) -> str | None:

@@ -127,11 +127,12 @@ def prepare_run(
 
 def write_prepared(store: Store, run: ImportedRun) -> None:
     run_dir = store.run_dir(run.manifest.machine_id, run.manifest.run_id)
-    atomic_write_json(run_dir / RAW_DIR / "imported.json", run.raw)
-    write_model(run_dir / KERNEL, run.kernel)
-    write_model(run_dir / BATCH, run.batch)
-    write_model(run_dir / RECORD, run.record)
-    write_model(run_dir / MANIFEST, run.manifest)  # last: a run dir counts once it exists
+    root = store.root  # no link on the way (ARCHITECTURE.md, One reader and one writer path)
+    atomic_write_json(run_dir / RAW_DIR / "imported.json", run.raw, root=root)
+    write_model(run_dir / KERNEL, run.kernel, root=root)
+    write_model(run_dir / BATCH, run.batch, root=root)
+    write_model(run_dir / RECORD, run.record, root=root)
+    write_model(run_dir / MANIFEST, run.manifest, root=root)  # last: a run dir counts once made
 
 
 def record_of(

@@ -209,5 +209,4 @@ def write_figure(
         hardware = hardware.model_copy(update={"gpu": [first, *hardware.gpu[1:]]})
     else:
         hardware = hardware.model_copy(update={field: figure})
-    private.parent.mkdir(parents=True, exist_ok=True)
-    write_model(private, specs.model_copy(update={"hardware": hardware}))
+    write_model(private, specs.model_copy(update={"hardware": hardware}), root=store.root)

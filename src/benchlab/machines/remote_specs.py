@@ -132,7 +132,7 @@ def onboard_remote(
         cost_per_hour=previous.cost_per_hour if previous else None,
     )
     specs = keep_bandwidth(specs, previous, measured)
-    write_model(path, specs)
+    write_model(path, specs, root=store.root)
     return specs
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from benchlab.layout import Store
+from benchlab.layout import Store, cache_readable
 from benchlab.publish.charts import Chart, chart_json
 from benchlab.publish.jsontext import dumps
 
@@ -38,8 +38,13 @@ def yaml_title(value: Any) -> Markup:
 
 def templates_cache(store_root: Path | None) -> Path | None:
     """Where a store keeps compiled site templates, the pages' and the MkDocs theme's:
-    `runs/.cache/site-templates/` (None without a store)."""
-    return Store(store_root).runs_dir / ".cache" / "site-templates" if store_root else None
+    `runs/.cache/site-templates/` (None without a store, and where a link lies between the
+    store root and it: compiled templates are code, never read nor written through a
+    committed link; ARCHITECTURE.md, One reader and one writer path)."""
+    if not store_root:
+        return None
+    cache = Store(store_root).runs_dir / ".cache" / "site-templates"
+    return cache if cache_readable(cache, Path(store_root)) else None
 
 
 def environment(cache: Path | None = None) -> Environment:

@@ -38,7 +38,7 @@ from benchlab.detect import cuts, segment
 from benchlab.detect.cuts import find_steps
 from benchlab.detect.stats import is_outlier, summarize, t_quantile
 from benchlab.identity import series_of
-from benchlab.layout import atomic_write_bytes
+from benchlab.layout import cache_readable, write_cache
 from benchlab.metrics import DEFAULT_MAX_CV, lower_is_better
 
 T = TypeVar("T")
@@ -360,10 +360,12 @@ def _detector_stamp() -> list[int]:
     return [*(n for st in stats for n in (st.st_size, st.st_mtime_ns)), LEVEL_WINDOW]
 
 
-def load_memo(path: Path) -> StepMemo:
+def load_memo(path: Path, root: Path | None = None) -> StepMemo:
     """The memo at `path`, or an empty one (missing, unreadable, or for another detector)."""
     import orjson
 
+    if not cache_readable(path, root):  # never through a link below the store `root`
+        return {}
     try:
         data = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -376,7 +378,7 @@ def load_memo(path: Path) -> StepMemo:
     return {k: v for k, v in windows.items() if type(k) is str and type(v) is int}
 
 
-def save_memo(path: Path, memo: StepMemo, size_before: int) -> None:
+def save_memo(path: Path, memo: StepMemo, size_before: int, root: Path | None = None) -> None:
     """Write the memo if it grew (atomically; a failure only costs the next query time)."""
     import orjson
 
@@ -384,8 +386,4 @@ def save_memo(path: Path, memo: StepMemo, size_before: int) -> None:
         return
     if len(memo) > MEMO_LIMIT:
         memo = dict(list(memo.items())[-MEMO_LIMIT // 2 :])
-    try:
-        data = orjson.dumps({"stamp": _detector_stamp(), "windows": memo})
-        atomic_write_bytes(path, data, durable=False)
-    except OSError:
-        pass
+    write_cache(path, orjson.dumps({"stamp": _detector_stamp(), "windows": memo}), root=root)

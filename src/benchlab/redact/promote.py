@@ -265,6 +265,7 @@ def promote(
     # one writer path): a committed link at runs/public would publish outside the repository.
     top = Path(repo.working_tree_dir or store.root)
     guarded.ensure_dir(destination.parent, top)
+    guarded.refuse_links(destination, top)  # never removed nor replaced through a link
     staging = destination.parent / f".{run_id}.promoting"
     shutil.rmtree(staging, ignore_errors=True)
     try:

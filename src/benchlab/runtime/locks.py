@@ -20,6 +20,7 @@ from typing import Any
 from benchlab.errors import StoreError
 from benchlab.files import SMALL_CAP, read_optional
 from benchlab.ids import utc_iso
+from benchlab.layout import place
 
 POLL_S = 0.1
 
@@ -90,6 +91,8 @@ class ExclusiveFile:
                 time.sleep(POLL_S)
 
     def _acquire_once(self) -> Any:
+        # No link on the way in a store (ARCHITECTURE.md, One reader and one writer path).
+        place(self.path)
         self.directory.mkdir(parents=True, exist_ok=True)
         mine = {
             **self.extra,

@@ -10,11 +10,13 @@ combined cache another; both are written to a temp file and renamed into place.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import gc
 import hashlib
 import logging
 import mmap
 import os
+import stat as stat_mod
 import struct
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -27,7 +29,9 @@ import orjson
 from benchlab.catalog.gate import CONFLICT, MAX_SHARD_BYTES, gate_lines, read_regular
 from benchlab.catalog.read import METRICS
 from benchlab.catalog.shards import decode_entry
+from benchlab.errors import StoreError
 from benchlab.identity import series_of
+from benchlab.layout import cache_readable, place
 from benchlab.metrics import EXTRA_FIELD, declarations
 from benchlab.query.colcache.key import FORMAT, SEGMENT_DIR, Unanswerable
 from benchlab.runtime import pool
@@ -66,7 +70,13 @@ def _aligned(n: int) -> int:
 
 
 def write_container(path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-    """Write `path` whole (a temp file renamed over it): readers see the old or the new."""
+    """Write `path` whole (a temp file renamed over it): readers see the old or the new.
+    Never through a link below the guarded store (`layout.place`): a refusal is an
+    OSError, which every caller takes as a cache not written."""
+    try:
+        place(path)
+    except StoreError as exc:
+        raise OSError(errno.ELOOP, str(exc), str(path)) from None
     layout: dict[str, list[Any]] = {}
     offset = 0
     ordered = []
@@ -100,8 +110,14 @@ class Container:
     """A container file opened read-only; arrays are views of its memory map."""
 
     def __init__(self, path: Path) -> None:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        if not cache_readable(path):  # never through a link below the guarded store
+            raise OSError(errno.ELOOP, "a symbolic link on the way; passed over", str(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat_mod.S_ISREG(info.st_mode):
+                raise ValueError(f"{path}: not a regular file")
+            size = info.st_size
             start = handle.read(len(_MAGIC) + 8)
             if len(start) < len(_MAGIC) + 8 or start[: len(_MAGIC)] != _MAGIC:
                 raise ValueError(f"{path}: not a columns cache")
