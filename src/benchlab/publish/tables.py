@@ -55,11 +55,11 @@ DECODE = DECODE_METRIC.name
 PREFILL = PREFILL_METRIC.name
 IMPOSSIBLE_TITLE = (
     "faster than its machine's memory bandwidth allows (decode over 1.1 x bandwidth / bytes "
-    "per token): a mistake or a fake, never ranked"
+    "per token): a mistake or a fake, never ranked by prefill"
 )
 IMPOSSIBLE_PREFILL_TITLE = (
     "faster than its machine's peak compute allows (prefill over 1.1 x peak FLOP/s / FLOPs "
-    "per token): a mistake or a fake, never ranked"
+    "per token): a mistake or a fake, never ranked by prefill"
 )
 IMPOSSIBLE_TITLES = {DECODE: IMPOSSIBLE_TITLE, PREFILL: IMPOSSIBLE_PREFILL_TITLE}
 """The metrics the physics check judges, each with its badge's explanation."""

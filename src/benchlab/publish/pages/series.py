@@ -298,7 +298,7 @@ def _prefill_physics(history: Sequence[Entry], newest: Entry, site: SiteContext)
     return (
         f"prefill {prefill['value']:,.1f} t/s is over 1.1 x the "
         f"{found.ceiling_tok_per_sec:,.1f} t/s that {found.peak_source} of peak compute "
-        f"allows (MFU {found.mfu_pct:,.0f}%): a mistake or a fake, never ranked"
+        f"allows (MFU {found.mfu_pct:,.0f}%): a mistake or a fake, never ranked by prefill"
     )
 
 
