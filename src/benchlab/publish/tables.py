@@ -55,7 +55,7 @@ DECODE = DECODE_METRIC.name
 PREFILL = PREFILL_METRIC.name
 IMPOSSIBLE_TITLE = (
     "faster than its machine's memory bandwidth allows (decode over 1.1 x bandwidth / bytes "
-    "per token): a mistake or a fake, never ranked by prefill"
+    "per token): a mistake or a fake, never ranked"
 )
 IMPOSSIBLE_PREFILL_TITLE = (
     "faster than its machine's peak compute allows (prefill over 1.1 x peak FLOP/s / FLOPs "
