@@ -134,3 +134,27 @@ def test_mfu_not_measured_and_an_impossible_prefill(
     assert set(ranked) == {"real", "bare"}  # the impossible one is never best
     assert ranked["real"]["mfu_pct"] == 28.0
     assert "1 series set aside: their prefill beats their machine's peak compute" in err
+
+
+def test_validate_names_an_impossible_prefill(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bench catalog validate` judges prefill as it judges decode: fake's 20,000 t/s of a
+    7 B model (14 GFLOPs a token) on 100 TFLOP/s is over 1.1 x its 7,142.9 t/s ceiling."""
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    _fleet(store)
+    capsys.readouterr()
+    assert main(["catalog", "validate"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "error: impossible: fake-r1: prefill 20,000.0 t/s, over 1.1 x its ceiling 7,142.9 t/s "
+        "at 100 TFLOP/s (declared " in err
+    )
+    assert "impossible: real-r1" not in err and "impossible: bare-r1" not in err
+    assert "catalog: 1 runs prefill faster than their machine's peak compute allows" in err
+    assert main(["catalog", "validate", "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    [found] = out["impossible"]
+    assert found["run_id"] == "fake-r1" and found["metric"] == "prefill_tok_per_sec"
+    assert found["tok_per_sec"] == 20000.0 and found["ceiling_tok_per_sec"] == 7142.9
+    assert found["figure"].startswith("100 TFLOP/s (declared ") and out["conflicts"] == []

@@ -9,6 +9,7 @@ verdict and the outlier mark with its reason."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +19,9 @@ from test_browser import Watched, serve
 
 from benchlab.cli import main
 from benchlab.identity import series_of
-from benchlab.layout import Store
+from benchlab.layout import Store, write_model
+from benchlab.machines.compute import declared
+from benchlab.models import CpuSpec, HardwareSpec, MachineSpecs, OsSpec
 from benchlab.publish.build import build_site
 from benchlab.publish.data import load_public
 
@@ -30,7 +33,9 @@ REASON = "thermal throttling"
 def _history() -> list:
     """Two series of one machine and model, 20 daily runs each: `q4` quiet (+-0.5 %), `q8`
     noisy (+-15 %, alternating). The quiet series' day-10 run reads 3x and is marked as an
-    outlier; its newest run failed its gate."""
+    outlier; its newest run failed its gate. `q4` states its parameter count (1 B: an MFU
+    against pi5's declared 1 TFLOP/s), `q8` its size (4 GB: an MBU, not measured, for pi5
+    has no bandwidth figure)."""
     runs = []
     for day in range(20):
         quiet = 100.0 * (1 + 0.005 * (-1) ** day)
@@ -41,9 +46,11 @@ def _history() -> list:
             if day == 19
             else {}
         )
-        runs.append(entry("pi5", "Band-Test", "q4", day, quiet / 8**0.7, **gate))
+        runs.append(
+            entry("pi5", "Band-Test", "q4", day, quiet / 8**0.7, model_params=10**9, **gate)
+        )
         noisy = 100.0 * (1 + 0.15 * (-1) ** day)
-        runs.append(entry("pi5", "Band-Test", "q8", day, noisy / 8**0.7))
+        runs.append(entry("pi5", "Band-Test", "q8", day, noisy / 8**0.7, model_size=4 * 10**9))
     return runs
 
 
@@ -53,6 +60,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     root = tmp_path_factory.mktemp("series") / "experiments" / "benchmark"
     extra = _history()
     write_store(root, extra)
+    write_model(
+        Store(root).public_specs("pi5"),
+        MachineSpecs(
+            machine_id="pi5",
+            registered_at="2025-01-01T00:00:00Z",
+            hardware=HardwareSpec(cpu=CpuSpec(model="Cortex-A76"), peak_tflops=declared(1.0)),
+            os=OsSpec(name="Linux"),
+        ),
+    )
     marked = next(r.run_id for r in extra if r.precision == "q4" and r.peak_tok_per_sec > 200)
     assert main(["--store", str(root), "mark-outlier", marked, "--reason", REASON]) == 0
     data = load_public(Store(root))
@@ -97,6 +113,9 @@ def test_series_page_draws_its_data_with_a_band_from_its_own_spread(site, served
         quiet = _band(watched, "q4", sids)
         _open_series(watched, served + f"series.html?s={sids['q8']}")
         noisy = _band(watched, "q8", sids)
+        mbu = watched.page.inner_text("#bl-series .bl-util[data-util='MBU']")
+        assert mbu == ". MBU not measured (no bandwidth figure for the memory it read)", mbu
+        assert "MFU" not in watched.page.inner_text("#bl-series .bl-series-facts")
         quiet_width, noisy_width = quiet[1] - quiet[0], noisy[1] - noisy[0]
         assert quiet_width > 0 and noisy_width > 10 * quiet_width, (quiet, noisy)
         # The band holds the series' own level; the 3x outlier moved neither band nor level.
@@ -127,6 +146,10 @@ def test_marked_outlier_is_drawn_marked_and_is_not_the_level(site, served, brows
         assert 99 < value < 101, level  # the outlier (300) is not counted
         facts = watched.page.inner_text("#bl-series .bl-series-facts")
         assert "gate failed" in facts and "1 run(s) marked as outliers" in facts
+        # MFU at the prefill level against the declared peak; the size-less q4 has no MBU.
+        mfu = watched.page.inner_text("#bl-series .bl-util[data-util='MFU']")
+        assert re.fullmatch(r"\. MFU \d+\.\d% of 1\.0 TFLOP/s \(declared [-\d]+\)", mfu), mfu
+        assert "MBU" not in facts and "impossible" not in facts
         gate = watched.page.locator("#bl-series .bl-series-facts .bl-badge--gate-failed")
         assert "peak 99.5 < 105" in (gate.get_attribute("title") or "")
         assert not watched.errors and not watched.outside

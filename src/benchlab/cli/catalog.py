@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchlab.cli.args import count
-from benchlab.metrics import DECODE
+from benchlab.metrics import DECODE, PREFILL
 
 if TYPE_CHECKING:
     from benchlab.layout import Store
@@ -46,8 +46,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Errors exit 2. Runs whose copies measure differently (a conflict "
         "two clones' builds made) exit 1, each named with the fields that differ and the "
         "command that settles it. Run dirs absent on this clone are warnings (exit 0): "
-        "raw runs are private and other clones built them.",
+        "raw runs are private and other clones built them. A run whose decode beats its "
+        "machine's memory bandwidth, or whose prefill beats its peak compute, is impossible "
+        "(exit 1).",
     )
+    validate.add_argument("--format", choices=("table", "json"), default="table")
     validate.set_defaults(handler=run_validate)
 
     retract = verbs.add_parser(
@@ -164,38 +167,90 @@ def run_validate(args: argparse.Namespace) -> int:
     for line in report.conflicts:
         print(f"error: conflict: {line}", file=sys.stderr)
     impossible = _impossible_runs(_store())
-    for line in impossible[:WARNINGS_SHOWN]:
+    lines = [_impossible_line(found) for found in impossible]
+    for line in lines[:WARNINGS_SHOWN]:
         print(f"error: impossible: {line}", file=sys.stderr)
-    if len(impossible) > WARNINGS_SHOWN:
-        print(f"error: ... and {len(impossible) - WARNINGS_SHOWN} more", file=sys.stderr)
-    if report.conflicts or impossible:
-        if report.conflicts:
-            print(f"catalog: {len(report.conflicts)} runs in conflict", file=sys.stderr)
-        if impossible:
-            print(
-                f"catalog: {len(impossible)} runs decode faster than their machine's memory "
-                "bandwidth allows: a mistake or a fake",
-                file=sys.stderr,
+    if len(lines) > WARNINGS_SHOWN:
+        print(f"error: ... and {len(lines) - WARNINGS_SHOWN} more", file=sys.stderr)
+    decodes = sum(1 for found in impossible if found["metric"] == DECODE.name)
+    prefills = len(impossible) - decodes
+    if report.conflicts:
+        print(f"catalog: {len(report.conflicts)} runs in conflict", file=sys.stderr)
+    if decodes:
+        print(
+            f"catalog: {decodes} runs decode faster than their machine's memory "
+            "bandwidth allows: a mistake or a fake",
+            file=sys.stderr,
+        )
+    if prefills:
+        print(
+            f"catalog: {prefills} runs prefill faster than their machine's peak compute "
+            "allows: a mistake or a fake",
+            file=sys.stderr,
+        )
+    if args.format == "json":
+        # lazy: start-up time, only the verb that runs loads its library
+        from benchlab.query.render import to_json
+
+        sys.stdout.write(
+            to_json(
+                {
+                    "runs": report.runs,
+                    "absent": len(report.absent),
+                    "conflicts": report.conflicts,
+                    "impossible": impossible,
+                }
             )
+        )
+    if report.conflicts or impossible:
         return 1
-    print(f"catalog: {report.runs} runs valid, {len(report.absent)} run dirs absent here")
+    if args.format != "json":
+        print(f"catalog: {report.runs} runs valid, {len(report.absent)} run dirs absent here")
     return 0
 
 
-def _impossible_runs(store: Store) -> list[str]:
-    """The physics check over the whole catalog, a line per run that fails it."""
+def _impossible_line(found: dict[str, object]) -> str:
+    """`RUN: decode 90.0 t/s, over 1.1 x its ceiling 25.0 t/s at 100 GB/s (declared ...)`."""
+    return (
+        f"{found['run_id']}: {str(found['metric']).split('_')[0]} {found['tok_per_sec']:,.1f} "
+        f"t/s, over 1.1 x its ceiling {found['ceiling_tok_per_sec']:,.1f} t/s at "
+        f"{found['figure']}"
+    )
+
+
+def _impossible_runs(store: Store) -> list[dict[str, object]]:
+    """The physics check over the whole catalog (ARCHITECTURE.md, How close to the
+    hardware): each run whose decode beats its machine's memory bandwidth, then each whose
+    prefill beats its peak compute, with the rate, the ceiling and the figure it broke."""
     # lazy: start-up time, only the verb that runs loads its library
     from benchlab.catalog.read import load_catalog
-    from benchlab.query.roofline import fleet_specs, impossible_runs
+    from benchlab.query.roofline import fleet_specs, impossible_prefill_runs, impossible_runs
 
     specs = fleet_specs(store)
     if not specs:
         return []
-    return [
-        f"{entry['run_id']}: decode {entry[DECODE.name]:,.1f} t/s, over 1.1 x its "
-        f"ceiling {found.ceiling_tok_per_sec:,.1f} t/s at {found.bandwidth_source}"
-        for entry, found in impossible_runs(load_catalog(store.catalog_path).runs, specs)
+    runs = load_catalog(store.catalog_path).runs
+    decodes: list[dict[str, object]] = [
+        {
+            "run_id": entry["run_id"],
+            "metric": DECODE.name,
+            "tok_per_sec": entry[DECODE.name],
+            "ceiling_tok_per_sec": round(found.ceiling_tok_per_sec, 1),
+            "figure": found.bandwidth_source,
+        }
+        for entry, found in impossible_runs(runs, specs)
     ]
+    prefills: list[dict[str, object]] = [
+        {
+            "run_id": entry["run_id"],
+            "metric": PREFILL.name,
+            "tok_per_sec": entry[PREFILL.name],
+            "ceiling_tok_per_sec": round(found.ceiling_tok_per_sec, 1),
+            "figure": found.peak_source,
+        }
+        for entry, found in impossible_prefill_runs(runs, specs)
+    ]
+    return decodes + prefills
 
 
 def run_upgrade(args: argparse.Namespace) -> int:

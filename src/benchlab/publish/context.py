@@ -46,6 +46,7 @@ from benchlab.publish.tables import (
     impossible,
     is_hole,
     link,
+    prefill_mark,
     status_badge,
 )
 from benchlab.publish.templating import chart_script, environment, templates_cache
@@ -354,7 +355,9 @@ class SiteContext:
                 cell(self.model_link(run["model"], root), run["model"]),
                 cell(run["precision"]),
                 cell_num(run.get("threads"), 0),
-                cell(status_badge(run), run.get("status", "ok")),
+                cell(
+                    status_badge(run) + prefill_mark(run, self.data.specs), run.get("status", "ok")
+                ),
                 cell_num(run.get(PEAK.name)),
                 cell_decode(run, self.data.specs),
                 cell(version_label(run) or "–"),

@@ -12,12 +12,13 @@ from markupsafe import Markup
 from benchlab.catalog.format import Entry
 from benchlab.detect.steps import Step
 from benchlab.metrics import DECODE as DECODE_METRIC
+from benchlab.metrics import PREFILL as PREFILL_METRIC
 from benchlab.metrics import title, unit_of
 from benchlab.models import HOLE_TAG, MachineSpecs
 from benchlab.publish.links import Links
 from benchlab.publish.measures import unstable_badge
 from benchlab.query.level import SeriesLevel
-from benchlab.query.roofline import judge_entry
+from benchlab.query.roofline import judge_entry, judge_prefill_entry
 
 
 def fmt_num(value: float | None, digits: int = 1) -> str:
@@ -51,22 +52,35 @@ NOT_MEASURED: Cell = (Markup("not measured"), "")
 
 
 DECODE = DECODE_METRIC.name
+PREFILL = PREFILL_METRIC.name
 IMPOSSIBLE_TITLE = (
     "faster than its machine's memory bandwidth allows (decode over 1.1 x bandwidth / bytes "
     "per token): a mistake or a fake, never ranked"
 )
+IMPOSSIBLE_PREFILL_TITLE = (
+    "faster than its machine's peak compute allows (prefill over 1.1 x peak FLOP/s / FLOPs "
+    "per token): a mistake or a fake, never ranked by prefill"
+)
+IMPOSSIBLE_TITLES = {DECODE: IMPOSSIBLE_TITLE, PREFILL: IMPOSSIBLE_PREFILL_TITLE}
+"""The metrics the physics check judges, each with its badge's explanation."""
 IMPOSSIBLE_BADGE = Markup('<span class="bl-badge bl-badge--bad" title="{}">impossible</span>')
 
 
-def impossible(item: SeriesLevel, specs: Mapping[str, MachineSpecs] | None) -> bool:
-    """Whether a series' decode level beats its machine's memory bandwidth (ARCHITECTURE.md,
-    How close to the hardware); False where it cannot be judged or `specs` is None."""
+def impossible(
+    item: SeriesLevel, specs: Mapping[str, MachineSpecs] | None, metric: str = DECODE
+) -> bool:
+    """Whether a series' decode (or prefill) level beats its machine's memory bandwidth (or
+    peak compute) (ARCHITECTURE.md, How close to the hardware); False where it cannot be
+    judged or `specs` is None."""
     if not specs:
         return False
-    decode = item.level.value if item.metric == DECODE else item.means.get(DECODE)
-    if decode is None:
+    rate = item.level.value if item.metric == metric else item.means.get(metric)
+    if rate is None:
         return False
-    found = judge_entry(item.latest, specs, decode)
+    if metric == PREFILL:
+        compute = judge_prefill_entry(item.latest, specs, rate)
+        return compute is not None and compute.impossible
+    found = judge_entry(item.latest, specs, rate)
     return found is not None and found.impossible
 
 
@@ -77,7 +91,8 @@ def cell_level(
     and "unstable" past the CV limit where `metric` is the level's own, else the newest
     segment's mean ("not measured" where the series did not measure it, e.g. a llama-bench
     run's batched peak): a number with its noise, and never a blank that reads as zero.
-    With `specs`, a decode faster than physics allows is marked impossible and sorts last."""
+    With `specs`, a decode or prefill faster than physics allows is marked impossible and
+    sorts last."""
     if item.metric != metric:
         value = item.means.get(metric)
         found = cell_num(value) if value is not None else NOT_MEASURED
@@ -95,8 +110,9 @@ def cell_level(
                 "run, which understates the noise between runs"
             )
         found = (shown, f"{level.value:.6g}")
-    if metric == DECODE and found is not NOT_MEASURED and impossible(item, specs):
-        return (Markup("{} {}").format(found[0], IMPOSSIBLE_BADGE.format(IMPOSSIBLE_TITLE)), "")
+    title = IMPOSSIBLE_TITLES.get(metric)
+    if title and found is not NOT_MEASURED and impossible(item, specs, metric):
+        return (Markup("{} {}").format(found[0], IMPOSSIBLE_BADGE.format(title)), "")
     return found
 
 
@@ -109,6 +125,19 @@ def cell_decode(run: Entry, specs: Mapping[str, MachineSpecs] | None) -> Cell:
     if judged is None or not judged.impossible:
         return found
     return (Markup("{} {}").format(found[0], IMPOSSIBLE_BADGE.format(IMPOSSIBLE_TITLE)), found[1])
+
+
+def prefill_mark(run: Entry, specs: Mapping[str, MachineSpecs] | None) -> Markup:
+    """The "impossible prefill" badge for a run whose prefill beats its machine's peak
+    compute (the runs tables have no prefill column: the mark goes beside its status)."""
+    if not specs or run.get("status", "ok") != "ok":
+        return Markup("")
+    judged = judge_prefill_entry(run, specs)
+    if judged is None or not judged.impossible:
+        return Markup("")
+    return Markup(
+        ' <span class="bl-badge bl-badge--bad" title="{}">impossible prefill</span>'
+    ).format(IMPOSSIBLE_PREFILL_TITLE)
 
 
 def cell(text: Any, key: Any = None) -> Cell:

@@ -199,6 +199,20 @@ def impossible_runs(
     return out
 
 
+def impossible_prefill_runs(
+    entries: Iterable[Mapping[str, Any]], specs: Mapping[str, MachineSpecs]
+) -> list[tuple[Mapping[str, Any], PrefillJudgement]]:
+    """Every ok run whose prefill claims more than its machine's peak compute allows."""
+    out = []
+    for entry in entries:
+        if entry.get("status", "ok") != "ok":
+            continue
+        found = judge_prefill_entry(entry, specs)
+        if found is not None and found.impossible:
+            out.append((entry, found))
+    return out
+
+
 def predict_decode(
     entries: Iterable[Mapping[str, Any]],
     specs: Mapping[str, MachineSpecs],

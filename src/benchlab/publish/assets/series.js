@@ -1,7 +1,8 @@
 /* benchlab: the one series page. `series.html?s=<series id>` loads bl/series/<id>.js and
    draws that series: its charts (through benchlab.js's renderer, so theme, phone layout and
-   "click a point: its run page" are the other charts'), its current level, the newest run's
-   gate verdict, unstable and outlier notes, its steps and runs tables and its identity.
+   "click a point: its run page" are the other charts'), its current level with MBU and MFU
+   and the physics check's badges, the newest run's gate verdict, unstable and outlier
+   notes, its steps and runs tables and its identity.
    Without an id it lists every series (bl/series/index.js) with a filter box.
    User strings reach the DOM through textContent; the two tables come as HTML the build
    escaped cell by cell (the same HTML other pages carry). Loads scripts only (works from
@@ -50,9 +51,18 @@
         (data.outliers ? ", marked outliers left out" : "") + ")";
       p.appendChild(el("span", text, { "class": "bl-level", "data-metric": lv.metric }));
     });
+    /* MBU at the decode level, MFU at the prefill level: "not measured" without a figure. */
+    (data.utilisation || []).forEach(function (u, i) {
+      var shown = typeof u[1] === "number" ? fmt(u[1], 1) + "% " + u[2] : u[1] + " (" + u[2] + ")";
+      p.appendChild(el("span", (i ? "; " : ". ") + u[0] + " " + shown, { "class": "bl-util", "data-util": u[0] }));
+    });
     if (data.impossible) {
       p.appendChild(document.createTextNode(" "));
       p.appendChild(badge("impossible", "bad", data.impossible));
+    }
+    if (data.impossible_prefill) {
+      p.appendChild(document.createTextNode(" "));
+      p.appendChild(badge("impossible prefill", "bad", data.impossible_prefill));
     }
     if (data.gate) {
       p.appendChild(document.createTextNode(" "));

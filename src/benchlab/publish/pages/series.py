@@ -20,12 +20,14 @@ from benchlab.catalog.format import Entry
 from benchlab.detect.stats import is_outlier
 from benchlab.detect.steps import Step
 from benchlab.identity import SERIES_FIELDS, version_label
+from benchlab.machines.roofline import entry_bytes_per_token, entry_flops_per_token
 from benchlab.metrics import (
     DECODE,
     DEFAULT_MAX_CV,
     DEFAULT_METRIC,
     HEADLINE_ORDER,
     PEAK,
+    PREFILL,
     REGISTRY,
     unit_of,
 )
@@ -40,7 +42,7 @@ from benchlab.publish.tables import Table, is_hole, metric_name, neg, steps_tabl
 from benchlab.publish.templating import json_script
 from benchlab.publish.workers import in_workers, part_of
 from benchlab.query.level import StepMemo, current_level, with_repeats
-from benchlab.query.roofline import judge_entry
+from benchlab.query.roofline import NOT_MEASURED, judge_entry, judge_prefill_entry
 
 POINT_FIELDS = 8
 """A chart point's shared customdata (`charts.base.point_data` less chart extras): traces
@@ -157,6 +159,8 @@ def series_data(site: SiteContext, sid: str) -> None:
         "level": levels[0] if levels else level_of(history, DEFAULT_METRIC, site.level_memo),
         "levels": levels,
         "impossible": _physics(history, newest, site),
+        "impossible_prefill": _prefill_physics(history, newest, site),
+        "utilisation": utilisation(history, newest, site),
         "points": points,
         "charts": figures,
         "measures": measure_rows(newest),
@@ -280,6 +284,49 @@ def _physics(history: Sequence[Entry], newest: Entry, site: SiteContext) -> str 
         f"t/s that {found.bandwidth_source} of memory bandwidth allows "
         f"(MBU {found.mbu_pct:,.0f}%): a mistake or a fake, never ranked"
     )
+
+
+def _prefill_physics(history: Sequence[Entry], newest: Entry, site: SiteContext) -> str | None:
+    """Where the series' prefill level beats its machine's peak compute (the compute twin of
+    `_physics`): the "impossible prefill" badge's explanation; else None."""
+    prefill = level_of(history, PREFILL.name, site.level_memo)
+    if prefill is None:
+        return None
+    found = judge_prefill_entry(newest, site.data.specs, prefill["value"])
+    if found is None or not found.impossible:
+        return None
+    return (
+        f"prefill {prefill['value']:,.1f} t/s is over 1.1 x the "
+        f"{found.ceiling_tok_per_sec:,.1f} t/s that {found.peak_source} of peak compute "
+        f"allows (MFU {found.mfu_pct:,.0f}%): a mistake or a fake, never ranked by prefill"
+    )
+
+
+def utilisation(history: Sequence[Entry], newest: Entry, site: SiteContext) -> list[list[Any]]:
+    """MBU at the series' decode level and MFU at its prefill level, as `bench table` shows
+    them (ARCHITECTURE.md, How close to the hardware): `[name, percent, figure]` each, the
+    percent `NOT_MEASURED` (never 0) where the machine has no figure for the processor the
+    run used; a rate the run lacks, or a model with no size (no parameter count), is left
+    out: nothing to judge."""
+    out: list[list[Any]] = []
+    specs = site.data.specs
+    decode = level_of(history, DECODE.name, site.level_memo)
+    if decode is not None and entry_bytes_per_token(newest) is not None:
+        found = judge_entry(newest, specs, decode["value"])
+        out.append(
+            ["MBU", NOT_MEASURED, "no bandwidth figure for the memory it read"]
+            if found is None
+            else ["MBU", round(found.mbu_pct, 1), f"of {found.bandwidth_source}"]
+        )
+    prefill = level_of(history, PREFILL.name, site.level_memo)
+    if prefill is not None and entry_flops_per_token(newest) is not None:
+        compute = judge_prefill_entry(newest, specs, prefill["value"])
+        out.append(
+            ["MFU", NOT_MEASURED, "no peak compute figure for the processor it ran on"]
+            if compute is None
+            else ["MFU", round(compute.mfu_pct, 1), f"of {compute.peak_source}"]
+        )
+    return out
 
 
 def level_of(
