@@ -231,12 +231,12 @@ def _compare_axis(args: argparse.Namespace) -> int:
         data["rows"] = [{**row, **{k: json_mbu(row[k]) for k in keys if k in row}} for row in rows]
         shown = [_unit_shown(row) for row in rows]
         specs = _axis_specs(args.by, result, rows)
-        for share, title in AXIS_SHARES:
+        for share, heading in AXIS_SHARES:
             if share in with_mbu:
                 at = specs.index(("speedup", "speedup", "ratio"))
                 specs[at:at] = [
-                    (f"{share}_a", f"{title} {result.a}", "num"),
-                    (f"{share}_b", f"{title} {result.b}", "num"),
+                    (f"{share}_a", f"{heading} {result.a}", "num"),
+                    (f"{share}_b", f"{heading} {result.b}", "num"),
                 ]
         columns = column_specs(*specs, drops=_AXIS_DROPS)
         section = Section(columns, shown, title=title)
