@@ -162,7 +162,11 @@ def place(path: Path | str, root: Path | None = None) -> list[Path]:
     rules, one UnsafePathError otherwise. Returns the dirs made. For the writers that open
     their file themselves (appends, locks, caches written in place)."""
     where = root if root is not None else write_root(path)
-    return [] if where is None else prepare_write(path, where)
+    if where is None:
+        return []
+    if root is not None and not os.path.lexists(root):
+        os.makedirs(root, exist_ok=True)  # a new store (an import into it): nothing to link
+    return prepare_write(path, where)
 
 
 def make_dirs(directory: Path | str, root: Path | None = None) -> None:
