@@ -118,6 +118,23 @@ def test_a_sweep_writes_nothing_through_a_link(
     assert _written(outside) == []
 
 
+def test_a_sweep_run_through_the_api_writes_nothing_through_a_link(
+    store: Path, tmp_path: Path
+) -> None:
+    """`run_sweep` guards its store itself: a script that calls it (no CLI around it) gets
+    the same refusal for the sweep's own state."""
+    from benchlab.sweep.config import load_sweep_config
+    from benchlab.sweep.scheduler import run_sweep
+
+    outside = _outside(tmp_path)
+    _link(store / "runs" / "sweeps", outside)
+    path = _sweep(tmp_path)
+
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        run_sweep(Store(store), load_sweep_config(path), path)
+    assert _written(outside) == []
+
+
 @pytest.fixture
 def golden_store(store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The query tests' golden store: a catalog and one run dir."""

@@ -60,7 +60,7 @@ from typing import Any
 from benchlab.devices.base import Transport
 from benchlab.errors import DeviceError
 from benchlab.ids import utc_iso
-from benchlab.layout import Store
+from benchlab.layout import Store, guard_store
 from benchlab.models import GitInfo, RunSpec, SweepConfig
 from benchlab.sweep.assignments import AssignmentLog
 from benchlab.sweep.attempt import Runner, retry_warning
@@ -135,17 +135,23 @@ def run_sweep(
     rounds = Rounds(config, where) if budget is not None else None
     specs = rounds.points(0) if rounds is not None else expand(config, where=where)
     result = SweepResult(experiment=config.experiment, total=len(specs))
-    with SweepSession(
-        st,
-        config,
-        config_path,
-        specs=specs,
-        fresh=fresh,
-        progress=sink,
-        result=result,
-        journal=_journal,
-        hold_all=budget is not None,
-    ) as session:
+    # The sweep's own state (lock, schedule, retries, assignments, history) is guarded from
+    # its store as `bench run`'s is, for a caller of this API too (ARCHITECTURE.md, One
+    # reader and one writer path).
+    with (
+        guard_store(st.root),
+        SweepSession(
+            st,
+            config,
+            config_path,
+            specs=specs,
+            fresh=fresh,
+            progress=sink,
+            result=result,
+            journal=_journal,
+            hold_all=budget is not None,
+        ) as session,
+    ):
         runner = _runner or Runner(
             st, config, experiment=config.experiment, git_info=_git_info, _backend=_backend
         )
