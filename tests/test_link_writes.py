@@ -274,3 +274,112 @@ def test_compiled_site_templates_are_not_kept_behind_a_link(store: Path, tmp_pat
     assert templates_cache(store) is None
     environment(templates_cache(store)).get_template("home.md.j2")
     assert _written(outside) == []
+
+
+# --- the gate's verdict, promote's public copy, the merge driver's .gitattributes ---------
+
+
+def _gated_run(store: Path, tmp_path: Path) -> Path:
+    """One ok run of experiment `linktest` (machine anthony-laptop) and a sweep config whose
+    gate it meets; returns the config."""
+    from tests.kit.configs import write_sweep
+    from tests.kit.runs import write_run
+    from tests.sweep.lab import ONE_ATTEMPT, command_params
+
+    write_run(store, experiment="linktest")
+    return write_sweep(
+        tmp_path / "gated.yaml",
+        experiment="linktest",
+        policies=ONE_ATTEMPT,
+        gates=[{"metric": "decode_tok_per_sec", "min": 1}],
+        matrix={"backend": "command", "params": command_params(SWEEP_CODE)},
+    )
+
+
+def _linked_machine(store: Path, tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """The run's machine dir moved outside the store and linked back in its place: the
+    outside dir and what it held."""
+    machine = store / "runs" / "by-machine" / "anthony-laptop"
+    outside = tmp_path / "outside"
+    shutil.copytree(machine, outside)
+    _link(machine, outside)
+    return outside, _snapshot(outside)
+
+
+def test_regression_gates_writes_no_verdict_through_a_link(
+    store: Path, tmp_path: Path, bench: Bench
+) -> None:
+    """`bench regression --gates` writes gate.json and the manifest into the run dir: with
+    the machine dir a link, refused in one line, the copy outside untouched."""
+    config = _gated_run(store, tmp_path)
+    outside, before = _linked_machine(store, tmp_path)
+
+    code, out, err = bench("--store", str(store), "regression", "--gates", "--config", str(config))
+
+    _refused(code, out, err)
+    assert "gate.json" in err
+    assert _snapshot(outside) == before
+
+
+def test_apply_gates_writes_no_verdict_through_a_link(store: Path, tmp_path: Path) -> None:
+    """The sweep's publish step and onboarding call the gates without the CLI's guarded
+    store: the verdict's writes name their root themselves."""
+    from benchlab.detect.gates import GATE_FILE, apply_gates
+    from benchlab.sweep.config import load_sweep_config
+
+    config = load_sweep_config(_gated_run(store, tmp_path))
+    outside, before = _linked_machine(store, tmp_path)
+
+    with pytest.raises(UnsafePathError, match=f"{GATE_FILE}.*symbolic link"):
+        apply_gates(Store(store), experiment="linktest", config=config)
+    assert _snapshot(outside) == before
+
+
+def _git_repo(store: Path) -> Path:
+    import subprocess
+
+    repo = store.parent.parent
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, timeout=60)
+    return repo
+
+
+def test_promote_never_replaces_its_public_copy_through_a_link(
+    store: Path, tmp_path: Path, bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A committed link where the run's public copy goes: refused in one line, nothing
+    removed or written where it points, nothing staged."""
+    from tests.kit.runs import write_run
+
+    _git_repo(store)
+    monkeypatch.setenv("BENCHLAB_STORE", str(store))
+    run_dir = write_run(store, machine_id="gpu1")
+    outside = _outside(tmp_path)
+    (outside / "kept.txt").write_text("not the store's\n")
+    _link(store / "runs" / "public" / "gpu1" / run_dir.name, outside)
+
+    code, out, err = bench("promote", run_dir.name)
+
+    _refused(code, out, err)
+    assert _written(outside) == ["kept.txt"]
+    assert (outside / "kept.txt").read_text() == "not the store's\n"
+    assert [p.name for p in (store / "runs" / "public" / "gpu1").iterdir()] == [run_dir.name]
+
+
+@pytest.mark.parametrize("there", [True, False], ids=["target", "dangling"])
+def test_install_merge_driver_writes_no_gitattributes_through_a_link(
+    store: Path, tmp_path: Path, bench: Bench, there: bool
+) -> None:
+    """`.gitattributes` a committed link to a file outside the repository (or to where one
+    would go): refused in one line, nothing written there, the link still a link. Its read
+    refuses the link before the write (named from the repository root) is reached."""
+    repo = _git_repo(store)
+    target = _outside(tmp_path) / "attributes"
+    if there:
+        target.write_text("*.bin binary\n")
+    (repo / ".gitattributes").symlink_to(target)
+
+    code, out, err = bench("--store", str(store), "catalog", "install-merge-driver")
+
+    _refused(code, out, err)
+    assert target.read_text() == "*.bin binary\n" if there else not target.exists()
+    assert (repo / ".gitattributes").is_symlink()
