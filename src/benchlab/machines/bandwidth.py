@@ -16,6 +16,7 @@ matching the desktop card's 1,008 GB/s would be a figure that means nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -74,7 +75,7 @@ _NOISE = re.compile(
     r"\b(nvidia|geforce|amd|radeon|intel|\(r\)|\(tm\)|graphics|gpu|model [a-z]|rev [\d.]+)\b"
     r"|\(r\)|\(tm\)|®|™"
 )
-LAPTOP = re.compile(r"\b(laptop|mobile|max-q)\b")
+_LAPTOP = re.compile(r"\b(laptop|mobile|max-q)\b")
 
 
 def normalise(name: str) -> str:
@@ -84,18 +85,23 @@ def normalise(name: str) -> str:
     return " ".join(text.replace(",", " ").split())
 
 
-def spec_sheet(name: str | None) -> tuple[str, float] | None:
-    """The table's entry for a GPU or SoC name: the longest key that the name holds as whole
-    words, so `RTX 4070 Ti SUPER` is not read as `RTX 4070`. None for a laptop part or an
-    unknown name."""
-    if not name or LAPTOP.search(name.lower()):
+def sheet_entry(table: Mapping[str, float], name: str | None) -> tuple[str, float] | None:
+    """A spec table's entry for a GPU or SoC name: the longest key that the name holds as
+    whole words, so `RTX 4070 Ti SUPER` is not read as `RTX 4070`. None for a laptop part
+    (its clocks vary by vendor) or an unknown name. For this table and the compute one."""
+    if not name or _LAPTOP.search(name.lower()):
         return None
     text = f" {normalise(name)} "
     best: tuple[str, float] | None = None
-    for key, gbs in SPEC_SHEET_GBS.items():
+    for key, figure in table.items():
         if f" {key} " in text and (best is None or len(key) > len(best[0])):
-            best = (key, gbs)
+            best = (key, figure)
     return best
+
+
+def spec_sheet(name: str | None) -> tuple[str, float] | None:
+    """The bandwidth table's entry for a GPU or SoC name (`sheet_entry`)."""
+    return sheet_entry(SPEC_SHEET_GBS, name)
 
 
 def from_spec_sheet(name: str | None) -> BandwidthFigure | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from benchlab.ids import utc_iso
-from benchlab.machines.bandwidth import LAPTOP, normalise, write_figure
+from benchlab.machines.bandwidth import sheet_entry, write_figure
 from benchlab.models import ComputeFigure, MachineSpecs
 
 if TYPE_CHECKING:
@@ -68,17 +68,8 @@ SPEC_SHEET_TFLOPS: dict[str, float] = {
 
 
 def spec_sheet(name: str | None) -> tuple[str, float] | None:
-    """The table's entry for a GPU or SoC name: the longest key the name holds as whole
-    words (`RTX 4070 Ti SUPER` is not an `RTX 4070`). None for a laptop part (its clocks
-    vary by vendor) or an unknown name."""
-    if not name or LAPTOP.search(name.lower()):
-        return None
-    text = f" {normalise(name)} "
-    best: tuple[str, float] | None = None
-    for key, tflops in SPEC_SHEET_TFLOPS.items():
-        if f" {key} " in text and (best is None or len(key) > len(best[0])):
-            best = (key, tflops)
-    return best
+    """The compute table's entry for a GPU or SoC name (`bandwidth.sheet_entry`)."""
+    return sheet_entry(SPEC_SHEET_TFLOPS, name)
 
 
 def from_spec_sheet(name: str | None) -> ComputeFigure | None:
