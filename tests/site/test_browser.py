@@ -227,6 +227,19 @@ def test_two_builds_are_byte_identical(built, tmp_path):
     shutil.rmtree(again)
 
 
+def test_a_build_over_the_last_one_replaces_it_whole(built, tmp_path):
+    """The last site is moved aside and removed beside the render: nothing of it survives,
+    and nothing is left beside the output."""
+    store = write_store(tmp_path / "experiments" / "benchmark")
+    out = tmp_path / "over"
+    build_site(load_public(store), out)
+    (out / "stale.html").write_text("from the build before", encoding="utf-8")
+    (out / "bl" / "runs" / "s000000000000.js").write_text("stale", encoding="utf-8")
+    build_site(load_public(store), out)
+    assert tree_digest(out) == tree_digest(built)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
 def test_no_page_references_another_host(built):
     for path in built.rglob("*.html"):
         text = path.read_text(encoding="utf-8")

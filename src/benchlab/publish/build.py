@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from contextlib import nullcontext
 from datetime import datetime, timezone
@@ -182,18 +183,26 @@ def build_site(
         with (
             tempfile.TemporaryDirectory(prefix="benchlab-site-") as tmp,
             tempfile.TemporaryDirectory(prefix=".benchlab-data-", dir=output.parent) as staged,
+            tempfile.TemporaryDirectory(prefix=".benchlab-old-", dir=output.parent) as old,
         ):
             work = Path(tmp)
             target = docs or work / "docs"
             cache = templates_cache(data.store_root)
             runner = runner or MkdocsProcess()
+            # The last build's site is moved aside (one rename) and removed by a thread, on
+            # the CPU that waits while MkDocs starts, not in the render's path.
+            removing: list[threading.Thread] = []
             try:
 
                 def pages_done(pages: Rendered) -> None:
                     read = {rel: text for rel, text in pages.files.items() if _mkdocs_reads(rel)}
                     write_files(Rendered(read, pages.nav), target, source)
                     if output.exists():
-                        shutil.rmtree(output)
+                        aside = Path(old) / "site"
+                        output.rename(aside)
+                        remove = threading.Thread(target=shutil.rmtree, args=(aside, True))
+                        remove.start()
+                        removing.append(remove)
                     config = mkdocs_config(source, target, output, pages.nav)
                     runner.build(config, work, _epoch(data.catalog.last_updated), cache)
 
@@ -205,6 +214,8 @@ def build_site(
                 runner.wait()
             finally:
                 runner.stop()
+                for thread in removing:
+                    thread.join()
             _merge_into(Path(staged), output)
         return output
 
