@@ -53,9 +53,8 @@ from benchlab.catalog.order import (
 )
 from benchlab.catalog.shards import iter_shards, read_shard_gated, shard_dir, shard_stats
 from benchlab.errors import QueryError, SchemaError, StoreError
-from benchlab.files import refuse_links
 from benchlab.identity import join_unrecorded_threads
-from benchlab.layout import atomic_write_bytes
+from benchlab.layout import cache_readable, write_cache
 from benchlab.metrics import declarations, learn, lift
 
 logger = logging.getLogger(__name__)
@@ -233,10 +232,11 @@ _SHARED_STRINGS = (
 def _read_cache(path: Path, cache: Path, key: tuple[Any, ...]) -> LoadedCatalog | None:
     """The cached catalog, never through a link between the store and the cache (a
     committed `runs` link would hand the reader marshal data nobody checked)."""
+    if not cache_readable(cache, path.parent):
+        return None
     try:
-        refuse_links(cache, path.parent)
         cached = marshal.loads(cache.read_bytes())
-    except (StoreError, OSError, EOFError, ValueError, TypeError):
+    except (OSError, EOFError, ValueError, TypeError):
         return None
     if type(cached) is not tuple or len(cached) != 6 or cached[0] != key:
         return None
@@ -265,12 +265,13 @@ def _write_cache(path: Path, cache: Path, key: tuple[Any, ...], loaded: LoadedCa
         if curve is not None:
             row["batch_curve"] = orjson.dumps(curve)
         runs.append(row)
+    held = (loaded.machines, loaded.last_updated, loaded.problems, loaded.declared)
     try:
-        held = (loaded.machines, loaded.last_updated, loaded.problems, loaded.declared)
         blob = marshal.dumps((key, runs, *held))
-        atomic_write_bytes(cache, blob, root=path.parent)  # never through a link
-    except (StoreError, OSError, ValueError):
+    except ValueError:  # a value marshal cannot hold: only the speed is lost
         logger.debug("query cache %s not written", cache, exc_info=True)
+        return
+    write_cache(cache, blob, root=path.parent)  # never through a link
 
 
 def _json_type(value: Any) -> str:
