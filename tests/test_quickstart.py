@@ -67,3 +67,8 @@ def test_first_dvc_repro_of_a_fresh_clone_leaves_git_status_clean(tmp_path: Path
             assert mbu is None
         else:
             assert mbu is not None and 0 < mbu <= 100, judged
+    # Its peak compute, measured by the same command (the agent's `gemm`: numpy's float32 GEMM,
+    # the BLAS the reference decoder's prefill multiplies with), judges every run's prefill:
+    # an MFU in (0, 100], tiny's too (FLOPs do not care about the cache).
+    mfu = {(r["model_id"], r["precision"], r["threads"]): r["mfu_pct"] for r in rows}
+    assert all(m is not None and 0 < m <= 100 for m in mfu.values()), mfu

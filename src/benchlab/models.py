@@ -94,22 +94,26 @@ class BandwidthFigure(_Closed):
     date: str | None = Field(default=None, description="When it was measured or declared.")
 
 
-ComputeSource = Literal["declared", "spec"]
+ComputeSource = Literal["measured", "declared", "spec"]
 
 
 class ComputeFigure(_Closed):
-    """A peak dense FP16 compute rate and where it came from (ARCHITECTURE.md, "How close to
-    the hardware"): prefill is judged against it as decode is against the bandwidth."""
+    """A peak compute rate and where it came from (ARCHITECTURE.md, "How close to the
+    hardware"): prefill is judged against it as decode is against the bandwidth. Spec-sheet
+    GPU figures are dense FP16; a measured figure is the host CPU's float32 BLAS GEMM rate."""
 
     tflops: float = Field(gt=0, le=100_000, description="TFLOP/s (10**12 FLOPs per second).")
     source: ComputeSource = Field(
-        description="declared (`bench machines set --peak-tflops`) or spec (the spec-sheet "
-        "table of dense FP16 tensor rates, from the GPU or SoC name)."
+        description="measured (the agent's `gemm` probe: the host CPU's float32 GEMM rate "
+        "through numpy's BLAS), declared (`bench machines set --peak-tflops`) or spec (the "
+        "spec-sheet table of dense FP16 tensor rates, from the GPU or SoC name)."
     )
     method: str | None = Field(
-        default=None, max_length=64, description="How: the spec-sheet entry's name."
+        default=None,
+        max_length=64,
+        description="How: the probe's method, or the spec-sheet entry's name.",
     )
-    date: str | None = Field(default=None, description="When it was declared.")
+    date: str | None = Field(default=None, description="When it was measured or declared.")
 
 
 class GpuSpec(_Open):
@@ -143,7 +147,9 @@ class HardwareSpec(_Open):
         default=None, description="The memory bandwidth decode is bound by, with its source."
     )
     peak_tflops: ComputeFigure | None = Field(
-        default=None, description="The peak dense FP16 rate prefill is bound by, with its source."
+        default=None,
+        description="The peak rate prefill is bound by, with its source: the CPU's measured "
+        "float32 GEMM rate, or a declared figure.",
     )
 
     @field_validator("gpu", mode="before")

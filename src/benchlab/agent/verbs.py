@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-VERBS = ("sysinfo", "clock", "exists", "run", "reference", "system", "membw")
+VERBS = ("sysinfo", "clock", "exists", "run", "reference", "system", "membw", "gemm")
 
 
 class AgentFailure(Exception):
@@ -79,6 +79,23 @@ def exists(payload: dict[str, Any]) -> dict[str, Any]:
     return {"exists": spec is not None, "path": origin}
 
 
+def _gemm(payload: dict[str, Any]) -> dict[str, Any]:
+    """`gemm`: the float32 GEMM rate numpy's BLAS reaches here (`agent.gemm`)."""
+    # lazy: start-up time, the bundle loads only the verb that runs
+    from benchlab.agent.gemm import MAX_N, MAX_REPEATS, NotAvailable, measure
+
+    n, repeats = payload.get("n"), payload.get("repeats")
+    bad = [v for v in (n, repeats) if v is not None and (type(v) is not int or v <= 0)]
+    if bad or (n is not None and n > MAX_N) or (repeats is not None and repeats > MAX_REPEATS):
+        raise AgentFailure(
+            f"gemm: n must be an integer in 1..{MAX_N} and repeats in 1..{MAX_REPEATS}"
+        )
+    try:
+        return measure(n=n, repeats=repeats or 5)
+    except NotAvailable as exc:
+        raise AgentFailure(f"gemm: {exc}") from exc
+
+
 def _dispatch(verb: str, args: list[str], stdin: Any, started_at: float) -> dict[str, Any]:
     if verb == "clock":
         return {"started_at": started_at, "finished_at": time.time()}
@@ -104,6 +121,8 @@ def _dispatch(verb: str, args: list[str], stdin: Any, started_at: float) -> dict
         if not all(v is None or (isinstance(v, int) and v > 0) for v in (size, threads)):
             raise AgentFailure("membw: size_bytes and threads must be positive integers")
         return measure(size=size, threads=threads)
+    if verb == "gemm":
+        return _gemm(_read_payload(stdin))
     if verb == "run":
         # lazy: start-up time, the bundle loads only the verb that runs
         from benchlab.agent.runner import TaskError, run_task

@@ -26,12 +26,13 @@ def figure(text: str) -> float:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     machines = subparsers.add_parser(
         "machines",
-        help="list the fleet's machines with their checklist and memory bandwidth",
+        help="list the fleet's machines with their checklist, memory bandwidth and compute",
         description="Machines of the inventory (machines/catalog.json) and of this clone's "
         "private specs, each with its validation checklist and the memory bandwidth decode "
         "is bound by, with where that figure came from: measured (the agent's probe), "
         "declared (`bench machines set`) or spec (the spec-sheet table, from the GPU or SoC "
-        "name), and the peak dense FP16 compute prefill is bound by, declared or spec. MBU, "
+        "name), and the peak compute prefill is bound by: measured (the CPU's float32 GEMM "
+        "rate), declared, or spec (a GPU's dense FP16 rate). MBU, "
         "MFU and the physics check in `bench best` use these figures.",
         epilog="examples:\n"
         "  bench machines\n"
@@ -66,10 +67,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     setter.set_defaults(handler=run_set)
     measure = actions.add_parser(
         "measure",
-        help="measure memory bandwidth with the agent's probe and record it",
+        help="measure memory bandwidth and CPU compute with the agent's probes, record them",
         description="Run the agent's `membw` probe (a multi-threaded copy over four times "
-        "the last-level cache, best of 7) on this machine, or on --device of --config "
-        "through its agent, and record the figure in the machine's private specs.",
+        "the last-level cache, best of 7) and its `gemm` probe (a float32 matrix multiply "
+        "in numpy, best of 5: the CPU's practical BLAS rate, where numpy is installed) on "
+        "this machine, or on --device of --config through its agent, and record the "
+        "figures in the machine's private specs.",
     )
     measure.add_argument("--machine-id", help="default: .bench-machine-id, or the device's id")
     measure.add_argument("--device", help="a device of --config to measure through its agent")
@@ -106,7 +109,8 @@ def run_list(args: argparse.Namespace) -> int:
             gpu = hardware.gpu[0].mem_bandwidth or from_spec_sheet(hardware.gpu[0].model)
         row["mem_bandwidth"] = label(host)
         row["gpu_mem_bandwidth"] = label(gpu)
-        # Peak compute: the host's declared figure; the first GPU's, else the spec sheet's.
+        # Peak compute: the host's measured or declared figure; the first GPU's, else the
+        # spec sheet's.
         host_peak = hardware.peak_tflops if hardware else None
         gpu_peak = None
         if hardware and hardware.gpu:
@@ -157,8 +161,9 @@ def run_measure(args: argparse.Namespace) -> int:
 
     from benchlab.errors import ConfigError, DeviceError
     from benchlab.layout import Store, find_store
+    from benchlab.machines import compute
     from benchlab.machines.bandwidth import label, record
-    from benchlab.machines.remote_specs import measure_bandwidth
+    from benchlab.machines.remote_specs import measure_bandwidth, measure_compute
 
     store = Store(find_store()).require()
     if (args.device is None) != (args.config is None):
@@ -186,11 +191,23 @@ def run_measure(args: argparse.Namespace) -> int:
         transport = open_transport(machine_id, DeviceConfig())
     with transport:
         figure = measure_bandwidth(transport)
+        peak, why = measure_compute(transport) if figure is not None else (None, None)
     if figure is None:
         raise DeviceError(f"{machine_id}: the agent could not measure memory bandwidth")
     record(store, machine_id, figure)
+    if peak is not None:
+        compute.record(store, machine_id, peak)
     if args.format == "json":
-        print(json.dumps({"machine_id": machine_id, "mem_bandwidth": figure.model_dump()}))
+        answer = {
+            "machine_id": machine_id,
+            "mem_bandwidth": figure.model_dump(),
+            "peak_tflops": peak.model_dump() if peak else None,
+            "peak_tflops_error": why,
+        }
+        print(json.dumps(answer))
     else:
         print(f"{machine_id}: memory {label(figure)}")
+        # No figure is recorded without one (never 0): MFU of a CPU run stays not measured.
+        shown = compute.label(peak) if peak else f"not measured ({why})"
+        print(f"{machine_id}: compute {shown}")
     return 0

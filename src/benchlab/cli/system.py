@@ -82,10 +82,10 @@ def _ask_device(config_path: str, device: str) -> tuple[dict[str, Any], list[dic
     return answer["state"], list(answer.get("advice") or [])
 
 
-def _bandwidth() -> dict[str, Any] | None:
-    """This clone's machine's recorded memory bandwidth (`bench machines measure`), or None
-    where there is no store, no machine id or no figure: `bench system` is advice and never
-    fails for want of one."""
+def _figures() -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """This clone's machine's recorded memory bandwidth and host peak compute (`bench
+    machines measure`), each None where there is no store, no machine id or no figure:
+    `bench system` is advice and never fails for want of one."""
     # lazy: start-up time, only the verb that runs loads its library
     from benchlab.errors import BenchlabError
     from benchlab.layout import Store, find_store, read_model
@@ -97,11 +97,12 @@ def _bandwidth() -> dict[str, Any] | None:
         # Without a machine id, the demo machine the default sweep runs here as `local`.
         machine = read_machine_id(store.root) or "local"
         if not store.private_specs(machine).is_file():
-            return None
-        figure = read_model(store.private_specs(machine), MachineSpecs).hardware.mem_bandwidth
+            return None, None
+        hardware = read_model(store.private_specs(machine), MachineSpecs).hardware
     except BenchlabError:
-        return None
-    return figure.model_dump() if figure is not None else None
+        return None, None
+    memory, peak = hardware.mem_bandwidth, hardware.peak_tflops
+    return (memory.model_dump() if memory else None, peak.model_dump() if peak else None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,9 +122,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         state = snapshot(args.root)
         items = advice(state)
-    figure = None if args.device is not None or args.root is not None else _bandwidth()
+    here = args.device is None and args.root is None
+    figure, peak = _figures() if here else (None, None)
     if args.format == "json":
-        answer = {"state": state, "advice": items, "mem_bandwidth": figure}
+        answer = {"state": state, "advice": items, "mem_bandwidth": figure, "peak_tflops": peak}
         sys.stdout.write(to_json(answer))  # NaN: null
         return 0
     width = max(len(label) for _, label in FACTS)
@@ -136,8 +138,17 @@ def run(args: argparse.Namespace) -> int:
 
         shown = bandwidth_label(BandwidthFigure.model_validate(figure))
         print(f"{'memory bandwidth':<{width}}  {shown}")
-    elif args.device is None and args.root is None:
+    elif here:
         print(f"{'memory bandwidth':<{width}}  not measured (bench machines measure)")
+    if peak is not None:
+        # lazy: start-up time, only the verb that runs loads its library
+        from benchlab.machines.compute import label as compute_label
+        from benchlab.models import ComputeFigure
+
+        shown = compute_label(ComputeFigure.model_validate(peak))
+        print(f"{'peak compute':<{width}}  {shown}")
+    elif here:
+        print(f"{'peak compute':<{width}}  not measured (bench machines measure)")
     print()
     if not items:
         print("advice: none: the machine looks quiet")

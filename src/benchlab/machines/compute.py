@@ -1,11 +1,14 @@
-"""Peak compute per machine: declared or from the spec sheet, never unsourced.
+"""Peak compute per machine: measured, declared or from the spec sheet, never unsourced.
 
 Prefill multiplies the whole prompt through the weights at once, so it is bound by compute
 where decode is bound by memory (ARCHITECTURE.md, "How close to the hardware"). Each machine
-keeps one peak FLOP/s figure beside its bandwidth: `declared` (`bench machines set
---peak-tflops`) or `spec` (the table below, matched on the GPU or SoC name as the bandwidth
-table is, with the same refusal of laptop parts). Nothing is measured: the device agent is
-stdlib-only, and a pure-Python loop says nothing about a tensor core.
+keeps one peak FLOP/s figure beside its bandwidth: `measured` (the agent's `gemm` probe, the
+host's float32 CPU GEMM rate through numpy's BLAS, where the device has numpy), `declared`
+(`bench machines set --peak-tflops`) or `spec` (the table below, matched on the GPU or SoC
+name as the bandwidth table is, with the same refusal of laptop parts). The measured figure
+is a CPU's practical float32 BLAS rate, not its theoretical peak: it is what a CPU run of
+the reference decoder (numpy, the same BLAS) is bound by. A GPU's figure is never measured:
+the agent does not drive a GPU.
 
 The table holds dense FP16 tensor (matrix) TFLOP/s without sparsity, at the vendor's boost
 clock: for NVIDIA GeForce the FP16-accumulate rate (FP32 accumulate runs at half on those
@@ -83,6 +86,35 @@ def declared(tflops: float, *, date: str | None = None) -> ComputeFigure:
     return ComputeFigure(tflops=tflops, source="declared", date=date or utc_iso())
 
 
+def measured(answer: dict[str, object], *, date: str | None = None) -> ComputeFigure:
+    """The agent's `gemm` answer as a figure (a float32 CPU GEMM rate)."""
+    tflops = answer.get("tflops")
+    if isinstance(tflops, bool) or not isinstance(tflops, (int, float)):
+        raise ValueError(f"gemm answered no usable figure: {answer!r}")
+    if not 0 < tflops <= 100_000:
+        raise ValueError(f"gemm answered no usable figure: {answer!r}")
+    method = answer.get("method")
+    return ComputeFigure(
+        tflops=float(tflops),
+        source="measured",
+        method=str(method)[:64] if method else "float32 CPU GEMM",
+        date=date or utc_iso(),
+    )
+
+
+_RANK = {"declared": 3, "measured": 2, "spec": 1}
+
+
+def better(old: ComputeFigure | None, new: ComputeFigure | None) -> ComputeFigure | None:
+    """Which figure a machine keeps, as `bandwidth.better` ranks them: declared (a person's
+    word) over measured (this machine) over spec (the model line); among equals the newer."""
+    if old is None or new is None:
+        return new or old
+    if _RANK[new.source] != _RANK[old.source]:
+        return new if _RANK[new.source] > _RANK[old.source] else old
+    return new
+
+
 @dataclass(frozen=True)
 class Peak:
     """The compute a run's prefill is bound by, and which processor it is."""
@@ -94,15 +126,17 @@ class Peak:
 
 def peak_compute(specs: MachineSpecs, *, on_gpu: bool) -> Peak | None:
     """The figure for the processor a run computed on: the first GPU's where the run
-    offloaded (an Apple SoC without a GPU entry: its host figure, the SoC's GPU); a run
-    kept on the CPU gets only a declared host figure, since the spec sheet's are GPU rates."""
+    offloaded (an Apple SoC without a GPU entry: its declared host figure, else the spec
+    sheet's for the SoC's GPU, never the measured CPU rate); a run kept on the CPU gets a
+    declared or measured host figure, never the spec sheet's (those are GPU rates)."""
     hardware = specs.hardware
     if on_gpu and hardware.gpu:
         gpu = hardware.gpu[0]
         figure = gpu.peak_tflops or from_spec_sheet(gpu.model)
         return Peak(figure, gpu.model) if figure is not None else None
     figure = hardware.peak_tflops
-    if figure is None and on_gpu:
+    if on_gpu and (figure is None or figure.source == "measured"):
+        # A measured host figure is the CPU's GEMM rate: an SoC's GPU takes its spec sheet's.
         figure = from_spec_sheet(hardware.cpu.model)
     if figure is None or (figure.source == "spec" and not on_gpu):
         return None
@@ -110,14 +144,19 @@ def peak_compute(specs: MachineSpecs, *, on_gpu: bool) -> Peak | None:
 
 
 def label(figure: ComputeFigure | None) -> str:
-    """`330 TFLOP/s (spec: rtx 4090)`, `2.6 TFLOP/s (declared 2026-12-06)`, or `–`."""
+    """`330 TFLOP/s (spec: rtx 4090)`, `2.6 TFLOP/s (declared 2026-12-06)`,
+    `0.19 TFLOP/s (measured 2026-12-07, float32 CPU GEMM)`, or `–`."""
     if figure is None:
         return "–"
     amount = f"{figure.tflops:,.0f}" if figure.tflops >= 100 else f"{figure.tflops:.1f}"
+    if figure.tflops < 1:
+        amount = f"{figure.tflops:.2g}"
     if figure.source == "spec":
         where = (figure.method or "spec sheet").replace("spec sheet: ", "spec: ")
     else:
         where = f"{figure.source} {figure.date[:10]}" if figure.date else figure.source
+    if figure.source == "measured":
+        where += ", float32 CPU GEMM"
     return f"{amount} TFLOP/s ({where})"
 
 

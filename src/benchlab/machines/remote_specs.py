@@ -6,7 +6,8 @@ guesses, so the specs of a board reached over ssh are collected on the board. Th
 redacted public copy is the onboarding verb's job.
 
 Re-onboarding refreshes the hardware and keeps what a person set: `registered_at`, `tags`,
-`cost_per_hour`.
+`cost_per_hour`, declared figures. The agent's `membw` and `gemm` probes give the host's
+measured bandwidth and peak compute.
 
 Usage::
 
@@ -21,8 +22,9 @@ from benchlab.devices import open_transport
 from benchlab.errors import DeviceError, SchemaError, StoreError
 from benchlab.ids import check_id, utc_iso
 from benchlab.layout import read_model, write_model
+from benchlab.machines import compute
 from benchlab.machines.bandwidth import better, from_spec_sheet, measured
-from benchlab.models import BandwidthFigure, MachineSpecs
+from benchlab.models import BandwidthFigure, ComputeFigure, MachineSpecs
 from benchlab.sweep.placeholders import resolve_device, worker_instance_id
 
 if TYPE_CHECKING:
@@ -120,7 +122,9 @@ def onboard_remote(
             raise DeviceError(
                 f"device {device_id}: sysinfo answered {type(info).__name__}", device_id
             )
-        measured = measure_bandwidth(device) if bandwidth_probe_enabled() else None
+        probe = bandwidth_probe_enabled()
+        measured = measure_bandwidth(device) if probe else None
+        peak = measure_compute(device)[0] if probe else None
     finally:
         if owned:
             device.close()
@@ -131,17 +135,19 @@ def onboard_remote(
         tags=previous.tags if previous and previous.tags else list(config.tags),
         cost_per_hour=previous.cost_per_hour if previous else None,
     )
-    specs = keep_bandwidth(specs, previous, measured)
+    specs = keep_compute(keep_bandwidth(specs, previous, measured), previous, peak)
     write_model(path, specs, root=store.root)
     return specs
 
 
 MEMBW_TIMEOUT_S = 120.0
+GEMM_TIMEOUT_S = 60.0
 
 
 def bandwidth_probe_enabled() -> bool:
-    """`BENCHLAB_BANDWIDTH_PROBE=off` skips the probe (the test suite sets it: hundreds of
-    onboardings would each copy a few hundred MiB for a figure no test reads)."""
+    """`BENCHLAB_BANDWIDTH_PROBE=off` skips the hardware probes, `membw` and `gemm` (the test
+    suite sets it: hundreds of onboardings would each copy a few hundred MiB and multiply
+    matrices for a second for figures no test reads)."""
     import os
 
     return os.environ.get("BENCHLAB_BANDWIDTH_PROBE", "on").lower() not in ("off", "0", "no")
@@ -156,6 +162,36 @@ def measure_bandwidth(device: Transport) -> BandwidthFigure | None:
         return measured(answer if isinstance(answer, dict) else {})
     except (DeviceError, ValueError):
         return None
+
+
+def measure_compute(device: Transport) -> tuple[ComputeFigure | None, str | None]:
+    """The device's own `gemm` answer as a figure, or None and why not: the agent has no
+    numpy, or is older, or failed. No figure is recorded then (never 0): MFU of a CPU run
+    stays "not measured" unless someone declares a peak."""
+    try:
+        answer = device.call("gemm", None, timeout=GEMM_TIMEOUT_S)
+        return compute.measured(answer if isinstance(answer, dict) else {}), None
+    except (DeviceError, ValueError) as exc:
+        return None, str(exc)
+
+
+def keep_compute(
+    specs: MachineSpecs, previous: MachineSpecs | None, measured: ComputeFigure | None
+) -> MachineSpecs:
+    """The new specs with the host peak `compute.better` keeps (a declared figure survives
+    re-onboarding, a new measurement replaces an old one) and each GPU's previous figure
+    (sysinfo never states one; the spec sheet's is looked up when a run is judged)."""
+    hardware = specs.hardware
+    old = previous.hardware if previous is not None else None
+    host = compute.better(old.peak_tflops if old else None, measured)
+    old_gpus = {g.model: g.peak_tflops for g in old.gpu} if old else {}
+    gpus = [
+        gpu.model_copy(update={"peak_tflops": gpu.peak_tflops or old_gpus.get(gpu.model)})
+        for gpu in hardware.gpu
+    ]
+    return specs.model_copy(
+        update={"hardware": hardware.model_copy(update={"peak_tflops": host, "gpu": gpus})}
+    )
 
 
 def keep_bandwidth(
