@@ -97,7 +97,7 @@ def test_table_without_model_has_a_model_column(
         | Llama-3.2-1B | pi5 | q4_k_m | llama-bench | 2 | p512/n128 | b4600 (5e6f7a8b) | - | - | - | 22.00 | 5.50 | - | - | pi5-llama-3.2-1b-q4_k_m-kernel-4600aaaa-20250210T080000Z |
         | SmolLM2-135M | local | f32 | reference | 2 | p32/n16 | benchlab 0.1.0 | 51.30 | 27.10 | 1.89x | 702.90 | 28.31 | not measured | not measured | local-smollm2-135m-f32-batch-055bf275-20261201T034102Z |
 
-        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used. MBU %: decode t/s x bytes per token over the machine's memory bandwidth (bench machines); not measured: the machine has no bandwidth figure; physics: impossible where decode beats that bandwidth by over 10%. MFU %: prefill t/s x 2 x parameters over the machine's peak dense FP16 FLOP/s (bench machines); not measured: no peak figure for the processor it ran on; physics: also impossible where prefill beats that peak by over 10%.
+        shape: p512/n128 = 512 prompt tokens and 128 generated, d = context depth, b/ub = batch and micro-batch, fa = flash attention; threads: the CPU threads the run used. MBU %: decode t/s x bytes per token over the machine's memory bandwidth (bench machines); not measured: the machine has no bandwidth figure; physics: impossible where decode beats that bandwidth by over 10%. MFU %: prefill t/s x 2 x parameters over the processor's peak FLOP/s (bench machines: a GPU's dense FP16 spec figure, a CPU's measured float32 GEMM rate); not measured: no peak figure for the processor it ran on; physics: also impossible where prefill beats that peak by over 10%.
         """  # noqa: E501
     )
 

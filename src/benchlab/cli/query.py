@@ -509,8 +509,9 @@ _MBU_LEGEND = (
 )
 
 _MFU_LEGEND = (
-    "MFU %: prefill t/s x 2 x parameters over the machine's peak dense FP16 FLOP/s "
-    "(bench machines); not measured: no peak figure for the processor it ran on; physics: "
+    "MFU %: prefill t/s x 2 x parameters over the processor's peak FLOP/s (bench machines: "
+    "a GPU's dense FP16 spec figure, a CPU's measured float32 GEMM rate); not measured: no "
+    "peak figure for the processor it ran on; physics: "
     "also impossible where prefill beats that peak by over 10%."
 )
 
