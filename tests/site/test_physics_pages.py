@@ -143,3 +143,20 @@ def test_mfu_and_the_impossible_prefill_on_the_pages(tmp_path: Path) -> None:
     assert status and all(">impossible prefill</span>" in cell for cell in status)
     for honest in ("machines/gpu.md", "machines/bare.md"):
         assert "impossible" not in expand(files, honest)
+
+
+def test_the_compute_roofline_draws_each_judged_prefill_under_its_peak(tmp_path: Path) -> None:
+    """The prefill roofline beside the decode one: a point per series whose machine has a
+    peak figure, at its MFU; a machine without one draws no compute roofline at all."""
+    files = _gpu_site(tmp_path / "experiments" / "benchmark")
+    model = next(path for path in files if path.startswith("bl/charts/") and
+                 path.endswith("roofline-compute.js") and "model" in path)  # fmt: skip
+    text = files[model]
+    names = re.findall(r'"name":"([^"]*)"', text)
+    assert sorted(names) == ["MFU 100%", "fast", "gpu", "impossible above"]  # no `bare`
+    assert "MFU 17% of 330 TFLOP/s (spec: rtx 4090)" in text
+    machine_charts = {path for path in files if path.startswith("bl/charts/machine")}
+    assert any(path.endswith("roofline-compute.js") and "-gpu-" in path for path in machine_charts)
+    assert not any(path.endswith("roofline-compute.js") and "-bare-" in path
+                   for path in machine_charts)  # fmt: skip
+

@@ -14,7 +14,7 @@ from benchlab.metrics import HEADLINE_ORDER, REGISTRY
 from benchlab.publish.charts import label, latest_by_series
 from benchlab.publish.charts.base import STYLE_DIMS, describe
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
-from benchlab.publish.charts.roofline import roofline_chart
+from benchlab.publish.charts.roofline import PREFILL_ROOF, roofline_chart
 from benchlab.publish.context import HISTORY_RUNS, NO_OUTCOMES, SiteContext
 from benchlab.publish.data import PublicData
 from benchlab.publish.hooks import SEARCH_ENTRIES
@@ -182,9 +182,12 @@ def machine_pages(site: SiteContext) -> list[Any]:
             machine_chart(window, prefix + "throughput", offered, site.level_memo, known=by_metric),
             site.trend(sids, prefix + "trend"),
         ]
-        roof = roofline_chart(latest, site.data.specs, prefix + "roofline")
-        if not roof.empty:  # no bandwidth figure for this machine: nothing to draw
-            charts.append(roof)
+        # Each roofline only where this machine has its figure: nothing drawn at a guess.
+        roofs = (
+            roofline_chart(latest, site.data.specs, prefix + "roofline"),
+            roofline_chart(latest, site.data.specs, prefix + "roofline-compute", PREFILL_ROOF),
+        )
+        charts += [roof for roof in roofs if not roof.empty]
         site.add_charts(charts)
         levels = {
             metric: {item.series: item for item in by_metric[metric]} for metric in LEVEL_METRICS

@@ -10,7 +10,7 @@ from benchlab.ids import slug
 from benchlab.metrics import DECODE, HEADLINE_ORDER, PEAK, REGISTRY
 from benchlab.publish.charts import scaling_chart, threads_chart
 from benchlab.publish.charts.levels import machine_chart, present_metrics, tails
-from benchlab.publish.charts.roofline import roofline_chart
+from benchlab.publish.charts.roofline import PREFILL_ROOF, roofline_chart
 from benchlab.publish.context import SiteContext, best_per_machine
 from benchlab.publish.tables import (
     NOT_MEASURED,
@@ -50,9 +50,12 @@ def model_pages(site: SiteContext, which: slice = slice(None)) -> list[Any]:
         # A scaling chart with no curve of two batch sizes shows no scaling (llama-bench
         # measures batch 1 alone): left out.
         charts = [c for c in charts if not (c.slug == prefix + "scaling" and c.empty)]
-        roof = roofline_chart(latest, site.data.specs, prefix + "roofline")
-        if not roof.empty:  # no machine with a bandwidth figure: nothing to draw
-            charts.append(roof)
+        # Each roofline only where some machine has its figure: nothing drawn at a guess.
+        roofs = (
+            roofline_chart(latest, site.data.specs, prefix + "roofline"),
+            roofline_chart(latest, site.data.specs, prefix + "roofline-compute", PREFILL_ROOF),
+        )
+        charts += [roof for roof in roofs if not roof.empty]
         site.add_charts(charts)
         sections = []
         for precision in sorted({r["precision"] for r in latest}):
