@@ -159,4 +159,3 @@ def test_the_compute_roofline_draws_each_judged_prefill_under_its_peak(tmp_path:
     assert any(path.endswith("roofline-compute.js") and "-gpu-" in path for path in machine_charts)
     assert not any(path.endswith("roofline-compute.js") and "-bare-" in path
                    for path in machine_charts)  # fmt: skip
-
