@@ -15,7 +15,8 @@ import pytest
 
 from benchlab.cli import main
 from benchlab.layout import Store, read_json
-from benchlab.machines.compute import better, declared, label, measured, peak_compute
+from benchlab.machines.bandwidth import better
+from benchlab.machines.compute import declared, label, measured, peak_compute
 from benchlab.models import ComputeFigure, MachineSpecs
 
 NO_NUMPY = "import sys\nsys.modules['numpy'] = None  # `import numpy` raises ImportError\n"

@@ -18,12 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from benchlab.errors import ConfigError
 from benchlab.ids import utc_iso
 from benchlab.layout import read_model, write_model
-from benchlab.models import BandwidthFigure, MachineSpecs
+from benchlab.models import BandwidthFigure, ComputeFigure, MachineSpecs
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -132,10 +132,13 @@ def measured(answer: dict[str, object], *, date: str | None = None) -> Bandwidth
 _RANK = {"declared": 3, "measured": 2, "spec": 1}
 
 
-def better(old: BandwidthFigure | None, new: BandwidthFigure | None) -> BandwidthFigure | None:
-    """Which figure a machine keeps: a declared figure is a person's word and outranks a
-    probe; a probe outranks the spec sheet (it is this machine, not the model line); among
-    equals the newer wins."""
+Figure = TypeVar("Figure", BandwidthFigure, ComputeFigure)
+
+
+def better(old: Figure | None, new: Figure | None) -> Figure | None:
+    """Which figure a machine keeps, of its bandwidth or of its peak compute alike: a
+    declared figure is a person's word and outranks a probe; a probe outranks the spec sheet
+    (it is this machine, not the model line); among equals the newer wins."""
     if old is None or new is None:
         return new or old
     if _RANK[new.source] != _RANK[old.source]:

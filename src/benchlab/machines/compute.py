@@ -102,19 +102,6 @@ def measured(answer: dict[str, object], *, date: str | None = None) -> ComputeFi
     )
 
 
-_RANK = {"declared": 3, "measured": 2, "spec": 1}
-
-
-def better(old: ComputeFigure | None, new: ComputeFigure | None) -> ComputeFigure | None:
-    """Which figure a machine keeps, as `bandwidth.better` ranks them: declared (a person's
-    word) over measured (this machine) over spec (the model line); among equals the newer."""
-    if old is None or new is None:
-        return new or old
-    if _RANK[new.source] != _RANK[old.source]:
-        return new if _RANK[new.source] > _RANK[old.source] else old
-    return new
-
-
 @dataclass(frozen=True)
 class Peak:
     """The compute a run's prefill is bound by, and which processor it is."""

@@ -178,12 +178,12 @@ def measure_compute(device: Transport) -> tuple[ComputeFigure | None, str | None
 def keep_compute(
     specs: MachineSpecs, previous: MachineSpecs | None, measured: ComputeFigure | None
 ) -> MachineSpecs:
-    """The new specs with the host peak `compute.better` keeps (a declared figure survives
+    """The new specs with the host peak `bandwidth.better` keeps (a declared figure survives
     re-onboarding, a new measurement replaces an old one) and each GPU's previous figure
     (sysinfo never states one; the spec sheet's is looked up when a run is judged)."""
     hardware = specs.hardware
     old = previous.hardware if previous is not None else None
-    host = compute.better(old.peak_tflops if old else None, measured)
+    host = better(old.peak_tflops if old else None, measured)
     old_gpus = {g.model: g.peak_tflops for g in old.gpu} if old else {}
     gpus = [
         gpu.model_copy(update={"peak_tflops": gpu.peak_tflops or old_gpus.get(gpu.model)})
