@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from benchlab.catalog.inventory import machine_specs
 from benchlab.errors import BenchlabError, QueryError
@@ -185,32 +185,37 @@ def json_mbu(value: Any) -> float | None:
     return value if isinstance(value, float) else None
 
 
-def impossible_runs(
-    entries: Iterable[Mapping[str, Any]], specs: Mapping[str, MachineSpecs]
-) -> list[tuple[Mapping[str, Any], Judgement]]:
-    """Every ok run whose decode claims more than its machine's bandwidth allows."""
+Judged = TypeVar("Judged", Judgement, PrefillJudgement)
+
+
+def _impossible(
+    entries: Iterable[Mapping[str, Any]],
+    specs: Mapping[str, MachineSpecs],
+    judge: Callable[[Mapping[str, Any], Mapping[str, MachineSpecs]], Judged | None],
+) -> list[tuple[Mapping[str, Any], Judged]]:
+    """Every ok run that `judge` finds faster than its machine's bound allows."""
     out = []
     for entry in entries:
         if entry.get("status", "ok") != "ok":
             continue
-        found = judge_entry(entry, specs)
+        found = judge(entry, specs)
         if found is not None and found.impossible:
             out.append((entry, found))
     return out
+
+
+def impossible_runs(
+    entries: Iterable[Mapping[str, Any]], specs: Mapping[str, MachineSpecs]
+) -> list[tuple[Mapping[str, Any], Judgement]]:
+    """Every ok run whose decode claims more than its machine's bandwidth allows."""
+    return _impossible(entries, specs, judge_entry)
 
 
 def impossible_prefill_runs(
     entries: Iterable[Mapping[str, Any]], specs: Mapping[str, MachineSpecs]
 ) -> list[tuple[Mapping[str, Any], PrefillJudgement]]:
     """Every ok run whose prefill claims more than its machine's peak compute allows."""
-    out = []
-    for entry in entries:
-        if entry.get("status", "ok") != "ok":
-            continue
-        found = judge_prefill_entry(entry, specs)
-        if found is not None and found.impossible:
-            out.append((entry, found))
-    return out
+    return _impossible(entries, specs, judge_prefill_entry)
 
 
 def predict_decode(
