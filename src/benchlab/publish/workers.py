@@ -96,16 +96,13 @@ _BESIDE_INPUT: tuple[SiteContext, Sequence[SitePage], Any, After | None] | None 
 forked process (inherited, never pickled)."""
 
 
+@dataclass(frozen=True)
 class Partner:
     """What `beside` hands back: each page function's result, in order, and `finish`, which
     merges the forked process's part of the work after the pages into the site."""
 
-    def __init__(self, results: list[Any], finish: Callable[[], None]) -> None:
-        self.results = results
-        self._finish = finish
-
-    def finish(self) -> None:
-        self._finish()
+    results: list[Any]
+    finish: Callable[[], None]
 
 
 @contextmanager
